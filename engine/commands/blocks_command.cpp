@@ -1,0 +1,48 @@
+#include <fmt/format.h>
+
+#include "commands/command.h"
+
+namespace heapscope {
+
+namespace {
+
+bool matches(BlockState state, const std::string& wanted) {
+  if (wanted == "all") return true;
+  if (wanted == "used") return is_allocated(state);
+  if (wanted == "free") return !is_allocated(state);
+  return wanted == block_state_name(state);
+}
+
+class BlocksCommand final : public Command {
+ public:
+  void add_options(CLI::App& app) override {
+    app.add_option("--state", state_,
+                   "Which blocks: used (in_use and mmapped), free (bins, tcache, fastbins, top), all, or one "
+                   "state name")
+        ->check(CLI::IsMember({"used", "free", "all", "in_use", "mmapped", "tcache", "fastbin", "top"}))
+        ->capture_default_str();
+    app.add_option("--min-size", min_size_, "Only blocks with at least this many usable bytes")
+        ->capture_default_str();
+  }
+
+  Report run(Session& s) override {
+    const HeapModel& heap = s.heap();
+    BlocksReport r;
+    for (const Block& b : heap.blocks)
+      if (matches(b.state, state_) && b.usable_size() >= min_size_) r.blocks.push_back(b);
+    for (const ArenaInfo& a : heap.arenas) r.arena_addresses.push_back(a.address);
+    r.selection = fmt::format("{} blocks{}", state_, min_size_ ? fmt::format(" of at least {} bytes", min_size_) : "");
+    r.warnings = s.warnings();
+    return r;
+  }
+
+ private:
+  std::string state_ = "used";
+  std::uint64_t min_size_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_blocks_command() { return std::make_unique<BlocksCommand>(); }
+
+}  // namespace heapscope

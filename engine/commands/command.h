@@ -1,0 +1,39 @@
+// The one command grammar. Each command declares its options on a CLI11 app and produces a report from
+// a Session; the standalone CLI and the debugger frontends all build their `heap <command>` from this
+// table, so a command is written once. Adding a command = one file here + one line in command_table.cpp.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reports/report.h"
+#include "session/session.h"
+
+namespace heapscope {
+
+class Command {
+ public:
+  virtual ~Command() = default;
+  // Declares the command's own options and positionals on `app` (bound to members of the command).
+  virtual void add_options(CLI::App& app) = 0;
+  // Runs against the session. Throws AnalysisError when nothing useful can be produced.
+  virtual Report run(Session& session) = 0;
+};
+
+struct CommandEntry {
+  const char* name;
+  const char* description;  // one line, shown by help
+  std::unique_ptr<Command> (*make)();
+};
+
+const std::vector<CommandEntry>& command_table();
+const CommandEntry* find_command(const std::string& name);
+
+// Factories, one per command file.
+std::unique_ptr<Command> make_summary_command();
+std::unique_ptr<Command> make_blocks_command();
+
+}  // namespace heapscope

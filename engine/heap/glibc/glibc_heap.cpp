@@ -1,0 +1,263 @@
+#include "heap/glibc/glibc_heap.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <unordered_set>
+
+#include "heap/glibc/chunk_walk.h"
+#include "heap/glibc/free_lists.h"
+#include "heap/glibc/glibc_runtime.h"
+#include "heap/glibc/mmapped_chunks.h"
+
+namespace heapscope::glibc {
+
+namespace {
+
+// One contiguous piece of an arena to walk.
+struct SegmentJob {
+  std::uint16_t arena = 0;
+  HeapSegment range;
+  Address first_chunk = 0;
+  Address top = 0;  // when the arena's top chunk is in this segment
+  SegmentWalk result;
+};
+
+Address align16(Address a) { return (a + 15) & ~Address{15}; }
+
+// The sbrk heap of main_arena: from mp_.sbrk_base (or the start of the mapping that holds top) to the
+// end of the top chunk.
+void plan_main_arena(const Image& image, const Runtime& rt, Address top, std::uint16_t index,
+                     std::vector<SegmentJob>& jobs, ArenaInfo& arena, std::vector<std::string>& warnings) {
+  const Address initial_top = rt.main_arena + rt.layout.arena.bins - 16;  // unused arena: top is bin 1
+  if (top == initial_top) return;
+  const auto top_size = image.read_u64(top + 8);
+  const MemoryRegion* region = image.region_at(top);
+  if (!top_size || !region) {
+    warnings.push_back(fmt::format("main arena: top chunk 0x{:x} is not in the image; its heap is skipped", top));
+    arena.complete = false;
+    return;
+  }
+  Address start = rt.params && rt.params->sbrk_base ? rt.params->sbrk_base : region->start;
+  const Address end = top + (*top_size & ~kFlagMask);
+  if (start > top) start = region->start;
+  SegmentJob job;
+  job.arena = index;
+  job.range = {start, end};
+  job.first_chunk = align16(start);
+  job.top = top;
+  jobs.push_back(job);
+  arena.overhead_bytes += job.first_chunk - start;
+  const auto flags = image.read_u32(rt.main_arena + rt.layout.arena.flags);
+  if (flags && (*flags & MallocStateLayout::kNonContiguousBit))
+    warnings.push_back("main arena is non-contiguous (sbrk failed and malloc fell back to mmap); chunks "
+                       "outside the sbrk heap are not walked");
+}
+
+// A non-main arena's heaps: the newest holds top; heap_info.prev links back to the first, which holds the
+// arena itself.
+void plan_heap_arena(const Image& image, const Runtime& rt, Address arena_addr, Address top, std::uint16_t index,
+                     std::vector<SegmentJob>& jobs, ArenaInfo& arena, std::vector<std::string>& warnings) {
+  const std::uint64_t align = rt.heap_alignment();
+  Address heap = top & ~(align - 1);
+  std::unordered_set<Address> seen;
+  while (heap != 0) {
+    const auto ar_ptr = image.read_u64(heap);
+    const auto prev = image.read_u64(heap + 8);
+    const auto size = image.read_u64(heap + 16);
+    if (!ar_ptr || !prev || !size || *ar_ptr != arena_addr || *size > align || !seen.insert(heap).second) {
+      warnings.push_back(fmt::format("arena 0x{:x}: heap_info at 0x{:x} is unreadable or does not belong to "
+                                     "it; its remaining heaps are skipped", arena_addr, heap));
+      arena.complete = false;
+      return;
+    }
+    SegmentJob job;
+    job.arena = index;
+    job.range = {heap, heap + *size};
+    const bool first_heap = arena_addr == heap + rt.layout.heap_info_size;
+    job.first_chunk = first_heap ? align16(arena_addr + rt.layout.arena.size) : heap + rt.layout.heap_info_size;
+    job.top = (top >= heap && top < heap + *size) ? top : 0;
+    arena.overhead_bytes += job.first_chunk - heap;
+    jobs.push_back(job);
+    heap = *prev;
+  }
+}
+
+void run_in_parallel(std::vector<SegmentJob>& jobs, const Image& image) {
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    MemoryCursor mem(image);
+    for (std::size_t i = next++; i < jobs.size(); i = next++) {
+      SegmentJob& j = jobs[i];
+      j.result = walk_segment(mem, j.first_chunk, j.range.end, j.top, j.arena);
+    }
+  };
+  const unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
+                                                     static_cast<unsigned>(jobs.size())));
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < n; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+}
+
+// Tcache and fastbin chunks look in use to the chunk walk (their successor's PREV_INUSE stays set).
+void mark_cached(HeapModel& model, const std::vector<Address>& chunks, BlockState state, const char* list) {
+  for (Address c : chunks) {
+    auto it = std::lower_bound(model.blocks.begin(), model.blocks.end(), c,
+                               [](const Block& b, Address a) { return b.chunk < a; });
+    if (it == model.blocks.end() || it->chunk != c) {
+      model.warnings.push_back(fmt::format("{} entry 0x{:x} is not a chunk of any walked heap", list, c + 16));
+      continue;
+    }
+    if (it->state != BlockState::in_use) {
+      model.warnings.push_back(fmt::format("{} entry 0x{:x} is listed twice or is also free in a bin "
+                                           "(double free or corruption?)", list, c + 16));
+      continue;
+    }
+    it->state = state;
+  }
+}
+
+void collect_free_lists(const Image& image, const Runtime& rt, HeapModel& model) {
+  if (rt.tcache_tp_offset) {
+    for (const ThreadState& t : image.threads()) {
+      if (t.fs_base() == 0) continue;
+      const auto tcache = image.read_u64(t.fs_base() + static_cast<std::uint64_t>(*rt.tcache_tp_offset));
+      if (!tcache || *tcache == 0) continue;
+      FreeListMembers m = tcache_members(image, rt.layout, *tcache, t.tid);
+      mark_cached(model, m.chunks, BlockState::tcache, "tcache");
+      model.warnings.insert(model.warnings.end(), m.warnings.begin(), m.warnings.end());
+    }
+  }
+  for (const ArenaInfo& a : model.arenas) {
+    FreeListMembers m = fastbin_members(image, rt.layout, a.address, model.blocks.size());
+    mark_cached(model, m.chunks, BlockState::fastbin, "fastbin");
+    model.warnings.insert(model.warnings.end(), m.warnings.begin(), m.warnings.end());
+  }
+}
+
+std::vector<HeapSegment> thread_stacks(const Image& image) {
+  std::vector<HeapSegment> out;
+  for (const ThreadState& t : image.threads())
+    if (const MemoryRegion* r = image.region_at(t.sp())) out.push_back({r->start, r->end});
+  return out;
+}
+
+void add_mmapped_chunks(const Image& image, const Runtime& rt, std::vector<SegmentJob>& jobs, HeapModel& model,
+                        std::vector<Block>& mmapped) {
+  std::vector<HeapSegment> exclude = thread_stacks(image);
+  for (const SegmentJob& j : jobs) exclude.push_back(j.range);
+  std::sort(exclude.begin(), exclude.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  MemoryCursor mem(image);
+  MmappedChunks found = find_mmapped_chunks(mem, exclude);
+  model.mmapped_total.blocks = found.blocks.size();
+  model.mmapped_total.bytes = found.mapped_bytes;
+  model.discovery.push_back({"mmapped chunks", 0, "scan"});
+  if (rt.params && (rt.params->n_mmaps != static_cast<int>(found.blocks.size()) ||
+                    rt.params->mmapped_mem != found.mapped_bytes))
+    model.warnings.push_back(fmt::format("mmapped chunks: found {} ({} bytes) but mp_ counts {} ({} bytes)",
+                                         found.blocks.size(), found.mapped_bytes, rt.params->n_mmaps,
+                                         rt.params->mmapped_mem));
+  mmapped = std::move(found.blocks);
+}
+
+// Concatenates the per-segment block lists in address order (segments never overlap).
+void merge_blocks(std::vector<SegmentJob>& jobs, std::vector<Block>& mmapped, HeapModel& model) {
+  std::vector<std::vector<Block>*> pieces;
+  std::size_t total = mmapped.size();
+  for (SegmentJob& j : jobs) {
+    pieces.push_back(&j.result.blocks);
+    total += j.result.blocks.size();
+  }
+  pieces.push_back(&mmapped);
+  std::erase_if(pieces, [](auto* p) { return p->empty(); });
+  std::sort(pieces.begin(), pieces.end(), [](auto* a, auto* b) { return a->front().chunk < b->front().chunk; });
+  model.blocks.reserve(total);
+  for (auto* p : pieces) {
+    model.blocks.insert(model.blocks.end(), p->begin(), p->end());
+    std::vector<Block>().swap(*p);
+  }
+}
+
+void compute_totals_and_mallinfo(const Image& image, const Runtime& rt, HeapModel& model) {
+  for (const Block& b : model.blocks)
+    if (b.arena != Block::kNoArena) model.arenas[b.arena].totals[static_cast<int>(b.state)].add(b.chunk_size());
+  MallInfo& mi = model.mallinfo;
+  for (ArenaInfo& a : model.arenas) {
+    const auto& t = a.totals;
+    const auto bytes = [&](BlockState s) { return t[static_cast<int>(s)].bytes; };
+    const std::uint64_t avail = bytes(BlockState::free) + bytes(BlockState::fastbin) + bytes(BlockState::top);
+    mi.arena += a.system_bytes;
+    mi.ordblks += 1 + t[static_cast<int>(BlockState::free)].blocks;
+    mi.smblks += t[static_cast<int>(BlockState::fastbin)].blocks;
+    mi.fsmblks += bytes(BlockState::fastbin);
+    mi.fordblks += avail;
+    mi.uordblks += a.system_bytes - avail;
+    if (a.is_main) mi.keepcost = bytes(BlockState::top);
+    const auto in_bins = regular_bin_count(image, rt.layout, a.address, model.blocks.size());
+    if (in_bins && *in_bins != t[static_cast<int>(BlockState::free)].blocks)
+      model.warnings.push_back(fmt::format("arena 0x{:x}: {} chunks are on its bins but the walk found {} free",
+                                           a.address, *in_bins, t[static_cast<int>(BlockState::free)].blocks));
+  }
+  mi.hblks = model.mmapped_total.blocks;
+  mi.hblkhd = model.mmapped_total.bytes;
+}
+
+}  // namespace
+
+std::optional<HeapModel> walk_heap(const Image& image, const SymbolIndex& symbols, std::string* error) {
+  std::optional<Runtime> rt = locate_runtime(image, symbols, error);
+  if (!rt) return std::nullopt;
+
+  HeapModel model;
+  model.allocator = "glibc";
+  model.version = rt->layout.minor ? rt->layout.name() : "";
+  model.discovery = rt->discovery;
+  model.warnings = rt->warnings;
+
+  std::vector<SegmentJob> jobs;
+  const std::vector<Address> ring = arena_ring(image, rt->layout, rt->main_arena, &model.warnings);
+  for (Address a : ring) {
+    const auto index = static_cast<std::uint16_t>(model.arenas.size());
+    ArenaInfo info;
+    info.address = a;
+    info.is_main = a == rt->main_arena;
+    info.system_bytes = image.read_u64(a + rt->layout.arena.system_mem).value_or(0);
+    const auto top = image.read_u64(a + rt->layout.arena.top);
+    if (!top) {
+      model.warnings.push_back(fmt::format("arena 0x{:x} cannot be read; skipped", a));
+      continue;
+    }
+    if (info.is_main)
+      plan_main_arena(image, *rt, *top, index, jobs, info, model.warnings);
+    else {
+      plan_heap_arena(image, *rt, a, *top, index, jobs, info, model.warnings);
+      model.discovery.push_back({"arena", a, "arena-ring"});
+    }
+    model.arenas.push_back(std::move(info));
+  }
+
+  run_in_parallel(jobs, image);
+  for (SegmentJob& j : jobs) {
+    ArenaInfo& arena = model.arenas[j.arena];
+    arena.heaps.push_back(j.range);
+    arena.overhead_bytes += j.result.overhead_bytes;
+    if (!j.result.reached_end) arena.complete = false;
+    model.warnings.insert(model.warnings.end(), j.result.warnings.begin(), j.result.warnings.end());
+  }
+  for (ArenaInfo& a : model.arenas) {
+    std::sort(a.heaps.begin(), a.heaps.end(), [](auto& x, auto& y) { return x.start < y.start; });
+    model.complete = model.complete && a.complete;
+  }
+
+  std::vector<Block> mmapped;
+  add_mmapped_chunks(image, *rt, jobs, model, mmapped);
+  merge_blocks(jobs, mmapped, model);
+  collect_free_lists(image, *rt, model);
+  compute_totals_and_mallinfo(image, *rt, model);
+  return model;
+}
+
+}  // namespace heapscope::glibc

@@ -1,0 +1,68 @@
+#include "image/image.h"
+
+#include <algorithm>
+
+namespace heapscope {
+
+const char* register_name(Reg r) {
+  static constexpr const char* kNames[] = {
+      "r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax", "rcx", "rdx", "rsi",
+      "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs"};
+  const int i = static_cast<int>(r);
+  return i >= 0 && i < static_cast<int>(Reg::count) ? kNames[i] : "?";
+}
+
+std::optional<std::uint64_t> Image::read_u64(Address addr) const {
+  std::uint64_t v = 0;
+  if (!read_exact(addr, &v, sizeof v)) return std::nullopt;
+  return v;
+}
+
+std::optional<std::uint32_t> Image::read_u32(Address addr) const {
+  std::uint32_t v = 0;
+  if (!read_exact(addr, &v, sizeof v)) return std::nullopt;
+  return v;
+}
+
+std::optional<std::string> Image::read_c_string(Address addr, std::size_t max_len) const {
+  std::string out;
+  char chunk[64];
+  while (out.size() < max_len) {
+    const std::size_t got = read(addr + out.size(), chunk, sizeof chunk);
+    if (got == 0) return std::nullopt;
+    for (std::size_t i = 0; i < got; ++i) {
+      if (chunk[i] == '\0') return out;
+      out.push_back(chunk[i]);
+    }
+  }
+  return std::nullopt;
+}
+
+const MemoryRegion* Image::region_at(Address addr) const {
+  const auto& rs = regions();
+  auto it = std::upper_bound(rs.begin(), rs.end(), addr,
+                             [](Address a, const MemoryRegion& r) { return a < r.start; });
+  if (it == rs.begin()) return nullptr;
+  --it;
+  return it->contains(addr) ? &*it : nullptr;
+}
+
+const Module* Image::module_at(Address addr) const {
+  for (const Module& m : modules())
+    if (addr >= m.start && addr < m.end) return &m;
+  return nullptr;
+}
+
+const Module* Image::main_executable() const {
+  for (const Module& m : modules())
+    if (m.is_main_executable) return &m;
+  return nullptr;
+}
+
+std::optional<std::uint64_t> Image::auxv_value(std::uint64_t type) const {
+  for (const AuxvEntry& e : auxv())
+    if (e.type == type) return e.value;
+  return std::nullopt;
+}
+
+}  // namespace heapscope

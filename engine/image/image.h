@@ -1,0 +1,104 @@
+// Image: a read-only view of a stopped process.
+//
+// Everything above this layer (allocator walkers, roots, graph, analyses) sees a process only through
+// this interface, so one analysis serves a core file, a live /proc process and a debugger session alike
+// (the idea of .NET SOS's debugger-services interface). Implementations: ElfCoreImage (coredump/), and
+// later a live-process source and an LLDB source.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace heapscope {
+
+using Address = std::uint64_t;
+
+struct MemoryRegion {
+  Address start = 0;
+  Address end = 0;  // exclusive
+  bool readable = false;
+  bool writable = false;
+  bool executable = false;
+  // The source holds bytes for the whole region (a core may omit read-only file-backed text, filter
+  // mappings through coredump_filter, or be truncated: then bytes come from the module file or are absent).
+  bool bytes_present = false;
+  std::string backing_path;  // file that backs the mapping, empty for anonymous memory
+  std::uint64_t file_offset = 0;
+
+  std::uint64_t size() const { return end - start; }
+  bool contains(Address a) const { return a >= start && a < end; }
+};
+
+// x86-64 general registers in the order of the kernel's user_regs_struct (NT_PRSTATUS, PTRACE_GETREGS).
+enum class Reg : int {
+  r15, r14, r13, r12, rbp, rbx, r11, r10, r9, r8, rax, rcx, rdx, rsi, rdi, orig_rax,
+  rip, cs, eflags, rsp, ss, fs_base, gs_base, ds, es, fs, gs, count
+};
+const char* register_name(Reg r);
+
+struct ThreadState {
+  std::uint32_t tid = 0;
+  std::string name;  // may be empty (cores carry only the process name)
+  std::array<std::uint64_t, static_cast<int>(Reg::count)> regs{};
+
+  std::uint64_t reg(Reg r) const { return regs[static_cast<int>(r)]; }
+  std::uint64_t fs_base() const { return reg(Reg::fs_base); }
+  std::uint64_t sp() const { return reg(Reg::rsp); }
+};
+
+struct Module {
+  std::string path;           // as the process saw it (NT_FILE / link_map)
+  std::string file_on_disk;   // file actually opened for symbols and omitted bytes; empty if unusable
+  Address load_bias = 0;      // runtime address = file vaddr + load_bias
+  Address start = 0;          // lowest mapped address
+  Address end = 0;            // end of highest mapping
+  std::string build_id;       // hex, as found in process memory (or the file when memory lacks it)
+  bool is_main_executable = false;
+};
+
+struct AuxvEntry {
+  std::uint64_t type = 0;
+  std::uint64_t value = 0;
+};
+
+class Image {
+ public:
+  virtual ~Image() = default;
+
+  virtual const std::vector<MemoryRegion>& regions() const = 0;  // sorted by start, non-overlapping
+  virtual const std::vector<ThreadState>& threads() const = 0;
+  virtual const std::vector<Module>& modules() const = 0;
+  virtual const std::vector<AuxvEntry>& auxv() const = 0;
+  // Problems found while opening (missing module files, build-id mismatches, truncation...).
+  virtual const std::vector<std::string>& warnings() const = 0;
+  virtual std::string description() const = 0;  // e.g. "core file core.1234 (pid 1234, ./server)"
+  virtual int pid() const { return 0; }          // process id, 0 when unknown
+
+  // Copies up to len bytes starting at addr; returns how many leading bytes were available.
+  virtual std::size_t read(Address addr, void* out, std::size_t len) const = 0;
+
+  // Zero-copy view when the bytes are contiguous in the backing store (an mmapped core); empty otherwise.
+  // Callers must fall back to read() when this is empty.
+  virtual std::span<const std::byte> view(Address addr, std::size_t len) const {
+    (void)addr;
+    (void)len;
+    return {};
+  }
+
+  // Conveniences built on read().
+  std::optional<std::uint64_t> read_u64(Address addr) const;
+  std::optional<std::uint32_t> read_u32(Address addr) const;
+  bool read_exact(Address addr, void* out, std::size_t len) const { return read(addr, out, len) == len; }
+  std::optional<std::string> read_c_string(Address addr, std::size_t max_len = 4096) const;
+  const MemoryRegion* region_at(Address addr) const;
+  const Module* module_at(Address addr) const;
+  const Module* main_executable() const;
+  std::optional<std::uint64_t> auxv_value(std::uint64_t type) const;
+};
+
+}  // namespace heapscope

@@ -1,0 +1,14 @@
+// Every report a command can produce. A new command with a new kind of result adds its report type here
+// and a renderer per format in formatters/.
+#pragma once
+
+#include <variant>
+
+#include "reports/blocks_report.h"
+#include "reports/summary_report.h"
+
+namespace heapscope {
+
+using Report = std::variant<SummaryReport, BlocksReport>;
+
+}  // namespace heapscope

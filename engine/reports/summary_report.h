@@ -1,0 +1,43 @@
+// Report objects are plain data: an analysis fills them, a formatter renders them (text, JSON, ...).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "heap/heap_model.h"
+
+namespace heapscope {
+
+struct ThreadRow {
+  std::uint32_t tid = 0;
+  std::string name;
+};
+
+struct ModuleRow {
+  std::string path;
+  Address load_bias = 0;
+  std::string build_id;
+  std::string symbols;  // "debug file /usr/lib/debug/...", "symtab", "dynsym only", "no file"
+};
+
+struct SummaryReport {
+  std::string target;  // Image::description()
+  int pid = 0;
+  std::string executable;
+  std::vector<ThreadRow> threads;
+  std::vector<ModuleRow> modules;
+
+  std::string heap_error;  // set when no heap could be walked; the rest of the heap fields are empty
+  std::string allocator;
+  std::string version;
+  bool heap_complete = true;
+  std::vector<Discovery> discovery;
+  std::vector<ArenaInfo> arenas;
+  StateTotal mmapped;
+  StateTotals totals{};
+  MallInfo mallinfo;
+
+  std::vector<std::string> warnings;
+};
+
+}  // namespace heapscope

@@ -1,0 +1,88 @@
+// ModuleSymbols: what one ELF module (plus its separate debug file, when there is one) tells us by
+// symbols and relocations. All addresses here are file (link-time) virtual addresses; add the module's
+// load bias for runtime addresses (SymbolIndex does that).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "elf/elf_file.h"
+#include "image/image.h"
+
+namespace heapscope {
+
+enum class SymbolKind { function, object, tls, other };
+
+struct Symbol {
+  std::string name;       // as stored (mangled for C++)
+  Address value = 0;      // file vaddr; for TLS symbols the offset inside the module's TLS block
+  std::uint64_t size = 0;
+  SymbolKind kind = SymbolKind::other;
+  bool local = false;
+};
+
+// R_X86_64_RELATIVE from .rela.dyn and every entry of a DT_RELR table: the word at `offset` holds
+// load_bias + addend at run time. For RELR the addend is the word stored in the file at `offset`.
+struct RelativeRelocation {
+  Address offset = 0;
+  Address addend = 0;
+};
+
+// R_X86_64_TPOFF64 (initial-exec TLS GOT slots): at run time the word at `got_offset` holds the
+// thread-pointer-relative offset of (symbol value + addend) in the module's static TLS block.
+struct TlsRelocation {
+  Address got_offset = 0;
+  std::uint64_t addend = 0;
+  std::string symbol;  // empty for module-local TLS variables (symbol index 0)
+};
+
+struct SymbolSearchOptions {
+  // Where separate debug files are looked for (.build-id/xx/yyyy.debug, and debuglink names).
+  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  bool use_debug_files = true;
+};
+
+class ModuleSymbols {
+ public:
+  // Loads .symtab and .dynsym of `path` and, when options allow, of its separate debug file found by
+  // build-id then .gnu_debuglink; the debug file is used only if its build-id matches. Returns null
+  // (with a reason in *error) when `path` cannot be read as an ELF file.
+  static std::unique_ptr<ModuleSymbols> load(const std::string& path, const SymbolSearchOptions& options,
+                                             std::string* error);
+  ~ModuleSymbols();
+
+  const std::string& path() const;
+  const std::string& build_id() const;       // hex; empty when the file has none
+  const std::string& debug_file() const;     // separate debug file in use, empty if none
+  bool has_local_symbols() const;            // a .symtab (file or debug file) was loaded
+  const ElfFile& elf() const;                // the module file itself
+
+  const Symbol* find(std::string_view name) const;        // exact (mangled) name; prefers defined symbols
+  const Symbol* covering(Address file_vaddr) const;       // function/object whose [value,value+size) covers it
+  const std::vector<Symbol>& symbols() const;             // sorted by value, deduplicated
+
+  const std::vector<RelativeRelocation>& relative_relocations() const;
+  const std::vector<TlsRelocation>& tls_relocations() const;
+
+  // Searches the module file's loadable, file-backed bytes for `needle`; returns its file vaddr.
+  std::optional<Address> find_bytes(std::string_view needle) const;
+
+  // Things a user should hear about: a debug file that was found but rejected (wrong build-id or CRC,
+  // unreadable), a relocation table that had to be cut short.
+  const std::vector<std::string>& warnings() const;
+
+ private:
+  struct Impl;
+  explicit ModuleSymbols(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// "std::vector<int>::push_back(int const&)" for "_ZNSt6vectorIiSaIiEE9push_backERKi"; the input unchanged
+// when it is not a mangled C++ name.
+std::string demangle(std::string_view name);
+
+}  // namespace heapscope

@@ -1,0 +1,28 @@
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "formatters/render.h"
+
+namespace heapscope {
+
+std::string render_json(const BlocksReport& r) {
+  // Built as text: a large core lists millions of blocks, and a json tree of them would cost several
+  // hundred bytes per block.
+  std::string out = "{\n  \"command\": \"blocks\",\n  \"selection\": " + nlohmann::json(r.selection).dump() +
+                    ",\n  \"blocks\": [";
+  std::uint64_t bytes = 0;
+  for (std::size_t i = 0; i < r.blocks.size(); ++i) {
+    const Block& b = r.blocks[i];
+    bytes += b.chunk_size();
+    out += fmt::format("{}\n    {{\"address\": {}, \"chunk\": {}, \"usable_size\": {}, \"chunk_size\": {}, "
+                       "\"state\": \"{}\", \"arena\": {}}}",
+                       i ? "," : "", b.address(), b.chunk, b.usable_size(), b.chunk_size(),
+                       block_state_name(b.state), r.arena_of(b));
+  }
+  out += fmt::format("\n  ],\n  \"count\": {},\n  \"bytes\": {},\n  \"warnings\": {}\n}}\n", r.blocks.size(), bytes,
+                     nlohmann::json(r.warnings).dump());
+  return out;
+}
+
+}  // namespace heapscope

@@ -1,0 +1,70 @@
+#include <nlohmann/json.hpp>
+
+#include "formatters/render.h"
+
+namespace heapscope {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json state_totals(const StateTotals& t, bool with_mmapped) {
+  ordered_json out = ordered_json::object();
+  for (int s = 0; s < kBlockStateCount; ++s) {
+    const auto state = static_cast<BlockState>(s);
+    if (state == BlockState::mmapped && !with_mmapped) continue;
+    out[block_state_name(state)] = {{"blocks", t[s].blocks}, {"bytes", t[s].bytes}};
+  }
+  return out;
+}
+
+ordered_json mallinfo_json(const MallInfo& m) {
+  return {{"arena", m.arena},       {"ordblks", m.ordblks}, {"smblks", m.smblks},   {"hblks", m.hblks},
+          {"hblkhd", m.hblkhd},     {"usmblks", m.usmblks}, {"fsmblks", m.fsmblks}, {"uordblks", m.uordblks},
+          {"fordblks", m.fordblks}, {"keepcost", m.keepcost}};
+}
+
+ordered_json heap_json(const SummaryReport& r) {
+  if (!r.heap_error.empty()) return {{"error", r.heap_error}};
+  ordered_json heap = {{"allocator", r.allocator}, {"glibc_version", r.version}, {"complete", r.heap_complete}};
+  ordered_json discovery = ordered_json::array();
+  for (const Discovery& d : r.discovery)
+    discovery.push_back({{"structure", d.structure}, {"address", d.address}, {"method", d.method}});
+  heap["discovery"] = discovery;
+  ordered_json arenas = ordered_json::array();
+  for (const ArenaInfo& a : r.arenas) {
+    ordered_json heaps = ordered_json::array();
+    for (const HeapSegment& h : a.heaps) heaps.push_back({{"start", h.start}, {"end", h.end}});
+    arenas.push_back({{"address", a.address},
+                      {"main", a.is_main},
+                      {"system_bytes", a.system_bytes},
+                      {"overhead_bytes", a.overhead_bytes},
+                      {"complete", a.complete},
+                      {"heaps", heaps},
+                      {"states", state_totals(a.totals, false)}});
+  }
+  heap["arenas"] = arenas;
+  heap["mmapped"] = {{"blocks", r.mmapped.blocks}, {"bytes", r.mmapped.bytes}};
+  heap["totals"] = state_totals(r.totals, true);
+  heap["mallinfo2"] = mallinfo_json(r.mallinfo);
+  return heap;
+}
+
+}  // namespace
+
+std::string render_json(const SummaryReport& r) {
+  ordered_json out;
+  out["command"] = "summary";
+  out["target"] = {{"description", r.target}, {"pid", r.pid}, {"executable", r.executable}};
+  out["threads"] = ordered_json::array();
+  for (const ThreadRow& t : r.threads) out["threads"].push_back({{"tid", t.tid}, {"name", t.name}});
+  out["modules"] = ordered_json::array();
+  for (const ModuleRow& m : r.modules)
+    out["modules"].push_back(
+        {{"path", m.path}, {"load_bias", m.load_bias}, {"build_id", m.build_id}, {"symbols", m.symbols}});
+  out["heap"] = heap_json(r);
+  out["warnings"] = r.warnings;
+  return out.dump(2) + "\n";
+}
+
+}  // namespace heapscope

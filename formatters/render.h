@@ -1,0 +1,21 @@
+// Rendering of report objects. Formatters know report types and output formats, nothing else: no
+// image, no session.
+#pragma once
+
+#include <string>
+
+#include "reports/report.h"
+
+namespace heapscope {
+
+enum class OutputFormat { text, json };
+
+std::string render(const Report& report, OutputFormat format);
+
+// One renderer per report type and format (formatters/text/*.cpp, formatters/json/*.cpp).
+std::string render_text(const SummaryReport& r);
+std::string render_text(const BlocksReport& r);
+std::string render_json(const SummaryReport& r);
+std::string render_json(const BlocksReport& r);
+
+}  // namespace heapscope

@@ -1,0 +1,64 @@
+#include "formatters/render.h"
+#include "formatters/text/text_util.h"
+
+namespace heapscope {
+
+namespace {
+
+std::string state_cell(const StateTotal& t) { return fmt::format("{} / {}", t.blocks, text::bytes(t.bytes)); }
+
+void append_process(std::string& out, const SummaryReport& r) {
+  out += fmt::format("Target:   {}\n", r.target);
+  std::string tids;
+  for (std::size_t i = 0; i < r.threads.size() && i < 16; ++i) tids += (i ? ", " : "") + std::to_string(r.threads[i].tid);
+  if (r.threads.size() > 16) tids += ", ...";
+  out += fmt::format("Threads:  {} (tid {})\n", r.threads.size(), tids);
+  out += fmt::format("Modules:  {}\n", r.modules.size());
+  for (const ModuleRow& m : r.modules)
+    out += fmt::format("  {:<18} {}  [{}]\n", text::hex(m.load_bias), m.path, m.symbols);
+}
+
+void append_heap(std::string& out, const SummaryReport& r) {
+  if (!r.heap_error.empty()) {
+    out += fmt::format("\nHeap:     not walked: {}\n", r.heap_error);
+    return;
+  }
+  out += fmt::format("\nHeap:     {} malloc {}{}\n", r.allocator, r.version.empty() ? "(release unknown)" : r.version,
+                     r.heap_complete ? "" : "  (PARTIAL: see warnings)");
+  out += "Found by:\n";
+  for (const Discovery& d : r.discovery)
+    if (d.structure != "arena") out += fmt::format("  {:<15} {:<18} {}\n", d.structure, d.address ? text::hex(d.address) : "", d.method);
+  out += fmt::format("\n{:<22} {:>5} {:>10}  {:<20} {:<20} {:<20} {:<20} {}\n", "Arena", "heaps", "system",
+                     "in use", "free (bins)", "tcache", "fastbins", "top");
+  for (const ArenaInfo& a : r.arenas) {
+    auto t = [&](BlockState s) { return state_cell(a.totals[static_cast<int>(s)]); };
+    out += fmt::format("{:<22} {:>5} {:>10}  {:<20} {:<20} {:<20} {:<20} {}{}\n",
+                       (a.is_main ? "main " : "") + text::hex(a.address), a.heaps.size(), text::bytes(a.system_bytes),
+                       t(BlockState::in_use), t(BlockState::free), t(BlockState::tcache), t(BlockState::fastbin),
+                       text::bytes(a.totals[static_cast<int>(BlockState::top)].bytes), a.complete ? "" : "  PARTIAL");
+  }
+  out += fmt::format("{:<22} {:>5} {:>10}  {}\n", "mmapped chunks", "", text::bytes(r.mmapped.bytes),
+                     state_cell(r.mmapped));
+  const auto& t = r.totals;
+  auto total = [&](BlockState s) { return t[static_cast<int>(s)]; };
+  const StateTotal in_use{total(BlockState::in_use).blocks + total(BlockState::mmapped).blocks,
+                          total(BlockState::in_use).bytes + total(BlockState::mmapped).bytes};
+  const StateTotal free{total(BlockState::free).blocks + total(BlockState::tcache).blocks + total(BlockState::fastbin).blocks,
+                        total(BlockState::free).bytes + total(BlockState::tcache).bytes + total(BlockState::fastbin).bytes};
+  out += fmt::format("\nIn use:   {} blocks, {} (chunk bytes, mmapped included)\n", in_use.blocks, text::bytes(in_use.bytes));
+  out += fmt::format("Free:     {} blocks, {} (bins {}, tcache {}, fastbins {}), plus {} in top chunks\n", free.blocks,
+                     text::bytes(free.bytes), total(BlockState::free).blocks, total(BlockState::tcache).blocks,
+                     total(BlockState::fastbin).blocks, text::bytes(total(BlockState::top).bytes));
+}
+
+}  // namespace
+
+std::string render_text(const SummaryReport& r) {
+  std::string out;
+  append_process(out, r);
+  append_heap(out, r);
+  text::append_warnings(out, r.warnings);
+  return out;
+}
+
+}  // namespace heapscope

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""heapscope benchmark: builds cores with millions of live blocks and times heapscope on them.
+
+Not a test: it prints figures for docs/performance.md. Wall time is the best of --runs runs; memory is the
+peak anonymous RSS (heap + stacks of heapscope itself), sampled from /proc every 2 ms, which excludes the
+pages of the mmapped core; peak total RSS is shown too.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def build_generator(work):
+    exe = os.path.join(work, "heap_generator")
+    src = os.path.join(ROOT, "scripts", "benchmarks", "heap_generator.c")
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
+        subprocess.check_call(["cc", "-O2", "-g", "-pthread", "-o", exe, src])
+    return exe
+
+
+def make_core(work, generator, blocks, leak_percent):
+    core = os.path.join(work, f"heap-{blocks}.core")
+    leaks = os.path.join(work, f"heap-{blocks}.leaked")
+    if not os.path.exists(core):
+        t0 = time.time()
+        subprocess.check_call([os.path.join(ROOT, "scripts", "capture-core"), "--out", core, "--timeout", "600",
+                               "--", generator, str(blocks), str(leak_percent), leaks])
+        print(f"  captured {core} ({os.path.getsize(core) / 2**20:.0f} MiB) in {time.time() - t0:.1f} s", flush=True)
+    return core, leaks
+
+
+def read_status(pid):
+    fields = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("RssAnon", "VmRSS"):
+                    fields[key] = int(value.split()[0]) * 1024
+    except OSError:
+        pass
+    return fields
+
+
+def measure(cmd):
+    """Runs cmd; returns (wall seconds, peak anonymous RSS, peak total RSS, stdout)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peak_anon = peak_rss = 0
+    out_chunks = []
+    os.set_blocking(proc.stdout.fileno(), False)
+    while proc.poll() is None:
+        st = read_status(proc.pid)
+        peak_anon = max(peak_anon, st.get("RssAnon", 0))
+        peak_rss = max(peak_rss, st.get("VmRSS", 0))
+        try:
+            chunk = proc.stdout.read()
+            if chunk:
+                out_chunks.append(chunk)
+        except (BlockingIOError, TypeError):
+            pass
+        time.sleep(0.002)
+    wall = time.perf_counter() - t0
+    rest = proc.stdout.read()
+    if rest:
+        out_chunks.append(rest)
+    err = proc.stderr.read().decode(errors="replace")
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {err}")
+    return wall, peak_anon, peak_rss, b"".join(out_chunks).decode(errors="replace")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--blocks", type=int, nargs="+", default=[5_000_000], help="live blocks per core")
+    ap.add_argument("--commands", nargs="+", default=["summary"], help="heapscope commands to time")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--leak-percent", type=int, default=10)
+    ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
+    args = ap.parse_args()
+
+    heapscope = os.path.join(ROOT, "build", "coredump", "heapscope")
+    os.makedirs(args.work, exist_ok=True)
+    generator = build_generator(args.work)
+    print(f"machine: {os.cpu_count()} cores; heapscope: {heapscope}")
+    print("| core | blocks | command | wall (best of {}) | peak anon RSS | bytes/block | peak RSS incl. core pages |"
+          .format(args.runs))
+    print("|---|---|---|---|---|---|---|")
+    for blocks in args.blocks:
+        core, _ = make_core(args.work, generator, blocks, args.leak_percent)
+        size_mib = os.path.getsize(core) / 2**20
+        for command in args.commands:
+            results = [measure([heapscope, command, core]) for _ in range(args.runs)]
+            wall = min(r[0] for r in results)
+            anon = max(r[1] for r in results)
+            rss = max(r[2] for r in results)
+            print(f"| {size_mib:.0f} MiB | {blocks:,} | {command} | {wall:.3f} s | {anon / 2**20:.1f} MiB | "
+                  f"{anon / blocks:.1f} | {rss / 2**20:.0f} MiB |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
