@@ -12,6 +12,9 @@ Layout layout_for(int minor) {
   if (v < 35) {
     l.par.sbrk_base = 72;
     l.par.hp_pagesize.reset();
+    l.par.n_mmaps_from_sbrk = -32;
+    l.par.n_mmaps_max_from_sbrk = -28;
+    l.par.max_n_mmaps_from_sbrk = -24;
   }
   return l;
 }

@@ -35,10 +35,12 @@ struct MallocStateLayout {  // struct malloc_state, unchanged since have_fastchu
 struct MallocParLayout {  // struct malloc_par mp_: offsets relative to the struct
   std::uint64_t sbrk_base = 96;                    // 72 before 2.35 (hugepage fields were added before it)
   std::optional<std::uint64_t> hp_pagesize = 48;  // 2.35+
-  // The fields around sbrk_base keep their distance to it in every supported release:
-  std::int64_t n_mmaps_from_sbrk = -40;           // int
-  std::int64_t n_mmaps_max_from_sbrk = -36;       // int
-  std::int64_t max_n_mmaps_from_sbrk = -32;       // int
+  // Fields near sbrk_base, as distances to it. The int counters sit 4 bytes further away since 2.35,
+  // where int hp_flags before them leaves no padding after no_dyn_threshold.
+  std::int64_t n_mmaps_from_sbrk = -36;           // int (-32 before 2.35)
+  std::int64_t n_mmaps_max_from_sbrk = -32;       // int (-28 before 2.35)
+  std::int64_t max_n_mmaps_from_sbrk = -28;       // int (-24 before 2.35)
+  // These keep their distance in every supported release:
   std::int64_t mmapped_mem_from_sbrk = -16;
   std::int64_t max_mmapped_mem_from_sbrk = -8;
   std::int64_t tcache_bins_from_sbrk = 8;

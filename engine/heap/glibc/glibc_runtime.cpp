@@ -119,9 +119,9 @@ bool plausible_params_at(const Image& image, const Layout& l, Address sbrk_at, A
   const std::uint64_t request = *max_bytes + 8 + 15 < 32 ? 32 : (*max_bytes + 8 + 15) & ~std::uint64_t{15};
   if ((request - 32 + 15) / 16 + 1 != *bins) return false;
   if (static_cast<std::int32_t>(*n_mmaps) < 0 || *max_n_mmaps < *n_mmaps || *mmapped > *max_mmapped) return false;
-  if (*sbrk == 0) return true;
+  if (main_top == 0) return *sbrk == 0;  // main_arena never grew: nothing was sbrk'ed yet
   const MemoryRegion* heap = image.region_at(*sbrk);
-  return heap && (main_top == 0 || (main_top >= *sbrk && heap->contains(main_top)));
+  return heap && main_top >= *sbrk && heap->contains(main_top);
 }
 
 std::optional<Address> mp_by_scan(const Image& image, const Layout& l, const Module& libc, Address main_top) {
@@ -262,7 +262,9 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
     return std::nullopt;
   }
 
-  const Address main_top = image.read_u64(rt.main_arena + rt.layout.arena.top).value_or(0);
+  // main_arena's top before its first sbrk is its own first bin, not a heap address.
+  Address main_top = image.read_u64(rt.main_arena + rt.layout.arena.top).value_or(0);
+  if (main_top == rt.main_arena + rt.layout.arena.bins - 16) main_top = 0;
   std::optional<Address> mp;
   std::string mp_method = "debug-symbol";
   if (const Symbol* s = syms ? syms->find("mp_") : nullptr; s && s->kind == SymbolKind::object) {

@@ -1,0 +1,52 @@
+// Roots: the memory a program can reach without going through the heap. Every root carries its kind and
+// enough context to be labelled for a person ("register rbx, thread 3 (tid 1234)", "global g_cache+0x10
+// in libfoo.so").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "heap/heap_model.h"
+#include "image/image.h"
+#include "symbols/symbol_index.h"
+
+namespace heapscope {
+
+enum class RootKind : std::uint8_t {
+  registers,  // a thread's general registers
+  stack,      // a thread's stack, from its stack pointer (less the red zone) to the end of the mapping
+  global,     // writable PT_LOAD ranges (.data, .bss) of a module
+  tls,        // a thread's static TLS and thread control block
+  dynamic_tls,  // a TLS block of a dlopen'ed module, reached through a thread's DTV
+  anonymous,  // other anonymous writable memory that is neither heap nor a stack (custom mmaps, ld.so's own allocations)
+};
+const char* root_kind_name(RootKind k);
+
+struct RootRange {
+  RootKind kind = RootKind::global;
+  Address start = 0, end = 0;  // for registers: unused (values are in register_values)
+  std::uint32_t thread = 0;    // index into Image::threads() (registers, stack, tls, dynamic_tls)
+  std::uint32_t module = 0;    // index into Image::modules() (global)
+  Address anchor = 0;          // stack: the thread's stack pointer
+};
+
+struct RootSet {
+  std::vector<RootRange> ranges;
+  std::vector<std::string> warnings;
+};
+
+// Collects the roots of an image. Heap memory (arena heaps and mmapped chunks) is never a root, and
+// neither is allocator metadata: only allocated blocks become graph targets.
+RootSet collect_roots(const Image& image, const HeapModel& heap);
+
+// "register rbx, thread 3 (tid 1234)", "stack of thread 1 (tid 99) at sp+0x40", "global g_list in app", ...
+// `word` is the address of the pointer inside the root (for registers: the Reg index).
+std::string describe_root(const Image& image, const SymbolIndex& symbols, const RootRange& root, Address word);
+
+// The register (by index) of a registers root whose value points into [lo, hi).
+std::vector<Reg> registers_pointing_into(const ThreadState& thread, Address lo, Address hi);
+
+// The registers a root scan reads: the general-purpose ones (segment registers and orig_rax excluded).
+const std::vector<Reg>& scanned_registers();
+
+}  // namespace heapscope
