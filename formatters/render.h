@@ -17,5 +17,15 @@ std::string render_text(const SummaryReport& r);
 std::string render_text(const BlocksReport& r);
 std::string render_json(const SummaryReport& r);
 std::string render_json(const BlocksReport& r);
+std::string render_text(const LeaksReport& r);
+std::string render_json(const LeaksReport& r);
+std::string render_text(const RetainersReport& r);
+std::string render_json(const RetainersReport& r);
+std::string render_text(const RefsReport& r);
+std::string render_json(const RefsReport& r);
+std::string render_text(const DescribeReport& r);
+std::string render_json(const DescribeReport& r);
+std::string render_text(const HistogramReport& r);
+std::string render_json(const HistogramReport& r);
 
 }  // namespace heapscope

@@ -29,17 +29,6 @@ std::vector<std::uint8_t> reach(const ReferenceGraph& g, bool start_pointers_onl
 
 }  // namespace
 
-const char* verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::not_allocated: return "not_allocated";
-    case Verdict::reachable: return "reachable";
-    case Verdict::direct_leak: return "direct";
-    case Verdict::indirect_leak: return "indirect";
-    case Verdict::cycle_leak: return "cycle";
-  }
-  return "?";
-}
-
 LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
   const std::size_t n = g.block_count();
   LeakVerdicts out;

@@ -15,7 +15,10 @@ enum class Verdict : std::uint8_t {
   indirect_leak,  // unreachable, but reached from a direct leak (lost along with it)
   cycle_leak,     // unreachable, in or under a cycle of leaked blocks that no direct leak reaches
 };
-const char* verdict_name(Verdict v);
+inline const char* verdict_name(Verdict v) {  // the names JSON and text output use
+  constexpr const char* kNames[] = {"not_allocated", "reachable", "direct", "indirect", "cycle"};
+  return kNames[static_cast<int>(v)];
+}
 inline bool is_leaked(Verdict v) { return v >= Verdict::direct_leak; }
 
 struct LeakVerdicts {

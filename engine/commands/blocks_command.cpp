@@ -1,10 +1,24 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "commands/command.h"
 
 namespace heapscope {
 
 namespace {
+
+const std::vector<std::string> kVerdictSelections = {"leaked", "reachable", "possibly", "direct", "indirect", "cycle"};
+
+bool by_verdict(const std::string& wanted) {
+  return std::find(kVerdictSelections.begin(), kVerdictSelections.end(), wanted) != kVerdictSelections.end();
+}
+
+bool matches_verdict(Verdict v, bool possibly, const std::string& wanted) {
+  if (wanted == "leaked") return is_leaked(v);
+  if (wanted == "possibly") return possibly;
+  return wanted == verdict_name(v);
+}
 
 bool matches(BlockState state, const std::string& wanted) {
   if (wanted == "all") return true;
@@ -17,9 +31,10 @@ class BlocksCommand final : public Command {
  public:
   void add_options(CLI::App& app) override {
     app.add_option("--state", state_,
-                   "Which blocks: used (in_use and mmapped), free (bins, tcache, fastbins, top), all, or one "
-                   "state name")
-        ->check(CLI::IsMember({"used", "free", "all", "in_use", "mmapped", "tcache", "fastbin", "top"}))
+                   "Which blocks: used (in_use and mmapped), free (bins, tcache, fastbins, top), all, one "
+                   "state name, or by leak verdict: leaked (direct, indirect, cycle), reachable, possibly")
+        ->check(CLI::IsMember({"used", "free", "all", "in_use", "mmapped", "tcache", "fastbin", "top", "leaked",
+                               "reachable", "possibly", "direct", "indirect", "cycle"}))
         ->capture_default_str();
     app.add_option("--min-size", min_size_, "Only blocks with at least this many usable bytes")
         ->capture_default_str();
@@ -28,8 +43,18 @@ class BlocksCommand final : public Command {
   Report run(Session& s) override {
     const HeapModel& heap = s.heap();
     BlocksReport r;
-    for (const Block& b : heap.blocks)
-      if (matches(b.state, state_) && b.usable_size() >= min_size_) r.blocks.push_back(b);
+    if (by_verdict(state_)) {
+      const LeakVerdicts& v = s.verdicts();
+      for (std::size_t i = 0; i < heap.blocks.size(); ++i)
+        if (matches_verdict(v.verdict[i], v.possibly[i], state_) && heap.blocks[i].usable_size() >= min_size_) {
+          r.blocks.push_back(heap.blocks[i]);
+          r.verdicts.push_back(verdict_name(v.verdict[i]));
+          r.possibly.push_back(v.possibly[i] != 0);
+        }
+    } else {
+      for (const Block& b : heap.blocks)
+        if (matches(b.state, state_) && b.usable_size() >= min_size_) r.blocks.push_back(b);
+    }
     for (const ArenaInfo& a : heap.arenas) r.arena_addresses.push_back(a.address);
     r.selection = fmt::format("{} blocks{}", state_, min_size_ ? fmt::format(" of at least {} bytes", min_size_) : "");
     r.warnings = s.warnings();

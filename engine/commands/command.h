@@ -35,5 +35,10 @@ const CommandEntry* find_command(const std::string& name);
 // Factories, one per command file.
 std::unique_ptr<Command> make_summary_command();
 std::unique_ptr<Command> make_blocks_command();
+std::unique_ptr<Command> make_leaks_command();
+std::unique_ptr<Command> make_retainers_command();
+std::unique_ptr<Command> make_refs_command();
+std::unique_ptr<Command> make_describe_command();
+std::unique_ptr<Command> make_histogram_command();
 
 }  // namespace heapscope

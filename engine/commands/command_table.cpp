@@ -5,7 +5,13 @@ namespace heapscope {
 const std::vector<CommandEntry>& command_table() {
   static const std::vector<CommandEntry> table = {
       {"summary", "Threads, modules and heap overview: arenas, blocks and bytes per state", make_summary_command},
-      {"blocks", "List heap blocks with their state, size and arena", make_blocks_command},
+      {"blocks", "List heap blocks by state or leak verdict, with size and arena", make_blocks_command},
+      {"leaks", "Leaked blocks grouped by type and size: direct, indirect, cycles", make_leaks_command},
+      {"retainers", "Shortest paths from roots to the block containing ADDR", make_retainers_command},
+      {"refs", "Every block and root that points into the block containing ADDR", make_refs_command},
+      {"describe", "The block containing ADDR: state, type, verdict, bytes and the pointers it holds",
+       make_describe_command},
+      {"histogram", "Allocated blocks by type: count and bytes, live and leaked", make_histogram_command},
   };
   return table;
 }

@@ -1,7 +1,8 @@
 #include "graph/reference_graph.h"
 
+#include "image/word_scan.h"
+
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <thread>
 
@@ -9,34 +10,14 @@ namespace heapscope {
 
 namespace {
 
-// Calls fn(target_edge) for every aligned word in [start, end) that points into an allocated block.
+// Calls fn(edge) for every aligned word in [start, end) that points into an allocated block.
 template <typename Fn>
 void scan_words(const Image& image, const BlockIndex& index, Address start, Address end, Fn&& fn) {
-  start = (start + 7) & ~Address{7};
-  if (start >= end) return;
-  auto visit = [&](std::uint64_t word) {
+  for_each_word(image, start, end, [&](Address, std::uint64_t word) {
     const BlockId target = index.find(word);
     if (target == kNoBlock) return;
-    const bool interior = word != index.blocks()[target].address();
-    fn(target | (interior ? kInteriorBit : 0u));
-  };
-  const std::size_t len = static_cast<std::size_t>(end - start) & ~std::size_t{7};
-  const std::span<const std::byte> bytes = image.view(start, len);
-  if (bytes.size() == len) {
-    for (std::size_t off = 0; off < len; off += 8) {
-      std::uint64_t w;
-      std::memcpy(&w, bytes.data() + off, 8);
-      visit(w);
-    }
-    return;
-  }
-  std::uint64_t buf[512];
-  for (Address a = start; a < end; a += sizeof buf) {
-    const std::size_t want = static_cast<std::size_t>(std::min<Address>(sizeof buf, (end - a) & ~Address{7}));
-    const std::size_t got = image.read(a, buf, want) / 8;
-    // A hole (bytes the image lacks) ends this buffer early; the next buffer starts past it.
-    for (std::size_t i = 0; i < got; ++i) visit(buf[i]);
-  }
+    fn(target | (word != index.blocks()[target].address() ? kInteriorBit : 0u));
+  });
 }
 
 unsigned worker_count(unsigned requested, std::size_t blocks) {

@@ -5,10 +5,12 @@
 #include <variant>
 
 #include "reports/blocks_report.h"
+#include "reports/graph_reports.h"
 #include "reports/summary_report.h"
 
 namespace heapscope {
 
-using Report = std::variant<SummaryReport, BlocksReport>;
+using Report = std::variant<SummaryReport, BlocksReport, LeaksReport, RetainersReport, RefsReport, DescribeReport,
+                            HistogramReport>;
 
 }  // namespace heapscope

@@ -20,11 +20,47 @@ const HeapModel& Session::heap() {
   return *heap_;
 }
 
+const RootSet& Session::roots() {
+  std::lock_guard lock(mutex_);
+  if (!roots_) roots_ = collect_roots(*image_, heap());
+  return *roots_;
+}
+
+const ReferenceGraph& Session::graph() {
+  std::lock_guard lock(mutex_);
+  if (!graph_) graph_ = std::make_unique<ReferenceGraph>(*image_, heap(), roots());
+  return *graph_;
+}
+
+const LeakVerdicts& Session::verdicts() {
+  std::lock_guard lock(mutex_);
+  if (!verdicts_) verdicts_ = compute_verdicts(graph(), heap());
+  return *verdicts_;
+}
+
+const BlockTypes& Session::types() {
+  std::lock_guard lock(mutex_);
+  if (!types_) types_ = infer_types(*image_, symbols_, heap(), roots());
+  return *types_;
+}
+
+Address Session::evaluate_address(const std::string& text) const {
+  if (evaluate_) return evaluate_(text);
+  try {
+    std::size_t used = 0;
+    const Address a = std::stoull(text, &used, 0);
+    if (used == text.size()) return a;
+  } catch (const std::exception&) {
+  }
+  throw AnalysisError("'" + text + "' is not an address (use 0x-prefixed hex or decimal)");
+}
+
 std::vector<std::string> Session::warnings() const {
   std::vector<std::string> all = image_->warnings();
   const auto& sym = symbols_.warnings();
   all.insert(all.end(), sym.begin(), sym.end());
   if (heap_) all.insert(all.end(), heap_->warnings.begin(), heap_->warnings.end());
+  if (roots_) all.insert(all.end(), roots_->warnings.begin(), roots_->warnings.end());
   std::vector<std::string> unique;
   for (auto& w : all)
     if (std::find(unique.begin(), unique.end(), w) == unique.end()) unique.push_back(std::move(w));

@@ -4,6 +4,7 @@
 // new Session whenever the process has run since the last one.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -11,7 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "analysis/leak_verdicts.h"
+#include "graph/reference_graph.h"
+#include "graph/roots.h"
 #include "heap/heap_model.h"
+#include "types/block_types.h"
 #include "image/image.h"
 #include "symbols/symbol_index.h"
 
@@ -36,8 +41,18 @@ class Session {
   const SymbolIndex& symbols() const { return symbols_; }
   const SessionOptions& options() const { return options_; }
 
-  // The allocator walk; throws AnalysisError when there is no heap to walk.
-  const HeapModel& heap();
+  // Each layer is computed on first use and kept; all throw AnalysisError when there is no heap.
+  const HeapModel& heap();                // the allocator walk
+  const RootSet& roots();
+  const ReferenceGraph& graph();          // pointer scan of blocks and roots
+  const LeakVerdicts& verdicts();
+  const BlockTypes& types();
+
+  // Turns an address argument into an address. The default reads numbers (0x hex or decimal); a
+  // debugger frontend installs its own expression evaluator. Throws AnalysisError on bad input.
+  using AddressEvaluator = std::function<Address(const std::string&)>;
+  void set_address_evaluator(AddressEvaluator evaluator) { evaluate_ = std::move(evaluator); }
+  Address evaluate_address(const std::string& text) const;
 
   // Everything a user should know about: image, symbol and heap warnings, without duplicates.
   std::vector<std::string> warnings() const;
@@ -46,9 +61,14 @@ class Session {
   std::shared_ptr<const Image> image_;
   SessionOptions options_;
   SymbolIndex symbols_;
-  std::mutex mutex_;
+  std::recursive_mutex mutex_;
   std::optional<HeapModel> heap_;
   std::string heap_error_;
+  std::optional<RootSet> roots_;
+  std::unique_ptr<ReferenceGraph> graph_;
+  std::optional<LeakVerdicts> verdicts_;
+  std::optional<BlockTypes> types_;
+  AddressEvaluator evaluate_;
 };
 
 }  // namespace heapscope

@@ -15,10 +15,14 @@ std::string render_json(const BlocksReport& r) {
   for (std::size_t i = 0; i < r.blocks.size(); ++i) {
     const Block& b = r.blocks[i];
     bytes += b.chunk_size();
+    const std::string verdict =
+        i < r.verdicts.size()
+            ? fmt::format(", \"verdict\": \"{}\", \"possibly\": {}", r.verdicts[i], r.possibly[i] ? "true" : "false")
+            : "";
     out += fmt::format("{}\n    {{\"address\": {}, \"chunk\": {}, \"usable_size\": {}, \"chunk_size\": {}, "
-                       "\"state\": \"{}\", \"arena\": {}}}",
+                       "\"state\": \"{}\", \"arena\": {}{}}}",
                        i ? "," : "", b.address(), b.chunk, b.usable_size(), b.chunk_size(),
-                       block_state_name(b.state), r.arena_of(b));
+                       block_state_name(b.state), r.arena_of(b), verdict);
   }
   out += fmt::format("\n  ],\n  \"count\": {},\n  \"bytes\": {},\n  \"warnings\": {}\n}}\n", r.blocks.size(), bytes,
                      nlohmann::json(r.warnings).dump());

@@ -1,0 +1,61 @@
+#include "analysis/block_refs.h"
+
+#include <fmt/format.h>
+
+#include "image/word_scan.h"
+
+namespace heapscope {
+
+namespace {
+
+bool points_into(std::uint64_t word, const Block& b) {
+  return word >= b.address() && word < b.address() + b.usable_size();
+}
+
+}  // namespace
+
+BlockRef block_ref(Session& s, BlockId b) {
+  const Block& blk = s.heap().blocks[b];
+  return {blk.address(), blk.usable_size(), s.types().name(b, blk)};
+}
+
+RootRef root_ref(Session& s, std::size_t root, const Block& target) {
+  const RootRange& r = s.roots().ranges[root];
+  RootRef ref;
+  ref.kind = root_kind_name(r.kind);
+  if (r.kind == RootKind::registers) {
+    const auto regs = registers_pointing_into(s.image().threads()[r.thread], target.address(),
+                                              target.address() + target.usable_size());
+    const Reg reg = regs.empty() ? Reg::rax : regs.front();
+    ref.label = describe_root(s.image(), s.symbols(), r, static_cast<Address>(reg));
+    return ref;
+  }
+  Address found = 0;
+  for_each_word(s.image(), r.start, r.end, [&](Address at, std::uint64_t w) {
+    if (!found && points_into(w, target)) found = at;
+  });
+  ref.address = found;
+  ref.label = describe_root(s.image(), s.symbols(), r, found ? found : r.start);
+  return ref;
+}
+
+std::optional<std::uint64_t> pointer_offset(const Image& image, const Block& from, const Block& to) {
+  std::optional<std::uint64_t> off;
+  for_each_word(image, from.address(), from.address() + from.usable_size(), [&](Address at, std::uint64_t w) {
+    if (!off && points_into(w, to)) off = at - from.address();
+  });
+  return off;
+}
+
+BlockId block_argument(Session& s, const std::string& text, Address* address) {
+  const Address a = s.evaluate_address(text);
+  if (address) *address = a;
+  const BlockId b = s.graph().index().find(a);
+  if (b != kNoBlock) return b;
+  if (const Block* any = s.heap().block_containing(a))
+    throw AnalysisError(fmt::format("0x{:x} is in a {} chunk at 0x{:x}, not an allocated block", a,
+                                    block_state_name(any->state), any->address()));
+  throw AnalysisError(fmt::format("0x{:x} is not in any heap block", a));
+}
+
+}  // namespace heapscope

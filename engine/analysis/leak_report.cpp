@@ -1,0 +1,68 @@
+#include "analysis/leak_report.h"
+
+#include <algorithm>
+#include <map>
+
+namespace heapscope {
+
+LeaksReport build_leaks_report(Session& s, std::size_t examples) {
+  const HeapModel& heap = s.heap();
+  const LeakVerdicts& v = s.verdicts();
+  const BlockTypes& types = s.types();
+  LeaksReport r;
+  std::map<std::pair<std::string, std::uint64_t>, LeakGroup> groups;
+  for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+    const Block& b = heap.blocks[i];
+    if (v.possibly[i]) r.possibly.add(b.usable_size());
+    if (!is_leaked(v.verdict[i])) continue;
+    const std::string type = types.name(i, b);
+    LeakGroup& g = groups[{type, b.usable_size()}];
+    g.type = type;
+    g.size = b.usable_size();
+    ++g.count;
+    g.bytes += b.usable_size();
+    r.leaked.add(b.usable_size());
+    switch (v.verdict[i]) {
+      case Verdict::direct_leak: ++g.direct; r.direct.add(b.usable_size()); break;
+      case Verdict::indirect_leak: ++g.indirect; r.indirect.add(b.usable_size()); break;
+      default: ++g.cycle; r.cycle.add(b.usable_size()); break;
+    }
+    // Direct leaks make the best examples: they are where each lost structure starts.
+    if (g.examples.size() < examples && (v.verdict[i] != Verdict::indirect_leak || g.direct == 0))
+      g.examples.push_back(b.address());
+  }
+  for (auto& [key, g] : groups) r.groups.push_back(std::move(g));
+  std::stable_sort(r.groups.begin(), r.groups.end(), [](auto& a, auto& b) { return a.bytes > b.bytes; });
+  r.warnings = s.warnings();
+  return r;
+}
+
+HistogramReport build_histogram(Session& s) {
+  const HeapModel& heap = s.heap();
+  const LeakVerdicts& v = s.verdicts();
+  const BlockTypes& types = s.types();
+  HistogramReport r;
+  std::map<std::string, HistogramRow> rows;
+  for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+    const Block& b = heap.blocks[i];
+    if (!is_allocated(b.state)) continue;
+    ++r.allocated_blocks;
+    if (types.type_id(i) != BlockTypes::kUnknown) ++r.typed_blocks;
+    HistogramRow& row = rows[types.name(i, b)];
+    ++row.count;
+    row.bytes += b.usable_size();
+    if (is_leaked(v.verdict[i])) {
+      ++row.leaked_count;
+      row.leaked_bytes += b.usable_size();
+    }
+  }
+  for (auto& [name, row] : rows) {
+    row.type = name;
+    r.rows.push_back(std::move(row));
+  }
+  std::stable_sort(r.rows.begin(), r.rows.end(), [](auto& a, auto& b) { return a.bytes > b.bytes; });
+  r.warnings = s.warnings();
+  return r;
+}
+
+}  // namespace heapscope

@@ -1,0 +1,14 @@
+#pragma once
+
+#include "reports/graph_reports.h"
+#include "session/session.h"
+
+namespace heapscope {
+
+// Leaked blocks grouped by type, then usable size; groups sorted by bytes. `examples` per group at most.
+LeaksReport build_leaks_report(Session& s, std::size_t examples);
+
+// Allocated blocks by type: count and bytes, live and leaked.
+HistogramReport build_histogram(Session& s);
+
+}  // namespace heapscope

@@ -1,0 +1,133 @@
+#include "analysis/retention_paths.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "analysis/block_refs.h"
+#include "image/word_scan.h"
+
+namespace heapscope {
+
+namespace {
+
+// Follows `toward` (each block's next step towards the target) to build the path from `first`.
+RetainerPath make_path(Session& s, std::size_t root, BlockId first, const std::vector<BlockId>& toward) {
+  const auto& blocks = s.heap().blocks;
+  RetainerPath p;
+  p.root = root_ref(s, root, blocks[first]);
+  for (BlockId b = first;; b = toward[b]) {
+    PathStep step{block_ref(s, b), std::nullopt};
+    const BlockId next = toward[b];
+    if (next != kNoBlock) step.offset = pointer_offset(s.image(), blocks[b], blocks[next]);
+    p.steps.push_back(std::move(step));
+    if (next == kNoBlock) break;
+  }
+  return p;
+}
+
+}  // namespace
+
+RetainersReport find_retainers(Session& s, BlockId target, Address query, std::size_t max_paths,
+                               std::size_t max_depth) {
+  const ReferenceGraph& g = s.graph();
+  RetainersReport r;
+  r.query = query;
+  r.target = block_ref(s, target);
+  r.verdict = verdict_name(s.verdicts().verdict[target]);
+
+  // Breadth-first backwards from the target: the first blocks found with a root pointing at them give
+  // the shortest paths.
+  constexpr BlockId kUnvisited = kNoBlock - 1;
+  std::vector<BlockId> toward(g.block_count(), kUnvisited);
+  toward[target] = kNoBlock;
+  std::vector<BlockId> level{target};
+  std::set<std::size_t> roots_used;
+  for (std::size_t depth = 1; !level.empty() && r.paths.size() < max_paths; ++depth) {
+    for (BlockId b : level) {
+      for (std::uint32_t root : g.in_root_edges(b)) {
+        if (r.paths.size() >= max_paths || !roots_used.insert(root).second) continue;
+        r.paths.push_back(make_path(s, root, b, toward));
+      }
+    }
+    if (depth >= max_depth) {
+      r.depth_limited = r.paths.size() < max_paths;
+      break;
+    }
+    std::vector<BlockId> next;
+    for (BlockId b : level)
+      for (std::uint32_t e : g.in_edges(b)) {
+        const BlockId from = edge_target(e);
+        if (toward[from] != kUnvisited) continue;
+        toward[from] = b;
+        next.push_back(from);
+      }
+    level = std::move(next);
+  }
+  r.warnings = s.warnings();
+  return r;
+}
+
+RefsReport find_referrers(Session& s, BlockId target, Address query) {
+  const ReferenceGraph& g = s.graph();
+  const auto& blocks = s.heap().blocks;
+  const Block& t = blocks[target];
+  RefsReport r;
+  r.query = query;
+  r.target = block_ref(s, target);
+  std::set<BlockId> seen;
+  for (std::uint32_t e : g.in_edges(target)) {
+    const BlockId from = edge_target(e);
+    if (!seen.insert(from).second) continue;  // one entry per pointer word, found by the rescan below
+    const Block& f = blocks[from];
+    for_each_word(s.image(), f.address(), f.address() + f.usable_size(), [&](Address at, std::uint64_t w) {
+      if (w >= t.address() && w < t.address() + t.usable_size())
+        r.referrers.push_back({block_ref(s, from), at - f.address(), std::nullopt});
+    });
+  }
+  std::set<std::uint32_t> roots(g.in_root_edges(target).begin(), g.in_root_edges(target).end());
+  for (std::uint32_t root : roots) {
+    Referrer ref;
+    ref.root = root_ref(s, root, t);
+    r.referrers.push_back(std::move(ref));
+  }
+  r.warnings = s.warnings();
+  return r;
+}
+
+DescribeReport describe_block(Session& s, BlockId target, Address query, std::size_t dump_bytes) {
+  const HeapModel& heap = s.heap();
+  const Block& b = heap.blocks[target];
+  DescribeReport r;
+  r.query = query;
+  r.block = block_ref(s, target);
+  r.chunk = b.chunk;
+  r.chunk_size = b.chunk_size();
+  r.state = block_state_name(b.state);
+  r.arena = b.arena == Block::kNoArena ? 0 : heap.arenas[b.arena].address;
+  r.verdict = verdict_name(s.verdicts().verdict[target]);
+  r.possibly = s.verdicts().possibly[target] != 0;
+  r.dump_address = b.address();
+  r.dump.resize(std::min<std::uint64_t>(dump_bytes, b.usable_size()));
+  r.dump.resize(s.image().read(b.address(), r.dump.data(), r.dump.size()));
+
+  const BlockIndex& index = s.graph().index();
+  for_each_word(s.image(), b.address(), b.address() + b.usable_size(), [&](Address at, std::uint64_t w) {
+    std::string where;
+    if (const BlockId to = index.find(w); to != kNoBlock) {
+      const BlockRef ref = block_ref(s, to);
+      where = fmt::format("block 0x{:x}{} ({}, {} bytes)", ref.address,
+                          w == ref.address ? "" : fmt::format("+0x{:x}", w - ref.address), ref.type, ref.size);
+    } else if (s.image().module_at(w)) {
+      where = s.symbols().describe(w);
+    } else {
+      return;  // not a pointer to anything heapscope can name
+    }
+    r.pointers.push_back({at - b.address(), w, std::move(where)});
+  });
+  r.warnings = s.warnings();
+  return r;
+}
+
+}  // namespace heapscope

@@ -1,0 +1,70 @@
+// Commands about one block, named by an address anywhere inside it.
+#include "analysis/block_refs.h"
+#include "analysis/retention_paths.h"
+#include "commands/command.h"
+
+namespace heapscope {
+
+namespace {
+
+void add_address(CLI::App& app, std::string& address) {
+  app.add_option("ADDR", address, "An address inside the block (0x-prefixed hex or decimal; an expression in a debugger)")
+      ->required();
+}
+
+class RetainersCommand final : public Command {
+ public:
+  void add_options(CLI::App& app) override {
+    add_address(app, address_);
+    app.add_option("--paths", paths_, "How many paths to show (from different roots)")->capture_default_str();
+    app.add_option("--max-depth", depth_, "Longest path to look for, in blocks")->capture_default_str();
+  }
+  Report run(Session& s) override {
+    Address query = 0;
+    const BlockId b = block_argument(s, address_, &query);
+    return find_retainers(s, b, query, paths_, depth_);
+  }
+
+ private:
+  std::string address_;
+  std::size_t paths_ = 1;
+  std::size_t depth_ = 10000;
+};
+
+class RefsCommand final : public Command {
+ public:
+  void add_options(CLI::App& app) override { add_address(app, address_); }
+  Report run(Session& s) override {
+    Address query = 0;
+    const BlockId b = block_argument(s, address_, &query);
+    return find_referrers(s, b, query);
+  }
+
+ private:
+  std::string address_;
+};
+
+class DescribeCommand final : public Command {
+ public:
+  void add_options(CLI::App& app) override {
+    add_address(app, address_);
+    app.add_option("--bytes", bytes_, "How many bytes of the block to dump")->capture_default_str();
+  }
+  Report run(Session& s) override {
+    Address query = 0;
+    const BlockId b = block_argument(s, address_, &query);
+    return describe_block(s, b, query, bytes_);
+  }
+
+ private:
+  std::string address_;
+  std::size_t bytes_ = 64;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_retainers_command() { return std::make_unique<RetainersCommand>(); }
+std::unique_ptr<Command> make_refs_command() { return std::make_unique<RefsCommand>(); }
+std::unique_ptr<Command> make_describe_command() { return std::make_unique<DescribeCommand>(); }
+
+}  // namespace heapscope

@@ -1,0 +1,30 @@
+#include "analysis/leak_report.h"
+#include "commands/command.h"
+
+namespace heapscope {
+
+namespace {
+
+class LeaksCommand final : public Command {
+ public:
+  void add_options(CLI::App& app) override {
+    app.add_option("--examples", examples_, "Example addresses per group")->capture_default_str();
+  }
+  Report run(Session& s) override { return build_leaks_report(s, examples_); }
+
+ private:
+  std::size_t examples_ = 3;
+};
+
+class HistogramCommand final : public Command {
+ public:
+  void add_options(CLI::App&) override {}
+  Report run(Session& s) override { return build_histogram(s); }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_leaks_command() { return std::make_unique<LeaksCommand>(); }
+std::unique_ptr<Command> make_histogram_command() { return std::make_unique<HistogramCommand>(); }
+
+}  // namespace heapscope

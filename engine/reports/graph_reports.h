@@ -1,0 +1,101 @@
+// Reports of the reference-graph commands: leaks, retainers, refs, describe, histogram.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "heap/heap_model.h"
+
+namespace heapscope {
+
+struct BlockRef {
+  Address address = 0;     // user pointer
+  std::uint64_t size = 0;  // usable bytes
+  std::string type;
+};
+
+struct RootRef {
+  std::string kind;   // root_kind_name()
+  std::string label;  // "global g_cache in app", "register rbx, thread 1 (tid 42)"
+  Address address = 0;  // the word holding the pointer (0 for registers)
+};
+
+struct LeakGroup {
+  std::string type;
+  std::uint64_t size = 0;  // usable bytes of each block
+  std::uint64_t count = 0, bytes = 0, direct = 0, indirect = 0, cycle = 0;
+  std::vector<Address> examples;
+};
+
+struct LeaksReport {
+  std::vector<LeakGroup> groups;  // by bytes, largest first
+  StateTotal leaked, direct, indirect, cycle, possibly;  // bytes are usable bytes
+  std::vector<std::string> warnings;
+};
+
+struct PathStep {
+  BlockRef block;
+  std::optional<std::uint64_t> offset;  // where in this block the pointer to the next step sits
+};
+
+struct RetainerPath {
+  RootRef root;
+  std::vector<PathStep> steps;  // from the root's first block to the target
+};
+
+struct RetainersReport {
+  Address query = 0;
+  BlockRef target;
+  std::string verdict;
+  std::vector<RetainerPath> paths;
+  bool depth_limited = false;  // the search stopped at --max-depth before finding all asked-for paths
+  std::vector<std::string> warnings;
+};
+
+struct Referrer {
+  std::optional<BlockRef> block;  // a heap block holding the pointer...
+  std::uint64_t offset = 0;       // ...at this offset
+  std::optional<RootRef> root;    // or a root
+};
+
+struct RefsReport {
+  Address query = 0;
+  BlockRef target;
+  std::vector<Referrer> referrers;
+  std::vector<std::string> warnings;
+};
+
+struct PointerSlot {
+  std::uint64_t offset = 0;
+  Address value = 0;
+  std::string points_to;  // "block 0x… (Node, 24 bytes)", "global g in app", "stack of thread 2"
+};
+
+struct DescribeReport {
+  Address query = 0;
+  BlockRef block;
+  Address chunk = 0;
+  std::uint64_t chunk_size = 0;
+  std::string state;
+  Address arena = 0;  // 0 for mmapped
+  std::string verdict;
+  bool possibly = false;
+  Address dump_address = 0;
+  std::vector<std::uint8_t> dump;  // the block's first bytes
+  std::vector<PointerSlot> pointers;
+  std::vector<std::string> warnings;
+};
+
+struct HistogramRow {
+  std::string type;
+  std::uint64_t count = 0, bytes = 0, leaked_count = 0, leaked_bytes = 0;
+};
+
+struct HistogramReport {
+  std::vector<HistogramRow> rows;  // by bytes, largest first
+  std::uint64_t typed_blocks = 0, allocated_blocks = 0;
+  std::vector<std::string> warnings;
+};
+
+}  // namespace heapscope

@@ -1,0 +1,140 @@
+#include "types/block_types.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "graph/block_index.h"
+#include "image/memory_cursor.h"
+#include "image/word_scan.h"
+
+namespace heapscope {
+
+namespace {
+
+constexpr std::string_view kVtablePrefix = "vtable for ";
+
+// The argument list of the last template before `::_M_manager`, split at top-level commas.
+std::vector<std::string> template_args_before(const std::string& s, std::size_t end) {
+  if (end == 0 || s[end - 1] != '>') return {};
+  int depth = 0;
+  std::size_t i = end - 1;
+  std::vector<std::string> args;
+  std::size_t arg_end = end - 1;
+  while (true) {
+    const char c = s[i];
+    if (c == '>') ++depth;
+    else if (c == '<' && --depth == 0) {
+      args.push_back(s.substr(i + 1, arg_end - i - 1));
+      break;
+    } else if (c == ',' && depth == 1) {
+      args.push_back(s.substr(i + 1, arg_end - i - 1));
+      arg_end = i;
+    } else if (c == '(' || c == ')') {
+      // parentheses inside template arguments (function types) do not change '<' '>' depth
+    }
+    if (i == 0) return {};
+    --i;
+  }
+  std::reverse(args.begin(), args.end());
+  for (auto& a : args) a.erase(0, a.find_first_not_of(' '));
+  return args;
+}
+
+// Runtime addresses of std::function manager functions in every module → functor type name.
+std::unordered_map<Address, std::string> manager_functions(const Image& image, const SymbolIndex& symbols) {
+  std::unordered_map<Address, std::string> out;
+  for (const Module& m : image.modules()) {
+    const ModuleSymbols* syms = symbols.symbols_for(m);
+    if (!syms) continue;
+    for (const Symbol& s : syms->symbols()) {
+      if (s.kind != SymbolKind::function || s.name.find("_M_manager") == std::string::npos) continue;
+      std::string type = functor_type_from_manager(demangle(s.name));
+      if (!type.empty()) out.emplace(m.load_bias + s.value, std::move(type));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string functor_type_from_manager(const std::string& demangled) {
+  const std::size_t at = demangled.find(">::_M_manager(");
+  if (at == std::string::npos) return {};
+  const std::vector<std::string> args = template_args_before(demangled, at + 1);
+  if (args.empty()) return {};
+  // _Base_manager<F> has one argument; _Function_handler<Sig, F> has the functor last.
+  return args.back();
+}
+
+std::string BlockTypes::name(std::size_t block, const Block& b) const {
+  const std::uint32_t id = type_id(block);
+  return id == kUnknown ? fmt::format("unknown ({} bytes)", b.usable_size()) : names_[id];
+}
+
+std::uint32_t BlockTypes::intern(const std::string& name) {
+  auto it = std::find(names_.begin(), names_.end(), name);
+  if (it != names_.end()) return static_cast<std::uint32_t>(it - names_.begin());
+  names_.push_back(name);
+  return static_cast<std::uint32_t>(names_.size() - 1);
+}
+
+std::size_t BlockTypes::typed_blocks() const {
+  return static_cast<std::size_t>(std::count_if(ids_.begin(), ids_.end(), [](auto id) { return id != kUnknown; }));
+}
+
+BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots) {
+  BlockTypes types;
+  types.resize(heap.blocks.size());
+
+  // Vtables: many objects share one, so each distinct first word is resolved once.
+  std::unordered_map<Address, std::uint32_t> by_first_word;
+  MemoryCursor mem(image);
+  for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+    const Block& b = heap.blocks[i];
+    if (!is_allocated(b.state) || b.usable_size() < 8) continue;
+    const auto first = mem.u64(b.address());
+    if (!first || *first == 0 || !image.module_at(*first)) continue;
+    auto [it, fresh] = by_first_word.try_emplace(*first, BlockTypes::kUnknown);
+    if (fresh) {
+      const ResolvedSymbol s = symbols.resolve(*first);
+      if (s.symbol && s.symbol->name.rfind("_ZTV", 0) == 0) {
+        std::string name = demangle(s.symbol->name);
+        if (name.rfind(kVtablePrefix, 0) == 0) name.erase(0, kVtablePrefix.size());
+        it->second = types.intern(name);
+      }
+    }
+    types.set(i, it->second);
+  }
+
+  // std::function keeps its heap-stored functor pointer 16 bytes before its manager pointer.
+  const auto managers = manager_functions(image, symbols);
+  if (managers.empty()) return types;
+  const BlockIndex index(heap);
+  Address lo = ~Address{0}, hi = 0;
+  for (const auto& [addr, name] : managers) {
+    lo = std::min(lo, addr);
+    hi = std::max(hi, addr);
+  }
+  std::unordered_map<std::string, std::uint32_t> functor_ids;
+  auto visit = [&](Address at, std::uint64_t word) {
+    if (word < lo || word > hi) return;
+    auto m = managers.find(word);
+    if (m == managers.end()) return;
+    const auto functor = image.read_u64(at - 16);
+    if (!functor) return;
+    const BlockId target = index.find(*functor);
+    if (target == kNoBlock || heap.blocks[target].address() != *functor) return;
+    auto [it, fresh] = functor_ids.try_emplace(m->second, 0);
+    if (fresh) it->second = types.intern(m->second);
+    types.set(target, it->second);
+  };
+  for (const Block& b : heap.blocks)
+    if (is_allocated(b.state)) for_each_word(image, b.address(), b.address() + b.usable_size(), visit);
+  for (const RootRange& r : roots.ranges)
+    if (r.kind != RootKind::registers) for_each_word(image, r.start, r.end, visit);
+  return types;
+}
+
+}  // namespace heapscope

@@ -1,0 +1,39 @@
+// Types of heap blocks from symbols alone (DWARF typing comes later): a C++ object's vtable pointer at
+// offset 0 names its dynamic type; a functor stored by std::function is named by its libstdc++ manager
+// function, found next to the pointer to it. Everything else is "unknown (N bytes)".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/roots.h"
+#include "heap/heap_model.h"
+#include "symbols/symbol_index.h"
+
+namespace heapscope {
+
+class BlockTypes {
+ public:
+  static constexpr std::uint32_t kUnknown = 0;
+
+  BlockTypes() : names_{""} {}
+  std::uint32_t type_id(std::size_t block) const { return block < ids_.size() ? ids_[block] : kUnknown; }
+  // The type's name, or "unknown (N bytes)" for untyped blocks.
+  std::string name(std::size_t block, const Block& b) const;
+  std::uint32_t intern(const std::string& name);
+  void set(std::size_t block, std::uint32_t id) { ids_[block] = id; }
+  void resize(std::size_t blocks) { ids_.assign(blocks, kUnknown); }
+  std::size_t typed_blocks() const;
+
+ private:
+  std::vector<std::uint32_t> ids_;
+  std::vector<std::string> names_;
+};
+
+BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots);
+
+// "std::_Function_base::_Base_manager<main::{lambda()#1}>::_M_manager(...)" → "main::{lambda()#1}"; empty when
+// the name is not a std::function manager.
+std::string functor_type_from_manager(const std::string& demangled);
+
+}  // namespace heapscope

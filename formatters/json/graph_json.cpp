@@ -1,0 +1,94 @@
+// JSON renderers of the graph commands' reports (schema: docs/json.md).
+#include <nlohmann/json.hpp>
+
+#include "formatters/render.h"
+
+namespace heapscope {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json block_json(const BlockRef& b) { return {{"address", b.address}, {"size", b.size}, {"type", b.type}}; }
+ordered_json total_json(const StateTotal& t) { return {{"blocks", t.blocks}, {"bytes", t.bytes}}; }
+ordered_json root_json(const RootRef& r) { return {{"kind", r.kind}, {"label", r.label}, {"address", r.address}}; }
+
+std::string finish(ordered_json out, const std::vector<std::string>& warnings) {
+  out["warnings"] = warnings;
+  return out.dump(2) + "\n";
+}
+
+}  // namespace
+
+std::string render_json(const LeaksReport& r) {
+  ordered_json out = {{"command", "leaks"}};
+  ordered_json groups = ordered_json::array();
+  for (const LeakGroup& g : r.groups)
+    groups.push_back({{"type", g.type}, {"size", g.size}, {"count", g.count}, {"bytes", g.bytes},
+                      {"direct", g.direct}, {"indirect", g.indirect}, {"cycle", g.cycle}, {"examples", g.examples}});
+  out["groups"] = groups;
+  out["totals"] = {{"blocks", r.leaked.blocks}, {"bytes", r.leaked.bytes}, {"direct", total_json(r.direct)},
+                   {"indirect", total_json(r.indirect)}, {"cycle", total_json(r.cycle)},
+                   {"possibly", total_json(r.possibly)}};
+  return finish(std::move(out), r.warnings);
+}
+
+std::string render_json(const RetainersReport& r) {
+  ordered_json out = {{"command", "retainers"}, {"query", r.query}, {"target", block_json(r.target)},
+                      {"verdict", r.verdict}};
+  ordered_json paths = ordered_json::array();
+  for (const RetainerPath& p : r.paths) {
+    ordered_json steps = ordered_json::array();
+    for (const PathStep& s : p.steps) {
+      ordered_json step = block_json(s.block);
+      if (s.offset) step["offset"] = *s.offset;
+      steps.push_back(step);
+    }
+    paths.push_back({{"root", root_json(p.root)}, {"steps", steps}});
+  }
+  out["paths"] = paths;
+  out["depth_limited"] = r.depth_limited;
+  return finish(std::move(out), r.warnings);
+}
+
+std::string render_json(const RefsReport& r) {
+  ordered_json out = {{"command", "refs"}, {"query", r.query}, {"target", block_json(r.target)}};
+  ordered_json refs = ordered_json::array();
+  for (const Referrer& ref : r.referrers) {
+    if (ref.block) {
+      ordered_json j = {{"kind", "block"}};
+      j.update(block_json(*ref.block));
+      j["offset"] = ref.offset;
+      refs.push_back(j);
+    } else if (ref.root) {
+      refs.push_back({{"kind", "root"}, {"root_kind", ref.root->kind}, {"label", ref.root->label},
+                      {"address", ref.root->address}});
+    }
+  }
+  out["referrers"] = refs;
+  return finish(std::move(out), r.warnings);
+}
+
+std::string render_json(const DescribeReport& r) {
+  ordered_json block = block_json(r.block);
+  block.update({{"chunk", r.chunk}, {"chunk_size", r.chunk_size}, {"state", r.state}, {"arena", r.arena},
+                {"verdict", r.verdict}, {"possibly", r.possibly}});
+  ordered_json pointers = ordered_json::array();
+  for (const PointerSlot& p : r.pointers)
+    pointers.push_back({{"offset", p.offset}, {"value", p.value}, {"points_to", p.points_to}});
+  ordered_json out = {{"command", "describe"}, {"query", r.query}, {"block", block},
+                      {"bytes", r.dump}, {"pointers", pointers}};
+  return finish(std::move(out), r.warnings);
+}
+
+std::string render_json(const HistogramReport& r) {
+  ordered_json rows = ordered_json::array();
+  for (const HistogramRow& h : r.rows)
+    rows.push_back({{"type", h.type}, {"count", h.count}, {"bytes", h.bytes}, {"leaked_count", h.leaked_count},
+                    {"leaked_bytes", h.leaked_bytes}});
+  ordered_json out = {{"command", "histogram"}, {"types", rows}, {"allocated_blocks", r.allocated_blocks},
+                      {"typed_blocks", r.typed_blocks}};
+  return finish(std::move(out), r.warnings);
+}
+
+}  // namespace heapscope

@@ -1,0 +1,95 @@
+// Text renderers of the graph commands' reports.
+#include "formatters/render.h"
+#include "formatters/text/text_util.h"
+
+namespace heapscope {
+
+namespace {
+
+std::string block_line(const BlockRef& b) { return fmt::format("0x{:x} ({}, {} bytes)", b.address, b.type, b.size); }
+
+}  // namespace
+
+std::string render_text(const LeaksReport& r) {
+  std::string out;
+  if (r.groups.empty()) out += "No leaks: every allocated block is reachable from a root.\n";
+  for (const LeakGroup& g : r.groups) {
+    std::string kinds;
+    auto add = [&](std::uint64_t n, const char* what) {
+      if (n) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, what);
+    };
+    add(g.direct, "direct");
+    add(g.indirect, "indirect");
+    add(g.cycle, "in cycles");
+    std::string examples;
+    for (Address a : g.examples) examples += (examples.empty() ? "" : " ") + text::hex(a);
+    out += fmt::format("{:>10} in {:>7} blocks of {:>6} bytes  {}  ({})\n           e.g. {}\n", text::bytes(g.bytes),
+                       g.count, g.size, g.type, kinds, examples);
+  }
+  out += fmt::format("\nLeaked: {} in {} blocks (direct {} in {}, indirect {} in {}, in cycles {} in {})\n",
+                     text::bytes(r.leaked.bytes), r.leaked.blocks, text::bytes(r.direct.bytes), r.direct.blocks,
+                     text::bytes(r.indirect.bytes), r.indirect.blocks, text::bytes(r.cycle.bytes), r.cycle.blocks);
+  if (r.possibly.blocks)
+    out += fmt::format("Possibly leaked (reachable only through interior pointers): {} in {} blocks\n",
+                       text::bytes(r.possibly.bytes), r.possibly.blocks);
+  text::append_warnings(out, r.warnings);
+  return out;
+}
+
+std::string render_text(const RetainersReport& r) {
+  std::string out = fmt::format("Block {}: {}\n", block_line(r.target), r.verdict);
+  if (r.paths.empty())
+    out += r.depth_limited ? "No path from a root within --max-depth.\n" : "leaked: no path from any root\n";
+  for (std::size_t i = 0; i < r.paths.size(); ++i) {
+    const RetainerPath& p = r.paths[i];
+    out += fmt::format("\nPath {} ({} steps):\n  {}{}\n", i + 1, p.steps.size(), p.root.label,
+                       p.root.address ? fmt::format(" [0x{:x}]", p.root.address) : "");
+    for (const PathStep& s : p.steps)
+      out += fmt::format("  → {}{}\n", block_line(s.block),
+                         s.offset ? fmt::format(", pointer at +0x{:x}", *s.offset) : "");
+  }
+  text::append_warnings(out, r.warnings);
+  return out;
+}
+
+std::string render_text(const RefsReport& r) {
+  std::string out = fmt::format("{} referrers of {}:\n", r.referrers.size(), block_line(r.target));
+  for (const Referrer& ref : r.referrers) {
+    if (ref.block)
+      out += fmt::format("  block {} at +0x{:x}\n", block_line(*ref.block), ref.offset);
+    else if (ref.root)
+      out += fmt::format("  {}{}\n", ref.root->label, ref.root->address ? fmt::format(" [0x{:x}]", ref.root->address) : "");
+  }
+  text::append_warnings(out, r.warnings);
+  return out;
+}
+
+std::string render_text(const DescribeReport& r) {
+  std::string out = fmt::format("Block {}\n  chunk 0x{:x}, chunk size {}, state {}, arena {}\n  verdict: {}{}\n",
+                                block_line(r.block), r.chunk, r.chunk_size, r.state,
+                                r.arena ? text::hex(r.arena) : "- (own mapping)", r.verdict,
+                                r.possibly ? " (only through interior pointers: possibly leaked)" : "");
+  for (std::size_t row = 0; row < r.dump.size(); row += 16) {
+    std::string hex, ascii;
+    for (std::size_t i = row; i < row + 16 && i < r.dump.size(); ++i) {
+      hex += fmt::format("{:02x} ", r.dump[i]);
+      ascii += (r.dump[i] >= 32 && r.dump[i] < 127) ? static_cast<char>(r.dump[i]) : '.';
+    }
+    out += fmt::format("  0x{:x}: {:<48} {}\n", r.dump_address + row, hex, ascii);
+  }
+  if (!r.pointers.empty()) out += "Pointers it holds:\n";
+  for (const PointerSlot& p : r.pointers) out += fmt::format("  +0x{:<4x} 0x{:x} → {}\n", p.offset, p.value, p.points_to);
+  text::append_warnings(out, r.warnings);
+  return out;
+}
+
+std::string render_text(const HistogramReport& r) {
+  std::string out = fmt::format("{:>10} {:>12} {:>10} {:>12}  {}\n", "count", "bytes", "leaked", "leaked bytes", "type");
+  for (const HistogramRow& h : r.rows)
+    out += fmt::format("{:>10} {:>12} {:>10} {:>12}  {}\n", h.count, h.bytes, h.leaked_count, h.leaked_bytes, h.type);
+  out += fmt::format("{} allocated blocks, {} with a known type\n", r.allocated_blocks, r.typed_blocks);
+  text::append_warnings(out, r.warnings);
+  return out;
+}
+
+}  // namespace heapscope
