@@ -26,7 +26,7 @@ class BlockIndex {
     return s ? find_in(*s, addr) : kNoBlock;
   }
 
-  const std::vector<Block>& blocks() const { return *blocks_; }
+  const BlockArray& blocks() const { return *blocks_; }
   std::size_t memory_bytes() const;
 
  private:
@@ -40,7 +40,7 @@ class BlockIndex {
   const Span* span_for(Address addr) const;
   BlockId find_in(const Span& s, Address addr) const;
 
-  const std::vector<Block>* blocks_;
+  const BlockArray* blocks_;
   std::vector<Span> spans_;
   std::vector<BlockId> page_first_;  // per page of each multi-block span: the block covering its start
   Address low_ = 0, high_ = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "heap/glibc/glibc_heap.h"
+#include "util/phase_timer.h"
 
 namespace heapscope {
 
@@ -13,6 +14,7 @@ const HeapModel& Session::heap() {
   std::lock_guard lock(mutex_);
   if (!heap_ && heap_error_.empty()) {
     std::string error;
+    PhaseTimer timer("walk");
     heap_ = glibc::walk_heap(*image_, symbols_, &error);
     if (!heap_) heap_error_ = error.empty() ? "no heap found" : error;
   }
@@ -22,25 +24,43 @@ const HeapModel& Session::heap() {
 
 const RootSet& Session::roots() {
   std::lock_guard lock(mutex_);
-  if (!roots_) roots_ = collect_roots(*image_, heap());
+  if (!roots_) {
+    const HeapModel& h = heap();
+    PhaseTimer timer("roots");
+    roots_ = collect_roots(*image_, h);
+  }
   return *roots_;
 }
 
 const ReferenceGraph& Session::graph() {
   std::lock_guard lock(mutex_);
-  if (!graph_) graph_ = std::make_unique<ReferenceGraph>(*image_, heap(), roots());
+  if (!graph_) {
+    const HeapModel& h = heap();
+    const RootSet& r = roots();
+    PhaseTimer timer("index+scan");
+    graph_ = std::make_unique<ReferenceGraph>(*image_, h, r);
+  }
   return *graph_;
 }
 
 const LeakVerdicts& Session::verdicts() {
   std::lock_guard lock(mutex_);
-  if (!verdicts_) verdicts_ = compute_verdicts(graph(), heap());
+  if (!verdicts_) {
+    const ReferenceGraph& g = graph();
+    PhaseTimer timer("reachability");
+    verdicts_ = compute_verdicts(g, heap());
+  }
   return *verdicts_;
 }
 
 const BlockTypes& Session::types() {
   std::lock_guard lock(mutex_);
-  if (!types_) types_ = infer_types(*image_, symbols_, heap(), roots());
+  if (!types_) {
+    const HeapModel& h = heap();
+    const RootSet& r = roots();
+    PhaseTimer timer("types");
+    types_ = infer_types(*image_, symbols_, h, r);
+  }
   return *types_;
 }
 

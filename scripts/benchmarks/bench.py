@@ -81,9 +81,10 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--leak-percent", type=int, default=10)
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
+    ap.add_argument("--heapscope", default=os.path.join(ROOT, "build", "coredump", "heapscope"))
     args = ap.parse_args()
 
-    heapscope = os.path.join(ROOT, "build", "coredump", "heapscope")
+    heapscope = args.heapscope
     os.makedirs(args.work, exist_ok=True)
     generator = build_generator(args.work)
     print(f"machine: {os.cpu_count()} cores; heapscope: {heapscope}")

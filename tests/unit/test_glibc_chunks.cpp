@@ -15,7 +15,23 @@ namespace {
 
 constexpr Address kHeap = 0x555555559000;
 
-std::vector<BlockState> states(const SegmentWalk& w) {
+// A walk into a buffer of its own, as the walker does into its slice of the block array.
+struct Walked {
+  std::vector<Block> blocks;
+  SegmentWalk result;
+};
+
+Walked walk(MemoryCursor& mem, Address first, Address end, Address top, std::uint16_t arena) {
+  Walked w;
+  w.blocks.resize(max_chunks(first, end));
+  BlockSink sink{w.blocks.data(), w.blocks.size(), 0};
+  w.result = walk_segment(mem, first, end, top, arena, sink);
+  w.blocks.resize(sink.count);
+  REQUIRE(w.result.blocks == sink.count);
+  return w;
+}
+
+std::vector<BlockState> states(const Walked& w) {
   std::vector<BlockState> out;
   for (const Block& b : w.blocks) out.push_back(b.state);
   return out;
@@ -31,15 +47,15 @@ TEST_CASE("chunk walk: a chunk is in use when its successor's PREV_INUSE bit is 
   img.chunk(kHeap + 0x50, 0x40, 0x30);            // C in use
   img.chunk(kHeap + 0x90, (0x1000 - 0x90) | kPrevInUse);  // top
   MemoryCursor mem(img);
-  const SegmentWalk w = walk_segment(mem, kHeap, kHeap + 0x1000, kHeap + 0x90, 3);
-  REQUIRE(w.reached_end);
-  REQUIRE(w.warnings.empty());
+  const Walked w = walk(mem, kHeap, kHeap + 0x1000, kHeap + 0x90, 3);
+  REQUIRE(w.result.reached_end);
+  REQUIRE(w.result.warnings.empty());
   CHECK(states(w) == std::vector{BlockState::in_use, BlockState::free, BlockState::in_use, BlockState::top});
   CHECK(w.blocks[1].chunk_size() == 0x30);
   CHECK(w.blocks[0].address() == kHeap + 16);
   CHECK(w.blocks[0].usable_size() == 0x18);
   CHECK(w.blocks[2].arena == 3);
-  CHECK(w.overhead_bytes == 0);
+  CHECK(w.result.overhead_bytes == 0);
 }
 
 TEST_CASE("chunk walk: a damaged size stops the heap with a warning naming the last good chunk") {
@@ -48,10 +64,10 @@ TEST_CASE("chunk walk: a damaged size stops the heap with a warning naming the l
   img.chunk(kHeap, 0x20 | kPrevInUse);
   img.chunk(kHeap + 0x20, 0x4141414141414141);  // overwritten by a buffer overflow
   MemoryCursor mem(img);
-  const SegmentWalk w = walk_segment(mem, kHeap, kHeap + 0x1000, kHeap + 0x900, 0);
-  CHECK_FALSE(w.reached_end);
-  REQUIRE(w.warnings.size() == 1);
-  CHECK_THAT(w.warnings[0], Catch::Contains("0x555555559020") && Catch::Contains("last good chunk: 0x555555559000"));
+  const Walked w = walk(mem, kHeap, kHeap + 0x1000, kHeap + 0x900, 0);
+  CHECK_FALSE(w.result.reached_end);
+  REQUIRE(w.result.warnings.size() == 1);
+  CHECK_THAT(w.result.warnings[0], Catch::Contains("0x555555559020") && Catch::Contains("last good chunk: 0x555555559000"));
   CHECK(w.blocks.size() == 1);
 }
 
@@ -61,9 +77,9 @@ TEST_CASE("chunk walk: a size that runs past the heap or is too small is damage,
   SECTION("past the end") { img.chunk(kHeap, 0x2000 | kPrevInUse); }
   SECTION("zero-sized successor loop") { img.chunk(kHeap, 0x10 | kPrevInUse); img.chunk(kHeap + 0x10, 0x10); }
   MemoryCursor mem(img);
-  const SegmentWalk w = walk_segment(mem, kHeap, kHeap + 0x1000, kHeap + 0x800, 0);
-  CHECK_FALSE(w.reached_end);
-  CHECK(w.warnings.size() == 1);
+  const Walked w = walk(mem, kHeap, kHeap + 0x1000, kHeap + 0x800, 0);
+  CHECK_FALSE(w.result.reached_end);
+  CHECK(w.result.warnings.size() == 1);
 }
 
 TEST_CASE("chunk walk: the fencepost pair ends an old heap and counts as overhead") {
@@ -77,10 +93,10 @@ TEST_CASE("chunk walk: the fencepost pair ends an old heap and counts as overhea
   img.chunk(first + 0x310, 0x0 | kPrevInUse);             // fencepost 2: size 0
   const Address end = first + 0x330;
   MemoryCursor mem(img);
-  const SegmentWalk w = walk_segment(mem, first, end, 0, 1);
-  REQUIRE(w.reached_end);
+  const Walked w = walk(mem, first, end, 0, 1);
+  REQUIRE(w.result.reached_end);
   CHECK(states(w) == std::vector{BlockState::in_use, BlockState::free});
-  CHECK(w.overhead_bytes == 0x30);
+  CHECK(w.result.overhead_bytes == 0x30);
 }
 
 TEST_CASE("tcache lists are followed through safe-linked pointers for at most their count") {

@@ -17,8 +17,13 @@ Block make_block(Address chunk, std::uint64_t size, BlockState state, std::uint1
 
 }  // namespace
 
-SegmentWalk walk_segment(MemoryCursor& mem, Address first_chunk, Address end, Address top, std::uint16_t arena) {
+SegmentWalk walk_segment(MemoryCursor& mem, Address first_chunk, Address end, Address top, std::uint16_t arena,
+                         BlockSink& sink) {
   SegmentWalk out;
+  auto emit = [&](Block b) {
+    sink.push(b);  // cannot overflow: the sink holds max_chunks(first_chunk, end)
+    out.blocks = sink.count;
+  };
   Address last_good = 0;
   auto stop = [&](Address at, const std::string& what) {
     out.warnings.push_back(fmt::format("heap damage at chunk 0x{:x}: {} (last good chunk: {}); the rest of "
@@ -40,7 +45,7 @@ SegmentWalk walk_segment(MemoryCursor& mem, Address first_chunk, Address end, Ad
         stop(c, fmt::format("top chunk size 0x{:x} does not fit the heap", size));
         return out;
       }
-      out.blocks.push_back(make_block(c, size, BlockState::top, arena));
+      emit(make_block(c, size, BlockState::top, arena));
       out.overhead_bytes += end - c - size;  // the sbrk heap may extend past top by an unused tail
       out.reached_end = true;
       return out;
@@ -73,7 +78,7 @@ SegmentWalk walk_segment(MemoryCursor& mem, Address first_chunk, Address end, Ad
       return out;
     }
     const BlockState state = (*next_field & kPrevInUse) ? BlockState::in_use : BlockState::free;
-    out.blocks.push_back(make_block(c, size, state, arena));
+    emit(make_block(c, size, state, arena));
     last_good = c;
     c = next;
   }

@@ -11,6 +11,7 @@
 #include "heap/glibc/free_lists.h"
 #include "heap/glibc/glibc_runtime.h"
 #include "heap/glibc/mmapped_chunks.h"
+#include "util/phase_timer.h"
 
 namespace heapscope::glibc {
 
@@ -22,6 +23,7 @@ struct SegmentJob {
   HeapSegment range;
   Address first_chunk = 0;
   Address top = 0;  // when the arena's top chunk is in this segment
+  BlockSink sink;   // its slice of the model's block array
   SegmentWalk result;
 };
 
@@ -91,7 +93,7 @@ void run_in_parallel(std::vector<SegmentJob>& jobs, const Image& image) {
     MemoryCursor mem(image);
     for (std::size_t i = next++; i < jobs.size(); i = next++) {
       SegmentJob& j = jobs[i];
-      j.result = walk_segment(mem, j.first_chunk, j.range.end, j.top, j.arena);
+      j.result = walk_segment(mem, j.first_chunk, j.range.end, j.top, j.arena, j.sink);
     }
   };
   const unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
@@ -163,22 +165,43 @@ void add_mmapped_chunks(const Image& image, const Runtime& rt, std::vector<Segme
   mmapped = std::move(found.blocks);
 }
 
-// Concatenates the per-segment block lists in address order (segments never overlap).
-void merge_blocks(std::vector<SegmentJob>& jobs, std::vector<Block>& mmapped, HeapModel& model) {
-  std::vector<std::vector<Block>*> pieces;
-  std::size_t total = mmapped.size();
-  for (SegmentJob& j : jobs) {
-    pieces.push_back(&j.result.blocks);
-    total += j.result.blocks.size();
+// Every heap segment and mmapped block gets a slice of one block array, in address order, sized for
+// its worst case; the walkers fill their slices in parallel and compact() closes the gaps. No block is
+// copied between buffers, and untouched slack never becomes resident.
+struct Piece {
+  Address start = 0;
+  SegmentJob* job = nullptr;  // or a single mmapped block
+  Block mmapped;
+  std::size_t capacity = 1;
+};
+
+BlockArray lay_out_blocks(std::vector<SegmentJob>& jobs, const std::vector<Block>& mmapped,
+                          std::vector<Piece>& pieces) {
+  for (SegmentJob& j : jobs) pieces.push_back({j.range.start, &j, {}, max_chunks(j.first_chunk, j.range.end)});
+  for (const Block& b : mmapped) pieces.push_back({b.chunk, nullptr, b, 1});
+  std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.start < b.start; });
+  std::size_t total = 0;
+  for (const Piece& p : pieces) total += p.capacity;
+  BlockArray blocks(total);
+  std::size_t offset = 0;
+  for (Piece& p : pieces) {
+    if (p.job)
+      p.job->sink = {blocks.data() + offset, p.capacity, 0};
+    else
+      blocks.data()[offset] = p.mmapped;
+    offset += p.capacity;
   }
-  pieces.push_back(&mmapped);
-  std::erase_if(pieces, [](auto* p) { return p->empty(); });
-  std::sort(pieces.begin(), pieces.end(), [](auto* a, auto* b) { return a->front().chunk < b->front().chunk; });
-  model.blocks.reserve(total);
-  for (auto* p : pieces) {
-    model.blocks.insert(model.blocks.end(), p->begin(), p->end());
-    std::vector<Block>().swap(*p);
+  return blocks;
+}
+
+void compact_blocks(const std::vector<Piece>& pieces, BlockArray& blocks) {
+  std::vector<BlockArray::Slice> slices;
+  std::size_t offset = 0;
+  for (const Piece& p : pieces) {
+    slices.push_back({offset, p.job ? p.job->sink.count : 1});
+    offset += p.capacity;
   }
+  blocks.compact(slices);
 }
 
 void compute_totals_and_mallinfo(const Image& image, const Runtime& rt, HeapModel& model) {
@@ -208,7 +231,11 @@ void compute_totals_and_mallinfo(const Image& image, const Runtime& rt, HeapMode
 }  // namespace
 
 std::optional<HeapModel> walk_heap(const Image& image, const SymbolIndex& symbols, std::string* error) {
-  std::optional<Runtime> rt = locate_runtime(image, symbols, error);
+  std::optional<Runtime> rt;
+  {
+    PhaseTimer t("walk: locate glibc");
+    rt = locate_runtime(image, symbols, error);
+  }
   if (!rt) return std::nullopt;
 
   HeapModel model;
@@ -239,7 +266,22 @@ std::optional<HeapModel> walk_heap(const Image& image, const SymbolIndex& symbol
     model.arenas.push_back(std::move(info));
   }
 
-  run_in_parallel(jobs, image);
+  std::vector<Block> mmapped;
+  {
+    PhaseTimer t("walk: mmapped chunks");
+    add_mmapped_chunks(image, *rt, jobs, model, mmapped);
+  }
+  std::vector<Piece> pieces;
+  BlockArray blocks = lay_out_blocks(jobs, mmapped, pieces);
+  {
+    PhaseTimer t("walk: chunks");
+    run_in_parallel(jobs, image);
+  }
+  {
+    PhaseTimer t("walk: compact");
+    compact_blocks(pieces, blocks);
+    model.blocks = std::move(blocks);
+  }
   for (SegmentJob& j : jobs) {
     ArenaInfo& arena = model.arenas[j.arena];
     arena.heaps.push_back(j.range);
@@ -252,11 +294,11 @@ std::optional<HeapModel> walk_heap(const Image& image, const SymbolIndex& symbol
     model.complete = model.complete && a.complete;
   }
 
-  std::vector<Block> mmapped;
-  add_mmapped_chunks(image, *rt, jobs, model, mmapped);
-  merge_blocks(jobs, mmapped, model);
-  collect_free_lists(image, *rt, model);
-  compute_totals_and_mallinfo(image, *rt, model);
+  {
+    PhaseTimer t("walk: free lists, totals");
+    collect_free_lists(image, *rt, model);
+    compute_totals_and_mallinfo(image, *rt, model);
+  }
   return model;
 }
 

@@ -1,0 +1,88 @@
+#include "heap/block_array.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+#include <new>
+#include <utility>
+
+namespace heapscope {
+
+namespace {
+
+constexpr std::size_t kPage = 4096;
+
+Block* map_blocks(std::size_t capacity) {
+  if (capacity == 0) return nullptr;
+  void* p = ::mmap(nullptr, capacity * sizeof(Block), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return static_cast<Block*>(p);
+}
+
+}  // namespace
+
+BlockArray::BlockArray(std::size_t capacity) : data_(map_blocks(capacity)), capacity_(capacity) {}
+
+BlockArray::BlockArray(std::initializer_list<Block> blocks) : BlockArray(blocks.size()) {
+  for (const Block& b : blocks) data_[size_++] = b;
+}
+
+BlockArray::~BlockArray() {
+  if (data_) ::munmap(data_, capacity_ * sizeof(Block));
+}
+
+BlockArray::BlockArray(BlockArray&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      capacity_(std::exchange(other.capacity_, 0)) {}
+
+BlockArray& BlockArray::operator=(BlockArray&& other) noexcept {
+  if (this != &other) {
+    if (data_) ::munmap(data_, capacity_ * sizeof(Block));
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+  }
+  return *this;
+}
+
+void BlockArray::push_back(const Block& b) {
+  if (size_ == capacity_) {
+    const std::size_t grown = capacity_ ? capacity_ * 2 : 1024;
+    if (!data_) {
+      data_ = map_blocks(grown);
+    } else {
+      void* p = ::mremap(data_, capacity_ * sizeof(Block), grown * sizeof(Block), MREMAP_MAYMOVE);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      data_ = static_cast<Block*>(p);
+    }
+    capacity_ = grown;
+  }
+  data_[size_++] = b;
+}
+
+void BlockArray::compact(const std::vector<Slice>& slices) {
+  std::size_t cursor = 0;
+  for (const Slice& s : slices) {
+    if (s.offset != cursor && s.used) std::memmove(data_ + cursor, data_ + s.offset, s.used * sizeof(Block));
+    cursor += s.used;
+    // Pages wholly between the moved data and the next slice are not needed again.
+    if (s.offset + s.used > cursor) {
+      const std::size_t from = (reinterpret_cast<std::uintptr_t>(data_ + cursor) + kPage - 1) & ~(kPage - 1);
+      const std::size_t to = reinterpret_cast<std::uintptr_t>(data_ + s.offset + s.used) & ~(kPage - 1);
+      if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+    }
+  }
+  size_ = cursor;
+  release_from(size_);
+}
+
+void BlockArray::release_from(std::size_t index) {
+  if (!data_) return;
+  const auto from = (reinterpret_cast<std::uintptr_t>(data_ + index) + kPage - 1) & ~(kPage - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(data_ + capacity_) & ~(kPage - 1);
+  if (end > from) ::madvise(reinterpret_cast<void*>(from), end - from, MADV_DONTNEED);
+}
+
+}  // namespace heapscope
