@@ -138,6 +138,11 @@ class ElfCoreImage::Builder {
   }
 
   bool read_notes(std::string* error) {
+    // gdb writes a section header table after everything else: a file cut anywhere is short of it.
+    const GElf_Ehdr& eh = img_.core_->header();
+    const std::uint64_t table_end = eh.e_shoff + std::uint64_t{eh.e_shnum} * eh.e_shentsize;
+    if (eh.e_shoff != 0 && table_end > img_.core_->bytes().size())
+      img_.missing_metadata_bytes_ += table_end - std::max<std::uint64_t>(eh.e_shoff, img_.core_->bytes().size());
     bool has_note_segment = false;
     bool any_note_bytes = false;
     bool notes_cut_off = false;
@@ -149,6 +154,7 @@ class ElfCoreImage::Builder {
       if (bytes.empty()) continue;
       any_note_bytes = true;
       const bool complete = for_each_note(bytes, [&](const ElfNote& note) { read_note(note); });
+      if (bytes.size() < ph.p_filesz) img_.missing_metadata_bytes_ += ph.p_filesz - bytes.size();
       if (!complete || bytes.size() < ph.p_filesz)
         warn("the core's notes are damaged or cut short; the notes after the damage are ignored");
     }

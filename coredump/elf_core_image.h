@@ -49,10 +49,11 @@ class ElfCoreImage : public Image {
   int pid() const { return pid_; }
   const std::string& process_name() const { return process_name_; }
   const std::string& path() const { return core_path_; }
-  // The file is shorter than its program headers promise (disk full, ulimit -c, interrupted copy).
-  bool truncated() const { return missing_bytes_ > 0; }
-  // Bytes of PT_LOAD p_filesz that the truncated file lacks.
-  std::uint64_t missing_bytes() const { return missing_bytes_; }
+  // The file is shorter than its headers promise (disk full, ulimit -c, interrupted copy): memory
+  // segments, notes or the section header table cut off.
+  bool truncated() const { return missing_bytes_ + missing_metadata_bytes_ > 0; }
+  // Bytes the truncated file lacks.
+  std::uint64_t missing_bytes() const { return missing_bytes_ + missing_metadata_bytes_; }
   // The dynamic linker's list as found in the core (empty for static executables or when unreadable).
   const std::vector<LinkMapEntry>& link_map() const { return link_map_; }
 
@@ -94,7 +95,8 @@ class ElfCoreImage : public Image {
   std::vector<LinkMapEntry> link_map_;
   int pid_ = 0;
   std::string process_name_;
-  std::uint64_t missing_bytes_ = 0;
+  std::uint64_t missing_bytes_ = 0;       // of memory segments
+  std::uint64_t missing_metadata_bytes_ = 0;  // of the notes and the section header table
 };
 
 }  // namespace heapscope

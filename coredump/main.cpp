@@ -41,7 +41,7 @@ int run(const CommandEntry& entry, Command& command, const TargetOptions& t, Out
   if (!image) return fail(error);
   if (image->truncated())
     return fail(t.core + " is truncated: " + std::to_string(image->missing_bytes()) +
-                " bytes of process memory are missing (disk full or a core size limit when it was written?)");
+                " bytes the file promises are missing (disk full or a core size limit when it was written?)");
   SessionOptions options;
   if (!t.debug_dirs.empty()) options.symbols.debug_dirs = t.debug_dirs;
   options.symbols.use_debug_files = !t.no_debug_files;

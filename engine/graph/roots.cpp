@@ -28,6 +28,7 @@ using Ranges = std::vector<HeapSegment>;
 Ranges heap_ranges(const HeapModel& heap) {
   Ranges r;
   for (const ArenaInfo& a : heap.arenas) r.insert(r.end(), a.heaps.begin(), a.heaps.end());
+  r.insert(r.end(), heap.metadata.begin(), heap.metadata.end());
   for (const Block& b : heap.blocks)
     if (b.state == BlockState::mmapped) r.push_back({b.chunk & ~Address{4095}, b.chunk + b.chunk_size()});
   std::sort(r.begin(), r.end(), [](auto& x, auto& y) { return x.start < y.start; });
@@ -140,7 +141,7 @@ void add_anonymous_roots(const Image& image, std::vector<RootRange>& out, Ranges
 
 const char* root_kind_name(RootKind k) {
   switch (k) {
-    case RootKind::registers: return "registers";
+    case RootKind::registers: return "register";
     case RootKind::stack: return "stack";
     case RootKind::global: return "global";
     case RootKind::tls: return "tls";
@@ -182,14 +183,17 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
     case RootKind::stack:
       return fmt::format("stack of {}, sp+0x{:x}", thread_label(image, root.thread), word - root.anchor);
     case RootKind::global: {
-      const ResolvedSymbol s = symbols.resolve(word);
-      const std::string module = basename_of(image.modules()[root.module].path);
-      if (s.symbol) {
-        const std::string name = demangle(s.symbol->name);
-        return s.offset ? fmt::format("global {}+0x{:x} in {}", name, s.offset, module)
-                        : fmt::format("global {} in {}", name, module);
+      // Through the root's own module: .bss past the file's last page lies outside the module's mappings.
+      const Module& mod = image.modules()[root.module];
+      const std::string module = basename_of(mod.path);
+      const ModuleSymbols* syms = symbols.symbols_for(mod);
+      if (const Symbol* s = syms ? syms->covering(word - mod.load_bias) : nullptr) {
+        const std::string name = demangle(s->name);
+        const Address offset = word - mod.load_bias - s->value;
+        return offset ? fmt::format("global {}+0x{:x} in {}", name, offset, module)
+                      : fmt::format("global {} in {}", name, module);
       }
-      return fmt::format("global {}+0x{:x}", module, word - image.modules()[root.module].load_bias);
+      return fmt::format("global {}+0x{:x}", module, word - mod.load_bias);
     }
     case RootKind::tls:
       return fmt::format("static TLS of {}, tp-0x{:x}", thread_label(image, root.thread),

@@ -20,7 +20,7 @@ enum class RootKind : std::uint8_t {
   dynamic_tls,  // a TLS block of a dlopen'ed module, reached through a thread's DTV
   anonymous,  // other anonymous writable memory that is neither heap nor a stack (custom mmaps, ld.so's own allocations)
 };
-const char* root_kind_name(RootKind k);
+const char* root_kind_name(RootKind k);  // "register", "stack", "global", "tls", "dynamic_tls", "anonymous"
 
 struct RootRange {
   RootKind kind = RootKind::global;

@@ -56,6 +56,9 @@ struct HeapModel {
   std::string version;         // "2.36", or empty when unknown
   BlockArray blocks;           // sorted by chunk address
   std::vector<ArenaInfo> arenas;
+  // Allocator structures outside the heap (main_arena, mp_): never roots, since their bin and top
+  // pointers aim at chunk headers, which lie inside the previous block's last word.
+  std::vector<HeapSegment> metadata;
   StateTotal mmapped_total;    // mapping bytes (alignment lead included), what mallinfo2's hblkhd counts
   std::vector<Discovery> discovery;
   std::vector<std::string> warnings;

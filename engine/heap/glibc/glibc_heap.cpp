@@ -243,6 +243,10 @@ std::optional<HeapModel> walk_heap(const Image& image, const SymbolIndex& symbol
   model.version = rt->layout.minor ? rt->layout.name() : "";
   model.discovery = rt->discovery;
   model.warnings = rt->warnings;
+  model.metadata.push_back({rt->main_arena, rt->main_arena + rt->layout.arena.size});
+  if (rt->params)
+    model.metadata.push_back({rt->params->address, rt->params->address + rt->layout.par.sbrk_base +
+                                                       rt->layout.par.tcache_count_from_sbrk + 16});
 
   std::vector<SegmentJob> jobs;
   const std::vector<Address> ring = arena_ring(image, rt->layout, rt->main_arena, &model.warnings);
