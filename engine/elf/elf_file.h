@@ -1,4 +1,5 @@
-// ElfFile: one ELF file (executable, shared library, debug file or core) mapped read-only, with libelf
+// ElfFile: one ELF file (executable, shared library, debug file or core) mapped privately and never
+// written (libelf's elf_memory wants writable memory), with libelf
 // on top for headers and sections. Shared by the core reader and the symbol loader so that ELF parsing
 // lives in one place.
 #pragma once

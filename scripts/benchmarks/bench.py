@@ -74,6 +74,19 @@ def measure(cmd):
     return wall, peak_anon, peak_rss, b"".join(out_chunks).decode(errors="replace")
 
 
+def check_verdicts(heapscope, core, leaked_file):
+    """Compares heapscope's leaked set with the generator's record of what it leaked."""
+    import json
+    out = subprocess.run([heapscope, "blocks", core, "--state", "leaked", "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    found = {b["address"] for b in json.loads(out)["blocks"]}
+    with open(leaked_file) as f:
+        expected = {int(line) for line in f if line.strip()}
+    false_pos = found - expected
+    false_neg = expected - found
+    return len(expected), len(found), false_pos, false_neg
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--blocks", type=int, nargs="+", default=[5_000_000], help="live blocks per core")
@@ -82,6 +95,7 @@ def main():
     ap.add_argument("--leak-percent", type=int, default=10)
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
     ap.add_argument("--heapscope", default=os.path.join(ROOT, "build", "coredump", "heapscope"))
+    ap.add_argument("--phases", action="store_true", help="also print per-phase times (HEAPSCOPE_TIMING)")
     args = ap.parse_args()
 
     heapscope = args.heapscope
@@ -91,8 +105,9 @@ def main():
     print("| core | blocks | command | wall (best of {}) | peak anon RSS | bytes/block | peak RSS incl. core pages |"
           .format(args.runs))
     print("|---|---|---|---|---|---|---|")
+    verdict_lines = []
     for blocks in args.blocks:
-        core, _ = make_core(args.work, generator, blocks, args.leak_percent)
+        core, leaked_file = make_core(args.work, generator, blocks, args.leak_percent)
         size_mib = os.path.getsize(core) / 2**20
         for command in args.commands:
             results = [measure([heapscope, command, core]) for _ in range(args.runs)]
@@ -101,6 +116,18 @@ def main():
             rss = max(r[2] for r in results)
             print(f"| {size_mib:.0f} MiB | {blocks:,} | {command} | {wall:.3f} s | {anon / 2**20:.1f} MiB | "
                   f"{anon / blocks:.1f} | {rss / 2**20:.0f} MiB |", flush=True)
+            if args.phases:
+                env = dict(os.environ, HEAPSCOPE_TIMING="1")
+                err = subprocess.run([heapscope, command, core], env=env, capture_output=True, text=True).stderr
+                phases = [l.split(" ", 2)[2] for l in err.splitlines() if l.startswith("heapscope: phase")]
+                print(f"|   | | phases: {'; '.join(phases)} | | | | |", flush=True)
+        if "leaks" in args.commands:
+            expected, found, fp, fn = check_verdicts(heapscope, core, leaked_file)
+            verdict_lines.append(f"{blocks:,} blocks: generator leaked {expected:,}, heapscope found {found:,}: "
+                                 f"{len(fp)} false positives, {len(fn)} false negatives"
+                                 + (f" (e.g. {', '.join(hex(a) for a in sorted(fn)[:3])})" if fn else ""))
+    for line in verdict_lines:
+        print(line)
 
 
 if __name__ == "__main__":

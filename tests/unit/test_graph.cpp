@@ -1,0 +1,129 @@
+// Block index, reference graph and leak verdicts on a hand-made heap.
+#include <catch2/catch.hpp>
+
+#include "analysis/leak_verdicts.h"
+#include "fake_image.h"
+#include "graph/reference_graph.h"
+
+using namespace heapscope;
+using heapscope::testing::FakeImage;
+
+namespace {
+
+constexpr Address kHeap = 0x555555560000;
+constexpr Address kGlobals = 0x555555550000;
+
+// A heap of 32-byte chunks (24 usable bytes): block i's user pointer is kHeap + 32*i + 16.
+struct Fixture {
+  FakeImage image;
+  HeapModel heap;
+  RootSet roots;
+
+  explicit Fixture(int blocks, std::vector<BlockState> states = {}) {
+    image.add_region(kHeap, 0x10000);
+    image.add_region(kGlobals, 0x1000);
+    for (int i = 0; i < blocks; ++i) {
+      Block b;
+      b.chunk = kHeap + 32 * i;
+      b.size_units = 2;
+      b.state = i < static_cast<int>(states.size()) ? states[i] : BlockState::in_use;
+      b.arena = 0;
+      heap.blocks.push_back(b);
+    }
+    ArenaInfo arena;
+    arena.heaps.push_back({kHeap, kHeap + 0x10000});
+    heap.arenas.push_back(arena);
+    RootRange globals;
+    globals.kind = RootKind::anonymous;
+    globals.start = kGlobals;
+    globals.end = kGlobals + 0x1000;
+    roots.ranges.push_back(globals);
+  }
+  static Address user(int i) { return kHeap + 32 * i + 16; }
+  void link(int from, int to, int word = 0, Address delta = 0) { image.put(user(from) + 8 * word, user(to) + delta); }
+  void anchor(int to, int slot = 0, Address delta = 0) { image.put(kGlobals + 8 * slot, user(to) + delta); }
+  LeakVerdicts verdicts() {
+    ReferenceGraph g(image, heap, roots, 2);
+    return compute_verdicts(g, heap);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("block index: user bytes, the next header's prev_size word, and nothing free") {
+  Fixture f(4, {BlockState::in_use, BlockState::in_use, BlockState::tcache, BlockState::in_use});
+  BlockIndex index(f.heap);
+  CHECK(index.find(Fixture::user(0)) == 0);
+  CHECK(index.find(Fixture::user(0) + 23) == 0);
+  CHECK(index.find(Fixture::user(1) - 16) == 0);  // block 1's prev_size word: block 0's last usable word
+  CHECK(index.find(Fixture::user(1) - 8) == kNoBlock);  // block 1's size field belongs to nobody
+  CHECK(index.find(Fixture::user(2)) == kNoBlock);  // cached in tcache: free
+  CHECK(index.find(Fixture::user(3)) == 3);
+  CHECK(index.find(kHeap - 8) == kNoBlock);
+  CHECK(index.find(0) == kNoBlock);
+}
+
+TEST_CASE("verdicts: a lost list is one direct leak and the rest indirect") {
+  Fixture f(6);
+  f.anchor(0);  // 0 → 1 reachable
+  f.link(0, 1);
+  f.link(2, 3);  // 2 → 3 → 4 lost
+  f.link(3, 4);
+  // block 5: nothing points to it
+  const LeakVerdicts v = f.verdicts();
+  CHECK(v.verdict[0] == Verdict::reachable);
+  CHECK(v.verdict[1] == Verdict::reachable);
+  CHECK(v.verdict[2] == Verdict::direct_leak);
+  CHECK(v.verdict[3] == Verdict::indirect_leak);
+  CHECK(v.verdict[4] == Verdict::indirect_leak);
+  CHECK(v.verdict[5] == Verdict::direct_leak);
+}
+
+TEST_CASE("verdicts: a cycle with no entry is a cycle leak; with a direct entry it is indirect") {
+  Fixture f(6);
+  f.link(0, 1);  // 0 → 1 → 2 → 0: nothing else points in
+  f.link(1, 2);
+  f.link(2, 0);
+  f.link(3, 4);  // 3 → 4 ⇄ 5
+  f.link(4, 5);
+  f.link(5, 4);
+  const LeakVerdicts v = f.verdicts();
+  CHECK(v.verdict[0] == Verdict::cycle_leak);
+  CHECK(v.verdict[1] == Verdict::cycle_leak);
+  CHECK(v.verdict[2] == Verdict::cycle_leak);
+  CHECK(v.verdict[3] == Verdict::direct_leak);
+  CHECK(v.verdict[4] == Verdict::indirect_leak);
+  CHECK(v.verdict[5] == Verdict::indirect_leak);
+}
+
+TEST_CASE("verdicts: interior pointers keep blocks alive but mark them possibly leaked") {
+  Fixture f(3, {BlockState::in_use, BlockState::in_use, BlockState::free});
+  f.anchor(0, 0, 8);  // only a pointer into the middle of block 0
+  f.link(0, 1);
+  f.anchor(1, 1);     // block 1 also has a pointer to its start
+  f.link(1, 2);       // block 2 is free: not a target, never a verdict
+  const LeakVerdicts v = f.verdicts();
+  CHECK(v.verdict[0] == Verdict::reachable);
+  CHECK(v.possibly[0]);
+  CHECK(v.verdict[1] == Verdict::reachable);
+  CHECK_FALSE(v.possibly[1]);
+  CHECK(v.verdict[2] == Verdict::not_allocated);
+}
+
+TEST_CASE("reference graph: edges, interior flags and reverse edges") {
+  Fixture f(3);
+  f.anchor(2);
+  f.link(2, 0, 0);
+  f.link(2, 1, 1, 4);  // interior pointer to block 1
+  ReferenceGraph g(f.image, f.heap, f.roots, 1);
+  REQUIRE(g.out_edges(2).size() == 2);
+  CHECK(edge_target(g.out_edges(2)[0]) == 0);
+  CHECK_FALSE(edge_is_interior(g.out_edges(2)[0]));
+  CHECK(edge_target(g.out_edges(2)[1]) == 1);
+  CHECK(edge_is_interior(g.out_edges(2)[1]));
+  REQUIRE(g.in_edges(1).size() == 1);
+  CHECK(edge_target(g.in_edges(1)[0]) == 2);
+  CHECK(g.in_root_edges(2).size() == 1);
+  CHECK(g.in_root_edges(0).empty());
+  CHECK(g.edge_count() == 2);
+}
