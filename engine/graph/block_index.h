@@ -35,7 +35,7 @@ class BlockIndex {
     BlockId first = 0, last = 0;      // blocks [first, last) lie in the span
     std::uint32_t page_table = 0;     // offset into page_first_ (unused for single-block spans)
   };
-  static constexpr unsigned kPageShift = 12;
+  static constexpr unsigned kPageShift = 8;  // 256-byte granules: a few blocks each, so the forward step is short
 
   const Span* span_for(Address addr) const;
   BlockId find_in(const Span& s, Address addr) const;

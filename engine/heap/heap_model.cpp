@@ -11,7 +11,7 @@ StateTotals HeapModel::totals() const {
       sum[s].blocks += a.totals[s].blocks;
       sum[s].bytes += a.totals[s].bytes;
     }
-  sum[static_cast<int>(BlockState::mmapped)] = mmapped_total;
+  sum[static_cast<int>(BlockState::mmapped)] = mmapped_chunks;
   return sum;
 }
 

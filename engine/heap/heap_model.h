@@ -60,6 +60,7 @@ struct HeapModel {
   // pointers aim at chunk headers, which lie inside the previous block's last word.
   std::vector<HeapSegment> metadata;
   StateTotal mmapped_total;    // mapping bytes (alignment lead included), what mallinfo2's hblkhd counts
+  StateTotal mmapped_chunks;   // the same blocks in chunk bytes, as every other state is counted
   std::vector<Discovery> discovery;
   std::vector<std::string> warnings;
   MallInfo mallinfo;

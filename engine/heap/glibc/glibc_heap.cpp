@@ -205,8 +205,12 @@ void compact_blocks(const std::vector<Piece>& pieces, BlockArray& blocks) {
 }
 
 void compute_totals_and_mallinfo(const Image& image, const Runtime& rt, HeapModel& model) {
-  for (const Block& b : model.blocks)
-    if (b.arena != Block::kNoArena) model.arenas[b.arena].totals[static_cast<int>(b.state)].add(b.chunk_size());
+  for (const Block& b : model.blocks) {
+    if (b.arena != Block::kNoArena)
+      model.arenas[b.arena].totals[static_cast<int>(b.state)].add(b.chunk_size());
+    else
+      model.mmapped_chunks.add(b.chunk_size());
+  }
   MallInfo& mi = model.mallinfo;
   for (ArenaInfo& a : model.arenas) {
     const auto& t = a.totals;
