@@ -1,0 +1,40 @@
+// The shared command grammar as the debugger frontends use it.
+#include <catch2/catch.hpp>
+
+#include "commands/command_line.h"
+#include "fake_image.h"
+
+using namespace heapscope;
+
+TEST_CASE("command words split like a shell's simple cases") {
+  CHECK(split_command_words("retainers  0x10 --paths 2") == std::vector<std::string>{"retainers", "0x10", "--paths", "2"});
+  CHECK(split_command_words("retainers '&node->next' \"a b\"") ==
+        std::vector<std::string>{"retainers", "&node->next", "a b"});
+  CHECK(split_command_words("a\\ b ''") == std::vector<std::string>{"a b", ""});
+  CHECK(split_command_words("   ").empty());
+}
+
+TEST_CASE("help lists every command of the table, and each command's options") {
+  auto image = std::make_shared<testing::FakeImage>();
+  Session session(image, {});
+  const CommandResult overview = execute_command_line(session, {"help"});
+  for (const CommandEntry& e : command_table()) CHECK_THAT(overview.output, Catch::Contains(e.name));
+  const CommandResult help = execute_command_line(session, {"retainers", "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.output, Catch::Contains("--max-depth") && Catch::Contains("ADDR"));
+  CHECK(command_help("blocks").find("--state") != std::string::npos);
+}
+
+TEST_CASE("unknown commands, bad options and analysis failures are errors, not exceptions") {
+  auto image = std::make_shared<testing::FakeImage>();
+  Session session(image, {});
+  const CommandResult unknown = execute_command_line(session, {"lekas"});
+  CHECK(unknown.exit_code != 0);
+  CHECK_THAT(unknown.error, Catch::Contains("unknown command 'lekas'"));
+  const CommandResult bad = execute_command_line(session, {"blocks", "--state", "sideways"});
+  CHECK(bad.exit_code != 0);
+  CHECK_THAT(bad.error, Catch::StartsWith("blocks:"));
+  const CommandResult no_heap = execute_command_line(session, {"leaks"});  // the fake image has no libc
+  CHECK(no_heap.exit_code != 0);
+  CHECK_THAT(no_heap.error, Catch::Contains("libc"));
+}
