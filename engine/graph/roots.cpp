@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "elf/elf_file.h"
 
@@ -122,6 +123,34 @@ void add_module_roots(const Image& image, std::vector<RootRange>& out, Ranges& c
   }
 }
 
+// TLS blocks of dlopen'ed modules are malloc'ed on first use and reached through the thread's DTV
+// (tcbhead_t.dtv at tp+8; dtv[-1] holds its length, each entry is {val, to_free}). Their words are roots
+// labelled by thread and module id.
+void add_dynamic_tls_roots(const Image& image, const HeapModel& heap, std::vector<RootRange>& out) {
+  constexpr std::uint64_t kMaxModules = 1 << 16;
+  const auto& threads = image.threads();
+  for (std::uint32_t i = 0; i < threads.size(); ++i) {
+    const Address tp = threads[i].fs_base();
+    const auto dtv = tp ? image.read_u64(tp + 8) : std::nullopt;
+    const auto length = dtv && *dtv ? image.read_u64(*dtv - 16) : std::nullopt;
+    if (!length || *length == 0 || *length > kMaxModules) continue;
+    for (std::uint64_t modid = 1; modid <= *length; ++modid) {
+      const auto val = image.read_u64(*dtv + 16 * modid);
+      const auto to_free = image.read_u64(*dtv + 16 * modid + 8);
+      if (!val || !to_free || *to_free == 0) continue;  // static TLS or not allocated yet
+      const Block* b = heap.block_containing(*to_free);
+      if (!b || !is_allocated(b->state) || *val < b->address() || *val >= b->address() + b->usable_size()) continue;
+      RootRange r;
+      r.kind = RootKind::dynamic_tls;
+      r.thread = i;
+      r.anchor = modid;
+      r.start = *val;
+      r.end = b->address() + b->usable_size();
+      out.push_back(r);
+    }
+  }
+}
+
 // Anonymous writable memory nobody else accounts for: custom mmaps, ld.so's own allocations. Scanning
 // it can only hide leaks (as valgrind does too), never invent them.
 void add_anonymous_roots(const Image& image, std::vector<RootRange>& out, Ranges claimed, const Ranges& heap) {
@@ -135,6 +164,60 @@ void add_anonymous_roots(const Image& image, std::vector<RootRange>& out, Ranges
     a.end = r.end;
     add_minus_heap(out, a, claimed);
   }
+}
+
+// Where a module's static TLS block lies relative to the thread pointer (x86-64: below it).
+struct StaticTlsBlock {
+  const Module* module = nullptr;
+  std::int64_t start = 0;  // tp-relative, negative
+  std::uint64_t size = 0;
+};
+
+// The executable's block comes first, right below the thread pointer; a shared library's offset is
+// read back from the initial-exec GOT slots the dynamic linker filled in for its own TLS variables
+// (slot = addend - tls_offset).
+std::vector<StaticTlsBlock> static_tls_blocks(const Image& image, const SymbolIndex& symbols) {
+  std::vector<StaticTlsBlock> out;
+  for (const Module& m : image.modules()) {
+    const ModuleSymbols* syms = m.file_on_disk.empty() ? nullptr : symbols.symbols_for(m);
+    if (!syms) continue;
+    for (const GElf_Phdr& ph : syms->elf().program_headers()) {
+      if (ph.p_type != PT_TLS) continue;
+      std::optional<std::int64_t> tls_offset;
+      if (m.is_main_executable) {
+        const std::uint64_t align = ph.p_align ? ph.p_align : 1;
+        tls_offset = static_cast<std::int64_t>((ph.p_memsz + align - 1) / align * align);
+      } else {
+        for (const TlsRelocation& r : syms->tls_relocations()) {
+          if (!r.symbol.empty()) continue;
+          if (const auto slot = image.read_u64(m.load_bias + r.got_offset)) {
+            tls_offset = static_cast<std::int64_t>(r.addend) - static_cast<std::int64_t>(*slot);
+            break;
+          }
+        }
+      }
+      if (tls_offset) out.push_back({&m, -*tls_offset, ph.p_memsz});
+    }
+  }
+  return out;
+}
+
+// "g_cache+0x8 in app" for a word of a thread's static TLS, when a module's TLS block covers it.
+std::string static_tls_variable(const Image& image, const SymbolIndex& symbols, Address tp, Address word) {
+  const std::int64_t rel = static_cast<std::int64_t>(word - tp);
+  for (const StaticTlsBlock& b : static_tls_blocks(image, symbols)) {
+    if (rel < b.start || rel >= b.start + static_cast<std::int64_t>(b.size)) continue;
+    const std::uint64_t offset = static_cast<std::uint64_t>(rel - b.start);
+    std::string where = basename_of(b.module->path);
+    for (const Symbol& s : symbols.symbols_for(*b.module)->symbols())
+      if (s.kind == SymbolKind::tls && offset >= s.value && offset < s.value + std::max<std::uint64_t>(s.size, 1)) {
+        const std::string name = demangle(s.name);
+        return offset == s.value ? fmt::format("{} in {}", name, where)
+                                 : fmt::format("{}+0x{:x} in {}", name, offset - s.value, where);
+      }
+    return fmt::format("TLS block of {} +0x{:x}", where, offset);
+  }
+  return {};
 }
 
 }  // namespace
@@ -172,6 +255,7 @@ RootSet collect_roots(const Image& image, const HeapModel& heap) {
   add_thread_roots(image, roots.ranges, claimed);
   add_module_roots(image, roots.ranges, claimed, heap_r, roots.warnings);
   add_tls_roots(image, roots.ranges, claimed, heap_r);
+  add_dynamic_tls_roots(image, heap, roots.ranges);
   add_anonymous_roots(image, roots.ranges, claimed, heap_r);
   return roots;
 }
@@ -195,11 +279,16 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
       }
       return fmt::format("global {}+0x{:x}", module, word - mod.load_bias);
     }
-    case RootKind::tls:
-      return fmt::format("static TLS of {}, tp-0x{:x}", thread_label(image, root.thread),
-                         image.threads()[root.thread].fs_base() - word);
+    case RootKind::tls: {
+      const Address tp = image.threads()[root.thread].fs_base();
+      const std::string variable = static_tls_variable(image, symbols, tp, word);
+      const std::string place = word < tp ? fmt::format("tp-0x{:x}", tp - word) : fmt::format("tp+0x{:x}", word - tp);
+      return variable.empty() ? fmt::format("static TLS of {}, {}", thread_label(image, root.thread), place)
+                              : fmt::format("static TLS of {}: {}", thread_label(image, root.thread), variable);
+    }
     case RootKind::dynamic_tls:
-      return fmt::format("dynamic TLS of {}", thread_label(image, root.thread));
+      return fmt::format("dynamic TLS of {} (module id {}) at +0x{:x}", thread_label(image, root.thread), root.anchor,
+                         word - root.start);
     case RootKind::anonymous:
       return fmt::format("anonymous mapping 0x{:x}-0x{:x} at +0x{:x}", root.start, root.end, word - root.start);
   }

@@ -27,7 +27,7 @@ struct RootRange {
   Address start = 0, end = 0;  // for registers: unused (values are in register_values)
   std::uint32_t thread = 0;    // index into Image::threads() (registers, stack, tls, dynamic_tls)
   std::uint32_t module = 0;    // index into Image::modules() (global)
-  Address anchor = 0;          // stack: the thread's stack pointer
+  Address anchor = 0;          // stack: the thread's stack pointer; dynamic_tls: the module id
 };
 
 struct RootSet {

@@ -416,6 +416,14 @@ class LeakShapesTests(LeakCheckBase):
         self.assertTrue(paths, "no path from static TLS")
         labels = [p["root"]["label"] for p in paths]
         self.assertTrue(any(f"tid {self.capture.ledger.pid}" in label for label in labels), labels)
+        self.assertTrue(any("t_anchor in leak_shapes" in label for label in labels), labels)
+
+    def test_library_thread_local_is_a_dynamic_tls_root_of_the_main_thread(self):
+        paths = self.paths_from_own_root("dynamic_tls")
+        self.assertTrue(paths, "no path from dynamic TLS")
+        self.assertEqual(len(paths[0]["steps"]), 1, "the TLS block itself is the root, the block its first step")
+        labels = [p["root"]["label"] for p in paths]
+        self.assertTrue(any(f"thread 1 (tid {self.capture.ledger.pid})" in label for label in labels), labels)
 
     def test_leaked_blocks_have_no_path(self):
         for e in self.capture.expected("leaked"):
