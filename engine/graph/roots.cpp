@@ -19,11 +19,6 @@ std::string thread_label(const Image& image, std::uint32_t index) {
                                 : fmt::format("thread {}", index + 1);
 }
 
-std::string basename_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 using Ranges = std::vector<HeapSegment>;
 
 Ranges heap_ranges(const HeapModel& heap) {
@@ -208,7 +203,7 @@ std::string static_tls_variable(const Image& image, const SymbolIndex& symbols, 
   for (const StaticTlsBlock& b : static_tls_blocks(image, symbols)) {
     if (rel < b.start || rel >= b.start + static_cast<std::int64_t>(b.size)) continue;
     const std::uint64_t offset = static_cast<std::uint64_t>(rel - b.start);
-    std::string where = basename_of(b.module->path);
+    const std::string where(b.module->name());
     for (const Symbol& s : symbols.symbols_for(*b.module)->symbols())
       if (s.kind == SymbolKind::tls && offset >= s.value && offset < s.value + std::max<std::uint64_t>(s.size, 1)) {
         const std::string name = demangle(s.name);
@@ -269,7 +264,7 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
     case RootKind::global: {
       // Through the root's own module: .bss past the file's last page lies outside the module's mappings.
       const Module& mod = image.modules()[root.module];
-      const std::string module = basename_of(mod.path);
+      const std::string module(mod.name());
       const ModuleSymbols* syms = symbols.symbols_for(mod);
       if (const Symbol* s = syms ? syms->covering(word - mod.load_bias) : nullptr) {
         const std::string name = demangle(s->name);

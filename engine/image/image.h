@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace heapscope {
@@ -59,6 +60,13 @@ struct Module {
   Address end = 0;            // end of highest mapping
   std::string build_id;       // hex, as found in process memory (or the file when memory lacks it)
   bool is_main_executable = false;
+
+  // The file name the process knew the module by ("libc.so.6"); the opened file's when that is missing.
+  std::string_view name() const {
+    const std::string_view p = path.empty() ? std::string_view(file_on_disk) : std::string_view(path);
+    const auto slash = p.rfind('/');
+    return slash == std::string_view::npos ? p : p.substr(slash + 1);
+  }
 };
 
 struct AuxvEntry {

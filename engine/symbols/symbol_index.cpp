@@ -4,19 +4,6 @@
 
 namespace heapscope {
 
-namespace {
-
-std::string_view basename_of(std::string_view path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-// The name the process knew the module by; the file we opened when that is missing.
-std::string_view module_name(const Module& module) {
-  return basename_of(module.path.empty() ? module.file_on_disk : module.path);
-}
-
-}  // namespace
 
 SymbolIndex::SymbolIndex(const Image& image, SymbolSearchOptions options)
     : image_(image), options_(std::move(options)) {}
@@ -43,7 +30,7 @@ const ModuleSymbols* SymbolIndex::symbols_for(const Module& module) const {
 
 const Module* SymbolIndex::find_module(std::string_view basename_prefix) const {
   for (const Module& module : image_.modules())
-    if (module_name(module).substr(0, basename_prefix.size()) == basename_prefix) return &module;
+    if (module.name().substr(0, basename_prefix.size()) == basename_prefix) return &module;
   return nullptr;
 }
 
@@ -70,7 +57,7 @@ ResolvedSymbol SymbolIndex::resolve(Address addr) const {
 std::string SymbolIndex::describe(Address addr) const {
   const ResolvedSymbol resolved = resolve(addr);
   if (!resolved.module) return fmt::format("{:#x}", addr);
-  const std::string_view module = module_name(*resolved.module);
+  const std::string_view module = resolved.module->name();
   if (!resolved.symbol) return fmt::format("{}+{:#x}", module, resolved.offset);
   const std::string name = demangle(resolved.symbol->name);
   if (resolved.offset == 0) return fmt::format("{} in {}", name, module);

@@ -128,30 +128,37 @@ def _is_fresh(core, ledger_file, sources):
     return all(os.path.getmtime(source) <= captured for source in sources)
 
 
-def capture_fixture(name):
-    """The core and ledger of fixture `name`, captured now or reused from the work directory."""
-    if name in _captures:
-        return _captures[name]
-    executable = fixture_path(name)
+def capture_program(key, executable, extra_sources=()):
+    """Captures `executable` once into the work directory as <key>.core and <key>.ledger, or reuses them
+    while they are newer than the program, `extra_sources` and the capture script. Returns both paths."""
     script = capture_script_path()
     if not os.access(executable, os.X_OK):
         raise RuntimeError(f"fixture {executable} is not built")
     directory = work_dir()
-    core = os.path.join(directory, name + ".core")
-    ledger_file = os.path.join(directory, name + ".ledger")
+    core = os.path.join(directory, key + ".core")
+    ledger_file = os.path.join(directory, key + ".ledger")
     # Test scripts may run in parallel (ctest -j): one capture per fixture at a time, and the core and
     # its ledger replaced together.
-    with open(os.path.join(directory, name + ".lock"), "w") as lock:
+    with open(os.path.join(directory, key + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _is_fresh(core, ledger_file, (executable, script)):
+        if not _is_fresh(core, ledger_file, (executable, script, *extra_sources)):
             partial_core, partial_ledger = core + ".new", ledger_file + ".new"
             result = subprocess.run(
                 [script, "--out", partial_core, "--ledger", partial_ledger, "--timeout", "60", "--", executable],
                 capture_output=True, text=True, timeout=CAPTURE_TIMEOUT_SECONDS)
             if result.returncode != 0:
-                raise RuntimeError(f"capturing {name} failed (exit {result.returncode}):\n{result.stderr}")
+                raise RuntimeError(f"capturing {key} failed (exit {result.returncode}):\n{result.stderr}")
             os.replace(partial_ledger, ledger_file)
             os.replace(partial_core, core)
+    return core, ledger_file
+
+
+def capture_fixture(name):
+    """The core and ledger of fixture `name`, captured now or reused from the work directory."""
+    if name in _captures:
+        return _captures[name]
+    executable = fixture_path(name)
+    core, ledger_file = capture_program(name, executable)
     capture = Capture(name, executable, core, parse_ledger(ledger_file))
     _captures[name] = capture
     return capture

@@ -15,15 +15,12 @@ The helpers here (capture_leak_fixture and the ledger parser) are shared with te
 
 import collections
 import dataclasses
-import fcntl
 import glob
 import os
-import subprocess
 import tempfile
 import unittest
 
-from heapscope_e2e import (CAPTURE_TIMEOUT_SECONDS, _is_fresh, cached_heapscope_json, capture_script_path,
-                           fixture_path, parse_ledger, work_dir)
+from heapscope_e2e import cached_heapscope_json, capture_program, fixture_path, parse_ledger
 
 # The leak fixtures' build directory, relative to HEAPSCOPE_FIXTURES.
 LEAK_FIXTURE_SUBDIR = "leaks"
@@ -133,24 +130,8 @@ def capture_leak_fixture(name):
     if name in _leak_captures:
         return _leak_captures[name]
     executable = leak_fixture_path(name)
-    script = capture_script_path()
-    if not os.access(executable, os.X_OK):
-        raise RuntimeError(f"leak fixture {executable} is not built")
-    sources = [executable, script, *glob.glob(os.path.join(os.path.dirname(executable), "*.so"))]
-    directory = work_dir()
-    core = os.path.join(directory, f"leaks-{name}.core")
-    ledger_file = os.path.join(directory, f"leaks-{name}.ledger")
-    with open(os.path.join(directory, f"leaks-{name}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _is_fresh(core, ledger_file, sources):
-            partial_core, partial_ledger = core + ".new", ledger_file + ".new"
-            result = subprocess.run(
-                [script, "--out", partial_core, "--ledger", partial_ledger, "--timeout", "60", "--", executable],
-                capture_output=True, text=True, timeout=CAPTURE_TIMEOUT_SECONDS)
-            if result.returncode != 0:
-                raise RuntimeError(f"capturing {name} failed (exit {result.returncode}):\n{result.stderr}")
-            os.replace(partial_ledger, ledger_file)
-            os.replace(partial_core, core)
+    libraries = glob.glob(os.path.join(os.path.dirname(executable), "*.so"))
+    core, ledger_file = capture_program(f"leaks-{name}", executable, libraries)
     ledger, expectations = parse_leak_ledger(ledger_file)
     capture = LeakCapture(name, executable, core, ledger, tuple(expectations))
     _leak_captures[name] = capture

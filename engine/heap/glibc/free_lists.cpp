@@ -60,7 +60,7 @@ std::optional<std::uint64_t> regular_bin_count(const Image& image, const Layout&
                                                std::size_t max_chunks) {
   std::uint64_t total = 0;
   for (int bin = 1; bin < layout.arena.bin_count; ++bin) {
-    const Address head = arena + layout.arena.bins + (bin - 1) * 16 - 16;  // bin_at(): a pseudo-chunk
+    const Address head = layout.bin_at(arena, bin);
     auto p = image.read_u64(head + 16);
     while (p && *p != head) {
       if (++total > max_chunks) return std::nullopt;

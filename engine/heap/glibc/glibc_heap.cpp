@@ -33,8 +33,7 @@ Address align16(Address a) { return (a + 15) & ~Address{15}; }
 // end of the top chunk.
 void plan_main_arena(const Image& image, const Runtime& rt, Address top, std::uint16_t index,
                      std::vector<SegmentJob>& jobs, ArenaInfo& arena, std::vector<std::string>& warnings) {
-  const Address initial_top = rt.main_arena + rt.layout.arena.bins - 16;  // unused arena: top is bin 1
-  if (top == initial_top) return;
+  if (top == rt.layout.initial_top(rt.main_arena)) return;  // never used: nothing to walk
   const auto top_size = image.read_u64(top + 8);
   const MemoryRegion* region = image.region_at(top);
   if (!top_size || !region) {

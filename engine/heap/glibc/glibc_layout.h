@@ -61,6 +61,10 @@ struct Layout {
   std::uint64_t tcache_chunk_size() const { return (tcache_struct_size() + 8 + 15) & ~std::uint64_t{15}; }
   std::uint64_t tcache_entries_offset() const { return (tcache_counts_u16 ? 2 : 1) * 64; }
   std::string name() const { return minor ? "2." + std::to_string(minor) : "unknown"; }
+  // Bin i of an arena as glibc sees it (bin_at): a pseudo-chunk whose fd/bk fields are bins[(i-1)*2..].
+  std::uint64_t bin_at(std::uint64_t arena_address, int i) const { return arena_address + arena.bins + (i - 1) * 16 - 16; }
+  // An arena's top before its first allocation: its own first bin (glibc's initial_top).
+  std::uint64_t initial_top(std::uint64_t arena_address) const { return bin_at(arena_address, 1); }
 };
 
 // Layout for glibc 2.<minor>; minor 0 (unknown version) gives the newest known layout.

@@ -11,11 +11,6 @@ namespace heapscope::glibc {
 
 namespace {
 
-std::string basename_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 bool is_readable(const Image& image, Address a) {
   const MemoryRegion* r = image.region_at(a);
   return r && r->readable;
@@ -23,7 +18,7 @@ bool is_readable(const Image& image, Address a) {
 
 const Module* find_libc(const Image& image) {
   for (const Module& m : image.modules()) {
-    const std::string base = basename_of(m.path);
+    const std::string_view base = m.name();
     if (base.rfind("libc.so", 0) == 0 || base.rfind("libc-2.", 0) == 0) return &m;
   }
   return nullptr;
@@ -37,7 +32,7 @@ bool plausible_arena(const Image& image, const Layout& l, Address arena) {
   if (!top || !next || *top == 0 || (*top & 15) || !is_readable(image, *top) || !is_readable(image, *next))
     return false;
   for (int bin = 1; bin < l.arena.bin_count; ++bin) {
-    const Address self = arena + l.arena.bins + (bin - 1) * 16 - 16;
+    const Address self = l.bin_at(arena, bin);
     const auto fd = image.read_u64(self + 16);
     if (!fd) return false;
     if (*fd != self && (!is_readable(image, *fd) || (*fd & 15))) return false;
@@ -222,7 +217,7 @@ std::optional<int> detect_glibc_minor(const Module& module, const ModuleSymbols*
       if (std::regex_search(banner, m, kRelease)) return std::stoi(m[1]);
     }
   }
-  const std::string base = basename_of(module.path);
+  const std::string base(module.name());
   if (std::regex_search(base, m, kFileName)) return std::stoi(m[1]);
   return std::nullopt;
 }
@@ -264,7 +259,7 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
 
   // main_arena's top before its first sbrk is its own first bin, not a heap address.
   Address main_top = image.read_u64(rt.main_arena + rt.layout.arena.top).value_or(0);
-  if (main_top == rt.main_arena + rt.layout.arena.bins - 16) main_top = 0;
+  if (main_top == rt.layout.initial_top(rt.main_arena)) main_top = 0;
   std::optional<Address> mp;
   std::string mp_method = "debug-symbol";
   if (const Symbol* s = syms ? syms->find("mp_") : nullptr; s && s->kind == SymbolKind::object) {
