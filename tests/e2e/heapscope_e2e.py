@@ -128,9 +128,10 @@ def _is_fresh(core, ledger_file, sources):
     return all(os.path.getmtime(source) <= captured for source in sources)
 
 
-def capture_program(key, executable, extra_sources=()):
+def capture_program(key, executable, extra_sources=(), env=None):
     """Captures `executable` once into the work directory as <key>.core and <key>.ledger, or reuses them
-    while they are newer than the program, `extra_sources` and the capture script. Returns both paths."""
+    while they are newer than the program, `extra_sources` and the capture script. `env` adds variables to
+    the program's environment (a different env needs a different key). Returns both paths."""
     script = capture_script_path()
     if not os.access(executable, os.X_OK):
         raise RuntimeError(f"fixture {executable} is not built")
@@ -145,7 +146,8 @@ def capture_program(key, executable, extra_sources=()):
             partial_core, partial_ledger = core + ".new", ledger_file + ".new"
             result = subprocess.run(
                 [script, "--out", partial_core, "--ledger", partial_ledger, "--timeout", "60", "--", executable],
-                capture_output=True, text=True, timeout=CAPTURE_TIMEOUT_SECONDS)
+                capture_output=True, text=True, timeout=CAPTURE_TIMEOUT_SECONDS,
+                env=dict(os.environ, **(env or {})))
             if result.returncode != 0:
                 raise RuntimeError(f"capturing {key} failed (exit {result.returncode}):\n{result.stderr}")
             os.replace(partial_ledger, ledger_file)
@@ -153,14 +155,16 @@ def capture_program(key, executable, extra_sources=()):
     return core, ledger_file
 
 
-def capture_fixture(name):
-    """The core and ledger of fixture `name`, captured now or reused from the work directory."""
-    if name in _captures:
-        return _captures[name]
+def capture_fixture(name, tunables=""):
+    """The core and ledger of fixture `name`, captured now or reused from the work directory; `tunables`
+    run it with GLIBC_TUNABLES set (e.g. "glibc.malloc.hugetlb=2")."""
+    key = name + ("-" + tunables.replace("=", "-").replace(":", "_") if tunables else "")
+    if key in _captures:
+        return _captures[key]
     executable = fixture_path(name)
-    core, ledger_file = capture_program(name, executable)
+    core, ledger_file = capture_program(key, executable, env={"GLIBC_TUNABLES": tunables} if tunables else None)
     capture = Capture(name, executable, core, parse_ledger(ledger_file))
-    _captures[name] = capture
+    _captures[key] = capture
     return capture
 
 

@@ -33,11 +33,12 @@ class WalkChecks:
     classes below mix it in with the fixture name and setting."""
 
     fixture = ""
+    tunables = ""
     use_debug_files = True
 
     @classmethod
     def setUpClass(cls):
-        cls.capture = capture_fixture(cls.fixture)
+        cls.capture = capture_fixture(cls.fixture, cls.tunables)
         cls.ledger = cls.capture.ledger
         cls.summary = summary_of(cls.capture, cls.use_debug_files)
         cls.heap = cls.summary["heap"]
@@ -205,6 +206,13 @@ class WalkChecks:
             self.assertNotIn("debug-symbol", methods.values(), self.heap["discovery"])
 
 
+    def test_a_healthy_heap_gives_no_warnings(self):
+        # Every cross-check (bins against free chunks, walked bytes against system_mem, mp_'s mmap
+        # counters, tcache counts) warns on disagreement: silence means they all agreed.
+        self.assertEqual(self.summary["warnings"], [])
+        self.assertTrue(self.heap["complete"])
+
+
 class NoDebugFileChecks(WalkChecks):
     use_debug_files = False
 
@@ -236,6 +244,24 @@ class ThreadsFixtureChecks:
     def test_summary_lists_every_thread(self):
         self.assertGreaterEqual(len(self.ledger.threads), 6)
         self.assertEqual({t["tid"] for t in self.summary["threads"]}, set(self.ledger.threads))
+
+
+class HugetlbThreadsFixture(ThreadsFixtureChecks, NoDebugFileChecks, unittest.TestCase):
+    """glibc.malloc.hugetlb=2: non-main heaps are aligned to 4 huge pages instead of 64 MiB (whether or
+    not huge pages could be had), and main_arena takes its memory with mmap instead of sbrk."""
+    tunables = "glibc.malloc.hugetlb=2"
+
+    def test_heaps_follow_the_huge_page_alignment(self):
+        heaps = [h for a in self.heap["arenas"] if not a["main"] for h in a["heaps"]]
+        self.assertTrue(heaps)
+        self.assertLessEqual(max(h["end"] - h["start"] for h in heaps), 8 << 20)
+        self.assertGreater(max(len(a["heaps"]) for a in self.heap["arenas"]), 8)
+
+    def test_large_allocations_are_mmapped(self):
+        # With hugetlb=2 this glibc serves the fixture's large blocks from the heaps: its own counters say
+        # it mapped none, and the walk must agree.
+        self.assertEqual(self.ledger.mallinfo2["hblks"], 0)
+        self.assertEqual(self.heap["mmapped"]["blocks"], 0)
 
 
 class CFixtureWithDebugFiles(CFixtureChecks, WalkChecks, unittest.TestCase):

@@ -33,6 +33,8 @@ Address align16(Address a) { return (a + 15) & ~Address{15}; }
 // end of the top chunk.
 void plan_main_arena(const Image& image, const Runtime& rt, Address top, std::uint16_t index,
                      std::vector<SegmentJob>& jobs, ArenaInfo& arena, std::vector<std::string>& warnings) {
+  // With glibc.malloc.hugetlb, or when sbrk fails, main_arena takes memory with mmap instead
+  // ("non-contiguous"); it still starts at sbrk_base and ends at top while it has one region.
   if (top == rt.layout.initial_top(rt.main_arena)) return;  // never used: nothing to walk
   const auto top_size = image.read_u64(top + 8);
   const MemoryRegion* region = image.region_at(top);
@@ -51,10 +53,6 @@ void plan_main_arena(const Image& image, const Runtime& rt, Address top, std::ui
   job.top = top;
   jobs.push_back(job);
   arena.overhead_bytes += job.first_chunk - start;
-  const auto flags = image.read_u32(rt.main_arena + rt.layout.arena.flags);
-  if (flags && (*flags & MallocStateLayout::kNonContiguousBit))
-    warnings.push_back("main arena is non-contiguous (sbrk failed and malloc fell back to mmap); chunks "
-                       "outside the sbrk heap are not walked");
 }
 
 // A non-main arena's heaps: the newest holds top; heap_info.prev links back to the first, which holds the
@@ -222,6 +220,15 @@ void compute_totals_and_mallinfo(const Image& image, const Runtime& rt, HeapMode
     mi.fordblks += avail;
     mi.uordblks += a.system_bytes - avail;
     if (a.is_main) mi.keepcost = bytes(BlockState::top);
+    std::uint64_t walked = a.overhead_bytes;
+    for (const StateTotal& st : t) walked += st.bytes;
+    if (walked != a.system_bytes && a.complete) {
+      const auto flags = image.read_u32(a.address + rt.layout.arena.flags);
+      const bool noncontiguous = a.is_main && flags && (*flags & MallocStateLayout::kNonContiguousBit);
+      model.warnings.push_back(fmt::format(
+          "arena 0x{:x}: the walk accounts for {} bytes but the arena has {} from the system{}", a.address, walked,
+          a.system_bytes, noncontiguous ? " (it is non-contiguous: regions before its current one are not walked)" : ""));
+    }
     const auto in_bins = regular_bin_count(image, rt.layout, a.address, model.blocks.size());
     if (in_bins && *in_bins != t[static_cast<int>(BlockState::free)].blocks)
       model.warnings.push_back(fmt::format("arena 0x{:x}: {} chunks are on its bins but the walk found {} free",
