@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "elf/elf_file.h"
+#include "runtime/glibc_threads.h"
 
 namespace heapscope {
 
@@ -118,6 +119,25 @@ void add_module_roots(const Image& image, std::vector<RootRange>& out, Ranges& c
   }
 }
 
+// An exited thread's descriptor stays until it is joined (or, for a cached stack, reused), and keeps its
+// DTV, TLS blocks and pthread key data; the rest of its stack mapping is dead.
+void add_exited_thread_roots(const Image& image, const SymbolIndex& symbols, std::vector<RootRange>& out,
+                             Ranges& claimed, std::vector<std::string>& warnings) {
+  const GlibcThreads glibc = find_glibc_threads(image, symbols);
+  warnings.insert(warnings.end(), glibc.warnings.begin(), glibc.warnings.end());
+  for (const GlibcThread& t : glibc.threads) {
+    if (!t.exited() || t.stack_start == 0) continue;
+    claimed.push_back({t.stack_start, t.stack_end});
+    RootRange r;
+    r.kind = RootKind::exited_thread;
+    r.anchor = t.descriptor;
+    r.in_stack_cache = t.list == GlibcThread::List::cache;  // glibc keeps its DTV for the next thread
+    r.start = t.descriptor;
+    r.end = std::min(t.stack_end, t.descriptor + glibc.descriptor_size);
+    out.push_back(r);
+  }
+}
+
 // TLS blocks of dlopen'ed modules are malloc'ed on first use and reached through the thread's DTV
 // (tcbhead_t.dtv at tp+8; dtv[-1] holds its length, each entry is {val, to_free}). Their words are roots
 // labelled by thread and module id.
@@ -225,6 +245,7 @@ const char* root_kind_name(RootKind k) {
     case RootKind::tls: return "tls";
     case RootKind::dynamic_tls: return "dynamic_tls";
     case RootKind::anonymous: return "anonymous";
+    case RootKind::exited_thread: return "exited_thread";
   }
   return "?";
 }
@@ -243,11 +264,12 @@ std::vector<Reg> registers_pointing_into(const ThreadState& thread, Address lo, 
   return out;
 }
 
-RootSet collect_roots(const Image& image, const HeapModel& heap) {
+RootSet collect_roots(const Image& image, const HeapModel& heap, const SymbolIndex& symbols) {
   RootSet roots;
   const Ranges heap_r = heap_ranges(heap);
   Ranges claimed;
   add_thread_roots(image, roots.ranges, claimed);
+  add_exited_thread_roots(image, symbols, roots.ranges, claimed, roots.warnings);
   add_module_roots(image, roots.ranges, claimed, heap_r, roots.warnings);
   add_tls_roots(image, roots.ranges, claimed, heap_r);
   add_dynamic_tls_roots(image, heap, roots.ranges);
@@ -286,6 +308,10 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
                          word - root.start);
     case RootKind::anonymous:
       return fmt::format("anonymous mapping 0x{:x}-0x{:x} at +0x{:x}", root.start, root.end, word - root.start);
+    case RootKind::exited_thread:
+      return fmt::format("descriptor of an exited thread {} (pthread_t 0x{:x}) at +0x{:x}",
+                         root.in_stack_cache ? "in glibc's stack cache" : "that was never joined", root.anchor,
+                         word - root.start);
   }
   return "?";
 }

@@ -19,15 +19,18 @@ enum class RootKind : std::uint8_t {
   tls,        // a thread's static TLS and thread control block
   dynamic_tls,  // a TLS block of a dlopen'ed module, reached through a thread's DTV
   anonymous,  // other anonymous writable memory that is neither heap nor a stack (custom mmaps, ld.so's own allocations)
+  exited_thread,  // the descriptor (struct pthread) of an exited thread glibc still keeps; its stack is dead
 };
-const char* root_kind_name(RootKind k);  // "register", "stack", "global", "tls", "dynamic_tls", "anonymous"
+// "register", "stack", "global", "tls", "dynamic_tls", "anonymous", "exited_thread"
+const char* root_kind_name(RootKind k);
 
 struct RootRange {
   RootKind kind = RootKind::global;
   Address start = 0, end = 0;  // for registers: unused (values are in register_values)
   std::uint32_t thread = 0;    // index into Image::threads() (registers, stack, tls, dynamic_tls)
   std::uint32_t module = 0;    // index into Image::modules() (global)
-  Address anchor = 0;          // stack: the thread's stack pointer; dynamic_tls: the module id
+  Address anchor = 0;  // stack: the thread's stack pointer; dynamic_tls: the module id; exited_thread: pthread_t
+  bool in_stack_cache = false;  // exited_thread: detached or joined, its stack kept by glibc for reuse
 };
 
 struct RootSet {
@@ -36,8 +39,9 @@ struct RootSet {
 };
 
 // Collects the roots of an image. Heap memory (arena heaps and mmapped chunks) is never a root, and
-// neither is allocator metadata: only allocated blocks become graph targets.
-RootSet collect_roots(const Image& image, const HeapModel& heap);
+// neither is allocator metadata: only allocated blocks become graph targets. The stacks of exited threads
+// (glibc's thread list) are dead memory and no root either; only their descriptors are.
+RootSet collect_roots(const Image& image, const HeapModel& heap, const SymbolIndex& symbols);
 
 // "register rbx, thread 3 (tid 1234)", "stack of thread 1 (tid 99) at sp+0x40", "global g_list in app", ...
 // `word` is the address of the pointer inside the root (for registers: the Reg index).

@@ -27,7 +27,7 @@ const RootSet& Session::roots() {
   if (!roots_) {
     const HeapModel& h = heap();
     PhaseTimer timer("roots");
-    roots_ = collect_roots(*image_, h);
+    roots_ = collect_roots(*image_, h, symbols_);
   }
   return *roots_;
 }
@@ -62,6 +62,17 @@ const BlockTypes& Session::types() {
     types_ = infer_types(*image_, symbols_, h, r);
   }
   return *types_;
+}
+
+const Retention& Session::retention() {
+  std::lock_guard lock(mutex_);
+  if (!retention_) {
+    const ReferenceGraph& g = graph();
+    const RootSet& r = roots();
+    PhaseTimer timer("dominators");
+    retention_ = std::make_unique<Retention>(*image_, symbols_, heap(), r, g);
+  }
+  return *retention_;
 }
 
 Address Session::evaluate_address(const std::string& text) const {

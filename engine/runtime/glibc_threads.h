@@ -1,0 +1,36 @@
+// glibc's own list of thread descriptors (struct pthread), which outlives the threads: a joinable thread
+// that exited stays on the "used" list, stack mapped, until someone joins it; an exited detached or
+// joined thread's stack waits on the cache list for reuse. Both kinds of stack are dead memory that a
+// conservative scan must not treat as live, and the former is a leak of its own (a pthread_t kept but
+// never joined). Layouts come from the `_thread_db_*` descriptors glibc exports for libthread_db, so
+// no debug symbols are needed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "image/image.h"
+#include "symbols/symbol_index.h"
+
+namespace heapscope {
+
+struct GlibcThread {
+  enum class List { used, user, cache };
+  Address descriptor = 0;  // struct pthread: the pthread_t value
+  std::uint32_t tid = 0;   // 0 once the thread has exited (the kernel clears it)
+  List list = List::used;
+  Address stack_start = 0, stack_end = 0;  // the writable mapping holding it
+
+  // Its stack is dead memory: exited and not on a stack the application provided.
+  bool exited() const { return list == List::cache || (list == List::used && tid == 0); }
+};
+
+struct GlibcThreads {
+  std::vector<GlibcThread> threads;
+  std::uint64_t descriptor_size = 0;  // sizeof(struct pthread)
+  std::vector<std::string> warnings;
+};
+
+GlibcThreads find_glibc_threads(const Image& image, const SymbolIndex& symbols);
+
+}  // namespace heapscope
