@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
 #include <limits>
-#include <map>
+
+#include "image/module_layout.h"
 
 namespace heapscope {
 
@@ -63,27 +63,6 @@ std::string size_text(std::uint64_t bytes) {
   if (bytes < (1u << 20)) return fmt::format("{} bytes", bytes);
   return fmt::format("{} bytes ({:.1f} MiB)", bytes, static_cast<double>(bytes) / (1 << 20));
 }
-
-struct FileMapping {
-  Address start = 0;
-  Address end = 0;
-  std::uint64_t file_offset = 0;  // in bytes
-  std::string path;
-};
-
-// A module being assembled: its NT_FILE mappings (or mappings derived from its file's program headers
-// when only link_map knows it), what its in-memory ELF header says, and the file that may back it.
-struct ModuleCandidate {
-  Module module;
-  std::vector<FileMapping> mappings;  // sorted by start
-  std::optional<MappedElfInfo> in_memory;
-  std::unique_ptr<ElfFile> file;  // opened, not yet checked
-  std::string file_path;
-  std::string open_error;
-  bool open_attempted = false;
-  bool is_module = false;  // an ELF object, not a data file someone mmapped
-  bool from_link_map = false;
-};
 
 }  // namespace
 
@@ -439,259 +418,39 @@ class ElfCoreImage::Builder {
 
   // ---- modules -------------------------------------------------------------------------------------
 
-  MemoryReader reader() const { return memory_reader_for(img_); }
-
+  // Grouping by file, build-id checks, link_map and the vdso are shared with the other image sources;
+  // what is the core's own is that a verified file fills in the read-only bytes the core left out.
   void discover_modules() {
-    group_file_mappings();
-    const auto entry = img_.auxv_value(AT_ENTRY);
-    for (ModuleCandidate& c : candidates_) {
-      c.module.is_main_executable = entry && *entry >= c.module.start && *entry < c.module.end;
-      c.in_memory = inspect_header(c);
-      c.is_module = c.in_memory.has_value() || c.module.is_main_executable || looks_like_unsaved_elf(c);
-    }
-    for (ModuleCandidate& c : candidates_)
-      if (c.is_module) verify_and_attach_file(c);
-
-    // The link_map walk may read strings from omitted read-only data, so it runs after the files above
-    // have filled those bytes in.
-    LinkMapResult link = read_link_map(reader(), img_.auxv_, &img_.warnings_);
-    img_.link_map_ = link.entries;
-    for (std::size_t i = 0; i < link.entries.size(); ++i) merge_link_map_entry(link.entries[i], i == 0);
-    add_vdso_without_link_map();
-    finish_modules();
+    ModuleLayoutInputs inputs;
+    inputs.read = memory_reader_for(img_);
+    inputs.mappings = file_mappings_;
+    inputs.auxv = img_.auxv_;
+    inputs.vdso_extent = find_vdso_extent();
+    inputs.executable = opts_.executable;
+    inputs.path_map = opts_.path_map;
+    inputs.source_noun = "core";
+    inputs.use_verified_file = [this](const FileMapping& m, const ElfFile& file) {
+      overlay_module_file(m.start, m.end, file, m.file_offset);
+    };
+    ModuleLayout layout = heapscope::discover_modules(inputs, &img_.warnings_);
+    img_.modules_ = std::move(layout.modules);
+    img_.link_map_ = std::move(layout.link_map);
+    for (auto& file : layout.verified_files) img_.module_files_.push_back(std::move(file));
   }
 
-  void group_file_mappings() {
-    std::map<std::string, std::size_t> index_by_path;
-    for (const FileMapping& m : file_mappings_) {
-      auto [it, inserted] = index_by_path.emplace(m.path, candidates_.size());
-      if (inserted) {
-        candidates_.emplace_back();
-        candidates_.back().module.path = m.path;
-        candidates_.back().module.start = m.start;
-      }
-      ModuleCandidate& c = candidates_[it->second];
-      c.mappings.push_back(m);
-      c.module.start = std::min(c.module.start, m.start);
-      c.module.end = std::max(c.module.end, m.end);
-    }
-  }
-
-  std::optional<MappedElfInfo> inspect_header(const ModuleCandidate& c) const {
-    for (const FileMapping& m : c.mappings)
-      if (m.file_offset == 0) return inspect_mapped_elf(reader(), m.start);
-    return std::nullopt;
-  }
-
-  // When the core holds no header for a mapping that starts at file offset 0, only the file can say
-  // whether it is an ELF object or a data file (a locale archive, a font).
-  bool looks_like_unsaved_elf(ModuleCandidate& c) {
-    const auto header = std::find_if(c.mappings.begin(), c.mappings.end(),
-                                     [](const FileMapping& m) { return m.file_offset == 0; });
-    if (header == c.mappings.end()) return false;
-    char magic[SELFMAG];
-    if (img_.read(header->start, magic, sizeof magic) == sizeof magic) return false;  // saved, and not ELF
-    open_file(c);
-    return c.file != nullptr;
-  }
-
-  std::string mapped_path(const std::string& path) const {
-    for (const auto& [from, to] : opts_.path_map)
-      if (!from.empty() && path.compare(0, from.size(), from) == 0) return to + path.substr(from.size());
-    return path;
-  }
-
-  void open_file(ModuleCandidate& c) {
-    if (c.open_attempted) return;
-    c.open_attempted = true;
-    c.file_path = c.module.is_main_executable && !opts_.executable.empty() ? opts_.executable
-                                                                            : mapped_path(c.module.path);
-    c.file = ElfFile::open(c.file_path, &c.open_error);
-  }
-
-  std::string file_label(const ModuleCandidate& c) const {
-    return c.file_path == c.module.path ? c.module.path : fmt::format("{} (file {})", c.module.path, c.file_path);
-  }
-
-  // The build-id in process memory decides whether a file on disk is the one the process ran; a file
-  // that does not match is never used, neither for bytes nor for symbols.
-  void verify_and_attach_file(ModuleCandidate& c) {
-    open_file(c);
-    const std::optional<std::string> memory_id = c.in_memory ? c.in_memory->build_id : std::nullopt;
-    c.module.build_id = memory_id.value_or("");
-    if (!c.file) {
-      warn(fmt::format("module {} cannot be used: {} — bytes the core omits for it are unavailable and its symbols "
-                       "are not loaded",
-                       c.module.path, c.open_error));
-      return;
-    }
-    const std::optional<std::string> file_id = c.file->build_id();
-    const bool memory_knows_id = c.in_memory && c.in_memory->notes_readable;
-    if (memory_knows_id && memory_id != file_id) {
-      warn(fmt::format("build-id mismatch for {}: core has {}, file has {} — its symbols and bytes are not used",
-                       file_label(c), memory_id.value_or("none"), file_id.value_or("none")));
-      return;
-    }
-    if (!memory_knows_id)
-      warn(fmt::format("the core does not hold the build-id of {}, so the file cannot be checked; it is used as is",
-                       file_label(c)));
-    else if (!memory_id)
-      warn(fmt::format("{} has no build-id, so its file cannot be checked; it is used as is", file_label(c)));
-    if (c.module.build_id.empty()) c.module.build_id = file_id.value_or("");
-    c.module.file_on_disk = c.file_path;
-    for (const FileMapping& m : c.mappings) overlay_module_file(m.start, m.end, *c.file, m.file_offset);
-    img_.module_files_.push_back(std::move(c.file));
-  }
-
-  void merge_link_map_entry(const LinkMapEntry& entry, bool first) {
-    if (vdso_contains(entry.l_ld)) {
-      add_vdso(entry.l_addr);
-      return;
-    }
-    ModuleCandidate* c = candidate_containing(entry.l_ld);
-    if (!c && !entry.name.empty()) c = add_link_map_only_module(entry);
-    if (!c) {
-      warn(fmt::format("the dynamic linker's entry at {:#x} ({}) matches no mapping in the core and is ignored",
-                       entry.node, entry.name.empty() ? "no name" : entry.name));
-      return;
-    }
-    if (c->from_link_map) return;  // a second entry for the same object: the first one wins
-    c->from_link_map = true;
-    c->module.load_bias = entry.l_addr;
-    if (first && entry.name.empty() && !main_executable_known()) c->module.is_main_executable = true;
-    if (!c->is_module) {  // neither the core nor a readable file showed an ELF header, yet it is loaded
-      c->is_module = true;
-      verify_and_attach_file(*c);
-    }
-  }
-
-  ModuleCandidate* candidate_containing(Address addr) {
-    for (ModuleCandidate& c : candidates_)
-      if (addr >= c.module.start && addr < c.module.end) return &c;
-    return nullptr;
-  }
-
-  bool main_executable_known() const {
-    return std::any_of(candidates_.begin(), candidates_.end(),
-                       [](const ModuleCandidate& c) { return c.module.is_main_executable && c.is_module; });
-  }
-
-  // An object the dynamic linker lists but NT_FILE does not (a core written without NT_FILE): its
-  // mappings are derived from its file's program headers and the link_map load bias.
-  ModuleCandidate* add_link_map_only_module(const LinkMapEntry& entry) {
-    ModuleCandidate c;
-    c.module.path = entry.name;
-    c.module.load_bias = entry.l_addr;
-    open_file(c);
-    if (!c.file) {
-      warn(fmt::format("module {} (listed by the dynamic linker) cannot be used: {}", entry.name, c.open_error));
-      return nullptr;
-    }
-    for (const GElf_Phdr& ph : c.file->program_headers()) {
-      if (ph.p_type != PT_LOAD || ph.p_filesz == 0) continue;
-      FileMapping m;
-      m.start = page_down(entry.l_addr + ph.p_vaddr);
-      m.end = entry.l_addr + ph.p_vaddr + ph.p_filesz;
-      m.file_offset = page_down(ph.p_offset);
-      m.path = entry.name;
-      c.mappings.push_back(std::move(m));
-    }
-    if (c.mappings.empty()) {
-      warn(fmt::format("module {} (listed by the dynamic linker) has no loadable segments and is ignored", entry.name));
-      return nullptr;
-    }
-    c.module.start = c.mappings.front().start;
-    c.module.end = c.mappings.back().end;
-    if (const auto first_vaddr = c.file->first_load_vaddr())
-      c.in_memory = inspect_mapped_elf(reader(), entry.l_addr + *first_vaddr);
-    c.is_module = true;
-    candidates_.push_back(std::move(c));
-    verify_and_attach_file(candidates_.back());
-    return &candidates_.back();
-  }
-
-  // ---- vdso ----------------------------------------------------------------------------------------
-
-  std::optional<std::pair<Address, Address>> vdso_extent() {
-    if (!vdso_extent_computed_) {
-      vdso_extent_ = find_vdso_extent();
-      vdso_extent_computed_ = true;
-    }
-    return vdso_extent_;
-  }
-
+  // The whole segment the vdso (AT_SYSINFO_EHDR) lives in.
   std::optional<std::pair<Address, Address>> find_vdso_extent() const {
     const auto base = img_.auxv_value(AT_SYSINFO_EHDR);
     if (!base || *base == 0) return std::nullopt;
     const Piece* p = img_.piece_at(*base);
     if (!p) return std::nullopt;
     Address start = p->start, end = p->end;
-    for (const Piece& q : img_.pieces_)  // the whole segment the vdso lives in
+    for (const Piece& q : img_.pieces_)
       if (q.origin == p->origin) {
         start = std::min(start, q.start);
         end = std::max(end, q.end);
       }
     return std::make_pair(start, end);
-  }
-
-  bool vdso_contains(Address addr) {
-    const auto extent = vdso_extent();
-    return extent && addr >= extent->first && addr < extent->second;
-  }
-
-  void add_vdso(std::optional<Address> load_bias) {
-    if (vdso_added_) return;
-    const auto extent = vdso_extent();
-    if (!extent) return;
-    const auto info = inspect_mapped_elf(reader(), *img_.auxv_value(AT_SYSINFO_EHDR));
-    if (!info && !load_bias) return;
-    vdso_added_ = true;
-    ModuleCandidate c;
-    c.module.path = "[vdso]";
-    c.module.start = extent->first;
-    c.module.end = extent->second;
-    c.module.load_bias = load_bias ? *load_bias : info->load_bias;
-    if (info && info->build_id) c.module.build_id = *info->build_id;
-    c.is_module = true;
-    c.from_link_map = load_bias.has_value();
-    candidates_.push_back(std::move(c));
-  }
-
-  void add_vdso_without_link_map() { add_vdso(std::nullopt); }
-
-  // ---- final module list ---------------------------------------------------------------------------
-
-  void finish_modules() {
-    bool main_found = false;
-    for (ModuleCandidate& c : candidates_) {
-      if (!c.is_module) continue;
-      if (!c.from_link_map) c.module.load_bias = fallback_load_bias(c);
-      main_found = main_found || c.module.is_main_executable;
-      img_.modules_.push_back(std::move(c.module));
-    }
-    if (!main_found && !opts_.executable.empty())
-      warn(fmt::format("{} (--exe) was not used: the core does not show which mapping is the main executable",
-                       opts_.executable));
-    std::sort(img_.modules_.begin(), img_.modules_.end(),
-              [](const Module& a, const Module& b) { return a.start < b.start; });
-  }
-
-  // Without link_map: the lowest mapping maps some file offset; the file's first PT_LOAD says which
-  // link-time address that offset has.
-  std::uint64_t fallback_load_bias(const ModuleCandidate& c) const {
-    if (c.in_memory) return c.in_memory->load_bias;
-    if (c.module.file_on_disk.empty() || c.mappings.empty()) return 0;
-    const ElfFile* file = attached_file(c.module.file_on_disk);
-    const auto first_vaddr = file ? file->first_load_vaddr() : std::nullopt;
-    if (!first_vaddr) return 0;
-    const FileMapping& lowest = c.mappings.front();
-    return lowest.start - lowest.file_offset - page_down(*first_vaddr);
-  }
-
-  const ElfFile* attached_file(const std::string& path) const {
-    for (const auto& f : img_.module_files_)
-      if (f->path() == path) return f.get();
-    return nullptr;
   }
 
   // ---- regions -------------------------------------------------------------------------------------
@@ -725,10 +484,6 @@ class ElfCoreImage::Builder {
   ElfCoreImage& img_;
   const CoreOpenOptions& opts_;
   std::vector<FileMapping> file_mappings_;  // sorted by start
-  std::deque<ModuleCandidate> candidates_;   // a deque: pointers to candidates stay valid as it grows
-  bool vdso_added_ = false;
-  bool vdso_extent_computed_ = false;
-  std::optional<std::pair<Address, Address>> vdso_extent_;
 };
 
 std::unique_ptr<ElfCoreImage> ElfCoreImage::open(const std::string& core_path, const CoreOpenOptions& opts,

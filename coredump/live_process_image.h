@@ -1,0 +1,83 @@
+// LiveProcessImage: an Image over a stopped live process, read through /proc.
+//
+// Regions come from /proc/PID/maps, memory from pread(2) on /proc/PID/mem (through a small cache of
+// recently read stretches), auxv from /proc/PID/auxv and modules from the file mappings plus the dynamic
+// linker's link_map, exactly as for a core (engine/image/module_layout.h). Threads and their registers
+// are handed in by whoever stopped the process — `heapscope attach` (ptrace_attach.h) or a debugger
+// frontend (the C API) — because only the tracer can read them.
+//
+// Strictly read-only: the process's memory and registers are never written. Its threads must stay
+// stopped for as long as the image is used; otherwise reads see a heap that moves underneath them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "image/image.h"
+#include "image/link_map.h"
+
+namespace heapscope {
+
+struct LiveProcessOptions {
+  std::string executable;  // file to use for the main executable instead of the path the process has
+  std::vector<std::pair<std::string, std::string>> path_map;  // module path prefix substitutions
+};
+
+class LiveProcessImage : public Image {
+ public:
+  // Null with a one-sentence *error when /proc/PID cannot be read (no such process, permission denied).
+  // Threads without a name get theirs from /proc/PID/task/TID/comm.
+  static std::unique_ptr<LiveProcessImage> open(int pid, std::vector<ThreadState> threads,
+                                                const LiveProcessOptions& opts, std::string* error);
+  ~LiveProcessImage() override;
+  LiveProcessImage(const LiveProcessImage&) = delete;
+  LiveProcessImage& operator=(const LiveProcessImage&) = delete;
+
+  const std::vector<MemoryRegion>& regions() const override { return regions_; }
+  const std::vector<ThreadState>& threads() const override { return threads_; }
+  const std::vector<Module>& modules() const override { return modules_; }
+  const std::vector<AuxvEntry>& auxv() const override { return auxv_; }
+  const std::vector<std::string>& warnings() const override { return warnings_; }
+  std::string description() const override;
+  int pid() const override { return pid_; }
+  const std::string& process_name() const { return process_name_; }
+  const std::vector<LinkMapEntry>& link_map() const { return link_map_; }
+
+  // Reads stop at the first byte of an unreadable region or of a page the kernel refuses to read.
+  std::size_t read(Address addr, void* out, std::size_t len) const override;
+  // Always empty: cached bytes may be replaced by another thread's read at any time, so no view of them
+  // can outlive the call. Callers fall back to read().
+  std::span<const std::byte> view(Address addr, std::size_t len) const override;
+
+ private:
+  // One cached stretch of memory: at most kCacheLineSize bytes of one region, aligned to that size.
+  struct CacheLine {
+    std::mutex mutex;
+    Address start = 0;
+    Address end = 0;  // start == end: empty
+    std::unique_ptr<std::byte[]> bytes;
+  };
+  static constexpr std::size_t kCacheLineSize = 64 * 1024;
+  static constexpr std::size_t kCacheLines = 64;
+
+  LiveProcessImage() = default;
+  std::size_t read_uncached(Address addr, void* out, std::size_t len) const;
+  std::size_t read_cached(const MemoryRegion& region, Address addr, void* out, std::size_t len) const;
+
+  int pid_ = 0;
+  int mem_fd_ = -1;
+  std::string process_name_;
+  std::vector<MemoryRegion> regions_;
+  std::vector<ThreadState> threads_;
+  std::vector<Module> modules_;
+  std::vector<AuxvEntry> auxv_;
+  std::vector<std::string> warnings_;
+  std::vector<LinkMapEntry> link_map_;
+  mutable std::unique_ptr<CacheLine[]> cache_;
+};
+
+}  // namespace heapscope

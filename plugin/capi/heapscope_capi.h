@@ -1,0 +1,72 @@
+/* heapscope_capi.h: the C interface to heapscope's engine, for frontends that cannot link C++ (the GDB
+ * frontend loads it through Python's ctypes).
+ *
+ * A session is one process image — a core file, or a stopped live process — with everything heapscope
+ * derives from it computed once and kept for the following commands. Commands are the engine's command
+ * table, written as on the command line after `heapscope` and the core: "leaks --json",
+ * "retainers ptr->next", "help", "blocks --help".
+ *
+ * Strings heapscope returns (output, error, help) are allocated by heapscope and released with
+ * hs_free. Functions never throw and never abort on bad input; they return NULL or non-zero with a
+ * one-sentence *error instead. A session is not safe for concurrent use from several threads. */
+#ifndef HEAPSCOPE_CAPI_H
+#define HEAPSCOPE_CAPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HS_API __attribute__((visibility("default")))
+
+typedef struct hs_session hs_session;
+
+/* x86-64 general registers in the kernel's user_regs_struct order (PTRACE_GETREGS, NT_PRSTATUS). */
+enum {
+  HS_R15, HS_R14, HS_R13, HS_R12, HS_RBP, HS_RBX, HS_R11, HS_R10, HS_R9, HS_R8, HS_RAX, HS_RCX, HS_RDX,
+  HS_RSI, HS_RDI, HS_ORIG_RAX, HS_RIP, HS_CS, HS_EFLAGS, HS_RSP, HS_SS, HS_FS_BASE, HS_GS_BASE, HS_DS, HS_ES,
+  HS_FS, HS_GS, HS_REGISTER_COUNT
+};
+
+/* One thread of a stopped live process, as its tracer (the debugger) sees it. */
+typedef struct hs_thread {
+  uint32_t tid;
+  uint64_t registers[HS_REGISTER_COUNT];
+} hs_thread;
+
+/* Turns an address argument of a command (e.g. "ptr->next") into an address. Returns 0 and sets
+ * *address, or non-zero and may set *error to a message, which heapscope copies and does not free (it
+ * must stay valid until hs_run returns). */
+typedef int (*hs_evaluate_fn)(void* ctx, const char* expression, uint64_t* address, char** error);
+
+/* Opens a core file. exe_or_null replaces the main executable's recorded path. options_or_null holds
+ * the CLI's target options as one string: "--no-debug-files", "--debug-dir DIR" (repeatable). */
+HS_API hs_session* hs_open_core(const char* core, const char* exe_or_null, const char* options_or_null, char** error);
+
+/* Opens a live process that the caller keeps stopped (it is the process's tracer) for as long as the
+ * session is used; memory is read through /proc/PID/mem, never written. threads: every thread with
+ * its registers. */
+HS_API hs_session* hs_open_live(int pid, const hs_thread* threads, size_t count, char** error);
+
+/* Runs one command line against the session. evaluate (may be NULL: then addresses are numbers) is the
+ * session's address evaluator for this call only. Returns 0 with *output set (the rendered report), or
+ * non-zero with *error set. */
+HS_API int hs_run(hs_session* session, const char* command_line, hs_evaluate_fn evaluate, void* ctx, char** output,
+                  char** error);
+
+/* Help of one command (its options), or the list of commands for NULL or "". */
+HS_API char* hs_help(const char* command_or_null);
+
+/* The command table, one command a line: "<name>\t<one-line description>\n". */
+HS_API char* hs_commands(void);
+
+HS_API void hs_free(char* text);
+HS_API void hs_close(hs_session* session);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HEAPSCOPE_CAPI_H */
