@@ -27,5 +27,9 @@ std::string render_text(const DescribeReport& r);
 std::string render_json(const DescribeReport& r);
 std::string render_text(const HistogramReport& r);
 std::string render_json(const HistogramReport& r);
+std::string render_text(const TopReport& r);
+std::string render_json(const TopReport& r);
+std::string render_text(const RootsReport& r);
+std::string render_json(const RootsReport& r);
 
 }  // namespace heapscope

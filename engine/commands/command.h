@@ -40,5 +40,7 @@ std::unique_ptr<Command> make_retainers_command();
 std::unique_ptr<Command> make_refs_command();
 std::unique_ptr<Command> make_describe_command();
 std::unique_ptr<Command> make_histogram_command();
+std::unique_ptr<Command> make_top_command();
+std::unique_ptr<Command> make_roots_command();
 
 }  // namespace heapscope

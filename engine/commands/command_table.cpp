@@ -12,6 +12,8 @@ const std::vector<CommandEntry>& command_table() {
       {"describe", "The block containing ADDR: state, type, verdict, bytes and the pointers it holds",
        make_describe_command},
       {"histogram", "Allocated blocks by type: count and bytes, live and leaked", make_histogram_command},
+      {"top", "Largest retained sizes by block, type or root, and leak suspects (dominator tree)", make_top_command},
+      {"roots", "Retained bytes per root kind, then per root (global variable, thread, TLS block)", make_roots_command},
   };
   return table;
 }

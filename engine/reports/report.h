@@ -6,11 +6,12 @@
 
 #include "reports/blocks_report.h"
 #include "reports/graph_reports.h"
+#include "reports/retention_reports.h"
 #include "reports/summary_report.h"
 
 namespace heapscope {
 
 using Report = std::variant<SummaryReport, BlocksReport, LeaksReport, RetainersReport, RefsReport, DescribeReport,
-                            HistogramReport>;
+                            HistogramReport, TopReport, RootsReport>;
 
 }  // namespace heapscope

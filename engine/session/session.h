@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/leak_verdicts.h"
+#include "analysis/retention.h"
 #include "graph/reference_graph.h"
 #include "graph/roots.h"
 #include "heap/heap_model.h"
@@ -47,6 +48,7 @@ class Session {
   const ReferenceGraph& graph();          // pointer scan of blocks and roots
   const LeakVerdicts& verdicts();
   const BlockTypes& types();
+  const Retention& retention();          // dominator tree and retained sizes
 
   // Turns an address argument into an address. The default reads numbers (0x hex or decimal); a
   // debugger frontend installs its own expression evaluator. Throws AnalysisError on bad input.
@@ -68,6 +70,7 @@ class Session {
   std::unique_ptr<ReferenceGraph> graph_;
   std::optional<LeakVerdicts> verdicts_;
   std::optional<BlockTypes> types_;
+  std::unique_ptr<Retention> retention_;
   AddressEvaluator evaluate_;
 };
 

@@ -1,0 +1,317 @@
+// Dominators (Lengauer–Tarjan) against the definition, on thousands of random graphs with fixed seeds:
+// d dominates v iff v is reachable from the entry and removing d makes it unreachable. Then the
+// retention analysis's tree (super-root → kinds → roots → blocks) and retained sizes on a hand-made heap.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <random>
+
+#include "analysis/dominators.h"
+#include "analysis/retention.h"
+#include "fake_image.h"
+
+using namespace heapscope;
+
+namespace {
+
+// Adjacency lists in both directions; an edge may carry the flag bit the reference graph uses for
+// interior pointers, which the algorithm must ignore.
+class TestGraph final : public DominatorGraph {
+ public:
+  explicit TestGraph(std::uint32_t nodes) : succ_(nodes), pred_(nodes) {}
+  void add_edge(std::uint32_t from, std::uint32_t to, bool flagged = false) {
+    succ_[from].push_back(to | (flagged ? 0x80000000u : 0u));
+    pred_[to].push_back(from | (flagged ? 0x80000000u : 0u));
+  }
+  std::uint32_t node_count() const override { return static_cast<std::uint32_t>(succ_.size()); }
+  std::span<const std::uint32_t> successors(std::uint32_t v) const override { return succ_[v]; }
+  AdjacentLists predecessors(std::uint32_t v) const override {
+    // Split in two lists, as the retention graph does (blocks, then roots).
+    const std::span<const std::uint32_t> all = pred_[v];
+    const std::size_t half = all.size() / 2;
+    return {all.first(half), all.subspan(half)};
+  }
+  const std::vector<std::uint32_t>& out(std::uint32_t v) const { return succ_[v]; }
+
+ private:
+  std::vector<std::vector<std::uint32_t>> succ_, pred_;
+};
+
+// Nodes reached from `entry` without passing through `removed` (kNoNode: remove nothing).
+std::vector<char> reached_without(const TestGraph& g, std::uint32_t entry, std::uint32_t removed) {
+  std::vector<char> seen(g.node_count(), 0);
+  if (entry == removed) return seen;
+  std::vector<std::uint32_t> stack{entry};
+  seen[entry] = 1;
+  while (!stack.empty()) {
+    const std::uint32_t v = stack.back();
+    stack.pop_back();
+    for (std::uint32_t e : g.out(v)) {
+      const std::uint32_t t = e & kNodeMask;
+      if (t == removed || seen[t]) continue;
+      seen[t] = 1;
+      stack.push_back(t);
+    }
+  }
+  return seen;
+}
+
+// Immediate dominators by the definition: the strict dominators of v form a chain, and the immediate
+// one is the strict dominator with the most dominators of its own.
+std::vector<std::uint32_t> brute_force_idom(const TestGraph& g, std::uint32_t entry) {
+  const std::uint32_t n = g.node_count();
+  const std::vector<char> reachable = reached_without(g, entry, kNoNode);
+  std::vector<std::vector<char>> dominated_by(n, std::vector<char>(n, 0));  // [d][v]: d strictly dominates v
+  std::vector<std::size_t> dominator_count(n, 0);
+  for (std::uint32_t d = 0; d < n; ++d) {
+    if (!reachable[d]) continue;
+    const std::vector<char> without = reached_without(g, entry, d);
+    for (std::uint32_t v = 0; v < n; ++v)
+      if (v != d && reachable[v] && !without[v]) {
+        dominated_by[d][v] = 1;
+        ++dominator_count[v];
+      }
+  }
+  std::vector<std::uint32_t> idom(n, kNoNode);
+  for (std::uint32_t v = 0; v < n; ++v) {
+    if (!reachable[v] || v == entry) continue;
+    for (std::uint32_t d = 0; d < n; ++d)
+      if (dominated_by[d][v] && (idom[v] == kNoNode || dominator_count[d] > dominator_count[idom[v]])) idom[v] = d;
+  }
+  return idom;
+}
+
+// Checks the preorder's promises: exactly the reachable nodes, entry first, dominators before the nodes
+// they dominate.
+void check_preorder(const TestGraph& g, std::uint32_t entry, const Dominators& d) {
+  const std::vector<char> reachable = reached_without(g, entry, kNoNode);
+  REQUIRE(!d.preorder.empty());
+  CHECK(d.preorder.front() == entry);
+  CHECK(d.preorder.size() == static_cast<std::size_t>(std::count(reachable.begin(), reachable.end(), 1)));
+  std::vector<std::size_t> position(g.node_count(), SIZE_MAX);
+  for (std::size_t i = 0; i < d.preorder.size(); ++i) position[d.preorder[i]] = i;
+  for (std::uint32_t v = 0; v < g.node_count(); ++v)
+    if (d.idom[v] != kNoNode) CHECK(position[d.idom[v]] < position[v]);
+}
+
+// A random graph: `nodes` nodes, about `edges_per_node` edges each, with self loops, duplicate edges,
+// cycles and parts the entry cannot reach. Like the heap graph, the entry (the last node) fans out to a
+// few "roots".
+TestGraph random_graph(std::mt19937& rng, std::uint32_t nodes, double edges_per_node) {
+  TestGraph g(nodes);
+  std::uniform_int_distribution<std::uint32_t> any(0, nodes - 1);
+  std::bernoulli_distribution flag(0.2);
+  const auto edges = static_cast<std::uint64_t>(edges_per_node * nodes);
+  for (std::uint64_t i = 0; i < edges; ++i) g.add_edge(any(rng), any(rng), flag(rng));
+  const std::uint32_t entry = nodes - 1;
+  const std::uint32_t fan_out = std::uniform_int_distribution<std::uint32_t>(1, 4)(rng);
+  for (std::uint32_t i = 0; i < fan_out; ++i) g.add_edge(entry, any(rng));
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("dominators: thousands of random graphs agree with the brute-force definition", "[dominators]") {
+  std::mt19937 rng(20240501);
+  const double densities[] = {0.5, 1.0, 1.5, 2.5, 4.0};
+  int cases = 0, mismatches = 0;
+  for (int round = 0; round < 600; ++round) {
+    for (double density : densities) {
+      const std::uint32_t nodes = std::uniform_int_distribution<std::uint32_t>(1, 60)(rng);
+      const TestGraph g = random_graph(rng, nodes, density);
+      const std::uint32_t entry = nodes - 1;
+      const Dominators d = compute_dominators(g, entry);
+      const std::vector<std::uint32_t> expected = brute_force_idom(g, entry);
+      ++cases;
+      if (d.idom != expected) {
+        ++mismatches;
+        if (mismatches <= 3) CHECK(d.idom == expected);  // show a few, not thousands
+      }
+      check_preorder(g, entry, d);
+    }
+  }
+  CHECK(cases == 3000);
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("dominators: larger random graphs agree with the brute-force definition", "[dominators]") {
+  std::mt19937 rng(7);
+  for (std::uint32_t nodes : {300u, 1000u, 2000u}) {
+    for (double density : {1.2, 3.0}) {
+      const TestGraph g = random_graph(rng, nodes, density);
+      const Dominators d = compute_dominators(g, nodes - 1);
+      const std::vector<std::uint32_t> expected = brute_force_idom(g, nodes - 1);
+      std::size_t wrong = 0;
+      for (std::uint32_t v = 0; v < nodes; ++v) wrong += d.idom[v] != expected[v];
+      INFO(nodes << " nodes, density " << density);
+      CHECK(wrong == 0);
+      check_preorder(g, nodes - 1, d);
+    }
+  }
+}
+
+TEST_CASE("dominators: a diamond, a loop and an unreachable node", "[dominators]") {
+  // 0 → 1, 0 → 2, 1 → 3, 2 → 3, 3 → 4, 4 → 3 (loop), 5 unreachable → 3
+  TestGraph g(6);
+  g.add_edge(0, 1);
+  g.add_edge(0, 2);
+  g.add_edge(1, 3);
+  g.add_edge(2, 3);
+  g.add_edge(3, 4);
+  g.add_edge(4, 3);
+  g.add_edge(5, 3);
+  const Dominators d = compute_dominators(g, 0);
+  CHECK(d.idom == std::vector<std::uint32_t>{kNoNode, 0, 0, 0, 3, kNoNode});
+  CHECK(d.preorder.size() == 5);
+}
+
+TEST_CASE("dominators: a single entry with no edges", "[dominators]") {
+  TestGraph g(3);
+  const Dominators d = compute_dominators(g, 1);
+  CHECK(d.idom == std::vector<std::uint32_t>(3, kNoNode));
+  CHECK(d.preorder == std::vector<std::uint32_t>{1});
+}
+
+TEST_CASE("dominators: a doubly linked list of a million nodes needs no recursion", "[dominators]") {
+  // Each node is dominated by the one before it, however the back pointers go.
+  constexpr std::uint32_t kNodes = 1'000'000;
+  TestGraph g(kNodes);
+  for (std::uint32_t i = 0; i + 1 < kNodes; ++i) {
+    g.add_edge(i, i + 1);
+    g.add_edge(i + 1, i, true);
+  }
+  const Dominators d = compute_dominators(g, 0);
+  bool chain = d.idom[0] == kNoNode;
+  for (std::uint32_t i = 1; i < kNodes && chain; ++i) chain = d.idom[i] == i - 1;
+  CHECK(chain);
+  CHECK(d.preorder.size() == kNodes);
+}
+
+TEST_CASE("dominators: a list whose every node the entry also reaches is flat", "[dominators]") {
+  // entry → each node, and node i → i+1: nobody but the entry dominates anything.
+  constexpr std::uint32_t kNodes = 200'000;
+  TestGraph g(kNodes + 1);
+  for (std::uint32_t i = 0; i < kNodes; ++i) {
+    g.add_edge(kNodes, i);
+    if (i + 1 < kNodes) g.add_edge(i, i + 1);
+  }
+  const Dominators d = compute_dominators(g, kNodes);
+  bool flat = true;
+  for (std::uint32_t i = 0; i < kNodes && flat; ++i) flat = d.idom[i] == kNodes;
+  CHECK(flat);
+}
+
+// ---- retention: the dominator tree over a hand-made heap ----
+
+namespace {
+
+constexpr Address kHeapStart = 0x555555560000;
+constexpr Address kMappingA = 0x7f0000000000, kMappingB = 0x7f0000100000, kStack = 0x7ffff0000000;
+
+// Ten 32-byte chunks (24 usable bytes each); block 8 sits in a tcache. Roots: two anonymous mappings and
+// the stack of one thread.
+struct RetentionFixture {
+  heapscope::testing::FakeImage image;
+  HeapModel heap;
+  RootSet roots;
+
+  RetentionFixture() {
+    image.add_region(kHeapStart, 0x1000);
+    image.add_thread(42, 0, kStack + 0x100);
+    for (int i = 0; i < 10; ++i) {
+      Block b;
+      b.chunk = kHeapStart + 32 * i;
+      b.size_units = 2;
+      b.state = i == 8 ? BlockState::tcache : BlockState::in_use;
+      heap.blocks.push_back(b);
+    }
+    ArenaInfo arena;
+    arena.heaps.push_back({kHeapStart, kHeapStart + 0x1000});
+    heap.arenas.push_back(arena);
+    add_root(RootKind::anonymous, kMappingA);
+    add_root(RootKind::anonymous, kMappingB);
+    add_root(RootKind::stack, kStack);
+  }
+  void add_root(RootKind kind, Address start) {
+    image.add_region(start, 0x1000);
+    RootRange r;
+    r.kind = kind;
+    r.start = start;
+    r.end = start + 0x1000;
+    r.anchor = start;
+    roots.ranges.push_back(r);
+  }
+  static Address user(int i) { return kHeapStart + 32 * i + 16; }
+  void link(int from, int to, int word = 0) { image.put(user(from) + 8 * word, user(to)); }
+  void hold(Address root, int slot, int to) { image.put(root + 8 * slot, user(to)); }
+};
+
+}  // namespace
+
+TEST_CASE("retention: blocks, roots, kinds and the super-root", "[dominators][retention]") {
+  RetentionFixture f;
+  f.hold(kMappingA, 0, 0);  // mapping A → 0 → 1 → 2, 0 → 3: a small tree
+  f.link(0, 1);
+  f.link(1, 2);
+  f.link(0, 3, 1);
+  f.hold(kMappingA, 1, 4);  // 4: held by mapping A and the stack, roots of two kinds
+  f.hold(kStack, 0, 4);
+  f.hold(kMappingA, 2, 5);  // 5: mapping A alone
+  f.hold(kMappingA, 3, 6);  // 6: both mappings, one kind
+  f.hold(kMappingB, 0, 6);
+  f.link(9, 0);  // 9 is leaked and points into the tree: no say in who dominates it; 7 is leaked alone
+
+  const ReferenceGraph graph(f.image, f.heap, f.roots, 2);
+  const SymbolIndex symbols(f.image, {});
+  const Retention r(f.image, symbols, f.heap, f.roots, graph);
+
+  REQUIRE(r.root_nodes().size() == 3);
+  const std::uint32_t a = r.root_node_id(0), b = r.root_node_id(1), stack = r.root_node_id(2);
+  CHECK(r.root(a).label == fmt::format("anonymous mapping 0x{:x}-0x{:x}", kMappingA, kMappingA + 0x1000));
+  CHECK(r.root(stack).label == "stack of thread 1 (tid 42)");
+  CHECK(r.root(stack).thread == 0);
+
+  CHECK(r.dominator(0) == a);
+  CHECK(r.dominator(1) == 0);
+  CHECK(r.dominator(2) == 1);
+  CHECK(r.dominator(3) == 0);
+  CHECK(r.dominator(4) == r.super_root());
+  CHECK(r.dominator(5) == a);
+  CHECK(r.dominator(6) == r.kind_node_id(RootKind::anonymous));
+  CHECK(r.dominator(a) == r.kind_node_id(RootKind::anonymous));
+  CHECK(r.dominator(b) == r.kind_node_id(RootKind::anonymous));
+  CHECK(r.dominator(r.kind_node_id(RootKind::stack)) == r.super_root());
+  for (BlockId leaked_or_free : {7u, 8u, 9u}) CHECK_FALSE(r.reachable(leaked_or_free));
+
+  CHECK(r.retained_bytes(2) == 24);
+  CHECK(r.retained_bytes(0) == 4 * 24);
+  CHECK(r.retained_blocks(0) == 4);
+  CHECK(r.retained_bytes(a) == 5 * 24);
+  CHECK(r.retained_bytes(b) == 0);
+  CHECK(r.retained_bytes(stack) == 0);
+  CHECK(r.retained_bytes(r.kind_node_id(RootKind::anonymous)) == 6 * 24);
+  CHECK(r.retained_bytes(r.kind_node_id(RootKind::stack)) == 0);
+  CHECK(r.retained_bytes(r.super_root()) == 7 * 24);
+  CHECK(r.retained_blocks(r.super_root()) == 7);
+  CHECK(r.in_use_bytes() == 9 * 24);  // block 8 is free
+  CHECK(r.in_use_blocks() == 9);
+
+  // Preorder: every reachable node once, each after its dominator.
+  std::vector<int> seen(r.node_count(), 0);
+  for (std::uint32_t v : r.preorder()) {
+    ++seen[v];
+    if (v != r.super_root()) CHECK(seen[r.dominator(v)] == 1);
+  }
+  CHECK(r.preorder().size() == 7 + 3 + r.kind_count() + 1);
+}
+
+TEST_CASE("retention: an empty heap and rootless blocks", "[dominators][retention]") {
+  RetentionFixture f;
+  const ReferenceGraph graph(f.image, f.heap, f.roots, 1);
+  const SymbolIndex symbols(f.image, {});
+  const Retention r(f.image, symbols, f.heap, f.roots, graph);
+  CHECK(r.retained_bytes(r.super_root()) == 0);
+  for (BlockId blk = 0; blk < 10; ++blk) CHECK_FALSE(r.reachable(blk));
+  CHECK(r.in_use_blocks() == 9);
+}
