@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "elf/elf_file.h"
-#include "image/image.h"
+#include "image/collected_image.h"
 #include "image/link_map.h"
 
 namespace heapscope {
@@ -26,7 +26,7 @@ struct CoreOpenOptions {
   std::vector<std::pair<std::string, std::string>> path_map;
 };
 
-class ElfCoreImage : public Image {
+class ElfCoreImage : public CollectedImage {
  public:
   // Null with a one-sentence *error when the file is missing, not an ELF core, not x86-64, or has no
   // readable notes. A truncated core opens (truncated() == true, a warning, missing bytes absent).
@@ -34,11 +34,6 @@ class ElfCoreImage : public Image {
                                             std::string* error);
   ~ElfCoreImage() override;
 
-  const std::vector<MemoryRegion>& regions() const override { return regions_; }
-  const std::vector<ThreadState>& threads() const override { return threads_; }
-  const std::vector<Module>& modules() const override { return modules_; }
-  const std::vector<AuxvEntry>& auxv() const override { return auxv_; }
-  const std::vector<std::string>& warnings() const override { return warnings_; }
   std::string description() const override;
 
   std::size_t read(Address addr, void* out, std::size_t len) const override;
@@ -87,11 +82,6 @@ class ElfCoreImage : public Image {
   std::vector<std::unique_ptr<ElfFile>> module_files_;
   std::vector<Piece> pieces_;  // sorted by start, non-overlapping
   std::vector<Origin> origins_;
-  std::vector<MemoryRegion> regions_;
-  std::vector<ThreadState> threads_;
-  std::vector<Module> modules_;
-  std::vector<AuxvEntry> auxv_;
-  std::vector<std::string> warnings_;
   std::vector<LinkMapEntry> link_map_;
   int pid_ = 0;
   std::string process_name_;

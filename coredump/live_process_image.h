@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "image/image.h"
+#include "image/collected_image.h"
 #include "image/link_map.h"
 
 namespace heapscope {
@@ -27,7 +27,7 @@ struct LiveProcessOptions {
   std::vector<std::pair<std::string, std::string>> path_map;  // module path prefix substitutions
 };
 
-class LiveProcessImage : public Image {
+class LiveProcessImage : public CollectedImage {
  public:
   // Null with a one-sentence *error when /proc/PID cannot be read (no such process, permission denied).
   // Threads without a name get theirs from /proc/PID/task/TID/comm.
@@ -37,11 +37,6 @@ class LiveProcessImage : public Image {
   LiveProcessImage(const LiveProcessImage&) = delete;
   LiveProcessImage& operator=(const LiveProcessImage&) = delete;
 
-  const std::vector<MemoryRegion>& regions() const override { return regions_; }
-  const std::vector<ThreadState>& threads() const override { return threads_; }
-  const std::vector<Module>& modules() const override { return modules_; }
-  const std::vector<AuxvEntry>& auxv() const override { return auxv_; }
-  const std::vector<std::string>& warnings() const override { return warnings_; }
   std::string description() const override;
   int pid() const override { return pid_; }
   const std::string& process_name() const { return process_name_; }
@@ -71,11 +66,6 @@ class LiveProcessImage : public Image {
   int pid_ = 0;
   int mem_fd_ = -1;
   std::string process_name_;
-  std::vector<MemoryRegion> regions_;
-  std::vector<ThreadState> threads_;
-  std::vector<Module> modules_;
-  std::vector<AuxvEntry> auxv_;
-  std::vector<std::string> warnings_;
   std::vector<LinkMapEntry> link_map_;
   mutable std::unique_ptr<CacheLine[]> cache_;
 };

@@ -23,22 +23,17 @@
 #include <string>
 #include <vector>
 
-#include "image/image.h"
+#include "image/collected_image.h"
 #include "plugin/lldb/lldb_thread.h"
 #include "plugin/lldb/page_cache.h"
 
 namespace heapscope::lldb_plugin {
 
-class LldbImage : public Image {
+class LldbImage : public CollectedImage {
  public:
   // Call on the LLDB thread, with the process stopped.
   LldbImage(lldb::SBProcess process, LldbThread& lldb_thread);
 
-  const std::vector<MemoryRegion>& regions() const override { return regions_; }
-  const std::vector<ThreadState>& threads() const override { return threads_; }
-  const std::vector<Module>& modules() const override { return modules_; }
-  const std::vector<AuxvEntry>& auxv() const override { return auxv_; }
-  const std::vector<std::string>& warnings() const override { return warnings_; }
   std::string description() const override { return description_; }
   int pid() const override { return pid_; }
 
@@ -69,12 +64,7 @@ class LldbImage : public Image {
   bool is_core_ = false;
   int pid_ = 0;
   std::string description_;
-  std::vector<MemoryRegion> regions_;
-  std::vector<ThreadState> threads_;
   std::vector<bool> thread_pointer_known_;  // per thread: LLDB showed fs_base
-  std::vector<Module> modules_;
-  std::vector<AuxvEntry> auxv_;
-  std::vector<std::string> warnings_;
   std::vector<FileBackedRange> file_backed_;
   mutable std::unique_ptr<PageCache> cache_;
 };
