@@ -14,6 +14,7 @@ const HeapModel& Session::heap() {
   std::lock_guard lock(mutex_);
   if (!heap_ && heap_error_.empty()) {
     std::string error;
+    check_interrupted();
     PhaseTimer timer("walk");
     heap_ = glibc::walk_heap(*image_, symbols_, &error);
     if (!heap_) heap_error_ = error.empty() ? "no heap found" : error;
@@ -26,6 +27,7 @@ const RootSet& Session::roots() {
   std::lock_guard lock(mutex_);
   if (!roots_) {
     const HeapModel& h = heap();
+    check_interrupted();
     PhaseTimer timer("roots");
     roots_ = collect_roots(*image_, h, symbols_);
   }
@@ -37,6 +39,7 @@ const ReferenceGraph& Session::graph() {
   if (!graph_) {
     const HeapModel& h = heap();
     const RootSet& r = roots();
+    check_interrupted();
     PhaseTimer timer("index+scan");
     graph_ = std::make_unique<ReferenceGraph>(*image_, h, r);
   }
@@ -47,6 +50,7 @@ const LeakVerdicts& Session::verdicts() {
   std::lock_guard lock(mutex_);
   if (!verdicts_) {
     const ReferenceGraph& g = graph();
+    check_interrupted();
     PhaseTimer timer("reachability");
     verdicts_ = compute_verdicts(g, heap());
   }
@@ -58,6 +62,7 @@ const BlockTypes& Session::types() {
   if (!types_) {
     const HeapModel& h = heap();
     const RootSet& r = roots();
+    check_interrupted();
     PhaseTimer timer("types");
     types_ = infer_types(*image_, symbols_, h, r);
   }
@@ -69,10 +74,15 @@ const Retention& Session::retention() {
   if (!retention_) {
     const ReferenceGraph& g = graph();
     const RootSet& r = roots();
+    check_interrupted();
     PhaseTimer timer("dominators");
     retention_ = std::make_unique<Retention>(*image_, symbols_, heap(), r, g);
   }
   return *retention_;
+}
+
+void Session::check_interrupted() const {
+  if (interrupted_ && interrupted_()) throw AnalysisError("interrupted");
 }
 
 Address Session::evaluate_address(const std::string& text) const {

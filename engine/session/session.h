@@ -52,6 +52,10 @@ class Session {
 
   // Turns an address argument into an address. The default reads numbers (0x hex or decimal); a
   // debugger frontend installs its own expression evaluator. Throws AnalysisError on bad input.
+  // Lets a frontend stop a long analysis (Ctrl-C in a debugger): checked before every phase; when it
+  // returns true the phase throws AnalysisError("interrupted") and nothing half-done is kept.
+  void set_interrupt_check(std::function<bool()> check) { interrupted_ = std::move(check); }
+
   using AddressEvaluator = std::function<Address(const std::string&)>;
   void set_address_evaluator(AddressEvaluator evaluator) { evaluate_ = std::move(evaluator); }
   Address evaluate_address(const std::string& text) const;
@@ -72,6 +76,8 @@ class Session {
   std::optional<BlockTypes> types_;
   std::unique_ptr<Retention> retention_;
   AddressEvaluator evaluate_;
+  std::function<bool()> interrupted_;
+  void check_interrupted() const;
 };
 
 }  // namespace heapscope

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -70,8 +71,17 @@ class HeapCommands {
     session.set_address_evaluator([this, frame, target](const std::string& text) {
       return evaluate_address_expression(lldb_thread_, frame, target, text);
     });
+    // Ctrl-C: LLDB's driver marks the running command interrupted; the analysis stops at its next phase.
+    lldb::SBCommandInterpreter interpreter = debugger.GetCommandInterpreter();
+    std::atomic<bool> interrupted{false};
+    session.set_interrupt_check([&interrupted] { return interrupted.load(); });
+    struct ForgetCheck {
+      Session& s;
+      ~ForgetCheck() { s.set_interrupt_check({}); }
+    } forget_check{session};
     CommandResult result;
-    lldb_thread_.run_serving([&] { result = execute_command_line(session, words); });
+    lldb_thread_.run_serving([&] { result = execute_command_line(session, words); },
+                             [&] { interrupted = interrupted || interpreter.WasInterrupted(); });
     if (result.exit_code != 0) result.error = "heap " + result.error;
     return result;
   }

@@ -1,5 +1,6 @@
 #include "plugin/lldb/lldb_thread.h"
 
+#include <chrono>
 #include <stdexcept>
 
 namespace heapscope::lldb_plugin {
@@ -19,7 +20,7 @@ void LldbThread::call(const std::function<void()>& fn) {
   if (request.error) std::rethrow_exception(request.error);
 }
 
-void LldbThread::run_serving(const std::function<void()>& work) {
+void LldbThread::run_serving(const std::function<void()>& work, const std::function<void()>& idle) {
   {
     std::lock_guard lock(mutex_);
     serving_ = true;
@@ -45,7 +46,12 @@ void LldbThread::run_serving(const std::function<void()>& work) {
   }
   for (;;) {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return work_finished_ || !pending_.empty(); });
+    const auto ready = [&] { return work_finished_ || !pending_.empty(); };
+    if (!changed_.wait_for(lock, std::chrono::milliseconds(50), ready)) {
+      lock.unlock();
+      if (idle) idle();
+      continue;
+    }
     if (pending_.empty()) break;  // the work is over and asked for nothing more
     Request* request = pending_.front();
     pending_.pop_front();

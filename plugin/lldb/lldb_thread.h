@@ -30,8 +30,9 @@ class LldbThread {
   void call(const std::function<void()>& fn);
 
   // On the LLDB thread: runs work on a new thread and serves its call()s until it returns. Rethrows
-  // what work threw.
-  void run_serving(const std::function<void()>& work);
+  // what work threw. `idle`, when given, runs on the LLDB thread every 50 ms while nothing needs
+  // serving (the plugin uses it to notice Ctrl-C).
+  void run_serving(const std::function<void()>& work, const std::function<void()>& idle = {});
 
   // Makes the current thread the LLDB thread (a later command may run on another thread than the one
   // that created the session).

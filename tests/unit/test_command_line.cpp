@@ -38,3 +38,16 @@ TEST_CASE("unknown commands, bad options and analysis failures are errors, not e
   CHECK(no_heap.exit_code != 0);
   CHECK_THAT(no_heap.error, Catch::Contains("libc"));
 }
+
+TEST_CASE("an interrupted analysis stops with an error and keeps nothing half-done") {
+  auto image = std::make_shared<testing::FakeImage>();
+  Session session(image, {});
+  bool interrupt = true;
+  session.set_interrupt_check([&interrupt] { return interrupt; });
+  const CommandResult stopped = execute_command_line(session, {"leaks"});
+  CHECK(stopped.exit_code != 0);
+  CHECK_THAT(stopped.error, Catch::Contains("interrupted"));
+  interrupt = false;  // the next command starts afresh (and here finds no libc, as a real walk would)
+  const CommandResult again = execute_command_line(session, {"leaks"});
+  CHECK_THAT(again.error, Catch::Contains("libc"));
+}
