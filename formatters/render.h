@@ -31,5 +31,7 @@ std::string render_text(const TopReport& r);
 std::string render_json(const TopReport& r);
 std::string render_text(const RootsReport& r);
 std::string render_json(const RootsReport& r);
+std::string render_text(const ThreadsReport& r);
+std::string render_json(const ThreadsReport& r);
 
 }  // namespace heapscope

@@ -14,6 +14,8 @@ const std::vector<CommandEntry>& command_table() {
       {"histogram", "Allocated blocks by type: count and bytes, live and leaked", make_histogram_command},
       {"top", "Largest retained sizes by block, type or root, and leak suspects (dominator tree)", make_top_command},
       {"roots", "Retained bytes per root kind, then per root (global variable, thread, TLS block)", make_roots_command},
+      {"threads", "Per thread: bytes its stack, registers and TLS retain; exited threads and who holds their pthread_t",
+       make_threads_command},
   };
   return table;
 }

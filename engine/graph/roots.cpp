@@ -277,12 +277,43 @@ RootSet collect_roots(const Image& image, const HeapModel& heap, const SymbolInd
   return roots;
 }
 
-std::string describe_root(const Image& image, const SymbolIndex& symbols, const RootRange& root, Address word) {
+namespace {
+
+// "stack of thread 2 (tid 4711) frame #3 process_batch() at worker.cpp:88 variable batch (sp+0x40)" (the
+// variable when debug info places one there), or the frame-less
+// "stack of thread 2 (tid 4711), sp+0x40" when no unwound frame holds the word.
+std::string describe_stack_word(const Image& image, const RootRange& root, Address word,
+                                const std::vector<std::vector<Frame>>* frames) {
+  const std::string thread = thread_label(image, root.thread);
+  const Address from_sp = word - root.anchor;
+  std::size_t index = 0;
+  const Frame* frame =
+      frames && root.thread < frames->size() ? frame_covering((*frames)[root.thread], word, &index) : nullptr;
+  if (!frame) return fmt::format("stack of {}, sp+0x{:x}", thread, from_sp);
+  std::string label = fmt::format("stack of {} frame #{} ", thread, index);
+  // C names get "()"; demangled C++ names carry their parameter lists already.
+  if (frame->function.empty())
+    label += fmt::format("0x{:x}", frame->pc);
+  else
+    label += frame->function.find('(') == std::string::npos ? frame->function + "()" : frame->function;
+  if (!frame->file.empty()) {
+    const auto slash = frame->file.rfind('/');
+    label += fmt::format(" at {}:{}", slash == std::string::npos ? frame->file : frame->file.substr(slash + 1),
+                         frame->line);
+  }
+  if (const FrameVariable* variable = frame->variable_at(word)) label += " variable " + variable->name;
+  return label + fmt::format(" (sp+0x{:x})", from_sp);
+}
+
+}  // namespace
+
+std::string describe_root(const Image& image, const SymbolIndex& symbols, const RootRange& root, Address word,
+                          const std::vector<std::vector<Frame>>* frames) {
   switch (root.kind) {
     case RootKind::registers:
       return fmt::format("register {}, {}", register_name(static_cast<Reg>(word)), thread_label(image, root.thread));
     case RootKind::stack:
-      return fmt::format("stack of {}, sp+0x{:x}", thread_label(image, root.thread), word - root.anchor);
+      return describe_stack_word(image, root, word, frames);
     case RootKind::global: {
       // Through the root's own module: .bss past the file's last page lies outside the module's mappings.
       const Module& mod = image.modules()[root.module];

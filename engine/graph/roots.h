@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "frames/unwind.h"
 #include "heap/heap_model.h"
 #include "image/image.h"
 #include "symbols/symbol_index.h"
@@ -43,9 +44,12 @@ struct RootSet {
 // (glibc's thread list) are dead memory and no root either; only their descriptors are.
 RootSet collect_roots(const Image& image, const HeapModel& heap, const SymbolIndex& symbols);
 
-// "register rbx, thread 3 (tid 1234)", "stack of thread 1 (tid 99) at sp+0x40", "global g_list in app", ...
-// `word` is the address of the pointer inside the root (for registers: the Reg index).
-std::string describe_root(const Image& image, const SymbolIndex& symbols, const RootRange& root, Address word);
+// "register rbx, thread 3 (tid 1234)", "stack of thread 1 (tid 99), sp+0x40", "global g_list in app", ...
+// `word` is the address of the pointer inside the root (for registers: the Reg index). With the threads'
+// `frames` (Session::frames()), a stack word is named by the frame that holds it: "stack of thread 1
+// (tid 99) frame #3 process_batch() at worker.cpp:88 variable batch (sp+0x40)".
+std::string describe_root(const Image& image, const SymbolIndex& symbols, const RootRange& root, Address word,
+                          const std::vector<std::vector<Frame>>* frames = nullptr);
 
 // The register (by index) of a registers root whose value points into [lo, hi).
 std::vector<Reg> registers_pointing_into(const ThreadState& thread, Address lo, Address hi);

@@ -8,10 +8,11 @@
 #include "reports/graph_reports.h"
 #include "reports/retention_reports.h"
 #include "reports/summary_report.h"
+#include "reports/threads_report.h"
 
 namespace heapscope {
 
 using Report = std::variant<SummaryReport, BlocksReport, LeaksReport, RetainersReport, RefsReport, DescribeReport,
-                            HistogramReport, TopReport, RootsReport>;
+                            HistogramReport, TopReport, RootsReport, ThreadsReport>;
 
 }  // namespace heapscope

@@ -81,6 +81,16 @@ const Retention& Session::retention() {
   return *retention_;
 }
 
+const std::vector<std::vector<Frame>>& Session::frames() {
+  std::lock_guard lock(mutex_);
+  if (!frames_) {
+    check_interrupted();
+    PhaseTimer timer("frames");
+    frames_ = unwind_threads(*image_, symbols_, &frame_warnings_);
+  }
+  return *frames_;
+}
+
 void Session::check_interrupted() const {
   if (interrupted_ && interrupted_()) throw AnalysisError("interrupted");
 }
@@ -102,6 +112,7 @@ std::vector<std::string> Session::warnings() const {
   all.insert(all.end(), sym.begin(), sym.end());
   if (heap_) all.insert(all.end(), heap_->warnings.begin(), heap_->warnings.end());
   if (roots_) all.insert(all.end(), roots_->warnings.begin(), roots_->warnings.end());
+  all.insert(all.end(), frame_warnings_.begin(), frame_warnings_.end());
   std::vector<std::string> unique;
   for (auto& w : all)
     if (std::find(unique.begin(), unique.end(), w) == unique.end()) unique.push_back(std::move(w));

@@ -14,6 +14,7 @@
 
 #include "analysis/leak_verdicts.h"
 #include "analysis/retention.h"
+#include "frames/unwind.h"
 #include "graph/reference_graph.h"
 #include "graph/roots.h"
 #include "heap/heap_model.h"
@@ -49,6 +50,8 @@ class Session {
   const LeakVerdicts& verdicts();
   const BlockTypes& types();
   const Retention& retention();          // dominator tree and retained sizes
+  // Call stacks of every thread (indexed like Image::threads()); needs no heap, never throws for a bad stack.
+  const std::vector<std::vector<Frame>>& frames();
 
   // Turns an address argument into an address. The default reads numbers (0x hex or decimal); a
   // debugger frontend installs its own expression evaluator. Throws AnalysisError on bad input.
@@ -75,6 +78,8 @@ class Session {
   std::optional<LeakVerdicts> verdicts_;
   std::optional<BlockTypes> types_;
   std::unique_ptr<Retention> retention_;
+  std::optional<std::vector<std::vector<Frame>>> frames_;
+  std::vector<std::string> frame_warnings_;
   AddressEvaluator evaluate_;
   std::function<bool()> interrupted_;
   void check_interrupted() const;

@@ -1,0 +1,360 @@
+#include "frames/unwind.h"
+
+#include <elfutils/libdwfl.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <dwarf.h>
+#include <fmt/format.h>
+
+#include "symbols/module_symbols.h"
+
+namespace heapscope {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kUnwindTimeLimit = std::chrono::seconds(5);
+constexpr unsigned kDwarfRsp = 7;
+constexpr unsigned kDwarfRegisterCount = 17;  // rax..r15 and the return address column (rip)
+
+// x86-64 DWARF register numbers 0..16 in Image register terms.
+constexpr Reg kDwarfRegisters[kDwarfRegisterCount] = {
+    Reg::rax, Reg::rdx, Reg::rcx, Reg::rbx, Reg::rsi, Reg::rdi, Reg::rbp, Reg::rsp, Reg::r8,
+    Reg::r9,  Reg::r10, Reg::r11, Reg::r12, Reg::r13, Reg::r14, Reg::r15, Reg::rip};
+
+struct ThreadArg {
+  const Image* image = nullptr;
+  std::size_t index = 0;
+};
+
+struct ProcessArg {
+  const Image* image = nullptr;
+  std::vector<ThreadArg> threads;
+};
+
+// libdw keeps the iteration's position in *thread_argp (null at the start). Thread ids handed to libdw are
+// index + 1: real tids may repeat or be 0 in a damaged core.
+pid_t next_thread(Dwfl*, void* dwfl_arg, void** thread_argp) {
+  auto* process = static_cast<ProcessArg*>(dwfl_arg);
+  const auto* previous = static_cast<const ThreadArg*>(*thread_argp);
+  const std::size_t next = previous ? previous->index + 1 : 0;
+  if (next >= process->threads.size()) return 0;
+  *thread_argp = &process->threads[next];
+  return static_cast<pid_t>(next + 1);
+}
+
+bool memory_read(Dwfl*, Dwarf_Addr addr, Dwarf_Word* result, void* dwfl_arg) {
+  const auto value = static_cast<ProcessArg*>(dwfl_arg)->image->read_u64(addr);
+  if (!value) return false;  // ends this thread's unwind: the stack is unreadable there
+  *result = *value;
+  return true;
+}
+
+bool set_initial_registers(Dwfl_Thread* thread, void* thread_arg) {
+  const auto* arg = static_cast<const ThreadArg*>(thread_arg);
+  const ThreadState& state = arg->image->threads()[arg->index];
+  Dwarf_Word regs[kDwarfRegisterCount];
+  for (unsigned i = 0; i < kDwarfRegisterCount; ++i) regs[i] = state.reg(kDwarfRegisters[i]);
+  if (!dwfl_thread_state_registers(thread, 0, kDwarfRegisterCount, regs)) return false;
+  dwfl_thread_state_register_pc(thread, state.reg(Reg::rip));
+  return true;
+}
+
+const Dwfl_Thread_Callbacks kThreadCallbacks = {next_thread, nullptr, memory_read, set_initial_registers,
+                                                 nullptr,     nullptr};
+
+// Separate debug files through libdw's standard search, but never through debuginfod: a network lookup
+// could stall the user's debugger. Debug info inside the module file itself is used either way.
+int find_local_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
+                         const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,
+                         char** debuginfo_file_name) {
+  const char* urls = std::getenv("DEBUGINFOD_URLS");
+  if (urls && *urls) return -1;
+  return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+                                      debuginfo_file_name);
+}
+
+const Dwfl_Callbacks kDwflCallbacks = {dwfl_build_id_find_elf, find_local_debuginfo, dwfl_offline_section_address,
+                                       nullptr};
+
+struct DwflDeleter {
+  void operator()(Dwfl* d) const { dwfl_end(d); }
+};
+using DwflPtr = std::unique_ptr<Dwfl, DwflDeleter>;
+
+struct FrameCollector {
+  const Image& image;
+  const SymbolIndex& symbols;
+  Dwfl* dwfl;
+  Clock::time_point deadline;
+  std::vector<std::vector<Frame>>* all = nullptr;
+  std::vector<std::string>* warnings = nullptr;
+  std::vector<Frame>* out = nullptr;  // the thread being unwound
+  std::size_t thread_index = 0;
+  bool timed_out = false;
+  bool corrupt = false;
+};
+
+std::string function_name(const FrameCollector& c, Dwfl_Module* mod, Address pc) {
+  if (mod)
+    if (const char* name = dwfl_module_addrname(mod, pc)) return demangle(name);
+  const ResolvedSymbol resolved = c.symbols.resolve(pc);
+  return resolved.symbol ? demangle(resolved.symbol->name) : std::string();
+}
+
+bool read_call_site(Dwarf_Die* cu, Dwarf_Die* inlined, Frame& frame) {
+  Dwarf_Attribute attr;
+  Dwarf_Word file_index = 0, line = 0;
+  if (!dwarf_attr(inlined, DW_AT_call_file, &attr) || dwarf_formudata(&attr, &file_index) != 0) return false;
+  if (!dwarf_attr(inlined, DW_AT_call_line, &attr) || dwarf_formudata(&attr, &line) != 0) return false;
+  Dwarf_Files* files = nullptr;
+  std::size_t count = 0;
+  if (dwarf_getsrcfiles(cu, &files, &count) != 0 || file_index >= count) return false;
+  const char* name = dwarf_filesrc(files, file_index, nullptr, nullptr);
+  if (!name) return false;
+  frame.file = name;
+  frame.line = static_cast<int>(line);
+  return true;
+}
+
+// The concrete function DIE whose code holds pc (libdw's dwarf_getscopes follows an inlined function to its
+// abstract definition instead, which has neither the caller's frame base nor its variables).
+bool find_function_at(Dwarf_Die* parent, Dwarf_Addr pc, Dwarf_Die* found, int depth = 0) {
+  Dwarf_Die child;
+  if (depth > 8 || dwarf_child(parent, &child) != 0) return false;
+  do {
+    const int tag = dwarf_tag(&child);
+    if (tag == DW_TAG_subprogram && dwarf_haspc(&child, pc) == 1) {
+      *found = child;
+      return true;
+    }
+    const bool container = tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type;
+    if (container && find_function_at(&child, pc, found, depth + 1)) return true;
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return false;
+}
+
+// The scopes holding pc in a frame's code, outermost (the function) first: the function, then the lexical
+// blocks and inlined calls nested in it. Empty without debug info.
+struct ScopeChain {
+  Dwarf_Die* cu = nullptr;
+  Dwarf_Addr pc = 0;  // in the module's DWARF addresses
+  std::vector<Dwarf_Die> scopes;
+};
+
+ScopeChain scope_chain(Dwfl_Module* mod, Address pc) {
+  constexpr std::size_t kMaxNesting = 64;
+  ScopeChain chain;
+  Dwarf_Addr bias = 0;
+  chain.cu = mod ? dwfl_module_addrdie(mod, pc, &bias) : nullptr;
+  chain.pc = pc - bias;
+  Dwarf_Die function;
+  if (!chain.cu || !find_function_at(chain.cu, chain.pc, &function)) return chain;
+  chain.scopes.push_back(function);
+  for (bool deeper = true; deeper && chain.scopes.size() < kMaxNesting;) {
+    deeper = false;
+    Dwarf_Die child;
+    if (dwarf_child(&chain.scopes.back(), &child) != 0) break;
+    do {
+      const int tag = dwarf_tag(&child);
+      if ((tag == DW_TAG_lexical_block || tag == DW_TAG_inlined_subroutine) && dwarf_haspc(&child, chain.pc) == 1) {
+        chain.scopes.push_back(child);
+        deeper = true;
+        break;
+      }
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+  return chain;
+}
+
+// In code inlined into the frame's function the line table names the inlined source (a header's helper),
+// while the frame is labelled with the function's symbol: its own line is where the outermost inlined
+// call sits.
+bool add_outermost_call_site(Dwfl_Module* mod, Address pc, Frame& frame) {
+  ScopeChain chain = scope_chain(mod, pc);
+  for (Dwarf_Die& scope : chain.scopes)
+    if (dwarf_tag(&scope) == DW_TAG_inlined_subroutine) return read_call_site(chain.cu, &scope, frame);
+  return false;
+}
+
+void add_source_line(Dwfl_Module* mod, Address pc, Frame& frame) {
+  if (!mod) return;
+  if (add_outermost_call_site(mod, pc, frame)) return;
+  Dwfl_Line* line = dwfl_module_getsrc(mod, pc);
+  if (!line) return;
+  int lineno = 0;
+  if (const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
+    frame.file = file;
+    frame.line = lineno;
+  }
+}
+
+int collect_frame(Dwfl_Frame* state, void* arg) {
+  auto& c = *static_cast<FrameCollector*>(arg);
+  if (Clock::now() > c.deadline) {
+    c.timed_out = true;
+    return DWARF_CB_ABORT;
+  }
+  Frame frame;
+  if (!dwfl_frame_pc(state, &frame.pc, &frame.is_activation)) return DWARF_CB_ABORT;
+  Dwarf_Word sp = 0;
+  if (dwfl_frame_reg(state, kDwarfRsp, &sp) != 0) {
+    // Without its stack pointer a caller's frame has no known extent (nor has its callee's): stop here.
+    if (!c.out->empty()) return DWARF_CB_ABORT;
+    sp = c.image.threads()[c.thread_index].sp();
+  }
+  if (!c.out->empty()) {
+    // Stacks grow down: a caller below its callee means the unwind went astray.
+    if (sp < c.out->back().sp_low) {
+      c.corrupt = true;
+      return DWARF_CB_ABORT;
+    }
+    c.out->back().sp_high = sp;
+  }
+  frame.sp_low = frame.sp_high = sp;
+  // A return address points after the call; look up the call itself.
+  const Address lookup = frame.is_activation || frame.pc == 0 ? frame.pc : frame.pc - 1;
+  Dwfl_Module* mod = dwfl_addrmodule(c.dwfl, lookup);
+  frame.function = function_name(c, mod, lookup);
+  add_source_line(mod, lookup, frame);
+  c.out->push_back(std::move(frame));
+  return c.out->size() >= kMaxFramesPerThread ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+// The outermost frame reaches to the end of the stack mapping.
+void close_outermost_frame(const Image& image, std::vector<Frame>& frames) {
+  if (frames.empty()) return;
+  Frame& last = frames.back();
+  if (const MemoryRegion* region = image.region_at(last.sp_low)) last.sp_high = region->end;
+}
+
+// A type's size in bytes through qualifiers and typedefs; 8 (a pointer's) when DWARF does not say.
+Dwarf_Word type_size(Dwarf_Die* variable) {
+  Dwarf_Attribute attr;
+  Dwarf_Die type;
+  Dwarf_Word size = 0;
+  if (dwarf_attr_integrate(variable, DW_AT_type, &attr) && dwarf_formref_die(&attr, &type) &&
+      dwarf_aggregate_size(&type, &size) == 0 && size > 0)
+    return size;
+  return 8;
+}
+
+// The offset from the frame base when the variable lives at DW_OP_fbreg <offset> at `pc`.
+std::optional<Dwarf_Sword> frame_base_offset(Dwarf_Die* variable, Dwarf_Addr pc) {
+  Dwarf_Attribute attr;
+  if (!dwarf_attr_integrate(variable, DW_AT_location, &attr)) return std::nullopt;
+  Dwarf_Op* ops = nullptr;
+  std::size_t op_count = 0;
+  if (dwarf_getlocation_addr(&attr, pc, &ops, &op_count, 1) != 1 || op_count != 1 || ops[0].atom != DW_OP_fbreg)
+    return std::nullopt;
+  return static_cast<Dwarf_Sword>(ops[0].number);
+}
+
+// gcc's x86-64 frame base is the CFA; any other frame base is not followed.
+bool frame_base_is_cfa(Dwarf_Die* subprogram) {
+  Dwarf_Attribute attr;
+  Dwarf_Op* ops = nullptr;
+  std::size_t op_count = 0;
+  return dwarf_attr_integrate(subprogram, DW_AT_frame_base, &attr) && dwarf_getlocation(&attr, &ops, &op_count) == 0 &&
+         op_count == 1 && ops[0].atom == DW_OP_call_frame_cfa;
+}
+
+void add_scope_variables(Dwarf_Die* scope, Dwarf_Addr pc, Address cfa, std::vector<FrameVariable>& out) {
+  Dwarf_Die child;
+  if (dwarf_child(scope, &child) != 0) return;
+  do {
+    const int tag = dwarf_tag(&child);
+    if (tag != DW_TAG_variable && tag != DW_TAG_formal_parameter) continue;
+    const char* name = dwarf_diename(&child);
+    const auto offset = frame_base_offset(&child, pc);
+    if (!name || !offset) continue;
+    const Address start = cfa + static_cast<Address>(*offset);
+    out.push_back({name, start, start + type_size(&child)});
+  } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+// Variables of the scopes around pc (inlined ones included), innermost first, so inner ones shadow.
+std::vector<FrameVariable> frame_variables(Dwfl_Module* mod, Address pc, Address cfa) {
+  std::vector<FrameVariable> variables;
+  ScopeChain chain = scope_chain(mod, pc);
+  if (chain.scopes.empty() || !frame_base_is_cfa(&chain.scopes.front())) return variables;
+  for (auto scope = chain.scopes.rbegin(); scope != chain.scopes.rend(); ++scope)
+    add_scope_variables(&*scope, chain.pc, cfa, variables);
+  return variables;
+}
+
+// On x86-64 a frame's CFA is its caller's stack pointer, known once the caller is unwound.
+void add_frame_variables(Dwfl* dwfl, std::vector<Frame>& frames) {
+  for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
+    Frame& f = frames[i];
+    const Address lookup = f.is_activation || f.pc == 0 ? f.pc : f.pc - 1;
+    f.variables = frame_variables(dwfl_addrmodule(dwfl, lookup), lookup, frames[i + 1].sp_low);
+  }
+}
+
+int unwind_one_thread(Dwfl_Thread* thread, void* arg) {
+  auto& c = *static_cast<FrameCollector*>(arg);
+  const std::size_t index = static_cast<std::size_t>(dwfl_thread_tid(thread)) - 1;
+  if (index >= c.all->size()) return DWARF_CB_OK;
+  c.out = &(*c.all)[index];
+  c.thread_index = index;
+  c.corrupt = false;
+  // Errors at the end of a stack are normal (libdw reports the last frame's missing CFI as one).
+  dwfl_thread_getframes(thread, collect_frame, &c);
+  add_frame_variables(c.dwfl, *c.out);
+  close_outermost_frame(c.image, *c.out);
+  if (c.corrupt && c.warnings)
+    c.warnings->push_back(fmt::format("stack of thread tid {} looks corrupt; its unwind stops at frame #{}",
+                                      c.image.threads()[index].tid, c.out->size() - 1));
+  return c.timed_out ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+DwflPtr report_modules(const Image& image, std::vector<std::string>* warnings) {
+  DwflPtr dwfl(dwfl_begin(&kDwflCallbacks));
+  if (!dwfl) return dwfl;
+  dwfl_report_begin(dwfl.get());
+  for (const Module& m : image.modules()) {
+    if (m.file_on_disk.empty()) continue;
+    const std::string name(m.name());
+    if (!dwfl_report_elf(dwfl.get(), name.c_str(), m.file_on_disk.c_str(), -1, m.load_bias, true) && warnings)
+      warnings->push_back(fmt::format("unwinding: cannot use {} ({})", m.file_on_disk, dwfl_errmsg(-1)));
+  }
+  if (dwfl_report_end(dwfl.get(), nullptr, nullptr) != 0) return nullptr;
+  return dwfl;
+}
+
+}  // namespace
+
+std::vector<std::vector<Frame>> unwind_threads(const Image& image, const SymbolIndex& symbols,
+                                               std::vector<std::string>* warnings) {
+  const auto& threads = image.threads();
+  std::vector<std::vector<Frame>> frames(threads.size());
+  if (threads.empty()) return frames;
+  DwflPtr dwfl = report_modules(image, warnings);
+  ProcessArg process{&image, {}};
+  for (std::size_t i = 0; i < threads.size(); ++i) process.threads.push_back({&image, i});
+  if (!dwfl || !dwfl_attach_state(dwfl.get(), nullptr, image.pid() > 0 ? image.pid() : 1, &kThreadCallbacks,
+                                  &process)) {
+    if (warnings) warnings->push_back(fmt::format("cannot unwind thread stacks: {}", dwfl_errmsg(-1)));
+    return frames;
+  }
+  FrameCollector collector{image, symbols, dwfl.get(), Clock::now() + kUnwindTimeLimit, &frames, warnings};
+  dwfl_getthreads(dwfl.get(), unwind_one_thread, &collector);
+  if (collector.timed_out && warnings)
+    warnings->push_back("unwinding thread stacks took too long; some threads have partial or no frames");
+  return frames;
+}
+
+const Frame* frame_covering(const std::vector<Frame>& frames, Address address, std::size_t* index) {
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    if (!frames[i].covers(address)) continue;
+    if (index) *index = i;
+    return &frames[i];
+  }
+  return nullptr;
+}
+
+}  // namespace heapscope

@@ -1,0 +1,86 @@
+// JSON renderer of the threads report (schema: docs/json.md).
+#include <nlohmann/json.hpp>
+
+#include "formatters/render.h"
+
+namespace heapscope {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json block_json(const BlockRef& b) { return {{"address", b.address}, {"size", b.size}, {"type", b.type}}; }
+
+ordered_json path_json(const std::optional<RetainerPath>& p) {
+  if (!p) return nullptr;
+  ordered_json steps = ordered_json::array();
+  for (const PathStep& s : p->steps) {
+    ordered_json step = block_json(s.block);
+    if (s.offset) step["offset"] = *s.offset;
+    steps.push_back(step);
+  }
+  return {{"root", {{"kind", p->root.kind}, {"label", p->root.label}, {"address", p->root.address}}},
+          {"steps", steps}};
+}
+
+ordered_json live_thread_json(const LiveThreadRow& t) {
+  return {{"tid", t.tid},
+          {"name", t.name},
+          {"stack_start", t.stack_start},
+          {"stack_end", t.stack_end},
+          {"stack_size", t.stack_end - t.stack_start},
+          {"stack_retained_bytes", t.stack_retained},
+          {"registers_retained_bytes", t.registers_retained},
+          {"tls_retained_bytes", t.tls_retained}};
+}
+
+ordered_json exited_thread_json(const ExitedThreadRow& t) {
+  return {{"pthread", t.pthread},
+          {"stack_start", t.stack_start},
+          {"stack_end", t.stack_end},
+          {"stack_size", t.stack_end - t.stack_start},
+          {"in_stack_cache", t.in_stack_cache},
+          {"descriptor_retained_bytes", t.descriptor_retained},
+          {"holders", t.holders}};
+}
+
+ordered_json holder_json(const HandleHolder& h) {
+  ordered_json j;
+  if (h.block) {
+    j = {{"kind", "block"}};
+    j.update(block_json(*h.block));
+    j["path"] = path_json(h.path);
+    j["retained_by"] = h.retained_by;
+  } else if (h.root) {
+    j = {{"kind", "root"}, {"root_kind", h.root->kind}, {"label", h.root->label}, {"address", h.root->address}};
+  }
+  j["handles"] = h.handles;
+  j["stack_bytes"] = h.stack_bytes;
+  return j;
+}
+
+}  // namespace
+
+std::string render_json(const ThreadsReport& r) {
+  ordered_json threads = ordered_json::array();
+  for (const LiveThreadRow& t : r.threads) threads.push_back(live_thread_json(t));
+  ordered_json exited_threads = ordered_json::array();
+  for (const ExitedThreadRow& t : r.exited) exited_threads.push_back(exited_thread_json(t));
+  ordered_json holders = ordered_json::array();
+  for (const HandleHolder& h : r.holders) holders.push_back(holder_json(h));
+  ordered_json groups = ordered_json::array();
+  for (const HandleHolderGroup& g : r.holder_groups)
+    groups.push_back({{"holder", g.holder}, {"holders", g.holders}, {"handles", g.handles},
+                      {"stack_bytes", g.stack_bytes}});
+  ordered_json exited = {{"count", r.exited.size()},
+                         {"stack_bytes", r.exited_stack_bytes},
+                         {"descriptor_retained_bytes", r.exited_descriptor_retained},
+                         {"unheld", r.unheld_handles},
+                         {"threads", exited_threads},
+                         {"holders", holders},
+                         {"holder_groups", groups}};
+  ordered_json out = {{"command", "threads"}, {"threads", threads}, {"exited", exited}, {"warnings", r.warnings}};
+  return out.dump(2) + "\n";
+}
+
+}  // namespace heapscope
