@@ -37,13 +37,15 @@ struct RootNodeEdges {
 // Groups the root ranges into root nodes (see retention.h) and collects each node's edges.
 class RootNodeBuilder {
  public:
-  RootNodeBuilder(const Image& image, const SymbolIndex& symbols, const ReferenceGraph& graph)
-      : image_(image), symbols_(symbols), graph_(graph) {}
+  RootNodeBuilder(const Image& image, const SymbolIndex& symbols, const ReferenceGraph& graph,
+                  const std::vector<std::vector<Frame>>* frames)
+      : image_(image), symbols_(symbols), graph_(graph), frames_(frames) {}
 
   RootNodeEdges build(const RootSet& roots) {
     for (std::size_t r = 0; r < roots.ranges.size(); ++r) {
       const RootRange& range = roots.ranges[r];
       if (range.kind == RootKind::global && split_by_symbol(range)) continue;
+      if (range.kind == RootKind::stack && split_by_frame(range)) continue;
       const std::uint32_t node = node_for_range(range);
       for (std::uint32_t e : graph_.root_edges(r)) edges_.emplace_back(node, edge_target(e));
     }
@@ -146,9 +148,40 @@ class RootNodeBuilder {
     return true;
   }
 
+  // Rescans a thread's stack word by word and gives each pointer to the frame (and local variable) that
+  // holds its word; words outside every frame go to the thread's stack node. False without frames.
+  bool split_by_frame(const RootRange& r) {
+    if (!frames_ || r.thread >= frames_->size() || (*frames_)[r.thread].empty()) return false;
+    const std::vector<Frame>& frames = (*frames_)[r.thread];
+    const BlockIndex& index = graph_.index();
+    for_each_word(image_, r.start, r.end, [&](Address at, std::uint64_t word) {
+      const BlockId target = index.find(word);
+      if (target == kNoBlock) return;
+      std::size_t f = 0;
+      const Frame* frame = frame_covering(frames, at, &f);
+      edges_.emplace_back(frame ? frame_node(r.thread, f, *frame, frame->variable_at(at)) : node_for_range(r), target);
+    });
+    return true;
+  }
+
+  std::uint32_t frame_node(std::uint32_t thread, std::size_t index, const Frame& frame, const FrameVariable* variable) {
+    RootNode n;
+    n.kind = RootKind::stack;
+    n.thread = thread;
+    n.frame = static_cast<std::uint32_t>(index);
+    n.variable = variable ? variable->name : "";
+    std::string where = frame.function.empty() ? fmt::format("0x{:x}", frame.pc) : frame.function + "()";
+    if (!frame.file.empty()) where += fmt::format(" at {}:{}", frame.file.substr(frame.file.rfind('/') + 1), frame.line);
+    n.label = fmt::format("stack of {} frame #{} {}{}", thread_label(image_, thread), index, where,
+                          variable ? " variable " + variable->name : "");
+    const std::uint64_t variable_key = variable ? static_cast<std::uint64_t>(variable - frame.variables.data()) + 1 : 0;
+    return node({static_cast<int>(RootKind::stack), thread, (std::uint64_t{n.frame} << 32) | variable_key}, std::move(n));
+  }
+
   const Image& image_;
   const SymbolIndex& symbols_;
   const ReferenceGraph& graph_;
+  const std::vector<std::vector<Frame>>* frames_;
   std::vector<RootNode> nodes_;
   std::map<Key, std::uint32_t> by_key_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;  // (root node, block)
@@ -248,7 +281,7 @@ class RetentionGraph final : public DominatorGraph {
 }  // namespace
 
 Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots,
-                     const ReferenceGraph& graph)
+                     const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames)
     : block_count_(static_cast<std::uint32_t>(graph.block_count())) {
   if (block_count_ > 0) {
     PhaseTimer timer("dominators: reverse edges");
@@ -257,7 +290,7 @@ Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapM
   RootNodeEdges root_edges;
   {
     PhaseTimer timer("dominators: root nodes");
-    root_edges = RootNodeBuilder(image, symbols, graph).build(roots);
+    root_edges = RootNodeBuilder(image, symbols, graph, frames).build(roots);
     root_nodes_ = std::move(root_edges.nodes);
   }
   {

@@ -10,8 +10,9 @@
 // super-root). Leaked blocks are not in the tree, and neither is anything free.
 //
 // Roots are grouped into nodes as a person would name them:
-//   - registers: one node per thread; its stack: another node per thread (kept apart so that the kinds
-//     stay apart: the per-kind table shows what registers alone hold);
+//   - registers: one node per thread; its stack: one node per frame and local variable when the unwind
+//     and DWARF say where they are, the rest of the stack one node per thread (registers and stack are
+//     kept apart so that the kinds stay apart: the per-kind table shows what registers alone hold);
 //   - globals: one node per variable, splitting each module's writable ranges by the symbol covering each
 //     pointer word; words no symbol covers make one node per module, as do modules without symbols;
 //   - static TLS: one node per thread; dynamic TLS: one per thread and module id;
@@ -27,6 +28,7 @@
 #include "graph/reference_graph.h"
 #include "graph/roots.h"
 #include "heap/heap_model.h"
+#include "frames/unwind.h"
 #include "image/image.h"
 #include "symbols/symbol_index.h"
 
@@ -41,12 +43,17 @@ struct RootNode {
   std::string module;  // global: the module's file name; empty otherwise
   std::uint32_t thread = kNoThread;  // registers, stack, tls, dynamic_tls: index into Image::threads()
   Address address = 0;  // global variable: its address; anonymous: the mapping's start; 0 otherwise
+  static constexpr std::uint32_t kNoFrame = 0xffffffffu;
+  std::uint32_t frame = kNoFrame;  // stack: the frame (index from the innermost) when the unwind covers it
+  std::string variable;            // stack: the local variable holding the pointers, when DWARF names it
 };
 
 class Retention {
  public:
+  // `frames` (per thread, from the unwind; may be null) split each thread's stack into one root per frame
+  // and local variable.
   Retention(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots,
-            const ReferenceGraph& graph);
+            const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames = nullptr);
 
   // Node ids: blocks first (a block's node id is its BlockId), then root nodes, then one node per root
   // kind, then the super-root.

@@ -17,8 +17,9 @@ RetainerPath make_path(Session& s, std::size_t root, BlockId first, const std::v
   const auto& blocks = s.heap().blocks;
   RetainerPath p;
   p.root = root_ref(s, root, blocks[first]);
+  const Retention& retention = s.retention();
   for (BlockId b = first;; b = toward[b]) {
-    PathStep step{block_ref(s, b), std::nullopt};
+    PathStep step{block_ref(s, b), std::nullopt, retention.retained_bytes(b)};
     const BlockId next = toward[b];
     if (next != kNoBlock) step.offset = pointer_offset(s.image(), blocks[b], blocks[next]);
     p.steps.push_back(std::move(step));

@@ -74,6 +74,7 @@ std::vector<LiveThreadRow> live_threads(Session& s) {
     if (n.kind == RootKind::stack) {
       row.stack_retained += bytes;
       stack_node_thread[r.root_node_id(i)] = n.thread;
+      if (n.frame != RootNode::kNoFrame && bytes > 0) row.frames.push_back({n.frame, n.label, n.variable, bytes});
     }
   }
 
@@ -92,6 +93,8 @@ std::vector<LiveThreadRow> live_threads(Session& s) {
       split.from_tls = targets_of(s, tls, range.end);
     }
   }
+  for (LiveThreadRow& row : rows)
+    std::stable_sort(row.frames.begin(), row.frames.end(), [](auto& a, auto& b) { return a.retained > b.retained; });
   if (splits.empty()) return rows;
   for (BlockId b = 0; b < r.block_count(); ++b) {
     if (!r.reachable(b)) continue;

@@ -37,6 +37,7 @@ struct LeaksReport {
 struct PathStep {
   BlockRef block;
   std::optional<std::uint64_t> offset;  // where in this block the pointer to the next step sits
+  std::uint64_t retained = 0;           // usable bytes this block alone keeps alive (dominator tree)
 };
 
 struct RetainerPath {

@@ -11,6 +11,13 @@
 
 namespace heapscope {
 
+struct FrameRetention {
+  std::uint32_t frame = 0;  // #0 is the innermost
+  std::string label;        // "stack of thread 2 (tid 4711) frame #3 process_batch() at worker.cpp:88 variable batch"
+  std::string variable;     // empty when the pointers are in no named local
+  std::uint64_t retained = 0;
+};
+
 struct LiveThreadRow {
   std::uint32_t tid = 0;
   std::string name;                        // may be empty
@@ -18,6 +25,7 @@ struct LiveThreadRow {
   std::uint64_t stack_retained = 0;        // usable bytes of the blocks only its stack keeps alive
   std::uint64_t registers_retained = 0;    // ... only its registers
   std::uint64_t tls_retained = 0;          // ... only its static TLS, thread descriptor and dynamic TLS
+  std::vector<FrameRetention> frames;      // the stack's share per frame and local variable, largest first
 };
 
 struct ExitedThreadRow {

@@ -74,9 +74,10 @@ const Retention& Session::retention() {
   if (!retention_) {
     const ReferenceGraph& g = graph();
     const RootSet& r = roots();
+    const auto& f = frames();
     check_interrupted();
     PhaseTimer timer("dominators");
-    retention_ = std::make_unique<Retention>(*image_, symbols_, heap(), r, g);
+    retention_ = std::make_unique<Retention>(*image_, symbols_, heap(), r, g, &f);
   }
   return *retention_;
 }

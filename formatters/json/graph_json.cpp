@@ -42,6 +42,7 @@ std::string render_json(const RetainersReport& r) {
     for (const PathStep& s : p.steps) {
       ordered_json step = block_json(s.block);
       if (s.offset) step["offset"] = *s.offset;
+      step["retained"] = s.retained;
       steps.push_back(step);
     }
     paths.push_back({{"root", root_json(p.root)}, {"steps", steps}});

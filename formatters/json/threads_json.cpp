@@ -23,6 +23,13 @@ ordered_json path_json(const std::optional<RetainerPath>& p) {
           {"steps", steps}};
 }
 
+ordered_json frames_json(const std::vector<FrameRetention>& frames) {
+  ordered_json out = ordered_json::array();
+  for (const FrameRetention& f : frames)
+    out.push_back({{"frame", f.frame}, {"label", f.label}, {"variable", f.variable}, {"retained_bytes", f.retained}});
+  return out;
+}
+
 ordered_json live_thread_json(const LiveThreadRow& t) {
   return {{"tid", t.tid},
           {"name", t.name},
@@ -31,7 +38,8 @@ ordered_json live_thread_json(const LiveThreadRow& t) {
           {"stack_size", t.stack_end - t.stack_start},
           {"stack_retained_bytes", t.stack_retained},
           {"registers_retained_bytes", t.registers_retained},
-          {"tls_retained_bytes", t.tls_retained}};
+          {"tls_retained_bytes", t.tls_retained},
+          {"frames", frames_json(t.frames)}};
 }
 
 ordered_json exited_thread_json(const ExitedThreadRow& t) {

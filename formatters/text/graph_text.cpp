@@ -45,7 +45,7 @@ std::string render_text(const RetainersReport& r) {
     out += fmt::format("\nPath {} ({} steps):\n  {}{}\n", i + 1, p.steps.size(), p.root.label,
                        p.root.address ? fmt::format(" [0x{:x}]", p.root.address) : "");
     for (const PathStep& s : p.steps)
-      out += fmt::format("  → {}{}\n", block_line(s.block),
+      out += fmt::format("  → {}, retains {}{}\n", block_line(s.block), text::bytes(s.retained),
                          s.offset ? fmt::format(", pointer at +0x{:x}", *s.offset) : "");
   }
   text::append_warnings(out, r.warnings);

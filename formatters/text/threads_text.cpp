@@ -18,6 +18,7 @@ void append_live_threads(std::string& out, const std::vector<LiveThreadRow>& thr
     out += fmt::format("{:>8}  {:<16} {:>10} {:>10} {:>10} {:>10}  {}\n", t.tid, thread_name(t),
                        text::bytes(t.stack_retained), text::bytes(t.registers_retained), text::bytes(t.tls_retained),
                        text::bytes(t.stack_end - t.stack_start), mapping);
+    for (const FrameRetention& f : t.frames) out += fmt::format("{:>10}  {}\n", text::bytes(f.retained), f.label);
   }
 }
 

@@ -48,5 +48,18 @@ class FrameLabels(unittest.TestCase):
         self.assertTrue(root["label"].startswith("stack of thread "), root["label"])
 
 
+    def test_roots_and_threads_attribute_the_block_to_its_frame_and_variable(self):
+        requested = next(a.size for a in self.capture.ledger.live if a.address == self.block)
+        frame_roots = [r for r in heapscope_json("roots", self.capture.core, "-n", "0")["roots"]
+                       if r["kind"] == "stack" and "hold_block()" in r["label"]]
+        self.assertEqual(len(frame_roots), 1, frame_roots)
+        self.assertIn("variable batch", frame_roots[0]["label"])
+        self.assertGreaterEqual(frame_roots[0]["retained_bytes"], requested)
+        threads = heapscope_json("threads", self.capture.core)["threads"]
+        frames = [f for t in threads for f in t["frames"] if "hold_block()" in f["label"]]
+        self.assertEqual(len(frames), 1, threads)
+        self.assertEqual(frames[0]["variable"], "batch")
+        self.assertEqual(frames[0]["retained_bytes"], frame_roots[0]["retained_bytes"])
+
 if __name__ == "__main__":
     unittest.main()

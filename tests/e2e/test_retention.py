@@ -12,7 +12,7 @@ retained size below is exact.
 import os
 import unittest
 
-from heapscope_e2e import cached_heapscope_json, capture_program, fixture_path, run_heapscope
+from heapscope_e2e import cached_heapscope_json, capture_program, fixture_path, heapscope_json, run_heapscope
 
 FIXTURE = os.path.join("retention", "retention_tree")
 MODULE = "retention_tree"
@@ -166,6 +166,15 @@ class RetentionTree(unittest.TestCase):
         self.assertEqual(registers[0]["retained_bytes"], register_size)
         self.assertTrue(stacks[0]["label"].startswith("stack of thread 1 (tid "), stacks[0]["label"])
         self.assertNotEqual(stacks[0]["tid"], 0)
+
+    def test_retainer_paths_show_what_each_step_retains(self):
+        address, blocks, size = self.structure("tree")
+        leaves = [b for b in cached_heapscope_json("blocks", self.core, "--state", "reachable")["blocks"]
+                  if b["usable_size"] == 40]
+        steps = heapscope_json("retainers", self.core, hex(leaves[len(leaves) // 2]["address"]))["paths"][0]["steps"]
+        retained = [step["retained"] for step in steps]
+        self.assertEqual(retained[0], size, "the tree's root block retains the whole tree")
+        self.assertEqual(retained, sorted(retained, reverse=True), "each step retains no more than the one before")
 
     def test_the_leaked_block_is_in_no_root_and_shares_add_up(self):
         _, _, leaked = self.structure("leaked")

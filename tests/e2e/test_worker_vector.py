@@ -1,0 +1,58 @@
+"""A worker thread's local std::vector of 5 MB: retained by that thread, that frame, that variable —
+the same through the CLI and through LLDB."""
+
+import json
+import os
+import shutil
+import subprocess
+import unittest
+
+from heapscope_e2e import capture_fixture, heapscope_json
+
+FIVE_MB = 5 << 20
+
+
+class WorkerVector(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.capture = capture_fixture("worker_vector")
+        cls.worker_tid = cls.capture.ledger.threads[0]
+        cls.roots = heapscope_json("roots", cls.capture.core, "-n", "0")
+
+    def frame_roots(self, roots):
+        return [r for r in roots["roots"] if r["kind"] == "stack" and "park_with_batch()" in r["label"]]
+
+    def test_the_vector_is_retained_by_the_worker_frame_and_variable(self):
+        rows = self.frame_roots(self.roots)
+        self.assertEqual(len(rows), 1, self.roots["roots"][:5])
+        self.assertIn(f"(tid {self.worker_tid}) frame #", rows[0]["label"])
+        self.assertIn("variable batch", rows[0]["label"])
+        self.assertGreaterEqual(rows[0]["retained_bytes"], FIVE_MB)
+
+    def test_threads_attributes_it_to_the_worker(self):
+        threads = {t["tid"]: t for t in heapscope_json("threads", self.capture.core)["threads"]}
+        worker = threads[self.worker_tid]
+        self.assertGreaterEqual(worker["stack_retained_bytes"], FIVE_MB)
+        self.assertEqual(worker["frames"][0]["variable"], "batch")
+        self.assertGreaterEqual(worker["frames"][0]["retained_bytes"], FIVE_MB)
+
+    @unittest.skipUnless(shutil.which("lldb-16"), "lldb-16 is not installed")
+    def test_lldb_gives_the_same_roots(self):
+        plugin = os.path.join(os.path.dirname(os.path.dirname(os.environ["HEAPSCOPE"])), "plugin", "lldb",
+                              "libheapscope_lldb.so")
+        result = subprocess.run(
+            ["lldb-16", "--batch", "-o", f"plugin load {plugin}",
+             "-o", f"target create {self.capture.executable} --core {self.capture.core}",
+             "-o", "heap roots -n 0 --json"],
+            capture_output=True, text=True, timeout=120)
+        output = result.stdout
+        start = output.index("{", output.index("heap roots"))
+        lldb_roots = json.JSONDecoder().raw_decode(output[start:])[0]
+        rows = self.frame_roots(lldb_roots)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["retained_bytes"], self.frame_roots(self.roots)[0]["retained_bytes"])
+        self.assertEqual(rows[0]["label"], self.frame_roots(self.roots)[0]["label"])
+
+
+if __name__ == "__main__":
+    unittest.main()
