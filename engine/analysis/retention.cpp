@@ -170,9 +170,7 @@ class RootNodeBuilder {
     n.thread = thread;
     n.frame = static_cast<std::uint32_t>(index);
     n.variable = variable ? variable->name : "";
-    std::string where = frame.function.empty() ? fmt::format("0x{:x}", frame.pc) : frame.function + "()";
-    if (!frame.file.empty()) where += fmt::format(" at {}:{}", frame.file.substr(frame.file.rfind('/') + 1), frame.line);
-    n.label = fmt::format("stack of {} frame #{} {}{}", thread_label(image_, thread), index, where,
+    n.label = fmt::format("stack of {} frame #{} {}{}", thread_label(image_, thread), index, frame.describe(),
                           variable ? " variable " + variable->name : "");
     const std::uint64_t variable_key = variable ? static_cast<std::uint64_t>(variable - frame.variables.data()) + 1 : 0;
     return node({static_cast<int>(RootKind::stack), thread, (std::uint64_t{n.frame} << 32) | variable_key}, std::move(n));

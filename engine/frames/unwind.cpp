@@ -348,6 +348,16 @@ std::vector<std::vector<Frame>> unwind_threads(const Image& image, const SymbolI
   return frames;
 }
 
+std::string Frame::describe() const {
+  std::string out = function.empty() ? fmt::format("0x{:x}", pc)
+                                     : function.find('(') == std::string::npos ? function + "()" : function;
+  if (!file.empty()) {
+    const auto slash = file.rfind('/');
+    out += fmt::format(" at {}:{}", slash == std::string::npos ? file : file.substr(slash + 1), line);
+  }
+  return out;
+}
+
 const Frame* frame_covering(const std::vector<Frame>& frames, Address address, std::size_t* index) {
   for (std::size_t i = 0; i < frames.size(); ++i) {
     if (!frames[i].covers(address)) continue;

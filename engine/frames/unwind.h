@@ -30,6 +30,9 @@ struct Frame {
   std::vector<FrameVariable> variables;
 
   bool covers(Address a) const { return a >= sp_low && a < sp_high; }
+  // "process_batch() at worker.cpp:88", or the pc in hex when the function is unknown. C names get "()";
+  // demangled C++ names carry their parameter lists already.
+  std::string describe() const;
   // The variable whose memory holds `a`, or null.
   const FrameVariable* variable_at(Address a) const {
     for (const FrameVariable& v : variables)

@@ -285,24 +285,16 @@ namespace {
 std::string describe_stack_word(const Image& image, const RootRange& root, Address word,
                                 const std::vector<std::vector<Frame>>* frames) {
   const std::string thread = thread_label(image, root.thread);
-  const Address from_sp = word - root.anchor;
+  // Words in the red zone lie below the stack pointer.
+  const std::string from_sp = word >= root.anchor ? fmt::format("sp+0x{:x}", word - root.anchor)
+                                                  : fmt::format("sp-0x{:x}", root.anchor - word);
   std::size_t index = 0;
   const Frame* frame =
       frames && root.thread < frames->size() ? frame_covering((*frames)[root.thread], word, &index) : nullptr;
-  if (!frame) return fmt::format("stack of {}, sp+0x{:x}", thread, from_sp);
-  std::string label = fmt::format("stack of {} frame #{} ", thread, index);
-  // C names get "()"; demangled C++ names carry their parameter lists already.
-  if (frame->function.empty())
-    label += fmt::format("0x{:x}", frame->pc);
-  else
-    label += frame->function.find('(') == std::string::npos ? frame->function + "()" : frame->function;
-  if (!frame->file.empty()) {
-    const auto slash = frame->file.rfind('/');
-    label += fmt::format(" at {}:{}", slash == std::string::npos ? frame->file : frame->file.substr(slash + 1),
-                         frame->line);
-  }
+  if (!frame) return fmt::format("stack of {}, {}", thread, from_sp);
+  std::string label = fmt::format("stack of {} frame #{} {}", thread, index, frame->describe());
   if (const FrameVariable* variable = frame->variable_at(word)) label += " variable " + variable->name;
-  return label + fmt::format(" (sp+0x{:x})", from_sp);
+  return label + fmt::format(" ({})", from_sp);
 }
 
 }  // namespace
