@@ -1,6 +1,7 @@
 // JSON renderers of the graph commands' reports (schema: docs/json.md).
 #include <nlohmann/json.hpp>
 
+#include "formatters/json/json_parts.h"
 #include "formatters/render.h"
 
 namespace heapscope {
@@ -9,9 +10,7 @@ namespace {
 
 using nlohmann::ordered_json;
 
-ordered_json block_json(const BlockRef& b) { return {{"address", b.address}, {"size", b.size}, {"type", b.type}}; }
 ordered_json total_json(const StateTotal& t) { return {{"blocks", t.blocks}, {"bytes", t.bytes}}; }
-ordered_json root_json(const RootRef& r) { return {{"kind", r.kind}, {"label", r.label}, {"address", r.address}}; }
 
 std::string finish(ordered_json out, const std::vector<std::string>& warnings) {
   out["warnings"] = warnings;
@@ -34,31 +33,22 @@ std::string render_json(const LeaksReport& r) {
 }
 
 std::string render_json(const RetainersReport& r) {
-  ordered_json out = {{"command", "retainers"}, {"query", r.query}, {"target", block_json(r.target)},
+  ordered_json out = {{"command", "retainers"}, {"query", r.query}, {"target", json::block(r.target)},
                       {"verdict", r.verdict}};
   ordered_json paths = ordered_json::array();
-  for (const RetainerPath& p : r.paths) {
-    ordered_json steps = ordered_json::array();
-    for (const PathStep& s : p.steps) {
-      ordered_json step = block_json(s.block);
-      if (s.offset) step["offset"] = *s.offset;
-      step["retained"] = s.retained;
-      steps.push_back(step);
-    }
-    paths.push_back({{"root", root_json(p.root)}, {"steps", steps}});
-  }
+  for (const RetainerPath& p : r.paths) paths.push_back(json::path(p));
   out["paths"] = paths;
   out["depth_limited"] = r.depth_limited;
   return finish(std::move(out), r.warnings);
 }
 
 std::string render_json(const RefsReport& r) {
-  ordered_json out = {{"command", "refs"}, {"query", r.query}, {"target", block_json(r.target)}};
+  ordered_json out = {{"command", "refs"}, {"query", r.query}, {"target", json::block(r.target)}};
   ordered_json refs = ordered_json::array();
   for (const Referrer& ref : r.referrers) {
     if (ref.block) {
       ordered_json j = {{"kind", "block"}};
-      j.update(block_json(*ref.block));
+      j.update(json::block(*ref.block));
       j["offset"] = ref.offset;
       refs.push_back(j);
     } else if (ref.root) {
@@ -71,7 +61,7 @@ std::string render_json(const RefsReport& r) {
 }
 
 std::string render_json(const DescribeReport& r) {
-  ordered_json block = block_json(r.block);
+  ordered_json block = json::block(r.block);
   block.update({{"chunk", r.chunk}, {"chunk_size", r.chunk_size}, {"state", r.state}, {"arena", r.arena},
                 {"verdict", r.verdict}, {"possibly", r.possibly}});
   ordered_json pointers = ordered_json::array();

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "formatters/json/json_parts.h"
 #include "formatters/render.h"
 
 namespace heapscope {
@@ -24,7 +25,6 @@ ordered_json heap_json(const HeapTotals& h) {
           {"reachable_bytes", h.reachable_bytes}, {"reachable_blocks", h.reachable_blocks}};
 }
 
-ordered_json block_json(const BlockRef& b) { return {{"address", b.address}, {"size", b.size}, {"type", b.type}}; }
 
 ordered_json root_node_json(const RootNodeRef& r) {
   return {{"kind", r.kind}, {"label", r.label}, {"symbol", r.symbol}, {"module", r.module}, {"tid", r.tid},
@@ -35,7 +35,7 @@ ordered_json holder_json(const Holder& h) {
   ordered_json j;
   if (h.block) {
     j = {{"kind", "block"}};
-    j.update(block_json(*h.block));
+    j.update(json::block(*h.block));
   } else if (h.root) {
     j = {{"kind", "root"}, {"root_kind", h.root->kind}};
     ordered_json root = root_node_json(*h.root);
@@ -45,17 +45,6 @@ ordered_json holder_json(const Holder& h) {
   return j;
 }
 
-ordered_json path_json(const std::optional<RetainerPath>& p) {
-  if (!p) return nullptr;
-  ordered_json steps = ordered_json::array();
-  for (const PathStep& s : p->steps) {
-    ordered_json step = block_json(s.block);
-    if (s.offset) step["offset"] = *s.offset;
-    steps.push_back(step);
-  }
-  return {{"root", {{"kind", p->root.kind}, {"label", p->root.label}, {"address", p->root.address}}},
-          {"steps", steps}};
-}
 
 ordered_json type_row_json(const TopTypeRow& t, bool with_retained) {
   ordered_json j = {{"type", t.type}, {"count", t.count}, {"bytes", t.bytes}};
@@ -89,7 +78,7 @@ ordered_json suspect_json(const Suspect& s) {
     j["instances"] = s.instances;
     j["instance_bytes"] = s.instance_bytes;
   }
-  j["path"] = path_json(s.path);
+  j["path"] = json::path(s.path);
   return j;
 }
 
@@ -103,7 +92,7 @@ std::string finish(ordered_json out, const std::vector<std::string>& warnings) {
 std::string render_json(const TopReport& r) {
   ordered_json rows = ordered_json::array();
   for (const TopBlockRow& b : r.blocks) {
-    ordered_json j = block_json(b.block);
+    ordered_json j = json::block(b.block);
     add_retained(j, b.retained);
     rows.push_back(j);
   }

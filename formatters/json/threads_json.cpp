@@ -1,6 +1,7 @@
 // JSON renderer of the threads report (schema: docs/json.md).
 #include <nlohmann/json.hpp>
 
+#include "formatters/json/json_parts.h"
 #include "formatters/render.h"
 
 namespace heapscope {
@@ -9,19 +10,7 @@ namespace {
 
 using nlohmann::ordered_json;
 
-ordered_json block_json(const BlockRef& b) { return {{"address", b.address}, {"size", b.size}, {"type", b.type}}; }
 
-ordered_json path_json(const std::optional<RetainerPath>& p) {
-  if (!p) return nullptr;
-  ordered_json steps = ordered_json::array();
-  for (const PathStep& s : p->steps) {
-    ordered_json step = block_json(s.block);
-    if (s.offset) step["offset"] = *s.offset;
-    steps.push_back(step);
-  }
-  return {{"root", {{"kind", p->root.kind}, {"label", p->root.label}, {"address", p->root.address}}},
-          {"steps", steps}};
-}
 
 ordered_json frames_json(const std::vector<FrameRetention>& frames) {
   ordered_json out = ordered_json::array();
@@ -56,8 +45,8 @@ ordered_json holder_json(const HandleHolder& h) {
   ordered_json j;
   if (h.block) {
     j = {{"kind", "block"}};
-    j.update(block_json(*h.block));
-    j["path"] = path_json(h.path);
+    j.update(json::block(*h.block));
+    j["path"] = json::path(h.path);
     j["retained_by"] = h.retained_by;
   } else if (h.root) {
     j = {{"kind", "root"}, {"root_kind", h.root->kind}, {"label", h.root->label}, {"address", h.root->address}};
