@@ -21,12 +21,6 @@ std::size_t root_kind_count(const RootSet& roots) {
   return n;
 }
 
-std::string thread_label(const Image& image, std::uint32_t thread) {
-  const auto& threads = image.threads();
-  return thread < threads.size() ? fmt::format("thread {} (tid {})", thread + 1, threads[thread].tid)
-                                 : fmt::format("thread {}", thread + 1);
-}
-
 // The root nodes and their edges to blocks, in CSR form: node i's blocks are targets[offsets[i] ..
 // offsets[i + 1]).
 struct RootNodeEdges {

@@ -14,11 +14,6 @@ namespace {
 
 constexpr Address kRedZone = 128;  // the x86-64 ABI lets leaf functions keep data below the stack pointer
 
-std::string thread_label(const Image& image, std::uint32_t index) {
-  const auto& threads = image.threads();
-  return index < threads.size() ? fmt::format("thread {} (tid {})", index + 1, threads[index].tid)
-                                : fmt::format("thread {}", index + 1);
-}
 
 using Ranges = std::vector<HeapSegment>;
 
@@ -236,6 +231,12 @@ std::string static_tls_variable(const Image& image, const SymbolIndex& symbols, 
 }
 
 }  // namespace
+
+std::string thread_label(const Image& image, std::uint32_t index) {
+  const auto& threads = image.threads();
+  return index < threads.size() ? fmt::format("thread {} (tid {})", index + 1, threads[index].tid)
+                                : fmt::format("thread {}", index + 1);
+}
 
 const char* root_kind_name(RootKind k) {
   switch (k) {

@@ -22,6 +22,9 @@ enum class RootKind : std::uint8_t {
   anonymous,  // other anonymous writable memory that is neither heap nor a stack (custom mmaps, ld.so's own allocations)
   exited_thread,  // the descriptor (struct pthread) of an exited thread glibc still keeps; its stack is dead
 };
+// "thread 3 (tid 1234)" for the thread at `index` of Image::threads() (numbered from 1, as debuggers do).
+std::string thread_label(const Image& image, std::uint32_t index);
+
 // "register", "stack", "global", "tls", "dynamic_tls", "anonymous", "exited_thread"
 const char* root_kind_name(RootKind k);
 

@@ -11,12 +11,6 @@ namespace {
 
 constexpr std::size_t kMaxThreads = 1 << 20;
 
-const Module* module_named(const Image& image, std::string_view prefix) {
-  for (const Module& m : image.modules())
-    if (m.name().substr(0, prefix.size()) == prefix) return &m;
-  return nullptr;
-}
-
 // A `_thread_db_*` descriptor is {size in bits, count, offset} as three uint32; the offset is what we need.
 std::optional<std::uint64_t> descriptor_offset(const Image& image, const SymbolIndex& symbols, const Module& libc,
                                                std::string_view name) {
@@ -34,8 +28,8 @@ struct Layout {
 };
 
 std::optional<Layout> find_layout(const Image& image, const SymbolIndex& symbols, std::vector<std::string>& warnings) {
-  const Module* libc = module_named(image, "libc.so");
-  const Module* ld = module_named(image, "ld-linux");
+  const Module* libc = symbols.find_module("libc.so");
+  const Module* ld = symbols.find_module("ld-linux");
   if (!libc || !ld) return std::nullopt;  // static executable or not glibc: no thread list to read
   Layout l;
   const auto rtld = symbols.address_of(*ld, "_rtld_global");
