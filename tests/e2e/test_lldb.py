@@ -15,76 +15,19 @@ The plugin is found next to the CLI's build directory (build/plugin/lldb/libheap
 where $HEAPSCOPE_LLDB_PLUGIN says.
 """
 
-import json
 import os
 import re
-import selectors
-import shutil
-import subprocess
 import unittest
 
-from heapscope_e2e import heapscope_json, heapscope_path, work_dir
+from heapscope_e2e import heapscope_json, work_dir
+from lldb_session import LiveScenario, require_lldb_and_gdb, run_lldb
 from test_leaks import PATHS_WANTED, capture_leak_fixture, leak_fixture_path, parse_leak_ledger
 
-LLDB = "lldb-16"
-GDB = "gdb"
-LLDB_TIMEOUT_SECONDS = 180
 FIXTURE = "leak_shapes"
-# How long a fixture may take to print READY, and gdb to write its core.
-READY_TIMEOUT_SECONDS = 60
-GCORE_TIMEOUT_SECONDS = 120
 # The commands' JSON fields that say something about the process (warnings name the image source).
 IGNORED_FIELDS = frozenset({"warnings"})
 # Address arguments given as LLDB expressions on leak_shapes, and the global each one's block hangs from.
 EXPRESSIONS = {"g_kept_list": "g_kept_list", "(void*)g_table[2]": "g_table"}
-
-
-def plugin_path():
-    explicit = os.environ.get("HEAPSCOPE_LLDB_PLUGIN")
-    if explicit:
-        return explicit
-    build_dir = os.path.dirname(os.path.dirname(heapscope_path()))  # HEAPSCOPE is build/coredump/heapscope
-    return os.path.join(build_dir, "plugin", "lldb", "libheapscope_lldb.so")
-
-
-class LldbRun:
-    """One batch run of lldb-16: its exit status, output, and the output of each command it echoed."""
-
-    def __init__(self, completed):
-        self.returncode = completed.returncode
-        self.stdout = completed.stdout
-        self.stderr = completed.stderr
-        self.sections = []  # [command, output]
-        for line in completed.stdout.splitlines(keepends=True):
-            if line.startswith("(lldb) "):
-                self.sections.append([line[len("(lldb) "):].rstrip("\n"), ""])
-            elif self.sections:
-                self.sections[-1][1] += line
-
-    def output_of(self, command):
-        outputs = [output for echoed, output in self.sections if echoed == command]
-        if not outputs:
-            raise AssertionError(f"lldb did not run {command!r}:\n{self.stdout[-2000:]}\n{self.stderr[-2000:]}")
-        return outputs[0]
-
-    def json_of(self, command):
-        output = self.output_of(command)
-        try:
-            return json.loads(output)
-        except json.JSONDecodeError as e:
-            raise AssertionError(f"{command!r} printed no JSON ({e}): {output[:500]!r}\nstderr: "
-                                 f"{self.stderr[-1000:]}") from None
-
-
-def run_lldb(commands, lldb_args=(), load_plugin=True):
-    """Runs lldb-16 --batch with the plugin loaded first, then `commands` (each one -o)."""
-    all_commands = ([f"plugin load {plugin_path()}"] if load_plugin else []) + list(commands)
-    args = [LLDB, "--batch", "--no-lldbinit", *lldb_args]
-    for command in all_commands:
-        args += ["-o", command]
-    completed = subprocess.run(args, capture_output=True, text=True, timeout=LLDB_TIMEOUT_SECONDS,
-                               stdin=subprocess.DEVNULL)
-    return LldbRun(completed)
 
 
 def comparable(report):
@@ -106,11 +49,7 @@ def leaked_addresses(blocks_report):
 class PluginTestCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        for tool in (LLDB, GDB):
-            if shutil.which(tool) is None:
-                raise unittest.SkipTest(f"{tool} is not installed (scripts/install-deps installs it)")
-        if not os.path.isfile(plugin_path()):
-            raise AssertionError(f"the LLDB plugin is not built: no {plugin_path()}")
+        require_lldb_and_gdb()
 
     def assert_same_report(self, lldb_report, cli_report, what):
         self.assertEqual(comparable(lldb_report), comparable(cli_report), what)
@@ -166,43 +105,15 @@ class AttachedProcessTests(PluginTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        directory = work_dir()
-        cls.ledger_file = os.path.join(directory, "lldb-attached.ledger")
-        cls.core = os.path.join(directory, "lldb-attached.core")
-        for stale in (cls.ledger_file, cls.core):
-            if os.path.exists(stale):
-                os.remove(stale)
-        cls.process = subprocess.Popen([leak_fixture_path(FIXTURE)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                       stdin=subprocess.DEVNULL, env=dict(os.environ, HEAPSCOPE_LEDGER=cls.ledger_file))
-        try:
-            cls.wait_until_ready()
-            cls.ledger, cls.expectations = parse_leak_ledger(cls.ledger_file)
+        def commands(ledger_file):
+            cls.ledger, cls.expectations = parse_leak_ledger(ledger_file)
             cls.anonymous = next(e.address for e in cls.expectations if e.tag == "anonymous")
             cls.tls_block = next(e.address for e in cls.expectations if e.tag == "tls")
-            pid = cls.process.pid
-            # The SIGSTOP waits while LLDB holds the process and stops it as soon as LLDB lets go.
-            cls.lldb = run_lldb(["heap leaks --json", "heap blocks --state leaked --json", retainers_command("g_kept_list"),
-                                retainers_command(f"(void*){cls.anonymous:#x}"), retainers_command(f"{cls.tls_block:#x}"),
-                                f"script import os, signal; os.kill({pid}, signal.SIGSTOP)", "process detach"],
-                               lldb_args=["-p", str(pid)])
-            gcore = subprocess.run([GDB, "-batch", "-nx", "-p", str(pid), "-ex", f"gcore {cls.core}"],
-                                   capture_output=True, text=True, timeout=GCORE_TIMEOUT_SECONDS)
-            if not os.path.isfile(cls.core):
-                raise AssertionError(f"gdb wrote no core of pid {pid}: {gcore.stdout[-1000:]} {gcore.stderr[-1000:]}")
-        finally:
-            cls.process.kill()
-            cls.process.wait()
+            return ["heap leaks --json", "heap blocks --state leaked --json", retainers_command("g_kept_list"),
+                    retainers_command(f"(void*){cls.anonymous:#x}"), retainers_command(f"{cls.tls_block:#x}")]
 
-    @classmethod
-    def wait_until_ready(cls):
-        # The fixture prints READY once its heap is complete and its ledger written, then parks.
-        with selectors.DefaultSelector() as selector:
-            selector.register(cls.process.stdout, selectors.EVENT_READ)
-            if not selector.select(timeout=READY_TIMEOUT_SECONDS):
-                raise AssertionError(f"{FIXTURE} did not print READY within {READY_TIMEOUT_SECONDS} s")
-        line = cls.process.stdout.readline()
-        if line.strip() != b"READY":
-            raise AssertionError(f"{FIXTURE} printed {line!r} instead of READY (exit status {cls.process.poll()})")
+        scenario = LiveScenario("lldb-attached", leak_fixture_path(FIXTURE), commands)
+        cls.lldb, cls.core = scenario.lldb, scenario.core
 
     def test_detached_cleanly(self):
         self.assertIn("detached", self.lldb.output_of("process detach"))
