@@ -33,5 +33,7 @@ std::string render_text(const RootsReport& r);
 std::string render_json(const RootsReport& r);
 std::string render_text(const ThreadsReport& r);
 std::string render_json(const ThreadsReport& r);
+std::string render_text(const CoroutinesReport& r);
+std::string render_json(const CoroutinesReport& r);
 
 }  // namespace heapscope

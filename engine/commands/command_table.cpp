@@ -16,6 +16,8 @@ const std::vector<CommandEntry>& command_table() {
       {"roots", "Retained bytes per root kind, then per root (global variable, thread, TLS block)", make_roots_command},
       {"threads", "Per thread: bytes its stack, registers and TLS retain; exited threads and who holds their pthread_t",
        make_threads_command},
+      {"coroutines", "C++20 coroutine frames per coroutine function; --stacks: async stacks, identical ones folded",
+       make_coroutines_command},
   };
   return table;
 }

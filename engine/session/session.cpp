@@ -65,8 +65,20 @@ const BlockTypes& Session::types() {
     check_interrupted();
     PhaseTimer timer("types");
     types_ = infer_types(*image_, symbols_, h, r);
+    type_coroutine_frames(*types_, coroutines());
   }
   return *types_;
+}
+
+const CoroutineFrames& Session::coroutines() {
+  std::lock_guard lock(mutex_);
+  if (!coroutines_) {
+    const HeapModel& h = heap();
+    check_interrupted();
+    PhaseTimer timer("coroutines");
+    coroutines_ = find_coroutine_frames(*image_, symbols_, h);
+  }
+  return *coroutines_;
 }
 
 const Retention& Session::retention() {
@@ -113,6 +125,7 @@ std::vector<std::string> Session::warnings() const {
   all.insert(all.end(), sym.begin(), sym.end());
   if (heap_) all.insert(all.end(), heap_->warnings.begin(), heap_->warnings.end());
   if (roots_) all.insert(all.end(), roots_->warnings.begin(), roots_->warnings.end());
+  if (coroutines_) all.insert(all.end(), coroutines_->warnings.begin(), coroutines_->warnings.end());
   all.insert(all.end(), frame_warnings_.begin(), frame_warnings_.end());
   std::vector<std::string> unique;
   for (auto& w : all)

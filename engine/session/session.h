@@ -19,6 +19,7 @@
 #include "graph/roots.h"
 #include "heap/heap_model.h"
 #include "types/block_types.h"
+#include "types/coroutine_frames.h"
 #include "image/image.h"
 #include "symbols/symbol_index.h"
 
@@ -48,7 +49,8 @@ class Session {
   const RootSet& roots();
   const ReferenceGraph& graph();          // pointer scan of blocks and roots
   const LeakVerdicts& verdicts();
-  const BlockTypes& types();
+  const BlockTypes& types();              // symbol typing, coroutine frames included
+  const CoroutineFrames& coroutines();   // C++20 coroutine frames on the heap and their awaiters
   const Retention& retention();          // dominator tree and retained sizes
   // Call stacks of every thread (indexed like Image::threads()); needs no heap, never throws for a bad stack.
   const std::vector<std::vector<Frame>>& frames();
@@ -77,6 +79,7 @@ class Session {
   std::unique_ptr<ReferenceGraph> graph_;
   std::optional<LeakVerdicts> verdicts_;
   std::optional<BlockTypes> types_;
+  std::optional<CoroutineFrames> coroutines_;
   std::unique_ptr<Retention> retention_;
   std::optional<std::vector<std::vector<Frame>>> frames_;
   std::vector<std::string> frame_warnings_;

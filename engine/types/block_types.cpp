@@ -68,6 +68,12 @@ std::string functor_type_from_manager(const std::string& demangled) {
   return args.back();
 }
 
+void type_coroutine_frames(BlockTypes& types, const CoroutineFrames& coroutines) {
+  std::vector<std::uint32_t> ids;
+  for (const CoroutineFunction& f : coroutines.functions) ids.push_back(types.intern("coroutine frame " + f.name));
+  for (const CoroutineFrame& frame : coroutines.frames) types.set(frame.block, ids[frame.function]);
+}
+
 std::string BlockTypes::name(std::size_t block, const Block& b) const {
   const std::uint32_t id = type_id(block);
   return id == kUnknown ? fmt::format("unknown ({} bytes)", b.usable_size()) : names_[id];

@@ -9,6 +9,7 @@
 #include "graph/roots.h"
 #include "heap/heap_model.h"
 #include "symbols/symbol_index.h"
+#include "types/coroutine_frames.h"
 
 namespace heapscope {
 
@@ -31,6 +32,9 @@ class BlockTypes {
 };
 
 BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots);
+
+// Types each coroutine frame "coroutine frame <function>".
+void type_coroutine_frames(BlockTypes& types, const CoroutineFrames& coroutines);
 
 // "std::_Function_base::_Base_manager<main::{lambda()#1}>::_M_manager(...)" → "main::{lambda()#1}"; empty when
 // the name is not a std::function manager.
