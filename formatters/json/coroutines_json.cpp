@@ -30,7 +30,7 @@ ordered_json stack_json(const AsyncStack& s) {
 std::string render_json(const CoroutinesReport& r) {
   ordered_json functions = ordered_json::array();
   for (const CoroutineFunctionRow& f : r.functions) functions.push_back(function_json(f));
-  ordered_json out = {{"total_frames", r.total_frames}, {"total_bytes", r.total_bytes}, {"functions", functions}};
+  ordered_json out = {{"command", "coroutines"}, {"total_frames", r.total_frames}, {"total_bytes", r.total_bytes}, {"functions", functions}};
   if (r.with_stacks) {
     ordered_json stacks = ordered_json::array();
     for (const AsyncStack& s : r.stacks) stacks.push_back(stack_json(s));

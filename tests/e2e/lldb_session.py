@@ -111,6 +111,7 @@ class LiveScenario:
         finally:
             process.kill()
             process.wait()
+            process.stdout.close()
 
 
 def _wait_until_ready(process, name):
