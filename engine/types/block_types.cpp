@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "graph/block_index.h"
 #include "image/memory_cursor.h"
 #include "image/word_scan.h"
+#include "types/functor_sources.h"
 
 namespace heapscope {
 
@@ -42,19 +44,40 @@ std::vector<std::string> template_args_before(const std::string& s, std::size_t 
   return args;
 }
 
-// Runtime addresses of std::function manager functions in every module → functor type name.
-std::unordered_map<Address, std::string> manager_functions(const Image& image, const SymbolIndex& symbols) {
-  std::unordered_map<Address, std::string> out;
+struct Manager {
+  std::string functor_type;
+  const ModuleSymbols* module = nullptr;
+  Address value = 0;  // the symbol's (link-time) value
+};
+
+// Runtime addresses of std::function manager functions in every module → what they manage.
+std::unordered_map<Address, Manager> manager_functions(const Image& image, const SymbolIndex& symbols) {
+  std::unordered_map<Address, Manager> out;
   for (const Module& m : image.modules()) {
     const ModuleSymbols* syms = symbols.symbols_for(m);
     if (!syms) continue;
     for (const Symbol& s : syms->symbols()) {
       if (s.kind != SymbolKind::function || s.name.find("_M_manager") == std::string::npos) continue;
       std::string type = functor_type_from_manager(demangle(s.name));
-      if (!type.empty()) out.emplace(m.load_bias + s.value, std::move(type));
+      if (!type.empty()) out.emplace(m.load_bias + s.value, Manager{std::move(type), syms, s.value});
     }
   }
   return out;
+}
+
+// Appends " (file.cpp:42)" to the type name of each functor whose definition DWARF gives (a lambda's is
+// the lambda expression): one lambda type name may stand for many lambdas of one function.
+void name_functor_sources(BlockTypes& types, const std::unordered_map<const Manager*, std::uint32_t>& used) {
+  std::map<const ModuleSymbols*, std::vector<std::pair<const Manager*, std::uint32_t>>> by_module;
+  for (const auto& [manager, id] : used) by_module[manager->module].push_back({manager, id});
+  for (const auto& [module, managers] : by_module) {
+    std::vector<Address> values;
+    for (const auto& [manager, id] : managers) values.push_back(manager->value);
+    const std::map<Address, SourceLocation> sources = functor_sources(*module, values);
+    for (const auto& [manager, id] : managers)
+      if (auto it = sources.find(manager->value); it != sources.end())
+        types.rename(id, fmt::format("{} ({})", manager->functor_type, it->second.describe()));
+  }
 }
 
 }  // namespace
@@ -84,6 +107,10 @@ std::uint32_t BlockTypes::intern(const std::string& name) {
   if (it != names_.end()) return static_cast<std::uint32_t>(it - names_.begin());
   names_.push_back(name);
   return static_cast<std::uint32_t>(names_.size() - 1);
+}
+
+void BlockTypes::rename(std::uint32_t id, std::string name) {
+  if (id != kUnknown && id < names_.size()) names_[id] = std::move(name);
 }
 
 std::size_t BlockTypes::typed_blocks() const {
@@ -119,11 +146,11 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
   if (managers.empty()) return types;
   const BlockIndex index(heap);
   Address lo = ~Address{0}, hi = 0;
-  for (const auto& [addr, name] : managers) {
+  for (const auto& [addr, manager] : managers) {
     lo = std::min(lo, addr);
     hi = std::max(hi, addr);
   }
-  std::unordered_map<std::string, std::uint32_t> functor_ids;
+  std::unordered_map<const Manager*, std::uint32_t> functor_ids;
   auto visit = [&](Address at, std::uint64_t word) {
     if (word < lo || word > hi) return;
     auto m = managers.find(word);
@@ -132,14 +159,15 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
     if (!functor) return;
     const BlockId target = index.find(*functor);
     if (target == kNoBlock || heap.blocks[target].address() != *functor) return;
-    auto [it, fresh] = functor_ids.try_emplace(m->second, 0);
-    if (fresh) it->second = types.intern(m->second);
+    auto [it, fresh] = functor_ids.try_emplace(&m->second, 0);
+    if (fresh) it->second = types.intern(m->second.functor_type);
     types.set(target, it->second);
   };
   for (const Block& b : heap.blocks)
     if (is_allocated(b.state)) for_each_word(image, b.address(), b.address() + b.usable_size(), visit);
   for (const RootRange& r : roots.ranges)
     if (r.kind != RootKind::registers) for_each_word(image, r.start, r.end, visit);
+  name_functor_sources(types, functor_ids);
   return types;
 }
 

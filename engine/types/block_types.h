@@ -1,6 +1,7 @@
-// Types of heap blocks from symbols alone (DWARF typing comes later): a C++ object's vtable pointer at
-// offset 0 names its dynamic type; a functor stored by std::function is named by its libstdc++ manager
-// function, found next to the pointer to it. Everything else is "unknown (N bytes)".
+// Types of heap blocks from symbols (DWARF typing of every block comes later): a C++ object's vtable pointer
+// at offset 0 names its dynamic type; a functor stored by std::function is named by its libstdc++ manager
+// function, found next to the pointer to it, and DWARF adds where the functor (a lambda) was written;
+// coroutine frames by their resume/destroy clones. Everything else is "unknown (N bytes)".
 #pragma once
 
 #include <string>
@@ -22,6 +23,7 @@ class BlockTypes {
   // The type's name, or "unknown (N bytes)" for untyped blocks.
   std::string name(std::size_t block, const Block& b) const;
   std::uint32_t intern(const std::string& name);
+  void rename(std::uint32_t id, std::string name);
   void set(std::size_t block, std::uint32_t id) { ids_[block] = id; }
   void resize(std::size_t blocks) { ids_.assign(blocks, kUnknown); }
   std::size_t typed_blocks() const;

@@ -1,8 +1,15 @@
-"""Types from symbols: C++ objects named by their vtables, a heap functor named by std::function's manager."""
+"""Types from symbols: C++ objects named by their vtables, a heap functor named by std::function's manager
+and placed by DWARF at its lambda expression."""
 
+import os
 import unittest
 
 from heapscope_e2e import capture_fixture, heapscope_json
+
+
+def line_of(source, text):
+    with open(source, encoding="utf-8") as f:
+        return next(number for number, line in enumerate(f, 1) if text in line)
 
 
 class SymbolTypes(unittest.TestCase):
@@ -21,6 +28,11 @@ class SymbolTypes(unittest.TestCase):
         self.assertEqual(len(lambdas), 1, f"one lambda type expected among {sorted(self.histogram)}")
         self.assertIn("main", lambdas[0])
         self.assertEqual(self.histogram[lambdas[0]]["count"], 1)
+
+    def test_the_lambda_is_placed_at_its_source_line(self):
+        source = os.path.join(os.environ["HEAPSCOPE_SOURCE_DIR"], "tests", "fixtures", "typed_objects.cpp")
+        (name,) = [name for name in self.histogram if "lambda" in name]
+        self.assertTrue(name.endswith(f" (typed_objects.cpp:{line_of(source, 'g_scale = [')})"), name)
 
     def test_describe_and_blocks_agree_on_the_type(self):
         blocks = heapscope_json("blocks", self.capture.core, "--state", "reachable")["blocks"]
