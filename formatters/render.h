@@ -33,5 +33,7 @@ std::string render_text(const RootsReport& r);
 std::string render_json(const RootsReport& r);
 std::string render_text(const ThreadsReport& r);
 std::string render_json(const ThreadsReport& r);
+std::string render_text(const ChainsReport& r);
+std::string render_json(const ChainsReport& r);
 
 }  // namespace heapscope

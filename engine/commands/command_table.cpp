@@ -16,6 +16,7 @@ const std::vector<CommandEntry>& command_table() {
       {"roots", "Retained bytes per root kind, then per root (global variable, thread, TLS block)", make_roots_command},
       {"threads", "Per thread: bytes its stack, registers and TLS retain; exited threads and who holds their pthread_t",
        make_threads_command},
+      {"chains", "Chains of same-type blocks linked one to one: wrapped callbacks, runaway lists", make_chains_command},
   };
   return table;
 }
