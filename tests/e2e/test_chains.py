@@ -14,6 +14,7 @@ FIXTURE = "callback_chain"
 HISTORY_LENGTH = 200      # the std::list decoy
 SPARE_EVENTS = 100        # the C list decoy, 48-byte nodes
 ROUTE_NODE_SIZE = 32      # the tree decoy's nodes
+LOST_TIMERS = 20          # the leaked C list, 64-byte nodes
 IGNORED_FIELDS = frozenset({"warnings"})
 
 
@@ -87,6 +88,15 @@ class ChainsOnCore(unittest.TestCase):
         self.assertEqual(spares[0]["depth"], 1)
         self.assertEqual([c for c in chains if c["type"] == unknown_type(ROUTE_NODE_SIZE)], [], "the tree")
         self.assertEqual(self.report["chains"], sorted(chains, key=lambda c: -c["bytes"]))
+
+    def test_a_lost_list_is_a_leaked_chain(self):
+        lost = [c for c in self.report["chains"] if c["type"] == unknown_type(64)]
+        self.assertEqual([c["length"] for c in lost], [LOST_TIMERS])
+        self.assertTrue(lost[0]["leaked"])
+        self.assertEqual((lost[0]["depth"], lost[0]["head_retained"], lost[0]["path"]), (None, None, None))
+        direct = {b["address"] for b in heapscope_json("blocks", self.capture.core, "--state", "direct")["blocks"]}
+        self.assertIn(lost[0]["head"]["address"], direct, "the head is where the lost list starts")
+        self.assertNotIn(lost[0]["tail"]["address"], direct)
 
     def test_min_length_and_count(self):
         long_only = heapscope_json("chains", self.capture.core, "--min-length", SPARE_EVENTS + 1)
