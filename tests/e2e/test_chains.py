@@ -16,6 +16,8 @@ SPARE_EVENTS = 100        # the C list decoy, 48-byte nodes
 ROUTE_NODE_SIZE = 32      # the tree decoy's nodes
 LOST_TIMERS = 20          # the leaked C list, 64-byte nodes
 IGNORED_FIELDS = frozenset({"warnings"})
+# The diagnosis of docs/walkthroughs/callback-chain.md (there in text).
+TOP_COMMAND = "heap top --by type -n 5 --json"
 
 
 def usable_size(requested):
@@ -131,7 +133,7 @@ class ChainsLiveInLldb(unittest.TestCase):
 
         def commands(ledger_file):
             cls.expected = expected_chain(parse_ledger(ledger_file))
-            return ["heap top --json", "heap chains --json", f"heap retainers {cls.expected['head']:#x} --json"]
+            return [TOP_COMMAND, "heap chains --json", f"heap retainers {cls.expected['head']:#x} --json"]
 
         scenario = LiveScenario("callback-chain", fixture_path(FIXTURE), commands)
         cls.lldb, cls.core = scenario.lldb, scenario.core
@@ -141,8 +143,10 @@ class ChainsLiveInLldb(unittest.TestCase):
         self.assertEqual(comparable(live), comparable(heapscope_json("chains", self.core)))
 
     def test_three_commands_find_the_chain_and_what_holds_it(self):
-        # 1. heap top: the global is where the heap goes.
-        top = self.lldb.json_of("heap top --json")
+        # 1. heap top: one lambda type and one global are where the heap goes.
+        top = self.lldb.json_of(TOP_COMMAND)
+        self.assertEqual(top["rows"][0]["count"], self.expected["length"])
+        self.assertIn("wrap_callback", top["rows"][0]["type"])
         suspect = top["suspects"][0]
         self.assertEqual(suspect["kind"], "big_retainer")
         self.assertIn("g_pipeline", suspect["holder"]["label"])
