@@ -35,5 +35,7 @@ std::string render_text(const ThreadsReport& r);
 std::string render_json(const ThreadsReport& r);
 std::string render_text(const CoroutinesReport& r);
 std::string render_json(const CoroutinesReport& r);
+std::string render_text(const ChainsReport& r);
+std::string render_json(const ChainsReport& r);
 
 }  // namespace heapscope

@@ -70,6 +70,12 @@ RetainersReport find_retainers(Session& s, BlockId target, Address query, std::s
   return r;
 }
 
+std::optional<RetainerPath> shortest_retainer_path(Session& s, BlockId target) {
+  RetainersReport found = find_retainers(s, target, s.heap().blocks[target].address(), 1, kDefaultPathDepth);
+  if (found.paths.empty()) return std::nullopt;
+  return std::move(found.paths.front());
+}
+
 RefsReport find_referrers(Session& s, BlockId target, Address query) {
   const ReferenceGraph& g = s.graph();
   const auto& blocks = s.heap().blocks;

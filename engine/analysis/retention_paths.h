@@ -1,14 +1,22 @@
 #pragma once
 
+#include <optional>
+
 #include "reports/graph_reports.h"
 #include "session/session.h"
 
 namespace heapscope {
 
+// The longest retainer path reports look for, in blocks.
+inline constexpr std::size_t kDefaultPathDepth = 10000;
+
 // Shortest paths from roots to block `target`, at most `max_paths` of them (each from a different root
 // or through a different first block), none longer than `max_depth` blocks.
 RetainersReport find_retainers(Session& s, BlockId target, Address query, std::size_t max_paths,
                                std::size_t max_depth);
+
+// One shortest path from a root to `target`; none when no root reaches it within kDefaultPathDepth blocks.
+std::optional<RetainerPath> shortest_retainer_path(Session& s, BlockId target);
 
 // Every block and root that points into `target`.
 RefsReport find_referrers(Session& s, BlockId target, Address query);

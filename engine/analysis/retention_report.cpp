@@ -8,13 +8,12 @@
 
 #include "analysis/block_refs.h"
 #include "analysis/retention_paths.h"
+#include "analysis/type_groups.h"
 #include "util/phase_timer.h"
 
 namespace heapscope {
 
 namespace {
-
-constexpr std::size_t kPathDepthLimit = 10000;
 
 double percent_of_heap(const Retention& r, std::uint64_t bytes) {
   return r.in_use_bytes() ? 100.0 * static_cast<double>(bytes) / static_cast<double>(r.in_use_bytes()) : 0;
@@ -57,47 +56,6 @@ std::uint64_t big_retainer_threshold(const Retention& r) {
   return std::max<std::uint64_t>(
       1, static_cast<std::uint64_t>(std::ceil(static_cast<double>(r.in_use_bytes()) * kBigRetainerShare)));
 }
-
-// Dense ids for the names blocks go by in reports: one per BlockTypes type, and one "unknown (N bytes)"
-// per usable size. Lookups are table reads for all but huge untyped blocks, since every reachable block
-// is looked up.
-class TypeGroups {
- public:
-  static constexpr std::uint32_t kNone = 0xffffffffu;
-
-  TypeGroups(const HeapModel& heap, const BlockTypes& types) : heap_(heap), types_(types) {}
-
-  std::uint32_t of(BlockId b) {
-    if (const std::uint32_t typed = types_.type_id(b); typed != BlockTypes::kUnknown) return slot(by_type_, typed, b);
-    const std::uint64_t size = heap_.blocks[b].usable_size();
-    if (size / 8 < kDirectSizes) return slot(by_small_size_, size / 8, b);
-    auto [it, fresh] = by_large_size_.try_emplace(size, static_cast<std::uint32_t>(examples_.size()));
-    if (fresh) examples_.push_back(b);
-    return it->second;
-  }
-  std::string name(std::uint32_t group) const {
-    const BlockId b = examples_[group];
-    return types_.name(b, heap_.blocks[b]);
-  }
-
- private:
-  static constexpr std::size_t kDirectSizes = std::size_t{1} << 16;
-
-  std::uint32_t slot(std::vector<std::uint32_t>& table, std::size_t i, BlockId b) {
-    if (i >= table.size()) table.resize(i + 1, kNone);
-    if (table[i] == kNone) {
-      table[i] = static_cast<std::uint32_t>(examples_.size());
-      examples_.push_back(b);
-    }
-    return table[i];
-  }
-
-  const HeapModel& heap_;
-  const BlockTypes& types_;
-  std::vector<std::uint32_t> by_type_, by_small_size_;
-  std::unordered_map<std::uint64_t, std::uint32_t> by_large_size_;
-  std::vector<BlockId> examples_;  // a block of each group, for its name
-};
 
 // ---- top --by block / root / type ----
 
@@ -206,17 +164,7 @@ std::vector<std::uint32_t> big_retainers(const Retention& r) {
 
 std::optional<RetainerPath> shortest_path(Session& s, const Retention& r, std::uint32_t node) {
   if (!r.is_block(node)) return std::nullopt;
-  RetainersReport found = find_retainers(s, node, s.heap().blocks[node].address(), 1, kPathDepthLimit);
-  if (found.paths.empty()) return std::nullopt;
-  return std::move(found.paths.front());
-}
-
-// Every reachable block's type group, in one sequential pass over the blocks.
-std::vector<std::uint32_t> group_per_block(const Retention& r, TypeGroups& groups) {
-  std::vector<std::uint32_t> out(r.block_count(), TypeGroups::kNone);
-  for (BlockId b = 0; b < r.block_count(); ++b)
-    if (r.reachable(b)) out[b] = groups.of(b);
-  return out;
+  return shortest_retainer_path(s, node);
 }
 
 // The node `node` dominates that retains the most (kNoNode if it dominates nothing): one sequential
@@ -253,7 +201,8 @@ struct GroupTotal {
 class SuspectFinder {
  public:
   SuspectFinder(Session& s, const Retention& r)
-      : s_(s), r_(r), heap_(s.heap()), groups_(heap_, s.types()), group_(group_per_block(r, groups_)),
+      : s_(s), r_(r), heap_(s.heap()), groups_(heap_, s.types()),
+        group_(group_per_block(groups_, r.block_count(), [&r](BlockId b) { return r.reachable(b); })),
         big_(big_retainers(r)), threshold_(big_retainer_threshold(r)) {}
 
   std::vector<Suspect> find() {

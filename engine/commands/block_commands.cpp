@@ -28,7 +28,7 @@ class RetainersCommand final : public Command {
  private:
   std::string address_;
   std::size_t paths_ = 1;
-  std::size_t depth_ = 10000;
+  std::size_t depth_ = kDefaultPathDepth;
 };
 
 class RefsCommand final : public Command {

@@ -18,6 +18,7 @@ const std::vector<CommandEntry>& command_table() {
        make_threads_command},
       {"coroutines", "C++20 coroutine frames per coroutine function; --stacks: async stacks, identical ones folded",
        make_coroutines_command},
+      {"chains", "Chains of same-type blocks linked one to one: wrapped callbacks, runaway lists", make_chains_command},
   };
   return table;
 }

@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "reports/blocks_report.h"
+#include "reports/chains_report.h"
 #include "reports/coroutines_report.h"
 #include "reports/graph_reports.h"
 #include "reports/retention_reports.h"
@@ -14,6 +15,6 @@
 namespace heapscope {
 
 using Report = std::variant<SummaryReport, BlocksReport, LeaksReport, RetainersReport, RefsReport, DescribeReport,
-                            HistogramReport, TopReport, RootsReport, ThreadsReport, CoroutinesReport>;
+                            HistogramReport, TopReport, RootsReport, ThreadsReport, ChainsReport, CoroutinesReport>;
 
 }  // namespace heapscope

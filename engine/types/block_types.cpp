@@ -17,24 +17,26 @@ namespace {
 
 constexpr std::string_view kVtablePrefix = "vtable for ";
 
-// The argument list of the last template before `::_M_manager`, split at top-level commas.
+// The argument list of the last template before `::_M_manager`, split at top-level commas: not those
+// inside nested templates, nor those between the parentheses of a function type or of the function a
+// lambda is local to ("f(int, long)::{lambda()#1}").
 std::vector<std::string> template_args_before(const std::string& s, std::size_t end) {
   if (end == 0 || s[end - 1] != '>') return {};
-  int depth = 0;
+  int depth = 0, parens = 0;
   std::size_t i = end - 1;
   std::vector<std::string> args;
   std::size_t arg_end = end - 1;
   while (true) {
     const char c = s[i];
     if (c == '>') ++depth;
+    else if (c == ')') ++parens;
+    else if (c == '(') --parens;
     else if (c == '<' && --depth == 0) {
       args.push_back(s.substr(i + 1, arg_end - i - 1));
       break;
-    } else if (c == ',' && depth == 1) {
+    } else if (c == ',' && depth == 1 && parens == 0) {
       args.push_back(s.substr(i + 1, arg_end - i - 1));
       arg_end = i;
-    } else if (c == '(' || c == ')') {
-      // parentheses inside template arguments (function types) do not change '<' '>' depth
     }
     if (i == 0) return {};
     --i;

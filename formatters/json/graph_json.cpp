@@ -12,11 +12,6 @@ using nlohmann::ordered_json;
 
 ordered_json total_json(const StateTotal& t) { return {{"blocks", t.blocks}, {"bytes", t.bytes}}; }
 
-std::string finish(ordered_json out, const std::vector<std::string>& warnings) {
-  out["warnings"] = warnings;
-  return out.dump(2) + "\n";
-}
-
 }  // namespace
 
 std::string render_json(const LeaksReport& r) {
@@ -29,7 +24,7 @@ std::string render_json(const LeaksReport& r) {
   out["totals"] = {{"blocks", r.leaked.blocks}, {"bytes", r.leaked.bytes}, {"direct", total_json(r.direct)},
                    {"indirect", total_json(r.indirect)}, {"cycle", total_json(r.cycle)},
                    {"possibly", total_json(r.possibly)}};
-  return finish(std::move(out), r.warnings);
+  return json::finish(std::move(out), r.warnings);
 }
 
 std::string render_json(const RetainersReport& r) {
@@ -39,7 +34,7 @@ std::string render_json(const RetainersReport& r) {
   for (const RetainerPath& p : r.paths) paths.push_back(json::path(p));
   out["paths"] = paths;
   out["depth_limited"] = r.depth_limited;
-  return finish(std::move(out), r.warnings);
+  return json::finish(std::move(out), r.warnings);
 }
 
 std::string render_json(const RefsReport& r) {
@@ -57,7 +52,7 @@ std::string render_json(const RefsReport& r) {
     }
   }
   out["referrers"] = refs;
-  return finish(std::move(out), r.warnings);
+  return json::finish(std::move(out), r.warnings);
 }
 
 std::string render_json(const DescribeReport& r) {
@@ -69,7 +64,7 @@ std::string render_json(const DescribeReport& r) {
     pointers.push_back({{"offset", p.offset}, {"value", p.value}, {"points_to", p.points_to}});
   ordered_json out = {{"command", "describe"}, {"query", r.query}, {"block", block},
                       {"bytes", r.dump}, {"pointers", pointers}};
-  return finish(std::move(out), r.warnings);
+  return json::finish(std::move(out), r.warnings);
 }
 
 std::string render_json(const HistogramReport& r) {
@@ -79,7 +74,7 @@ std::string render_json(const HistogramReport& r) {
                     {"leaked_bytes", h.leaked_bytes}});
   ordered_json out = {{"command", "histogram"}, {"types", rows}, {"allocated_blocks", r.allocated_blocks},
                       {"typed_blocks", r.typed_blocks}};
-  return finish(std::move(out), r.warnings);
+  return json::finish(std::move(out), r.warnings);
 }
 
 }  // namespace heapscope

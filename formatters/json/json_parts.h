@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "reports/graph_reports.h"
 
@@ -28,5 +30,11 @@ inline ordered_json path(const RetainerPath& p) {
 }
 
 inline ordered_json path(const std::optional<RetainerPath>& p) { return p ? path(*p) : ordered_json(nullptr); }
+
+// A report's JSON with its warnings last, as every command prints it.
+inline std::string finish(ordered_json out, const std::vector<std::string>& warnings) {
+  out["warnings"] = warnings;
+  return out.dump(2) + "\n";
+}
 
 }  // namespace heapscope::json

@@ -82,11 +82,6 @@ ordered_json suspect_json(const Suspect& s) {
   return j;
 }
 
-std::string finish(ordered_json out, const std::vector<std::string>& warnings) {
-  out["warnings"] = warnings;
-  return out.dump(2) + "\n";
-}
-
 }  // namespace
 
 std::string render_json(const TopReport& r) {
@@ -102,7 +97,7 @@ std::string render_json(const TopReport& r) {
   for (const Suspect& s : r.suspects) suspects.push_back(suspect_json(s));
   ordered_json out = {{"command", "top"}, {"by", r.by}, {"heap", heap_json(r.heap)}, {"rows", rows},
                       {"suspects", suspects}};
-  return finish(std::move(out), r.warnings);
+  return json::finish(std::move(out), r.warnings);
 }
 
 std::string render_json(const RootsReport& r) {
@@ -118,7 +113,7 @@ std::string render_json(const RootsReport& r) {
   for (const TopRootRow& row : r.roots) roots.push_back(root_row_json(row));
   ordered_json out = {{"command", "roots"}, {"heap", heap_json(r.heap)}, {"kinds", kinds}, {"shared", shared},
                       {"roots", roots}, {"root_count", r.root_count}};
-  return finish(std::move(out), r.warnings);
+  return json::finish(std::move(out), r.warnings);
 }
 
 }  // namespace heapscope

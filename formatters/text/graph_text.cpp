@@ -4,11 +4,7 @@
 
 namespace heapscope {
 
-namespace {
-
-std::string block_line(const BlockRef& b) { return fmt::format("0x{:x} ({}, {} bytes)", b.address, b.type, b.size); }
-
-}  // namespace
+using text::block_line;
 
 std::string render_text(const LeaksReport& r) {
   std::string out;

@@ -9,10 +9,8 @@ namespace {
 // "1 block", "3 blocks".
 std::string blocks(std::uint64_t n) { return fmt::format("{} block{}", n, n == 1 ? "" : "s"); }
 
-std::string block_line(const BlockRef& b) { return fmt::format("0x{:x} ({}, {} bytes)", b.address, b.type, b.size); }
-
 std::string holder_line(const Holder& h) {
-  if (h.block) return "block " + block_line(*h.block);
+  if (h.block) return "block " + text::block_line(*h.block);
   if (h.root) return h.root->label;
   return "?";
 }
@@ -25,13 +23,6 @@ std::string heap_line(const HeapTotals& h) {
 
 std::string retained_cells(const Retained& r) {
   return fmt::format("{:>10} {:>6.1f}% {:>9}", text::bytes(r.bytes), r.percent, r.blocks);
-}
-
-void append_path(std::string& out, const std::optional<RetainerPath>& p) {
-  if (!p) return;
-  out += fmt::format("     path: {}{}\n", p->root.label, p->root.address ? fmt::format(" [0x{:x}]", p->root.address) : "");
-  for (const PathStep& s : p->steps)
-    out += fmt::format("       → {}{}\n", block_line(s.block), s.offset ? fmt::format(", pointer at +0x{:x}", *s.offset) : "");
 }
 
 void append_suspects(std::string& out, const std::vector<Suspect>& suspects) {
@@ -52,7 +43,7 @@ void append_suspects(std::string& out, const std::vector<Suspect>& suspects) {
                          blocks(s.instances), s.type, text::bytes(s.instance_bytes), holder_line(s.holder),
                          text::bytes(s.retained.bytes), s.retained.percent);
     }
-    append_path(out, s.path);
+    text::append_path(out, s.path);
   }
 }
 
@@ -63,7 +54,7 @@ std::string render_text(const TopReport& r) {
   const std::string header = fmt::format("{:>10} {:>7} {:>9}", "retained", "%", "blocks");
   if (r.by == "block") {
     out += fmt::format("\nLargest retained sizes by block:\n{}  block\n", header);
-    for (const TopBlockRow& b : r.blocks) out += fmt::format("{}  {}\n", retained_cells(b.retained), block_line(b.block));
+    for (const TopBlockRow& b : r.blocks) out += fmt::format("{}  {}\n", retained_cells(b.retained), text::block_line(b.block));
   } else if (r.by == "type") {
     out += fmt::format("\nLargest retained sizes by type (outermost instances):\n{} {:>9} {:>10}  type\n", header,
                        "instances", "own bytes");

@@ -2,46 +2,15 @@
 #include <catch2/catch.hpp>
 
 #include "analysis/leak_verdicts.h"
-#include "fake_image.h"
 #include "graph/reference_graph.h"
+#include "small_heap.h"
 
 using namespace heapscope;
-using heapscope::testing::FakeImage;
 
 namespace {
 
-constexpr Address kHeap = 0x555555560000;
-constexpr Address kGlobals = 0x555555550000;
-
-// A heap of 32-byte chunks (24 usable bytes): block i's user pointer is kHeap + 32*i + 16.
-struct Fixture {
-  FakeImage image;
-  HeapModel heap;
-  RootSet roots;
-
-  explicit Fixture(int blocks, std::vector<BlockState> states = {}) {
-    image.add_region(kHeap, 0x10000);
-    image.add_region(kGlobals, 0x1000);
-    for (int i = 0; i < blocks; ++i) {
-      Block b;
-      b.chunk = kHeap + 32 * i;
-      b.size_units = 2;
-      b.state = i < static_cast<int>(states.size()) ? states[i] : BlockState::in_use;
-      b.arena = 0;
-      heap.blocks.push_back(b);
-    }
-    ArenaInfo arena;
-    arena.heaps.push_back({kHeap, kHeap + 0x10000});
-    heap.arenas.push_back(arena);
-    RootRange globals;
-    globals.kind = RootKind::anonymous;
-    globals.start = kGlobals;
-    globals.end = kGlobals + 0x1000;
-    roots.ranges.push_back(globals);
-  }
-  static Address user(int i) { return kHeap + 32 * i + 16; }
-  void link(int from, int to, int word = 0, Address delta = 0) { image.put(user(from) + 8 * word, user(to) + delta); }
-  void anchor(int to, int slot = 0, Address delta = 0) { image.put(kGlobals + 8 * slot, user(to) + delta); }
+struct Fixture : heapscope::testing::SmallHeap {
+  using SmallHeap::SmallHeap;
   LeakVerdicts verdicts() {
     ReferenceGraph g(image, heap, roots, 2);
     return compute_verdicts(g, heap);
@@ -59,7 +28,7 @@ TEST_CASE("block index: user bytes, the next header's prev_size word, and nothin
   CHECK(index.find(Fixture::user(1) - 8) == kNoBlock);  // block 1's size field belongs to nobody
   CHECK(index.find(Fixture::user(2)) == kNoBlock);  // cached in tcache: free
   CHECK(index.find(Fixture::user(3)) == 3);
-  CHECK(index.find(kHeap - 8) == kNoBlock);
+  CHECK(index.find(Fixture::kHeap - 8) == kNoBlock);
   CHECK(index.find(0) == kNoBlock);
 }
 

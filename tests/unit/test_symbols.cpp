@@ -19,6 +19,7 @@
 #include "image/image.h"
 #include "symbols/module_symbols.h"
 #include "symbols/symbol_index.h"
+#include "types/block_types.h"
 
 namespace fs = std::filesystem;
 using namespace heapscope;
@@ -503,6 +504,17 @@ TEST_CASE("demangle turns C++ names readable and leaves others alone", "[symbols
   CHECK(demangle("main_arena") == "main_arena");
   CHECK(demangle("_Zgarbage!") == "_Zgarbage!");
   CHECK(demangle("") == "");
+}
+
+TEST_CASE("a std::function manager names its functor, commas in the lambda's scope included", "[symbols]") {
+  CHECK(functor_type_from_manager("std::_Function_base::_Base_manager<main::{lambda()#1}>::_M_manager("
+                                  "std::_Any_data&, std::_Any_data const&, std::_Manager_operation)") ==
+        "main::{lambda()#1}");
+  CHECK(functor_type_from_manager("std::_Function_handler<void (int, long), wrap(std::function<void ()>, unsigned "
+                                  "long)::{lambda()#1}>::_M_manager(std::_Any_data&, std::_Any_data const&, "
+                                  "std::_Manager_operation)") ==
+        "wrap(std::function<void ()>, unsigned long)::{lambda()#1}");
+  CHECK(functor_type_from_manager("std::vector<int, std::allocator<int> >::push_back(int const&)").empty());
 }
 
 TEST_CASE("files that are not usable modules give an error, not a crash", "[symbols][garbage]") {
