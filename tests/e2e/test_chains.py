@@ -3,6 +3,7 @@
 by the closure the global points to — through the CLI on a core, and through LLDB on the live process,
 where three commands are enough to find it."""
 
+import os
 import re
 import subprocess
 import unittest
@@ -30,15 +31,23 @@ def unknown_type(requested):
     return f"unknown ({usable_size(requested)} bytes)"
 
 
+def lambda_line():
+    """The line of wrap_callback's lambda expression in the fixture's source."""
+    source = os.path.join(os.environ["HEAPSCOPE_SOURCE_DIR"], "tests", "fixtures", "callback_chain.cpp")
+    with open(source, encoding="utf-8") as f:
+        return next(number for number, line in enumerate(f, 1) if "return [prev = std::move(pipeline)" in line)
+
+
 def closure_type(executable):
-    """The lambda's type as the fixture's own std::function manager symbol spells it (nm -C)."""
+    """The lambda's type as the fixture's own std::function manager symbol spells it (nm -C), followed by
+    where DWARF says the lambda was written."""
     symbols = subprocess.run(["nm", "-C", executable], capture_output=True, text=True, check=True).stdout
     for line in symbols.splitlines():
         if "_M_manager" in line and "wrap_callback" in line:
             match = re.search(r"[<,] ?((?:\(anonymous namespace\)::)?wrap_callback\(.*?\)::\{lambda\(\)#1\})>::_M_manager",
                               line)
             if match:
-                return match.group(1)
+                return f"{match.group(1)} (callback_chain.cpp:{lambda_line()})"
     raise AssertionError(f"no std::function manager of wrap_callback's lambda in {executable}")
 
 
