@@ -33,5 +33,7 @@ std::string render_text(const RootsReport& r);
 std::string render_json(const RootsReport& r);
 std::string render_text(const ThreadsReport& r);
 std::string render_json(const ThreadsReport& r);
+std::string render_text(const FinalizersReport& r);
+std::string render_json(const FinalizersReport& r);
 
 }  // namespace heapscope

@@ -43,5 +43,6 @@ std::unique_ptr<Command> make_histogram_command();
 std::unique_ptr<Command> make_top_command();
 std::unique_ptr<Command> make_roots_command();
 std::unique_ptr<Command> make_threads_command();
+std::unique_ptr<Command> make_finalizers_command();
 
 }  // namespace heapscope

@@ -16,6 +16,8 @@ const std::vector<CommandEntry>& command_table() {
       {"roots", "Retained bytes per root kind, then per root (global variable, thread, TLS block)", make_roots_command},
       {"threads", "Per thread: bytes its stack, registers and TLS retain; exited threads and who holds their pthread_t",
        make_threads_command},
+      {"finalizers", "Exit handlers, thread_local destructors and pthread keys: what each keeps alive until exit",
+       make_finalizers_command},
   };
   return table;
 }

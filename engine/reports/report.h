@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "reports/blocks_report.h"
+#include "reports/finalizers_report.h"
 #include "reports/graph_reports.h"
 #include "reports/retention_reports.h"
 #include "reports/summary_report.h"
@@ -13,6 +14,7 @@
 namespace heapscope {
 
 using Report = std::variant<SummaryReport, BlocksReport, LeaksReport, RetainersReport, RefsReport, DescribeReport,
-                            HistogramReport, TopReport, RootsReport, ThreadsReport>;
+                            HistogramReport, TopReport, RootsReport, ThreadsReport,
+                            FinalizersReport>;
 
 }  // namespace heapscope
