@@ -176,15 +176,17 @@ void add_anonymous_roots(const Image& image, std::vector<RootRange>& out, Ranges
 
 // One root per registration that holds memory, its slot carved out of the roots collected before it.
 void add_finalizer_roots(const Image& image, RootSet& roots) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < roots.finalizers.size(); ++i)
+    if (roots.finalizers[i].slot_start < roots.finalizers[i].slot_end) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return roots.finalizers[a].slot_start < roots.finalizers[b].slot_start;
+  });
   Ranges slots;
   std::vector<RootRange> finalizers;
-  for (std::size_t i = 0; i < roots.finalizers.size(); ++i) {
+  for (std::size_t i : order) {
     const FinalizerRegistration& reg = roots.finalizers[i];
-    if (reg.slot_start >= reg.slot_end) continue;
-    const bool overlaps = std::any_of(slots.begin(), slots.end(), [&](const HeapSegment& s) {
-      return s.start < reg.slot_end && reg.slot_start < s.end;
-    });
-    if (overlaps) continue;  // two registrations of one object: the first holds it
+    if (!slots.empty() && reg.slot_start < slots.back().end) continue;  // two registrations of one object: one holds it
     RootRange r;
     r.kind = RootKind::finalizer;
     r.start = reg.slot_start;
@@ -195,7 +197,6 @@ void add_finalizer_roots(const Image& image, RootSet& roots) {
     finalizers.push_back(std::move(r));
     slots.push_back({reg.slot_start, reg.slot_end});
   }
-  std::sort(slots.begin(), slots.end(), [](auto& x, auto& y) { return x.start < y.start; });
   std::vector<RootRange> carved;
   for (RootRange& r : roots.ranges) {
     if (r.kind == RootKind::registers) carved.push_back(std::move(r));

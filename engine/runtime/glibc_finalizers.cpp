@@ -263,13 +263,12 @@ std::optional<KeyLayout> key_layout(const Image& image, const Module& libc, cons
 // pointer) and those of exited threads glibc keeps.
 std::vector<std::pair<Address, std::uint32_t>> key_holders(const Image& image, const GlibcThreads& glibc) {
   std::vector<std::pair<Address, std::uint32_t>> out;
+  std::unordered_set<Address> live;
   const auto& threads = image.threads();
   for (std::uint32_t i = 0; i < threads.size(); ++i)
-    if (threads[i].fs_base()) out.emplace_back(threads[i].fs_base(), i);
-  for (const GlibcThread& t : glibc.threads) {
-    const bool live = std::any_of(out.begin(), out.end(), [&](auto& h) { return h.first == t.descriptor; });
-    if (t.exited() && !live) out.emplace_back(t.descriptor, FinalizerRegistration::kNoThread);
-  }
+    if (threads[i].fs_base() && live.insert(threads[i].fs_base()).second) out.emplace_back(threads[i].fs_base(), i);
+  for (const GlibcThread& t : glibc.threads)
+    if (t.exited() && !live.contains(t.descriptor)) out.emplace_back(t.descriptor, FinalizerRegistration::kNoThread);
   return out;
 }
 
