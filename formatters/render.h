@@ -37,5 +37,7 @@ std::string render_text(const CoroutinesReport& r);
 std::string render_json(const CoroutinesReport& r);
 std::string render_text(const ChainsReport& r);
 std::string render_json(const ChainsReport& r);
+std::string render_text(const FinalizersReport& r);
+std::string render_json(const FinalizersReport& r);
 
 }  // namespace heapscope

@@ -16,7 +16,7 @@ namespace {
 
 // Root kinds known today, plus any a newer roots.h adds after them.
 std::size_t root_kind_count(const RootSet& roots) {
-  std::size_t n = static_cast<std::size_t>(RootKind::exited_thread) + 1;
+  std::size_t n = static_cast<std::size_t>(RootKind::finalizer) + 1;
   for (const RootRange& r : roots.ranges) n = std::max(n, static_cast<std::size_t>(r.kind) + 1);
   return n;
 }
@@ -86,6 +86,12 @@ class RootNodeBuilder {
         return node({kind, r.thread, r.anchor}, std::move(n));
       case RootKind::global:
         return module_globals_node(r.module, nullptr);
+      case RootKind::finalizer:
+        n.thread = r.thread;
+        n.finalizer = static_cast<std::uint32_t>(r.anchor);
+        n.address = r.start;
+        n.label = r.label;
+        return node({kind, r.anchor, 0}, std::move(n));
       case RootKind::exited_thread:
         n.address = r.anchor;
         n.label = fmt::format("descriptor of exited thread 0x{:x}", r.anchor);

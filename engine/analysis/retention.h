@@ -16,7 +16,8 @@
 //   - globals: one node per variable, splitting each module's writable ranges by the symbol covering each
 //     pointer word; words no symbol covers make one node per module, as do modules without symbols;
 //   - static TLS: one node per thread; dynamic TLS: one per thread and module id;
-//   - anonymous memory: one node per mapping.
+//   - anonymous memory: one node per mapping;
+//   - finalizers: one node per registration (exit handler, thread_local destructor, pthread key data).
 #pragma once
 
 #include <cstdint>
@@ -41,11 +42,13 @@ struct RootNode {
   std::string label;   // "global g_tree in app", "stack of thread 1 (tid 42)", "globals of libc.so.6 outside any symbol"
   std::string symbol;  // global variable: its (demangled) name; empty otherwise
   std::string module;  // global: the module's file name; empty otherwise
-  std::uint32_t thread = kNoThread;  // registers, stack, tls, dynamic_tls: index into Image::threads()
-  Address address = 0;  // global variable: its address; anonymous: the mapping's start; 0 otherwise
+  std::uint32_t thread = kNoThread;  // registers, stack, tls, dynamic_tls, finalizer: index into Image::threads()
+  Address address = 0;  // global variable: its address; anonymous: the mapping's start; finalizer: its slot; 0 otherwise
   static constexpr std::uint32_t kNoFrame = 0xffffffffu;
   std::uint32_t frame = kNoFrame;  // stack: the frame (index from the innermost) when the unwind covers it
   std::string variable;            // stack: the local variable holding the pointers, when DWARF names it
+  static constexpr std::uint32_t kNoFinalizer = 0xffffffffu;
+  std::uint32_t finalizer = kNoFinalizer;  // finalizer: the registration (index into RootSet::finalizers)
 };
 
 class Retention {

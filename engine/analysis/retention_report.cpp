@@ -19,19 +19,6 @@ double percent_of_heap(const Retention& r, std::uint64_t bytes) {
   return r.in_use_bytes() ? 100.0 * static_cast<double>(bytes) / static_cast<double>(r.in_use_bytes()) : 0;
 }
 
-Retained retained_of(const Retention& r, std::uint32_t node) {
-  return {r.retained_bytes(node), r.retained_blocks(node), percent_of_heap(r, r.retained_bytes(node))};
-}
-
-HeapTotals heap_totals(const Retention& r) {
-  HeapTotals t;
-  t.in_use_bytes = r.in_use_bytes();
-  t.in_use_blocks = r.in_use_blocks();
-  t.reachable_bytes = r.retained_bytes(r.super_root());
-  t.reachable_blocks = r.retained_blocks(r.super_root());
-  return t;
-}
-
 RootNodeRef root_node_ref(Session& s, const RootNode& n) {
   RootNodeRef ref;
   ref.kind = root_kind_name(n.kind);
@@ -321,6 +308,19 @@ class SuspectFinder {
 };
 
 }  // namespace
+
+Retained retained_of(const Retention& r, std::uint32_t node) {
+  return {r.retained_bytes(node), r.retained_blocks(node), percent_of_heap(r, r.retained_bytes(node))};
+}
+
+HeapTotals heap_totals(const Retention& r) {
+  HeapTotals t;
+  t.in_use_bytes = r.in_use_bytes();
+  t.in_use_blocks = r.in_use_blocks();
+  t.reachable_bytes = r.retained_bytes(r.super_root());
+  t.reachable_blocks = r.retained_blocks(r.super_root());
+  return t;
+}
 
 const char* top_by_name(TopBy by) {
   switch (by) {

@@ -23,6 +23,11 @@ inline constexpr std::uint64_t kAccumulationMinInstances = 10;
 inline constexpr std::size_t kMaxAccumulationSuspects = 10;
 inline constexpr std::size_t kRetainedTypesPerSuspect = 5;
 
+// A node's retained bytes and blocks, and their share of the in-use heap.
+Retained retained_of(const Retention& r, std::uint32_t node);
+// In-use and reachable totals of the heap.
+HeapTotals heap_totals(const Retention& r);
+
 // The `count` largest retainers by block, by type or by root, and the suspects.
 TopReport build_top_report(Session& s, TopBy by, std::size_t count);
 

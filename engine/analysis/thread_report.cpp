@@ -70,7 +70,10 @@ std::vector<LiveThreadRow> live_threads(Session& s) {
     const std::uint64_t bytes = r.retained_bytes(r.root_node_id(i));
     LiveThreadRow& row = rows[n.thread];
     if (n.kind == RootKind::registers) row.registers_retained += bytes;
-    if (n.kind == RootKind::tls || n.kind == RootKind::dynamic_tls) row.tls_retained += bytes;
+    // A thread's finalizer roots (thread_local objects with destructors, pthread key data) live in its
+    // static TLS or descriptor too.
+    if (n.kind == RootKind::tls || n.kind == RootKind::dynamic_tls || n.kind == RootKind::finalizer)
+      row.tls_retained += bytes;
     if (n.kind == RootKind::stack) {
       row.stack_retained += bytes;
       stack_node_thread[r.root_node_id(i)] = n.thread;
@@ -89,8 +92,9 @@ std::vector<LiveThreadRow> live_threads(Session& s) {
       if (thread != range.thread) continue;
       StackSplit& split = splits[node];
       split.thread = thread;
-      split.from_stack = targets_of(s, range.start, tls);
-      split.from_tls = targets_of(s, tls, range.end);
+      // A stack carved around a finalizer root comes in pieces: their targets add up.
+      split.from_stack.merge(targets_of(s, range.start, tls));
+      split.from_tls.merge(targets_of(s, tls, range.end));
     }
   }
   for (LiveThreadRow& row : rows)

@@ -19,6 +19,8 @@ const std::vector<CommandEntry>& command_table() {
       {"coroutines", "C++20 coroutine frames per coroutine function; --stacks: async stacks, identical ones folded",
        make_coroutines_command},
       {"chains", "Chains of same-type blocks linked one to one: wrapped callbacks, runaway lists", make_chains_command},
+      {"finalizers", "Exit handlers, thread_local destructors and pthread keys: what each keeps alive until exit",
+       make_finalizers_command},
   };
   return table;
 }

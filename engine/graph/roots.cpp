@@ -7,6 +7,7 @@
 
 #include "elf/elf_file.h"
 #include "runtime/glibc_threads.h"
+#include "runtime/static_tls.h"
 
 namespace heapscope {
 
@@ -27,10 +28,10 @@ Ranges heap_ranges(const HeapModel& heap) {
   return r;
 }
 
-// [start, end) minus the heap ranges, appended to out as roots of `proto`'s kind.
-void add_minus_heap(std::vector<RootRange>& out, RootRange proto, const Ranges& heap) {
+// [start, end) minus the sorted `taken` ranges, appended to out as roots of `proto`'s kind.
+void add_minus(std::vector<RootRange>& out, RootRange proto, const Ranges& taken) {
   Address cursor = proto.start;
-  for (const HeapSegment& h : heap) {
+  for (const HeapSegment& h : taken) {
     if (h.end <= cursor || h.start >= proto.end) continue;
     if (h.start > cursor) {
       RootRange piece = proto;
@@ -84,7 +85,7 @@ void add_tls_roots(const Image& image, std::vector<RootRange>& out, Ranges& clai
     tls.thread = i;
     tls.start = r->start;
     tls.end = r->end;
-    add_minus_heap(out, tls, heap);
+    add_minus(out, tls, heap);
     claimed.push_back({r->start, r->end});
   }
 }
@@ -108,7 +109,7 @@ void add_module_roots(const Image& image, std::vector<RootRange>& out, Ranges& c
       g.module = m;
       g.start = (mod.load_bias + ph.p_vaddr) & ~Address{7};
       g.end = mod.load_bias + ph.p_vaddr + ph.p_memsz;
-      add_minus_heap(out, g, heap);
+      add_minus(out, g, heap);
       claimed.push_back({g.start, g.end});
     }
   }
@@ -116,10 +117,7 @@ void add_module_roots(const Image& image, std::vector<RootRange>& out, Ranges& c
 
 // An exited thread's descriptor stays until it is joined (or, for a cached stack, reused), and keeps its
 // DTV, TLS blocks and pthread key data; the rest of its stack mapping is dead.
-void add_exited_thread_roots(const Image& image, const SymbolIndex& symbols, std::vector<RootRange>& out,
-                             Ranges& claimed, std::vector<std::string>& warnings) {
-  const GlibcThreads glibc = find_glibc_threads(image, symbols);
-  warnings.insert(warnings.end(), glibc.warnings.begin(), glibc.warnings.end());
+void add_exited_thread_roots(const GlibcThreads& glibc, std::vector<RootRange>& out, Ranges& claimed) {
   for (const GlibcThread& t : glibc.threads) {
     if (!t.exited() || t.stack_start == 0) continue;
     claimed.push_back({t.stack_start, t.stack_end});
@@ -172,65 +170,58 @@ void add_anonymous_roots(const Image& image, std::vector<RootRange>& out, Ranges
     a.kind = RootKind::anonymous;
     a.start = r.start;
     a.end = r.end;
-    add_minus_heap(out, a, claimed);
+    add_minus(out, a, claimed);
   }
 }
 
-// Where a module's static TLS block lies relative to the thread pointer (x86-64: below it).
-struct StaticTlsBlock {
-  const Module* module = nullptr;
-  std::int64_t start = 0;  // tp-relative, negative
-  std::uint64_t size = 0;
-};
-
-// The executable's block comes first, right below the thread pointer; a shared library's offset is
-// read back from the initial-exec GOT slots the dynamic linker filled in for its own TLS variables
-// (slot = addend - tls_offset).
-std::vector<StaticTlsBlock> static_tls_blocks(const Image& image, const SymbolIndex& symbols) {
-  std::vector<StaticTlsBlock> out;
-  for (const Module& m : image.modules()) {
-    const ModuleSymbols* syms = m.file_on_disk.empty() ? nullptr : symbols.symbols_for(m);
-    if (!syms) continue;
-    for (const GElf_Phdr& ph : syms->elf().program_headers()) {
-      if (ph.p_type != PT_TLS) continue;
-      std::optional<std::int64_t> tls_offset;
-      if (m.is_main_executable) {
-        const std::uint64_t align = ph.p_align ? ph.p_align : 1;
-        tls_offset = static_cast<std::int64_t>((ph.p_memsz + align - 1) / align * align);
-      } else {
-        for (const TlsRelocation& r : syms->tls_relocations()) {
-          if (!r.symbol.empty()) continue;
-          if (const auto slot = image.read_u64(m.load_bias + r.got_offset)) {
-            tls_offset = static_cast<std::int64_t>(r.addend) - static_cast<std::int64_t>(*slot);
-            break;
-          }
-        }
-      }
-      if (tls_offset) out.push_back({&m, -*tls_offset, ph.p_memsz});
-    }
+// One root per registration that holds memory, its slot carved out of the roots collected before it.
+void add_finalizer_roots(const Image& image, RootSet& roots) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < roots.finalizers.size(); ++i)
+    if (roots.finalizers[i].slot_start < roots.finalizers[i].slot_end) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return roots.finalizers[a].slot_start < roots.finalizers[b].slot_start;
+  });
+  Ranges slots;
+  std::vector<RootRange> finalizers;
+  for (std::size_t i : order) {
+    const FinalizerRegistration& reg = roots.finalizers[i];
+    if (!slots.empty() && reg.slot_start < slots.back().end) continue;  // two registrations of one object: one holds it
+    RootRange r;
+    r.kind = RootKind::finalizer;
+    r.start = reg.slot_start;
+    r.end = reg.slot_end;
+    r.thread = reg.thread;
+    r.anchor = i;
+    r.label = finalizer_label(image, reg);
+    finalizers.push_back(std::move(r));
+    slots.push_back({reg.slot_start, reg.slot_end});
   }
-  return out;
-}
-
-// "g_cache+0x8 in app" for a word of a thread's static TLS, when a module's TLS block covers it.
-std::string static_tls_variable(const Image& image, const SymbolIndex& symbols, Address tp, Address word) {
-  const std::int64_t rel = static_cast<std::int64_t>(word - tp);
-  for (const StaticTlsBlock& b : static_tls_blocks(image, symbols)) {
-    if (rel < b.start || rel >= b.start + static_cast<std::int64_t>(b.size)) continue;
-    const std::uint64_t offset = static_cast<std::uint64_t>(rel - b.start);
-    const std::string where(b.module->name());
-    for (const Symbol& s : symbols.symbols_for(*b.module)->symbols())
-      if (s.kind == SymbolKind::tls && offset >= s.value && offset < s.value + std::max<std::uint64_t>(s.size, 1)) {
-        const std::string name = demangle(s.name);
-        return offset == s.value ? fmt::format("{} in {}", name, where)
-                                 : fmt::format("{}+0x{:x} in {}", name, offset - s.value, where);
-      }
-    return fmt::format("TLS block of {} +0x{:x}", where, offset);
+  std::vector<RootRange> carved;
+  for (RootRange& r : roots.ranges) {
+    if (r.kind == RootKind::registers) carved.push_back(std::move(r));
+    else add_minus(carved, std::move(r), slots);
   }
-  return {};
+  carved.insert(carved.end(), std::make_move_iterator(finalizers.begin()), std::make_move_iterator(finalizers.end()));
+  roots.ranges = std::move(carved);
 }
 
 }  // namespace
+
+std::string finalizer_label(const Image& image, const FinalizerRegistration& reg) {
+  const std::string thread = reg.thread != FinalizerRegistration::kNoThread
+                                 ? thread_label(image, reg.thread)
+                                 : fmt::format("exited thread 0x{:x}", reg.exited_thread);
+  switch (reg.kind) {
+    case FinalizerKind::tls_dtor:
+      return fmt::format("thread_local destructor {} of {} ({})", reg.function_name,
+                         reg.variable.empty() ? fmt::format("0x{:x}", reg.object) : reg.variable, thread);
+    case FinalizerKind::pthread_key:
+      return fmt::format("pthread key {} destructor {} data ({})", reg.key, reg.function_name, thread);
+    default:
+      return fmt::format("exit handler {} ({}) argument", reg.function_name, finalizer_kind_name(reg.kind));
+  }
+}
 
 std::string thread_label(const Image& image, std::uint32_t index) {
   const auto& threads = image.threads();
@@ -247,6 +238,7 @@ const char* root_kind_name(RootKind k) {
     case RootKind::dynamic_tls: return "dynamic_tls";
     case RootKind::anonymous: return "anonymous";
     case RootKind::exited_thread: return "exited_thread";
+    case RootKind::finalizer: return "finalizer";
   }
   return "?";
 }
@@ -270,11 +262,17 @@ RootSet collect_roots(const Image& image, const HeapModel& heap, const SymbolInd
   const Ranges heap_r = heap_ranges(heap);
   Ranges claimed;
   add_thread_roots(image, roots.ranges, claimed);
-  add_exited_thread_roots(image, symbols, roots.ranges, claimed, roots.warnings);
+  const GlibcThreads glibc = find_glibc_threads(image, symbols);
+  roots.warnings.insert(roots.warnings.end(), glibc.warnings.begin(), glibc.warnings.end());
+  add_exited_thread_roots(glibc, roots.ranges, claimed);
   add_module_roots(image, roots.ranges, claimed, heap_r, roots.warnings);
   add_tls_roots(image, roots.ranges, claimed, heap_r);
   add_dynamic_tls_roots(image, heap, roots.ranges);
   add_anonymous_roots(image, roots.ranges, claimed, heap_r);
+  GlibcFinalizers finalizers = find_glibc_finalizers(image, heap, symbols, glibc);
+  roots.finalizers = std::move(finalizers.registrations);
+  roots.warnings.insert(roots.warnings.end(), finalizers.warnings.begin(), finalizers.warnings.end());
+  add_finalizer_roots(image, roots);
   return roots;
 }
 
@@ -336,6 +334,8 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
       return fmt::format("descriptor of an exited thread {} (pthread_t 0x{:x}) at +0x{:x}",
                          root.in_stack_cache ? "in glibc's stack cache" : "that was never joined", root.anchor,
                          word - root.start);
+    case RootKind::finalizer:
+      return root.label;
   }
   return "?";
 }

@@ -7,6 +7,7 @@
 #include "reports/blocks_report.h"
 #include "reports/chains_report.h"
 #include "reports/coroutines_report.h"
+#include "reports/finalizers_report.h"
 #include "reports/graph_reports.h"
 #include "reports/retention_reports.h"
 #include "reports/summary_report.h"
@@ -15,6 +16,7 @@
 namespace heapscope {
 
 using Report = std::variant<SummaryReport, BlocksReport, LeaksReport, RetainersReport, RefsReport, DescribeReport,
-                            HistogramReport, TopReport, RootsReport, ThreadsReport, ChainsReport, CoroutinesReport>;
+                            HistogramReport, TopReport, RootsReport, ThreadsReport, ChainsReport, CoroutinesReport,
+                            FinalizersReport>;
 
 }  // namespace heapscope

@@ -11,14 +11,10 @@ namespace {
 
 constexpr std::size_t kMaxThreads = 1 << 20;
 
-// A `_thread_db_*` descriptor is {size in bits, count, offset} as three uint32; the offset is what we need.
 std::optional<std::uint64_t> descriptor_offset(const Image& image, const SymbolIndex& symbols, const Module& libc,
                                                std::string_view name) {
-  const auto at = symbols.address_of(libc, name);
-  if (!at) return std::nullopt;
-  std::uint32_t d[3];
-  if (!image.read_exact(*at, d, sizeof d)) return std::nullopt;
-  return d[2];
+  const auto d = thread_db_descriptor(image, symbols, libc, name);
+  return d ? std::optional<std::uint64_t>(d->offset) : std::nullopt;
 }
 
 struct Layout {
@@ -37,8 +33,7 @@ std::optional<Layout> find_layout(const Image& image, const SymbolIndex& symbols
   const auto user = descriptor_offset(image, symbols, *libc, "_thread_db_rtld_global__dl_stack_user");
   const auto list = descriptor_offset(image, symbols, *libc, "_thread_db_pthread_list");
   const auto tid = descriptor_offset(image, symbols, *libc, "_thread_db_pthread_tid");
-  const auto size_at = symbols.address_of(*libc, "_thread_db_sizeof_pthread");
-  const auto size = size_at ? image.read_u32(*size_at) : std::nullopt;
+  const auto size = thread_db_sizeof(image, symbols, *libc, "_thread_db_sizeof_pthread");
   if (!rtld || !used || !user || !list || !tid || !size) {
     warnings.push_back("glibc's thread list cannot be located (no _rtld_global or _thread_db_* symbols): stacks "
                        "of exited threads are scanned as live memory");
@@ -73,6 +68,20 @@ std::optional<std::vector<Address>> list_nodes(const Image& image, Address head)
 }
 
 }  // namespace
+
+std::optional<ThreadDbDescriptor> thread_db_descriptor(const Image& image, const SymbolIndex& symbols,
+                                                       const Module& libc, std::string_view name) {
+  const auto at = symbols.address_of(libc, name);
+  std::uint32_t d[3];
+  if (!at || !image.read_exact(*at, d, sizeof d)) return std::nullopt;
+  return ThreadDbDescriptor{d[0], d[1], d[2]};
+}
+
+std::optional<std::uint32_t> thread_db_sizeof(const Image& image, const SymbolIndex& symbols, const Module& libc,
+                                              std::string_view name) {
+  const auto at = symbols.address_of(libc, name);
+  return at ? image.read_u32(*at) : std::nullopt;
+}
 
 GlibcThreads find_glibc_threads(const Image& image, const SymbolIndex& symbols) {
   GlibcThreads out;

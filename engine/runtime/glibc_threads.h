@@ -6,7 +6,9 @@
 // no debug symbols are needed.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "image/image.h"
@@ -32,5 +34,16 @@ struct GlibcThreads {
 };
 
 GlibcThreads find_glibc_threads(const Image& image, const SymbolIndex& symbols);
+
+// A `_thread_db_*` layout descriptor libc exports for libthread_db: {size in bits, count, offset} as three
+// uint32 (a structure member, an array or a variable).
+struct ThreadDbDescriptor {
+  std::uint32_t size_bits = 0, count = 0, offset = 0;
+};
+std::optional<ThreadDbDescriptor> thread_db_descriptor(const Image& image, const SymbolIndex& symbols,
+                                                       const Module& libc, std::string_view name);
+// A `_thread_db_sizeof_*` value: the size of a structure in bytes.
+std::optional<std::uint32_t> thread_db_sizeof(const Image& image, const SymbolIndex& symbols, const Module& libc,
+                                              std::string_view name);
 
 }  // namespace heapscope

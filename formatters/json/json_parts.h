@@ -4,11 +4,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "reports/graph_reports.h"
+#include "reports/retention_reports.h"
 
 namespace heapscope::json {
 
@@ -35,6 +37,20 @@ inline ordered_json path(const std::optional<RetainerPath>& p) { return p ? path
 inline std::string finish(ordered_json out, const std::vector<std::string>& warnings) {
   out["warnings"] = warnings;
   return out.dump(2) + "\n";
+}
+
+inline double rounded_percent(double p) { return std::round(p * 1000.0) / 1000.0; }
+
+// A retained size as "retained_bytes", "retained_blocks" and "retained_percent" members of `j`.
+inline void add_retained(ordered_json& j, const Retained& r) {
+  j["retained_bytes"] = r.bytes;
+  j["retained_blocks"] = r.blocks;
+  j["retained_percent"] = rounded_percent(r.percent);
+}
+
+inline ordered_json heap_json(const HeapTotals& h) {
+  return {{"in_use_bytes", h.in_use_bytes}, {"in_use_blocks", h.in_use_blocks},
+          {"reachable_bytes", h.reachable_bytes}, {"reachable_blocks", h.reachable_blocks}};
 }
 
 }  // namespace heapscope::json

@@ -12,18 +12,8 @@ namespace {
 
 using nlohmann::ordered_json;
 
-double rounded_percent(double p) { return std::round(p * 1000.0) / 1000.0; }
-
-void add_retained(ordered_json& j, const Retained& r) {
-  j["retained_bytes"] = r.bytes;
-  j["retained_blocks"] = r.blocks;
-  j["retained_percent"] = rounded_percent(r.percent);
-}
-
-ordered_json heap_json(const HeapTotals& h) {
-  return {{"in_use_bytes", h.in_use_bytes}, {"in_use_blocks", h.in_use_blocks},
-          {"reachable_bytes", h.reachable_bytes}, {"reachable_blocks", h.reachable_blocks}};
-}
+using json::add_retained;
+using json::heap_json;
 
 
 ordered_json root_node_json(const RootNodeRef& r) {

@@ -1,13 +1,11 @@
 // Text renderers of the retention reports: top and roots.
 #include "formatters/render.h"
-#include "formatters/text/text_util.h"
+#include "formatters/text/retention_parts.h"
 
 namespace heapscope {
 
 namespace {
 
-// "1 block", "3 blocks".
-std::string blocks(std::uint64_t n) { return fmt::format("{} block{}", n, n == 1 ? "" : "s"); }
 
 std::string holder_line(const Holder& h) {
   if (h.block) return "block " + text::block_line(*h.block);
@@ -15,14 +13,6 @@ std::string holder_line(const Holder& h) {
   return "?";
 }
 
-std::string heap_line(const HeapTotals& h) {
-  return fmt::format("In use: {} in {}; reachable from roots: {} in {}; leaked: {} in {}\n", text::bytes(h.in_use_bytes),
-                     blocks(h.in_use_blocks), text::bytes(h.reachable_bytes), blocks(h.reachable_blocks),
-                     text::bytes(h.in_use_bytes - h.reachable_bytes), blocks(h.in_use_blocks - h.reachable_blocks));
-}
-
-std::string retained_cells(const Retained& r) {
-  return fmt::format("{:>10} {:>6.1f}% {:>9}", text::bytes(r.bytes), r.percent, r.blocks);
 }
 
 void append_suspects(std::string& out, const std::vector<Suspect>& suspects) {
@@ -32,7 +22,7 @@ void append_suspects(std::string& out, const std::vector<Suspect>& suspects) {
     const Suspect& s = suspects[i];
     if (s.kind == Suspect::Kind::big_retainer) {
       out += fmt::format("  {}. {} retains {} ({:.1f}% of the in-use heap) in {}\n", i + 1, holder_line(s.holder),
-                         text::bytes(s.retained.bytes), s.retained.percent, blocks(s.retained.blocks));
+                         text::bytes(s.retained.bytes), s.retained.percent, text::blocks(s.retained.blocks));
       if (s.accumulation_point)
         out += fmt::format("     accumulated in {}, which retains {} ({:.1f}%)\n", holder_line(*s.accumulation_point),
                            text::bytes(s.accumulation_retained.bytes), s.accumulation_retained.percent);
@@ -40,7 +30,7 @@ void append_suspects(std::string& out, const std::vector<Suspect>& suspects) {
         out += fmt::format("     {:>10} in {:>8} × {}\n", text::bytes(t.bytes), t.count, t.type);
     } else {
       out += fmt::format("  {}. {} of {} ({}) accumulate under {}, which retains {} ({:.1f}%)\n", i + 1,
-                         blocks(s.instances), s.type, text::bytes(s.instance_bytes), holder_line(s.holder),
+                         text::blocks(s.instances), s.type, text::bytes(s.instance_bytes), holder_line(s.holder),
                          text::bytes(s.retained.bytes), s.retained.percent);
     }
     text::append_path(out, s.path);
@@ -50,19 +40,19 @@ void append_suspects(std::string& out, const std::vector<Suspect>& suspects) {
 }  // namespace
 
 std::string render_text(const TopReport& r) {
-  std::string out = heap_line(r.heap);
+  std::string out = text::heap_line(r.heap);
   const std::string header = fmt::format("{:>10} {:>7} {:>9}", "retained", "%", "blocks");
   if (r.by == "block") {
     out += fmt::format("\nLargest retained sizes by block:\n{}  block\n", header);
-    for (const TopBlockRow& b : r.blocks) out += fmt::format("{}  {}\n", retained_cells(b.retained), text::block_line(b.block));
+    for (const TopBlockRow& b : r.blocks) out += fmt::format("{}  {}\n", text::retained_cells(b.retained), text::block_line(b.block));
   } else if (r.by == "type") {
     out += fmt::format("\nLargest retained sizes by type (outermost instances):\n{} {:>9} {:>10}  type\n", header,
                        "instances", "own bytes");
     for (const TopTypeRow& t : r.types)
-      out += fmt::format("{} {:>9} {:>10}  {}\n", retained_cells(t.retained), t.count, text::bytes(t.bytes), t.type);
+      out += fmt::format("{} {:>9} {:>10}  {}\n", text::retained_cells(t.retained), t.count, text::bytes(t.bytes), t.type);
   } else {
     out += fmt::format("\nLargest retained sizes by root:\n{}  root\n", header);
-    for (const TopRootRow& row : r.roots) out += fmt::format("{}  {}\n", retained_cells(row.retained), row.root.label);
+    for (const TopRootRow& row : r.roots) out += fmt::format("{}  {}\n", text::retained_cells(row.retained), row.root.label);
   }
   append_suspects(out, r.suspects);
   text::append_warnings(out, r.warnings);
@@ -70,14 +60,14 @@ std::string render_text(const TopReport& r) {
 }
 
 std::string render_text(const RootsReport& r) {
-  std::string out = heap_line(r.heap);
+  std::string out = text::heap_line(r.heap);
   const std::string header = fmt::format("{:>10} {:>7} {:>9}", "retained", "%", "blocks");
   out += fmt::format("\nRetained per root kind:\n{} {:>6}  kind\n", header, "roots");
-  for (const RootKindRow& k : r.kinds) out += fmt::format("{} {:>6}  {}\n", retained_cells(k.retained), k.roots, k.kind);
+  for (const RootKindRow& k : r.kinds) out += fmt::format("{} {:>6}  {}\n", text::retained_cells(k.retained), k.roots, k.kind);
   if (r.shared.blocks)
-    out += fmt::format("{} {:>6}  (held by roots of several kinds)\n", retained_cells(r.shared), "");
+    out += fmt::format("{} {:>6}  (held by roots of several kinds)\n", text::retained_cells(r.shared), "");
   out += fmt::format("\nRetained per root ({} of {}):\n{}  root\n", r.roots.size(), r.root_count, header);
-  for (const TopRootRow& row : r.roots) out += fmt::format("{}  {}\n", retained_cells(row.retained), row.root.label);
+  for (const TopRootRow& row : r.roots) out += fmt::format("{}  {}\n", text::retained_cells(row.retained), row.root.label);
   text::append_warnings(out, r.warnings);
   return out;
 }

@@ -24,6 +24,17 @@ class FakeImage : public Image {
     std::sort(regions_.begin(), regions_.end(), [](auto& a, auto& b) { return a.start < b.start; });
     bytes_[start] = std::vector<std::byte>(size);
   }
+  // Adds a read-only executable region and a module covering it (code a function pointer may land in).
+  void add_code(Address start, std::size_t size, std::string module_path) {
+    add_region(start, size, module_path);
+    for (MemoryRegion& r : regions_)
+      if (r.start == start) r.executable = true, r.writable = false;
+    Module m;
+    m.path = std::move(module_path);
+    m.start = start;
+    m.end = start + size;
+    modules_.push_back(m);
+  }
   void put(Address addr, std::uint64_t value) {
     auto& [start, mem] = *std::prev(bytes_.upper_bound(addr));
     std::memcpy(mem.data() + (addr - start), &value, 8);
