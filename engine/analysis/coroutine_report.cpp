@@ -10,7 +10,6 @@ namespace heapscope {
 namespace {
 
 constexpr std::size_t kMaxStacks = 100000;  // root-to-leaf paths walked; fan-out beyond this is cut, with a warning
-constexpr std::size_t kHolderSearchDepth = 64;
 
 std::uint64_t frame_bytes(Session& s, const CoroutineFrame& f) { return s.heap().blocks[f.block].usable_size(); }
 
@@ -107,9 +106,9 @@ void name_holder(Session& s, const CoroutineFrames& c, AsyncStack& stack) {
   const auto outermost = std::find_if(c.frames.begin(), c.frames.end(),
                                       [&](const CoroutineFrame& f) { return f.address == stack.outermost; });
   if (outermost == c.frames.end()) return;
-  const RetainersReport paths = find_retainers(s, outermost->block, outermost->address, 1, kHolderSearchDepth);
-  stack.leaked = paths.paths.empty();
-  if (!paths.paths.empty()) stack.held_by = paths.paths.front().root.label;
+  const std::optional<RetainerPath> path = shortest_retainer_path(s, outermost->block);
+  stack.leaked = !path;
+  if (path) stack.held_by = path->root.label;
 }
 
 std::vector<AsyncStack> async_stacks(Session& s, const CoroutineFrames& c, std::size_t limit,

@@ -6,13 +6,10 @@ namespace heapscope {
 
 namespace {
 
-
 std::string holder_line(const Holder& h) {
   if (h.block) return "block " + text::block_line(*h.block);
   if (h.root) return h.root->label;
   return "?";
-}
-
 }
 
 void append_suspects(std::string& out, const std::vector<Suspect>& suspects) {

@@ -70,6 +70,17 @@ class CoroutinesOnCores(unittest.TestCase):
                 (finished,) = [s for s in report["stacks"] if s["frames"][0]["function"].endswith("finished_job(int)")]
                 self.assertEqual(finished["frames"][0]["suspend_point"], "final suspend")
 
+    def test_chains_put_the_growing_chain_of_frames_first(self):
+        for compiler, (capture, _) in self.runs.items():
+            with self.subTest(compiler=compiler):
+                steps = frames_by_coroutine(capture.ledger)["process_records"]
+                first = heapscope_json("chains", capture.core)["chains"][0]
+                self.assertTrue(first["type"].startswith("coroutine frame "), first["type"])
+                self.assertTrue(first["type"].endswith(PIPELINE), first["type"])
+                self.assertEqual(first["length"], len(steps))
+                self.assertEqual(first["head"]["address"], steps[0].address, "the outermost step is nearest a root")
+                self.assertIn("main()", first["path"]["root"]["label"])
+
     def test_gcc_names_what_each_frame_awaits(self):
         _, report = self.runs["gcc"]
         first = report["stacks"][0]["frames"]
@@ -102,15 +113,22 @@ class CoroutinesThroughLldbLive(unittest.TestCase):
     def setUpClass(cls):
         require_lldb_and_gdb()
         cls.scenario = LiveScenario("coroutine_pipeline", fixture_path("coroutine_pipeline"),
-                                    ["heap coroutines --stacks --json"])
+                                    ["heap coroutines --stacks --json", "heap chains --json"])
 
-    def test_live_answer_equals_the_clis_on_the_core_of_the_same_stop(self):
+    def test_live_answers_equal_the_clis_on_the_core_of_the_same_stop(self):
+        for command in ("coroutines", "chains"):
+            with self.subTest(command=command):
+                options = ["--stacks"] if command == "coroutines" else []
+                live = self.scenario.lldb.json_of(" ".join(["heap", command, *options, "--json"]))
+                cli = heapscope_json(command, self.scenario.core, *options)
+                live.pop("warnings")
+                cli.pop("warnings")
+                self.assertEqual(live, cli)
+
+    def test_the_runaway_stack_is_first_live(self):
         live = self.scenario.lldb.json_of("heap coroutines --stacks --json")
-        cli = heapscope_json("coroutines", self.scenario.core, "--stacks")
-        live.pop("warnings")
-        cli.pop("warnings")
-        self.assertEqual(live, cli)
         self.assertTrue(live["stacks"][0]["frames"][0]["function"].endswith(PIPELINE))
+        self.assertTrue(self.scenario.lldb.json_of("heap chains --json")["chains"][0]["type"].endswith(PIPELINE))
 
 
 if __name__ == "__main__":
