@@ -62,6 +62,23 @@ def comparable(report):
     return {key: value for key, value in report.items() if key not in IGNORED_FIELDS}
 
 
+class ChainsOnClangCore(unittest.TestCase):
+    """The same pipeline built by Clang, which names the closure type "…::$_0" and lays out its DWARF its own
+    way: the chain, its length, bytes, head and the lambda's source line must come out the same."""
+
+    def test_the_callback_chain_comes_first(self):
+        capture = capture_fixture(FIXTURE + "_clang")
+        expected = expected_chain(capture.ledger)
+        chain = heapscope_json("chains", capture.core)["chains"][0]
+        self.assertRegex(chain["type"], r"wrap_callback\(.*\)::\$_0 \(callback_chain\.cpp:(\d+)\)$")
+        self.assertTrue(chain["type"].endswith(f"(callback_chain.cpp:{lambda_line()})"), chain["type"])
+        for key in ("length", "bytes"):
+            self.assertEqual(chain[key], expected[key], key)
+        self.assertEqual(chain["head"]["address"], expected["head"])
+        self.assertEqual(chain["depth"], 1)
+        self.assertIn("g_pipeline", chain["path"]["root"]["label"])
+
+
 class ChainsOnCore(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
