@@ -35,6 +35,7 @@ RootRef root_ref(Session& s, std::size_t root, const Block& target) {
     if (!found && points_into(w, target)) found = at;
   });
   ref.address = found;
+  if (r.kind == RootKind::global && found) ref.field = variable_field(s.image(), s.dwarf_types(), r.module, found);
   // Unwinding costs a little; only a stack root needs the frames for its label.
   ref.label = describe_root(s.image(), s.symbols(), r, found ? found : r.start,
                             r.kind == RootKind::stack ? &s.frames() : nullptr);

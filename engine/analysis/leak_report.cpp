@@ -37,30 +37,62 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   return r;
 }
 
-HistogramReport build_histogram(Session& s) {
+namespace {
+
+void add_block(HistogramRow& row, const Block& b, bool leaked) {
+  ++row.count;
+  row.bytes += b.usable_size();
+  if (!leaked) return;
+  ++row.leaked_count;
+  row.leaked_bytes += b.usable_size();
+}
+
+// Rows of one source location: each of its types' rows summed, its types listed by bytes.
+std::vector<HistogramRow> by_source(const std::vector<HistogramRow>& by_type) {
+  std::map<std::string, HistogramRow> rows;
+  for (const HistogramRow& t : by_type) {
+    HistogramRow& row = rows[t.source];
+    row.source = t.source;
+    row.types.push_back(t.type);
+    row.count += t.count;
+    row.bytes += t.bytes;
+    row.leaked_count += t.leaked_count;
+    row.leaked_bytes += t.leaked_bytes;
+  }
+  std::vector<HistogramRow> out;
+  for (auto& [source, row] : rows) out.push_back(std::move(row));
+  return out;
+}
+
+}  // namespace
+
+HistogramReport build_histogram(Session& s, const std::string& by) {
   const HeapModel& heap = s.heap();
   const LeakVerdicts& v = s.verdicts();
   const BlockTypes& types = s.types();
   HistogramReport r;
+  r.by = by;
   std::map<std::string, HistogramRow> rows;
   for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
     const Block& b = heap.blocks[i];
     if (!is_allocated(b.state)) continue;
     ++r.allocated_blocks;
-    if (types.type_id(i) != BlockTypes::kUnknown) ++r.typed_blocks;
+    const std::uint32_t type = types.type_id(i);
+    if (type != BlockTypes::kUnknown) ++r.typed_blocks;
     HistogramRow& row = rows[types.name(i, b)];
-    ++row.count;
-    row.bytes += b.usable_size();
-    if (is_leaked(v.verdict[i])) {
-      ++row.leaked_count;
-      row.leaked_bytes += b.usable_size();
-    }
+    row.source = types.source_of(type);
+    add_block(row, b, is_leaked(v.verdict[i]));
   }
   for (auto& [name, row] : rows) {
     row.type = name;
     r.rows.push_back(std::move(row));
   }
-  std::stable_sort(r.rows.begin(), r.rows.end(), [](auto& a, auto& b) { return a.bytes > b.bytes; });
+  auto most_bytes_first = [](auto& a, auto& b) { return a.bytes > b.bytes; };
+  std::stable_sort(r.rows.begin(), r.rows.end(), most_bytes_first);
+  if (by == "source") {
+    r.rows = by_source(r.rows);
+    std::stable_sort(r.rows.begin(), r.rows.end(), most_bytes_first);
+  }
   r.warnings = s.warnings();
   return r;
 }

@@ -9,6 +9,7 @@ namespace heapscope {
 LeaksReport build_leaks_report(Session& s, std::size_t examples);
 
 // Allocated blocks by type: count and bytes, live and leaked.
-HistogramReport build_histogram(Session& s);
+// Allocated blocks grouped by type name, or (`by` "source") by where DWARF says their type was declared.
+HistogramReport build_histogram(Session& s, const std::string& by = "type");
 
 }  // namespace heapscope

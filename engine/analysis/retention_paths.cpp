@@ -19,9 +19,12 @@ RetainerPath make_path(Session& s, std::size_t root, BlockId first, const std::v
   p.root = root_ref(s, root, blocks[first]);
   const Retention& retention = s.retention();
   for (BlockId b = first;; b = toward[b]) {
-    PathStep step{block_ref(s, b), std::nullopt, retention.retained_bytes(b)};
+    PathStep step;
+    step.block = block_ref(s, b);
+    step.retained = retention.retained_bytes(b);
     const BlockId next = toward[b];
     if (next != kNoBlock) step.offset = pointer_offset(s.image(), blocks[b], blocks[next]);
+    if (step.offset) step.field = field_at(s.dwarf_types(), s.dwarf_types().block_types[b], *step.offset);
     p.steps.push_back(std::move(step));
     if (next == kNoBlock) break;
   }

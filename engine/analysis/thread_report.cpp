@@ -197,7 +197,7 @@ class HandleScan {
 
   void add_root_holder(HandleHolder holder, const RootRange& range, Address word, Address address) {
     if (holder.handles.empty()) return;
-    holder.root = RootRef{root_kind_name(range.kind), describe_root(s_.image(), s_.symbols(), range, word), address};
+    holder.root = RootRef{root_kind_name(range.kind), describe_root(s_.image(), s_.symbols(), range, word), address, {}};
     holders_.push_back(std::move(holder));
   }
 

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "commands/command.h"
 
@@ -27,6 +28,23 @@ bool matches(BlockState state, const std::string& wanted) {
   return wanted == block_state_name(state);
 }
 
+// Types only matter, and are only worth computing, when allocated blocks are listed.
+void add_types(Session& s, const std::vector<std::size_t>& selected, BlocksReport& r) {
+  const auto& blocks = s.heap().blocks;
+  if (std::none_of(selected.begin(), selected.end(), [&](std::size_t i) { return is_allocated(blocks[i].state); }))
+    return;
+  const BlockTypes& types = s.types();
+  std::unordered_map<std::uint32_t, std::uint32_t> index;  // BlockTypes id → type_names index
+  r.type_names.push_back("");
+  for (std::size_t i : selected) {
+    const std::uint32_t id = is_allocated(blocks[i].state) ? types.type_id(i) : BlockTypes::kUnknown;
+    auto [it, fresh] = index.try_emplace(id, static_cast<std::uint32_t>(r.type_names.size()));
+    if (id == BlockTypes::kUnknown) it->second = 0;
+    else if (fresh) r.type_names.push_back(types.name(i, blocks[i]));
+    r.type_ids.push_back(it->second);
+  }
+}
+
 class BlocksCommand final : public Command {
  public:
   void add_options(CLI::App& app) override {
@@ -43,18 +61,21 @@ class BlocksCommand final : public Command {
   Report run(Session& s) override {
     const HeapModel& heap = s.heap();
     BlocksReport r;
+    std::vector<std::size_t> selected;
     if (by_verdict(state_)) {
       const LeakVerdicts& v = s.verdicts();
       for (std::size_t i = 0; i < heap.blocks.size(); ++i)
         if (matches_verdict(v.verdict[i], v.possibly[i], state_) && heap.blocks[i].usable_size() >= min_size_) {
-          r.blocks.push_back(heap.blocks[i]);
+          selected.push_back(i);
           r.verdicts.push_back(verdict_name(v.verdict[i]));
           r.possibly.push_back(v.possibly[i] != 0);
         }
     } else {
-      for (const Block& b : heap.blocks)
-        if (matches(b.state, state_) && b.usable_size() >= min_size_) r.blocks.push_back(b);
+      for (std::size_t i = 0; i < heap.blocks.size(); ++i)
+        if (matches(heap.blocks[i].state, state_) && heap.blocks[i].usable_size() >= min_size_) selected.push_back(i);
     }
+    for (std::size_t i : selected) r.blocks.push_back(heap.blocks[i]);
+    add_types(s, selected, r);
     for (const ArenaInfo& a : heap.arenas) r.arena_addresses.push_back(a.address);
     r.selection = fmt::format("{} blocks{}", state_, min_size_ ? fmt::format(" of at least {} bytes", min_size_) : "");
     r.warnings = s.warnings();

@@ -18,8 +18,15 @@ class LeaksCommand final : public Command {
 
 class HistogramCommand final : public Command {
  public:
-  void add_options(CLI::App&) override {}
-  Report run(Session& s) override { return build_histogram(s); }
+  void add_options(CLI::App& app) override {
+    app.add_option("--by", by_, "Group by type name, or by the source line that declares the type (DWARF)")
+        ->check(CLI::IsMember({"type", "source"}))
+        ->capture_default_str();
+  }
+  Report run(Session& s) override { return build_histogram(s, by_); }
+
+ private:
+  std::string by_ = "type";
 };
 
 }  // namespace

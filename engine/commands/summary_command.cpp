@@ -12,6 +12,20 @@ std::string symbol_source(const Session& s, const Module& m) {
   return syms->has_local_symbols() ? "symtab" : "dynsym only";
 }
 
+TypedShare typed_share(const HeapModel& heap, const BlockTypes& types) {
+  TypedShare share;
+  for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+    const Block& b = heap.blocks[i];
+    if (!is_allocated(b.state)) continue;
+    share.in_use_blocks += 1;
+    share.in_use_bytes += b.usable_size();
+    if (types.type_id(i) == BlockTypes::kUnknown) continue;
+    share.blocks += 1;
+    share.bytes += b.usable_size();
+  }
+  return share;
+}
+
 class SummaryCommand final : public Command {
  public:
   void add_options(CLI::App&) override {}
@@ -34,6 +48,7 @@ class SummaryCommand final : public Command {
       r.mmapped = heap.mmapped_total;
       r.totals = heap.totals();
       r.mallinfo = heap.mallinfo;
+      r.typed = typed_share(heap, s.types());
     } catch (const AnalysisError& e) {
       r.heap_error = e.what();  // the process overview is still worth showing
     }

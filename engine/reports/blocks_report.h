@@ -14,6 +14,10 @@ struct BlocksReport {
   // Filled when the selection is by leak verdict: per listed block, its verdict name and possibly flag.
   std::vector<const char*> verdicts;
   std::vector<bool> possibly;
+  // Per listed block, an index into type_names (0: unknown, shown as "unknown (N bytes)"); empty when no
+  // listed block is allocated.
+  std::vector<std::uint32_t> type_ids;
+  std::vector<std::string> type_names;
   std::vector<std::string> warnings;
 
   Address arena_of(const Block& b) const {

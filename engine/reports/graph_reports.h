@@ -19,6 +19,7 @@ struct RootRef {
   std::string kind;   // root_kind_name()
   std::string label;  // "global g_cache in app", "register rbx, thread 1 (tid 42)"
   Address address = 0;  // the word holding the pointer (0 for registers)
+  std::string field;    // DWARF: the member of the global variable holding it (".clients[3]"), or empty
 };
 
 struct LeakGroup {
@@ -37,6 +38,7 @@ struct LeaksReport {
 struct PathStep {
   BlockRef block;
   std::optional<std::uint64_t> offset;  // where in this block the pointer to the next step sits
+  std::string field;                    // DWARF: the field at that offset (".next", "[17]"), or empty
   std::uint64_t retained = 0;           // usable bytes this block alone keeps alive (dominator tree)
 };
 
@@ -89,11 +91,14 @@ struct DescribeReport {
 };
 
 struct HistogramRow {
-  std::string type;
+  std::string type;    // by type: the type; by source: empty
+  std::string source;  // where the type was declared (DWARF), empty when unknown
+  std::vector<std::string> types;  // by source: the types declared there, most bytes first
   std::uint64_t count = 0, bytes = 0, leaked_count = 0, leaked_bytes = 0;
 };
 
 struct HistogramReport {
+  std::string by = "type";         // "type" or "source"
   std::vector<HistogramRow> rows;  // by bytes, largest first
   std::uint64_t typed_blocks = 0, allocated_blocks = 0;
   std::vector<std::string> warnings;

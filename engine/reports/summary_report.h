@@ -1,6 +1,7 @@
 // Report objects are plain data: an analysis fills them, a formatter renders them (text, JSON, ...).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,14 @@ struct ModuleRow {
   std::string symbols;  // "debug file /usr/lib/debug/...", "symtab", "dynsym only", "no file"
 };
 
+// How much of the heap carries a type (vtables, std::function managers, coroutine frames, DWARF): over
+// allocated blocks, usable bytes.
+struct TypedShare {
+  std::uint64_t blocks = 0, bytes = 0;                // typed
+  std::uint64_t in_use_blocks = 0, in_use_bytes = 0;  // all allocated
+  double bytes_percent() const { return in_use_bytes ? 100.0 * static_cast<double>(bytes) / static_cast<double>(in_use_bytes) : 0; }
+};
+
 struct SummaryReport {
   std::string target;  // Image::description()
   int pid = 0;
@@ -36,6 +45,7 @@ struct SummaryReport {
   StateTotal mmapped;
   StateTotals totals{};
   MallInfo mallinfo;
+  std::optional<TypedShare> typed;  // absent when the heap was not walked
 
   std::vector<std::string> warnings;
 };

@@ -64,10 +64,21 @@ const BlockTypes& Session::types() {
     const RootSet& r = roots();
     check_interrupted();
     PhaseTimer timer("types");
-    types_ = infer_types(*image_, symbols_, h, r);
-    type_coroutine_frames(*types_, coroutines());
+    BlockTypes types = infer_types(*image_, symbols_, h, r);
+    type_coroutine_frames(types, coroutines());
+    PhaseTimer dwarf_timer("dwarf types");
+    auto dwarf = std::make_unique<DwarfTypes>(*image_, symbols_);
+    type_blocks_from_dwarf(*image_, symbols_, h, types, *dwarf);
+    dwarf_types_ = std::move(dwarf);
+    types_ = std::move(types);
   }
   return *types_;
+}
+
+const DwarfTypes& Session::dwarf_types() {
+  std::lock_guard lock(mutex_);
+  types();
+  return *dwarf_types_;
 }
 
 const CoroutineFrames& Session::coroutines() {

@@ -20,6 +20,7 @@
 #include "heap/heap_model.h"
 #include "types/block_types.h"
 #include "types/coroutine_frames.h"
+#include "types/dwarf_typing.h"
 #include "image/image.h"
 #include "symbols/symbol_index.h"
 
@@ -49,7 +50,8 @@ class Session {
   const RootSet& roots();
   const ReferenceGraph& graph();          // pointer scan of blocks and roots
   const LeakVerdicts& verdicts();
-  const BlockTypes& types();              // symbol typing, coroutine frames included
+  const BlockTypes& types();              // symbol typing, coroutine frames, then DWARF typing
+  const DwarfTypes& dwarf_types();        // each block's DWARF type (computed with types())
   const CoroutineFrames& coroutines();   // C++20 coroutine frames on the heap and their awaiters
   const Retention& retention();          // dominator tree and retained sizes
   // Call stacks of every thread (indexed like Image::threads()); needs no heap, never throws for a bad stack.
@@ -80,6 +82,7 @@ class Session {
   std::optional<LeakVerdicts> verdicts_;
   std::optional<BlockTypes> types_;
   std::optional<CoroutineFrames> coroutines_;
+  std::unique_ptr<DwarfTypes> dwarf_types_;
   std::unique_ptr<Retention> retention_;
   std::optional<std::vector<std::vector<Frame>>> frames_;
   std::vector<std::string> frame_warnings_;

@@ -9,6 +9,7 @@
 #include "graph/block_index.h"
 #include "image/memory_cursor.h"
 #include "image/word_scan.h"
+#include "symbols/cxx_names.h"
 #include "types/functor_sources.h"
 
 namespace heapscope {
@@ -16,35 +17,6 @@ namespace heapscope {
 namespace {
 
 constexpr std::string_view kVtablePrefix = "vtable for ";
-
-// The argument list of the last template before `::_M_manager`, split at top-level commas: not those
-// inside nested templates, nor those between the parentheses of a function type or of the function a
-// lambda is local to ("f(int, long)::{lambda()#1}").
-std::vector<std::string> template_args_before(const std::string& s, std::size_t end) {
-  if (end == 0 || s[end - 1] != '>') return {};
-  int depth = 0, parens = 0;
-  std::size_t i = end - 1;
-  std::vector<std::string> args;
-  std::size_t arg_end = end - 1;
-  while (true) {
-    const char c = s[i];
-    if (c == '>') ++depth;
-    else if (c == ')') ++parens;
-    else if (c == '(') --parens;
-    else if (c == '<' && --depth == 0) {
-      args.push_back(s.substr(i + 1, arg_end - i - 1));
-      break;
-    } else if (c == ',' && depth == 1 && parens == 0) {
-      args.push_back(s.substr(i + 1, arg_end - i - 1));
-      arg_end = i;
-    }
-    if (i == 0) return {};
-    --i;
-  }
-  std::reverse(args.begin(), args.end());
-  for (auto& a : args) a.erase(0, a.find_first_not_of(' '));
-  return args;
-}
 
 struct Manager {
   std::string functor_type;
@@ -77,8 +49,10 @@ void name_functor_sources(BlockTypes& types, const std::unordered_map<const Mana
     for (const auto& [manager, id] : managers) values.push_back(manager->value);
     const std::map<Address, SourceLocation> sources = functor_sources(*module, values);
     for (const auto& [manager, id] : managers)
-      if (auto it = sources.find(manager->value); it != sources.end())
+      if (auto it = sources.find(manager->value); it != sources.end()) {
         types.rename(id, fmt::format("{} ({})", manager->functor_type, it->second.describe()));
+        types.set_source(id, it->second.describe());
+      }
   }
 }
 
@@ -87,7 +61,7 @@ void name_functor_sources(BlockTypes& types, const std::unordered_map<const Mana
 std::string functor_type_from_manager(const std::string& demangled) {
   const std::size_t at = demangled.find(">::_M_manager(");
   if (at == std::string::npos) return {};
-  const std::vector<std::string> args = template_args_before(demangled, at + 1);
+  const std::vector<std::string> args = template_arguments_ending_at(demangled, at + 1);
   if (args.empty()) return {};
   // _Base_manager<F> has one argument; _Function_handler<Sig, F> has the functor last.
   return args.back();
@@ -108,7 +82,12 @@ std::uint32_t BlockTypes::intern(const std::string& name) {
   auto it = std::find(names_.begin(), names_.end(), name);
   if (it != names_.end()) return static_cast<std::uint32_t>(it - names_.begin());
   names_.push_back(name);
+  sources_.emplace_back();
   return static_cast<std::uint32_t>(names_.size() - 1);
+}
+
+void BlockTypes::set_source(std::uint32_t id, std::string source) {
+  if (id != kUnknown && id < sources_.size()) sources_[id] = std::move(source);
 }
 
 void BlockTypes::rename(std::uint32_t id, std::string name) {

@@ -18,12 +18,15 @@ class BlockTypes {
  public:
   static constexpr std::uint32_t kUnknown = 0;
 
-  BlockTypes() : names_{""} {}
+  BlockTypes() : names_{""}, sources_{""} {}
   std::uint32_t type_id(std::size_t block) const { return block < ids_.size() ? ids_[block] : kUnknown; }
   // The type's name, or "unknown (N bytes)" for untyped blocks.
   std::string name(std::size_t block, const Block& b) const;
   std::uint32_t intern(const std::string& name);
   void rename(std::uint32_t id, std::string name);
+  // Where the type was declared ("client.h:12"), when DWARF says; empty otherwise.
+  const std::string& source_of(std::uint32_t id) const { return sources_[id < sources_.size() ? id : 0]; }
+  void set_source(std::uint32_t id, std::string source);
   void set(std::size_t block, std::uint32_t id) { ids_[block] = id; }
   void resize(std::size_t blocks) { ids_.assign(blocks, kUnknown); }
   std::size_t typed_blocks() const;
@@ -31,6 +34,7 @@ class BlockTypes {
  private:
   std::vector<std::uint32_t> ids_;
   std::vector<std::string> names_;
+  std::vector<std::string> sources_;  // by type id, like names_
 };
 
 BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots);

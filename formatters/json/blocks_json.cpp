@@ -19,10 +19,16 @@ std::string render_json(const BlocksReport& r) {
         i < r.verdicts.size()
             ? fmt::format(", \"verdict\": \"{}\", \"possibly\": {}", r.verdicts[i], r.possibly[i] ? "true" : "false")
             : "";
+    const std::string type =
+        i < r.type_ids.size() && is_allocated(b.state)
+            ? ", \"type\": " + nlohmann::json(r.type_ids[i] ? r.type_names[r.type_ids[i]]
+                                                              : fmt::format("unknown ({} bytes)", b.usable_size()))
+                                     .dump()
+            : std::string();
     out += fmt::format("{}\n    {{\"address\": {}, \"chunk\": {}, \"usable_size\": {}, \"chunk_size\": {}, "
-                       "\"state\": \"{}\", \"arena\": {}{}}}",
+                       "\"state\": \"{}\", \"arena\": {}{}{}}}",
                        i ? "," : "", b.address(), b.chunk, b.usable_size(), b.chunk_size(),
-                       block_state_name(b.state), r.arena_of(b), verdict);
+                       block_state_name(b.state), r.arena_of(b), verdict, type);
   }
   out += fmt::format("\n  ],\n  \"count\": {},\n  \"bytes\": {},\n  \"warnings\": {}\n}}\n", r.blocks.size(), bytes,
                      nlohmann::json(r.warnings).dump());

@@ -69,11 +69,21 @@ std::string render_json(const DescribeReport& r) {
 
 std::string render_json(const HistogramReport& r) {
   ordered_json rows = ordered_json::array();
-  for (const HistogramRow& h : r.rows)
-    rows.push_back({{"type", h.type}, {"count", h.count}, {"bytes", h.bytes}, {"leaked_count", h.leaked_count},
-                    {"leaked_bytes", h.leaked_bytes}});
-  ordered_json out = {{"command", "histogram"}, {"types", rows}, {"allocated_blocks", r.allocated_blocks},
-                      {"typed_blocks", r.typed_blocks}};
+  for (const HistogramRow& h : r.rows) {
+    ordered_json row;
+    if (r.by == "source") {
+      row = {{"source", h.source}, {"types", h.types}};
+    } else {
+      row = {{"type", h.type}, {"source", h.source}};
+    }
+    row["count"] = h.count;
+    row["bytes"] = h.bytes;
+    row["leaked_count"] = h.leaked_count;
+    row["leaked_bytes"] = h.leaked_bytes;
+    rows.push_back(std::move(row));
+  }
+  ordered_json out = {{"command", "histogram"}, {"by", r.by}, {r.by == "source" ? "sources" : "types", rows},
+                      {"allocated_blocks", r.allocated_blocks}, {"typed_blocks", r.typed_blocks}};
   return json::finish(std::move(out), r.warnings);
 }
 

@@ -18,13 +18,16 @@ using nlohmann::ordered_json;
 
 inline ordered_json block(const BlockRef& b) { return {{"address", b.address}, {"size", b.size}, {"type", b.type}}; }
 
-inline ordered_json root(const RootRef& r) { return {{"kind", r.kind}, {"label", r.label}, {"address", r.address}}; }
+inline ordered_json root(const RootRef& r) {
+  return {{"kind", r.kind}, {"label", r.label}, {"address", r.address}, {"field", r.field}};
+}
 
 inline ordered_json path(const RetainerPath& p) {
   ordered_json steps = ordered_json::array();
   for (const PathStep& s : p.steps) {
     ordered_json step = block(s.block);
     if (s.offset) step["offset"] = *s.offset;
+    step["field"] = s.field;
     step["retained"] = s.retained;
     steps.push_back(step);
   }

@@ -1,5 +1,6 @@
 #include <nlohmann/json.hpp>
 
+#include "formatters/json/json_parts.h"
 #include "formatters/render.h"
 
 namespace heapscope {
@@ -63,6 +64,12 @@ std::string render_json(const SummaryReport& r) {
     out["modules"].push_back(
         {{"path", m.path}, {"load_bias", m.load_bias}, {"build_id", m.build_id}, {"symbols", m.symbols}});
   out["heap"] = heap_json(r);
+  if (r.typed)
+    out["typed"] = {{"blocks", r.typed->blocks},
+                    {"bytes", r.typed->bytes},
+                    {"allocated_blocks", r.typed->in_use_blocks},
+                    {"allocated_bytes", r.typed->in_use_bytes},
+                    {"bytes_percent", json::rounded_percent(r.typed->bytes_percent())}};
   out["warnings"] = r.warnings;
   return out.dump(2) + "\n";
 }

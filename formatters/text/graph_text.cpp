@@ -38,11 +38,9 @@ std::string render_text(const RetainersReport& r) {
     out += r.depth_limited ? "No path from a root within --max-depth.\n" : "leaked: no path from any root\n";
   for (std::size_t i = 0; i < r.paths.size(); ++i) {
     const RetainerPath& p = r.paths[i];
-    out += fmt::format("\nPath {} ({} steps):\n  {}{}\n", i + 1, p.steps.size(), p.root.label,
-                       p.root.address ? fmt::format(" [0x{:x}]", p.root.address) : "");
+    out += fmt::format("\nPath {} ({} steps):\n  {}\n", i + 1, p.steps.size(), text::root_line(p.root));
     for (const PathStep& s : p.steps)
-      out += fmt::format("  → {}, retains {}{}\n", block_line(s.block), text::bytes(s.retained),
-                         s.offset ? fmt::format(", pointer at +0x{:x}", *s.offset) : "");
+      out += fmt::format("  → {}, retains {}{}\n", block_line(s.block), text::bytes(s.retained), text::pointer_place(s));
   }
   text::append_warnings(out, r.warnings);
   return out;
@@ -80,9 +78,20 @@ std::string render_text(const DescribeReport& r) {
 }
 
 std::string render_text(const HistogramReport& r) {
-  std::string out = fmt::format("{:>10} {:>12} {:>10} {:>12}  {}\n", "count", "bytes", "leaked", "leaked bytes", "type");
-  for (const HistogramRow& h : r.rows)
-    out += fmt::format("{:>10} {:>12} {:>10} {:>12}  {}\n", h.count, h.bytes, h.leaked_count, h.leaked_bytes, h.type);
+  const bool by_source = r.by == "source";
+  std::string out = fmt::format("{:>10} {:>12} {:>10} {:>12}  {}\n", "count", "bytes", "leaked", "leaked bytes",
+                                by_source ? "declared at: types" : "type");
+  for (const HistogramRow& h : r.rows) {
+    std::string what = h.type;
+    if (by_source) {
+      what = (h.source.empty() ? std::string("(no source)") : h.source) + ":";
+      for (const std::string& t : h.types) what += " " + t + ";";
+      what.pop_back();
+    } else if (!h.source.empty() && h.type.find(h.source) == std::string::npos) {
+      what += "  [" + h.source + "]";
+    }
+    out += fmt::format("{:>10} {:>12} {:>10} {:>12}  {}\n", h.count, h.bytes, h.leaked_count, h.leaked_bytes, what);
+  }
   out += fmt::format("{} allocated blocks, {} with a known type\n", r.allocated_blocks, r.typed_blocks);
   text::append_warnings(out, r.warnings);
   return out;

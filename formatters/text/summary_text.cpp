@@ -49,6 +49,10 @@ void append_heap(std::string& out, const SummaryReport& r) {
   out += fmt::format("Free:     {} blocks, {} (bins {}, tcache {}, fastbins {}), plus {} in top chunks\n", free.blocks,
                      text::bytes(free.bytes), total(BlockState::free).blocks, total(BlockState::tcache).blocks,
                      total(BlockState::fastbin).blocks, text::bytes(total(BlockState::top).bytes));
+  if (r.typed)
+    out += fmt::format("Typed:    {:.1f}% of allocated bytes ({} of {}), {} of {} blocks\n", r.typed->bytes_percent(),
+                       text::bytes(r.typed->bytes), text::bytes(r.typed->in_use_bytes), r.typed->blocks,
+                       r.typed->in_use_blocks);
 }
 
 }  // namespace

@@ -29,13 +29,23 @@ inline std::string hex(std::uint64_t a) { return fmt::format("0x{:x}", a); }
 // "0x5555555592a0 (Node, 24 bytes)".
 inline std::string block_line(const BlockRef& b) { return fmt::format("0x{:x} ({}, {} bytes)", b.address, b.type, b.size); }
 
+// "global g_registry in app, field .clients [0x5555…]": a path's root with the member holding the pointer.
+inline std::string root_line(const RootRef& r) {
+  return r.label + (r.field.empty() ? std::string() : ", field " + r.field) +
+         (r.address ? fmt::format(" [0x{:x}]", r.address) : std::string());
+}
+
+// ", pointer at +0x88 ([17])": where in a path step's block the pointer to the next step sits.
+inline std::string pointer_place(const PathStep& s) {
+  if (!s.offset) return {};
+  return fmt::format(", pointer at +0x{:x}", *s.offset) + (s.field.empty() ? std::string() : " (" + s.field + ")");
+}
+
 // A retainer path under a numbered item: the root, then one line per block down to the target.
 inline void append_path(std::string& out, const std::optional<RetainerPath>& p) {
   if (!p) return;
-  out += fmt::format("     path: {}{}\n", p->root.label, p->root.address ? fmt::format(" [0x{:x}]", p->root.address) : "");
-  for (const PathStep& s : p->steps)
-    out += fmt::format("       → {}{}\n", block_line(s.block),
-                       s.offset ? fmt::format(", pointer at +0x{:x}", *s.offset) : "");
+  out += fmt::format("     path: {}\n", root_line(p->root));
+  for (const PathStep& s : p->steps) out += fmt::format("       → {}{}\n", block_line(s.block), pointer_place(s));
 }
 
 inline void append_warnings(std::string& out, const std::vector<std::string>& warnings) {

@@ -1,0 +1,303 @@
+#include "dwarf/type_index.h"
+
+#include <dwarf.h>
+
+namespace heapscope {
+
+namespace {
+
+bool has_flag(Dwarf_Die& die, int attribute) {
+  Dwarf_Attribute attr;
+  bool flag = false;
+  return dwarf_attr_integrate(&die, attribute, &attr) && dwarf_formflag(&attr, &flag) == 0 && flag;
+}
+
+std::uint64_t array_count(Dwarf_Die& array) {
+  std::uint64_t count = 1;
+  bool any = false;
+  Dwarf_Die child;
+  if (dwarf_child(&array, &child) != 0) return 0;
+  do {
+    if (dwarf_tag(&child) != DW_TAG_subrange_type) continue;
+    Dwarf_Attribute attr;
+    Dwarf_Word value = 0;
+    if (dwarf_attr(&child, DW_AT_count, &attr) && dwarf_formudata(&attr, &value) == 0) {
+      count *= value;
+    } else if (dwarf_attr(&child, DW_AT_upper_bound, &attr) && dwarf_formudata(&attr, &value) == 0) {
+      count *= value + 1;
+    } else {
+      return 0;  // flexible or variable-length
+    }
+    any = true;
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return any ? count : 0;
+}
+
+// A variable's static location: DW_OP_addr A, or a TLS offset (DW_OP_const* N; DW_OP_*push_tls_address).
+struct StaticLocation {
+  bool tls = false;
+  std::uint64_t address = 0;
+};
+
+std::optional<StaticLocation> static_location(Dwarf_Die& variable) {
+  Dwarf_Attribute attr;
+  Dwarf_Op* ops = nullptr;
+  std::size_t count = 0;
+  if (!dwarf_attr(&variable, DW_AT_location, &attr) || dwarf_getlocation(&attr, &ops, &count) != 0) return std::nullopt;
+  if (count == 1 && ops[0].atom == DW_OP_addr) return StaticLocation{false, ops[0].number};
+  const bool constant = count == 2 && (ops[0].atom == DW_OP_const8u || ops[0].atom == DW_OP_const4u ||
+                                       ops[0].atom == DW_OP_constu);
+  if (constant && (ops[1].atom == DW_OP_GNU_push_tls_address || ops[1].atom == DW_OP_form_tls_address))
+    return StaticLocation{true, ops[0].number};
+  return std::nullopt;
+}
+
+}  // namespace
+
+// One pass over every DIE: scope-qualified names of types, variables and functions, structure
+// definitions by name, and the variables with static storage.
+class TypeIndexBuilder {
+ public:
+  explicit TypeIndexBuilder(DwarfTypeIndex& index) : index_(index) {}
+
+  void walk(Dwarf_Die& parent, const std::string& prefix, int depth) {
+    constexpr int kMaxDepth = 48;
+    Dwarf_Die child;
+    if (depth > kMaxDepth || dwarf_child(&parent, &child) != 0) return;
+    do visit(child, prefix, depth);
+    while (dwarf_siblingof(&child, &child) == 0);
+  }
+
+ private:
+  DwarfTypeIndex& index_;
+  std::vector<std::pair<DwarfVariable, std::uint64_t>> pending_;  // variables and their type DIE offsets
+
+  std::string qualified(Dwarf_Die& die, const std::string& prefix) {
+    if (std::optional<Dwarf_Die> spec = die_reference(die, DW_AT_specification)) {
+      auto it = index_.qualified_names_.find(dwarf_dieoffset(&*spec));
+      if (it != index_.qualified_names_.end()) return it->second;
+    }
+    const std::string name = die_name(die);
+    return name.empty() ? std::string() : prefix + name;
+  }
+
+  void visit(Dwarf_Die& die, const std::string& prefix, int depth) {
+    const int tag = dwarf_tag(&die);
+    const std::uint64_t offset = dwarf_dieoffset(&die);
+    switch (tag) {
+      case DW_TAG_namespace: {
+        const std::string name = die_name(die);
+        walk(die, prefix + (name.empty() ? "(anonymous namespace)" : name) + "::", depth + 1);
+        return;
+      }
+      case DW_TAG_structure_type:
+      case DW_TAG_class_type:
+      case DW_TAG_union_type:
+      case DW_TAG_enumeration_type: {
+        const std::string name = qualified(die, prefix);
+        if (name.empty()) return;
+        index_.qualified_names_[offset] = name;
+        if (tag != DW_TAG_enumeration_type && !has_flag(die, DW_AT_declaration))
+          index_.definitions_.try_emplace(name, offset);
+        walk(die, name + "::", depth + 1);
+        return;
+      }
+      case DW_TAG_typedef:
+      case DW_TAG_base_type:
+        if (std::string name = qualified(die, prefix); !name.empty()) index_.qualified_names_[offset] = name;
+        return;
+      case DW_TAG_subprogram: {
+        const std::string name = qualified(die, prefix);
+        if (!name.empty()) index_.qualified_names_[offset] = name;
+        walk(die, name.empty() ? prefix : name + "::", depth + 1);
+        return;
+      }
+      case DW_TAG_lexical_block:
+        walk(die, prefix, depth + 1);
+        return;
+      case DW_TAG_variable:
+        add_variable(die, prefix);
+        return;
+      default:
+        return;
+    }
+  }
+
+  void add_variable(Dwarf_Die& die, const std::string& prefix) {
+    const std::string name = qualified(die, prefix);
+    if (!name.empty()) index_.qualified_names_[dwarf_dieoffset(&die)] = name;
+    const std::optional<StaticLocation> where = static_location(die);
+    std::optional<Dwarf_Die> type = die_reference(die, DW_AT_type);
+    if (!where || !type || name.empty()) return;
+    DwarfVariable v;
+    v.name = name;
+    v.tls = where->tls;
+    v.address = where->address;
+    pending_.push_back({std::move(v), dwarf_dieoffset(&*type)});
+  }
+
+ public:
+  void resolve_variables() {
+    for (auto& [variable, type_die] : pending_) {
+      variable.type = index_.type_of_die(type_die);
+      if (variable.type != kNoDwarfType) index_.variables_.push_back(std::move(variable));
+    }
+  }
+};
+
+std::unique_ptr<DwarfTypeIndex> DwarfTypeIndex::build(const DwarfFile& dwarf) {
+  auto index = std::make_unique<DwarfTypeIndex>();
+  index->dwarf_ = &dwarf;
+  TypeIndexBuilder builder(*index);
+  dwarf.for_each_die([&](Dwarf_Die& die, Dwarf_Die* parent) {
+    if (!parent) builder.walk(die, "", 0);  // each unit's root: the builder walks it with its own scopes
+    return false;
+  });
+  builder.resolve_variables();
+  return index;
+}
+
+DwarfTypeId DwarfTypeIndex::type_of_die(std::uint64_t die_offset) const {
+  const std::optional<Dwarf_Die> die = dwarf_->die_at(die_offset);
+  return die ? resolve(*die) : kNoDwarfType;
+}
+
+DwarfTypeId DwarfTypeIndex::definition(DwarfTypeId id) const {
+  if (id == kNoDwarfType || !types_[id].declaration) return id;
+  const DwarfTypeId found = find_structure(types_[id].name);
+  return found == kNoDwarfType ? id : found;
+}
+
+DwarfTypeId DwarfTypeIndex::find_structure(const std::string& name) const {
+  const auto it = definitions_.find(name);
+  return it == definitions_.end() ? kNoDwarfType : type_of_die(it->second);
+}
+
+DwarfTypeId DwarfTypeIndex::add_structure(Dwarf_Die& die, const std::string& name) const {
+  const DwarfTypeId id = static_cast<DwarfTypeId>(types_.size());
+  by_die_[dwarf_dieoffset(&die)] = id;
+  DwarfType t;
+  t.kind = DwarfType::Kind::structure;
+  t.name = name;
+  t.declaration = has_flag(die, DW_AT_declaration);
+  t.size = type_size(die);
+  t.declared = declaration_of(die);
+  types_.push_back(std::move(t));
+  std::vector<DwarfTypeMember> members;
+  bool has_pointers = false;
+  Dwarf_Die child;
+  if (dwarf_child(&die, &child) == 0) do {
+      const int tag = dwarf_tag(&child);
+      if (tag != DW_TAG_member && tag != DW_TAG_inheritance) continue;
+      Dwarf_Attribute attr;
+      Dwarf_Word offset = 0;
+      if (dwarf_attr(&child, DW_AT_data_member_location, &attr)) {
+        if (dwarf_formudata(&attr, &offset) != 0) continue;  // an expression: a virtual base
+      } else if (dwarf_tag(&die) != DW_TAG_union_type) {
+        continue;  // a static member
+      }
+      std::optional<Dwarf_Die> type = die_reference(child, DW_AT_type);
+      DwarfTypeMember m;
+      m.name = die_name(child);
+      m.offset = offset;
+      m.base_class = tag == DW_TAG_inheritance;
+      m.type = type ? resolve(*type) : kNoDwarfType;
+      if (m.type != kNoDwarfType && types_[m.type].has_pointers) has_pointers = true;
+      members.push_back(std::move(m));
+    } while (dwarf_siblingof(&child, &child) == 0);
+  types_[id].first_member = static_cast<std::uint32_t>(members_.size());
+  types_[id].member_count = static_cast<std::uint32_t>(members.size());
+  // libstdc++ keeps a node's value in raw storage (__gnu_cxx::__aligned_membuf<T>, __aligned_buffer<T>):
+  // bytes to DWARF, a T to heap typing, which may find pointers there.
+  types_[id].has_pointers = has_pointers || name.rfind("__gnu_cxx::__aligned_", 0) == 0;
+  members_.insert(members_.end(), std::make_move_iterator(members.begin()), std::make_move_iterator(members.end()));
+  return id;
+}
+
+DwarfTypeId DwarfTypeIndex::resolve(Dwarf_Die die) const {
+  const std::uint64_t offset = dwarf_dieoffset(&die);
+  if (auto it = by_die_.find(offset); it != by_die_.end()) return it->second;
+  const int tag = dwarf_tag(&die);
+  auto name_of = [&](Dwarf_Die& d) {
+    auto it = qualified_names_.find(dwarf_dieoffset(&d));
+    return it != qualified_names_.end() ? it->second : die_name(d);
+  };
+  auto add = [&](DwarfType t) {
+    const DwarfTypeId id = static_cast<DwarfTypeId>(types_.size());
+    types_.push_back(std::move(t));
+    by_die_[offset] = id;
+    return id;
+  };
+  switch (tag) {
+    case DW_TAG_typedef:
+    case DW_TAG_const_type:
+    case DW_TAG_volatile_type:
+    case DW_TAG_restrict_type:
+    case DW_TAG_atomic_type: {
+      std::optional<Dwarf_Die> target = die_reference(die, DW_AT_type);
+      by_die_[offset] = kNoDwarfType;  // a cycle through typedefs ends as void
+      const DwarfTypeId id = target ? resolve(*target) : kNoDwarfType;
+      // An anonymous structure is known by its typedef's name ("typedef struct {...} record;").
+      if (id != kNoDwarfType && tag == DW_TAG_typedef && types_[id].name.empty()) types_[id].name = name_of(die);
+      by_die_[offset] = id;
+      return id;
+    }
+    case DW_TAG_base_type:
+    case DW_TAG_enumeration_type: {
+      DwarfType t;
+      t.kind = tag == DW_TAG_base_type ? DwarfType::Kind::base : DwarfType::Kind::enumeration;
+      t.name = name_of(die);
+      t.size = type_size(die);
+      t.declared = declaration_of(die);
+      return add(std::move(t));
+    }
+    case DW_TAG_pointer_type:
+    case DW_TAG_reference_type:
+    case DW_TAG_rvalue_reference_type: {
+      DwarfType t;
+      t.kind = DwarfType::Kind::pointer;
+      t.size = 8;
+      t.has_pointers = true;
+      const DwarfTypeId id = add(std::move(t));
+      std::optional<Dwarf_Die> target = die_reference(die, DW_AT_type);
+      const DwarfTypeId pointee = target ? resolve(*target) : kNoDwarfType;
+      types_[id].target = pointee;
+      types_[id].name = (pointee == kNoDwarfType ? std::string("void") : types_[pointee].name) + "*";
+      return id;
+    }
+    case DW_TAG_structure_type:
+    case DW_TAG_class_type:
+    case DW_TAG_union_type:
+      return add_structure(die, name_of(die));
+    case DW_TAG_array_type: {
+      DwarfType t;
+      t.kind = DwarfType::Kind::array;
+      const DwarfTypeId id = add(std::move(t));
+      std::optional<Dwarf_Die> element = die_reference(die, DW_AT_type);
+      const DwarfTypeId e = element ? resolve(*element) : kNoDwarfType;
+      const std::uint64_t count = array_count(die);
+      types_[id].target = e;
+      types_[id].count = count;
+      if (e != kNoDwarfType) {
+        types_[id].size = count * types_[e].size;
+        types_[id].has_pointers = types_[e].has_pointers;
+        types_[id].name = types_[e].name + (count ? "[" + std::to_string(count) + "]" : "[]");
+      }
+      return id;
+    }
+    case DW_TAG_subroutine_type: {
+      DwarfType t;
+      t.kind = DwarfType::Kind::function;
+      t.name = "function";
+      return add(std::move(t));
+    }
+    default: {
+      DwarfType t;
+      t.name = name_of(die);
+      t.size = type_size(die);
+      return add(std::move(t));
+    }
+  }
+}
+
+}  // namespace heapscope

@@ -1,0 +1,80 @@
+// DwarfTypeIndex: the types and variables of one module's DWARF, read once into compact arrays: every
+// struct/class/union layout (members and base classes at their offsets), pointers, arrays, base types and
+// enums (typedefs and cv-qualifiers resolved away), each with its name as the language spells it and where
+// it was declared; and every variable with a static address (globals, statics, function-local statics) or a
+// TLS offset. Heap typing (types/dwarf_typing) follows these layouts from typed roots to blocks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dwarf/dwarf_file.h"
+
+namespace heapscope {
+
+using DwarfTypeId = std::uint32_t;
+inline constexpr DwarfTypeId kNoDwarfType = 0xffffffffu;
+
+struct DwarfType {
+  enum class Kind : std::uint8_t { base, structure, pointer, array, enumeration, function, other };
+  Kind kind = Kind::other;
+  bool declaration = false;   // a structure declared but not defined in this unit (no members)
+  bool has_pointers = false;  // holds a pointer somewhere (members, elements): worth scanning
+  std::string name;           // "Client", "app::Registry", "char*", "int[4]", "void*"
+  std::uint64_t size = 0;
+  DwarfTypeId target = kNoDwarfType;  // pointer: pointee (none for void*); array: element
+  std::uint64_t count = 0;            // array: elements (0 when unknown)
+  std::uint32_t first_member = 0, member_count = 0;  // structure: into members()
+  SourceLocation declared;
+};
+
+struct DwarfTypeMember {
+  std::string name;  // empty for a base class
+  std::uint64_t offset = 0;
+  DwarfTypeId type = kNoDwarfType;
+  bool base_class = false;
+};
+
+struct DwarfVariable {
+  std::string name;  // qualified: "app::g_registry", "main::cache" for a function-local static
+  bool tls = false;
+  std::uint64_t address = 0;  // link-time address, or the offset in the module's TLS block when tls
+  DwarfTypeId type = kNoDwarfType;
+};
+
+class DwarfTypeIndex {
+ public:
+  static std::unique_ptr<DwarfTypeIndex> build(const DwarfFile& dwarf);
+
+  const DwarfType& type(DwarfTypeId id) const { return types_[id]; }
+  std::size_t type_count() const { return types_.size(); }
+  std::span<const DwarfTypeMember> members(DwarfTypeId id) const {
+    return {members_.data() + types_[id].first_member, types_[id].member_count};
+  }
+  const std::vector<DwarfVariable>& variables() const { return variables_; }
+  // The type of the DIE at `offset` (a variable's or member's DW_AT_type target), resolved on demand.
+  DwarfTypeId type_of_die(std::uint64_t die_offset) const;
+  // A structure's definition: itself, or the definition of the same name when it is only declared here.
+  DwarfTypeId definition(DwarfTypeId id) const;
+  // A defined structure by its full name ("std::_Rb_tree_node<int>"), or kNoDwarfType.
+  DwarfTypeId find_structure(const std::string& name) const;
+
+ private:
+  friend class TypeIndexBuilder;
+  const DwarfFile* dwarf_ = nullptr;
+  mutable std::vector<DwarfType> types_;
+  mutable std::vector<DwarfTypeMember> members_;
+  mutable std::unordered_map<std::uint64_t, DwarfTypeId> by_die_;
+  std::unordered_map<std::uint64_t, std::string> qualified_names_;  // DIE offset → scope-qualified name
+  std::unordered_map<std::string, std::uint64_t> definitions_;      // structure name → defining DIE offset
+  std::vector<DwarfVariable> variables_;
+  DwarfTypeId resolve(Dwarf_Die die) const;
+  DwarfTypeId add_structure(Dwarf_Die& die, const std::string& name) const;
+};
+
+}  // namespace heapscope

@@ -1,0 +1,68 @@
+// Heap typing from DWARF, the way Go's viewcore types a Go heap: start from every variable whose type
+// DWARF knows (globals, statics, TLS variables of every thread) and follow its layout — nested structures,
+// arrays, pointer members — to the blocks the pointers lead to; a block reached at its start by a T* holds
+// a T, or an array of T when it has room for several; its own pointers are followed in turn. A block keeps
+// the first type it gets, and types from vtables, std::function managers and coroutine frames win over
+// DWARF's. libstdc++'s node-based containers point to node bases (_Rb_tree_node_base, _List_node_base,
+// _Hash_node_base); inside a container the node's full type is used instead, found by name from the
+// container's template arguments.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dwarf/type_index.h"
+#include "graph/block_index.h"
+#include "heap/heap_model.h"
+#include "image/image.h"
+#include "symbols/symbol_index.h"
+#include "types/block_types.h"
+
+namespace heapscope {
+
+struct DwarfTypeRef {
+  static constexpr std::uint16_t kNoModule = 0xffff;
+  std::uint16_t module = kNoModule;  // index into Image::modules()
+  DwarfTypeId type = kNoDwarfType;
+  bool known() const { return module != kNoModule && type != kNoDwarfType; }
+};
+
+// The DWARF type indexes of the image's modules, built on first use, and the DWARF type of each block.
+class DwarfTypes {
+ public:
+  DwarfTypes(const Image& image, const SymbolIndex& symbols) : image_(image), symbols_(symbols) {}
+
+  // Null when the module has no DWARF (none in the file, no separate debug file found).
+  const DwarfTypeIndex* index(std::size_t module) const;
+  const DwarfType& type(DwarfTypeRef ref) const { return index(ref.module)->type(ref.type); }
+
+  std::vector<DwarfTypeRef> block_types;  // by BlockId; unknown where DWARF typed nothing
+  std::vector<std::string> warnings;
+
+ private:
+  const Image& image_;
+  const SymbolIndex& symbols_;
+  struct Loaded {
+    std::unique_ptr<DwarfFile> file;
+    std::unique_ptr<DwarfTypeIndex> index;
+  };
+  mutable std::map<std::size_t, Loaded> loaded_;
+};
+
+// Types the blocks BlockTypes left unknown, from the modules' variables; names them in `types` ("Client",
+// "char[]" for a block holding several chars) and records each block's DWARF type in `dwarf`.
+void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
+                            BlockTypes& types, DwarfTypes& dwarf);
+
+// The field at `offset` of a block of type `ref` (an array of it when the block holds several):
+// ".clients", "[17]", "[2].next", or "" when the layout says nothing there.
+std::string field_at(const DwarfTypes& dwarf, DwarfTypeRef ref, std::uint64_t offset);
+
+// The member of module `module`'s global variable that holds the word at `address` (".clients",
+// ".table[3].next"); empty when no variable DWARF knows covers it, or the word is the whole variable.
+std::string variable_field(const Image& image, const DwarfTypes& dwarf, std::size_t module, Address address);
+
+}  // namespace heapscope
