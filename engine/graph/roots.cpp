@@ -272,6 +272,7 @@ RootSet collect_roots(const Image& image, const HeapModel& heap, const SymbolInd
   GlibcFinalizers finalizers = find_glibc_finalizers(image, heap, symbols, glibc);
   roots.finalizers = std::move(finalizers.registrations);
   roots.warnings.insert(roots.warnings.end(), finalizers.warnings.begin(), finalizers.warnings.end());
+  roots.finalizer_notes = std::move(finalizers.notes);
   add_finalizer_roots(image, roots);
   return roots;
 }

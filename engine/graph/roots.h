@@ -47,6 +47,7 @@ struct RootSet {
   std::vector<RootRange> ranges;
   std::vector<FinalizerRegistration> finalizers;  // every registration, holding memory or not
   std::vector<std::string> warnings;
+  std::vector<std::string> finalizer_notes;  // how the finalizer lists were found without libc's symbols
 };
 
 // Collects the roots of an image. Heap memory (arena heaps and mmapped chunks) is never a root, and

@@ -110,7 +110,7 @@ void add_exit_handlers(const Image& image, const HeapModel& heap, const Module& 
       return;
     }
     head = exit_list_head(image, heap, ranges, *initial, guard);
-    out.warnings.push_back("libc has no symbols: exit handler list found by signature scan");
+    out.notes.push_back("libc has no symbols: exit handler list found by signature scan");
   }
   std::unordered_set<Address> seen;
   for (Address list = *head; list != 0 && seen.insert(list).second && seen.size() < kMaxChain;) {
@@ -203,7 +203,7 @@ void add_tls_destructors(const Image& image, const HeapModel& heap, const Module
   }
   const ModuleSymbols* syms = symbols.symbols_for(libc);
   if (!syms || !syms->find("tls_dtor_list"))
-    out.warnings.push_back("libc has no symbols: thread_local destructor lists found by a scan of libc's static TLS");
+    out.notes.push_back("libc has no symbols: thread_local destructor lists found by a scan of libc's static TLS");
   const std::unordered_set<Address> link_maps = link_map_nodes(image);
   const auto& threads = image.threads();
   for (std::uint32_t i = 0; i < threads.size(); ++i) {

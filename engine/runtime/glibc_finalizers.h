@@ -51,6 +51,8 @@ struct FinalizerRegistration {
 struct GlibcFinalizers {
   std::vector<FinalizerRegistration> registrations;
   std::vector<std::string> warnings;
+  // How lists were found when libc had no symbols: methods, not problems, so no warnings for every command.
+  std::vector<std::string> notes;
 };
 
 GlibcFinalizers find_glibc_finalizers(const Image& image, const HeapModel& heap, const SymbolIndex& symbols,

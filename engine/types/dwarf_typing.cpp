@@ -74,6 +74,7 @@ class Propagator {
   Propagator(const Image& image, const HeapModel& heap, BlockTypes& types, DwarfTypes& dwarf)
       : image_(image), heap_(heap), index_(heap), types_(types), dwarf_(dwarf), mem_(image) {
     dwarf_.block_types.assign(heap.blocks.size(), DwarfTypeRef{});
+    seen_typed_.assign(heap.blocks.size(), false);
   }
 
   void seed(std::uint16_t module, Address address, DwarfTypeId type) {
@@ -98,6 +99,7 @@ class Propagator {
   MemoryCursor mem_;
   std::vector<Pending> queue_;
   std::unordered_map<std::uint64_t, std::uint32_t> name_ids_;
+  std::vector<bool> seen_typed_;  // symbol-typed blocks already looked up by name
 
   void drain() {
     while (!queue_.empty()) {
@@ -152,12 +154,29 @@ class Propagator {
     const BlockId b = index_.find(*value);
     if (b == kNoBlock) return;
     const Block& block = heap_.blocks[b];
-    if (block.address() != *value || types_.type_id(b) != BlockTypes::kUnknown) return;
+    if (block.address() != *value || dwarf_.block_types[b].known() || seen_typed_[b]) return;
+    if (types_.type_id(b) != BlockTypes::kUnknown) {
+      walk_symbol_typed(b, module, node);
+      return;
+    }
     const std::uint64_t count = block.usable_size() / target.size;
     if (count == 0) return;  // the block is too small to hold one: not what the pointer says
     dwarf_.block_types[b] = DwarfTypeRef{module, pointee};
     types_.set(b, name_id(module, pointee, count > 1));
     if (target.has_pointers) queue_.push_back({*value, module, pointee, std::min(count, kMaxElements), node});
+  }
+
+  // A block typed by its vtable (or as a functor, a coroutine frame) keeps that name, but its members are
+  // followed as the DWARF structure of the same name says, when there is one: a shared_ptr's control block
+  // holds the object made by make_shared.
+  void walk_symbol_typed(BlockId b, std::uint16_t module, DwarfTypeId node) {
+    seen_typed_[b] = true;
+    const Block& block = heap_.blocks[b];
+    const DwarfTypeIndex& ix = *dwarf_.index(module);
+    const DwarfTypeId named = ix.find_structure(types_.name(b, block));
+    if (named == kNoDwarfType || ix.type(named).size > block.usable_size()) return;
+    dwarf_.block_types[b] = DwarfTypeRef{module, named};
+    if (ix.type(named).has_pointers) queue_.push_back({block.address(), module, named, 1, node});
   }
 
   std::uint32_t name_id(std::uint16_t module, DwarfTypeId type, bool array) {

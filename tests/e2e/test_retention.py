@@ -69,7 +69,7 @@ class RetentionTree(unittest.TestCase):
         self.assertEqual(suspect["retained_bytes"], size)
         self.assertEqual(suspect["retained_blocks"], blocks)
         self.assertAlmostEqual(suspect["retained_percent"], 100.0 * size / self.top["heap"]["in_use_bytes"], places=2)
-        self.assertEqual(suspect["retained_types"][0], {"type": "unknown (40 bytes)", "count": blocks, "bytes": size})
+        self.assertEqual(suspect["retained_types"][0], {"type": "tree_node", "count": blocks, "bytes": size})
 
     def test_the_suspect_accumulates_in_the_tree_root_reached_through_g_tree(self):
         address, blocks, size = self.structure("tree")
@@ -92,7 +92,7 @@ class RetentionTree(unittest.TestCase):
                  and s["holder"]["kind"] == "root" and s["holder"]["symbol"] == "g_tree"]
         self.assertEqual(len(piles), 1)
         self.assertEqual((piles[0]["type"], piles[0]["instances"], piles[0]["instance_bytes"]),
-                         ("unknown (40 bytes)", blocks, size))
+                         ("tree_node", blocks, size))
         self.assertIsNone(piles[0]["path"], "a root needs no path")
 
     def test_the_table_entries_accumulate_under_the_table_block_with_a_path_from_g_table(self):
@@ -124,7 +124,7 @@ class RetentionTree(unittest.TestCase):
         self.assertEqual((by_root["rows"][0]["symbol"], by_root["rows"][0]["retained_bytes"]), ("g_tree", size))
         by_type = cached_heapscope_json("top", self.core, "--by", "type")
         rows = {r["type"]: r for r in by_type["rows"]}
-        nodes = rows["unknown (40 bytes)"]
+        nodes = rows["tree_node"]
         self.assertGreaterEqual(nodes["count"], blocks)
         self.assertGreaterEqual(nodes["retained_bytes"], size)
         _, table_blocks, table_size = self.structure("table")
