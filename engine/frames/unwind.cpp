@@ -272,7 +272,10 @@ void add_scope_variables(Dwarf_Die* scope, Dwarf_Addr pc, Address cfa, std::vect
     const auto offset = frame_base_offset(&child, pc);
     if (!name || !offset) continue;
     const Address start = cfa + static_cast<Address>(*offset);
-    out.push_back({name, start, start + type_size(&child)});
+    Dwarf_Attribute attr;
+    Dwarf_Die type;
+    const bool typed = dwarf_attr_integrate(&child, DW_AT_type, &attr) && dwarf_formref_die(&attr, &type);
+    out.push_back({name, start, start + type_size(&child), typed ? dwarf_dieoffset(&type) : 0});
   } while (dwarf_siblingof(&child, &child) == 0);
 }
 

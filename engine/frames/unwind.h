@@ -15,6 +15,7 @@ namespace heapscope {
 struct FrameVariable {
   std::string name;
   Address start = 0, end = 0;
+  std::uint64_t type_die = 0;  // .debug_info offset of its type in the module's DWARF; 0 when unknown
 };
 
 struct Frame {

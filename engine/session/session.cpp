@@ -68,7 +68,7 @@ const BlockTypes& Session::types() {
     type_coroutine_frames(types, coroutines());
     PhaseTimer dwarf_timer("dwarf types");
     auto dwarf = std::make_unique<DwarfTypes>(*image_, symbols_);
-    type_blocks_from_dwarf(*image_, symbols_, h, types, *dwarf);
+    type_blocks_from_dwarf(*image_, symbols_, h, &frames(), types, *dwarf);
     dwarf_types_ = std::move(dwarf);
     types_ = std::move(types);
   }

@@ -206,8 +206,32 @@ const DwarfTypeIndex* DwarfTypes::index(std::size_t module) const {
   return it->second.index.get();
 }
 
+namespace {
+
+// Each frame's local variables, typed by the DWARF of the module holding the frame's code. The unwinder
+// read the same DWARF, so the type DIE offsets agree; a type whose size is not the variable's is not used.
+void seed_locals(const Image& image, const std::vector<std::vector<Frame>>& frames, DwarfTypes& dwarf,
+                 Propagator& propagate) {
+  const auto& modules = image.modules();
+  for (const std::vector<Frame>& thread : frames)
+    for (const Frame& frame : thread) {
+      const Module* module = image.module_at(frame.pc);
+      if (!module || frame.variables.empty()) continue;
+      const std::size_t m = static_cast<std::size_t>(module - modules.data());
+      const DwarfTypeIndex* ix = m < DwarfTypeRef::kNoModule ? dwarf.index(m) : nullptr;
+      if (!ix) continue;
+      for (const FrameVariable& v : frame.variables) {
+        const DwarfTypeId type = v.type_die ? ix->definition(ix->type_of_die(v.type_die)) : kNoDwarfType;
+        if (type == kNoDwarfType || ix->type(type).size != v.end - v.start) continue;
+        propagate.seed(static_cast<std::uint16_t>(m), v.start, type);
+      }
+    }
+}
+
+}  // namespace
+
 void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
-                            BlockTypes& types, DwarfTypes& dwarf) {
+                            const std::vector<std::vector<Frame>>* frames, BlockTypes& types, DwarfTypes& dwarf) {
   Propagator propagate(image, heap, types, dwarf);
   const std::vector<StaticTlsBlock> tls = static_tls_blocks(image, symbols);
   const auto& modules = image.modules();
@@ -227,6 +251,7 @@ void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, cons
       }
     }
   }
+  if (frames) seed_locals(image, *frames, dwarf, propagate);
 }
 
 namespace {

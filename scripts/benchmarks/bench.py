@@ -4,6 +4,12 @@
 Not a test: it prints figures for docs/performance.md. Wall time is the best of --runs runs; memory is the
 peak anonymous RSS (heap + stacks of heapscope itself), sampled from /proc every 2 ms, which excludes the
 pages of the mmapped core; peak total RSS is shown too.
+
+With --types it also measures DWARF typing: per heap core, the "dwarf types" phase of `summary` (loading each
+module's DWARF type index, then propagating types from globals and TLS variables through the heap) on the
+core and on its untyped twin (the same heap, whose root table only a void* global points to: nothing to
+propagate, so the phase is about the DWARF load alone), and the typed share of bytes (`summary --json`);
+and the same for the demo's core and for the C++ fixture typed_containers.
 """
 import argparse
 import os
@@ -22,14 +28,27 @@ def build_generator(work):
     return exe
 
 
-def make_core(work, generator, blocks, leak_percent):
-    core = os.path.join(work, f"heap-{blocks}.core")
-    leaks = os.path.join(work, f"heap-{blocks}.leaked")
-    if not os.path.exists(core):
-        t0 = time.time()
-        subprocess.check_call([os.path.join(ROOT, "scripts", "capture-core"), "--out", core, "--timeout", "600",
-                               "--", generator, str(blocks), str(leak_percent), leaks])
+def stale(path, source):
+    """True when `path` is missing or older than `source` (a core taken from an older build of its program)."""
+    return not os.path.exists(path) or os.path.getmtime(path) < os.path.getmtime(source)
+
+
+def capture(core, program_args, ledger=None, quiet=False):
+    t0 = time.time()
+    cmd = [os.path.join(ROOT, "scripts", "capture-core"), "--out", core, "--timeout", "600"]
+    if ledger:
+        cmd += ["--ledger", ledger]
+    subprocess.check_call(cmd + ["--"] + program_args)
+    if not quiet:
         print(f"  captured {core} ({os.path.getsize(core) / 2**20:.0f} MiB) in {time.time() - t0:.1f} s", flush=True)
+
+
+def make_core(work, generator, blocks, leak_percent, untyped=False):
+    suffix = "-untyped" if untyped else ""
+    core = os.path.join(work, f"heap-{blocks}{suffix}.core")
+    leaks = os.path.join(work, f"heap-{blocks}{suffix}.leaked")
+    if stale(core, generator):
+        capture(core, [generator, str(blocks), str(leak_percent), leaks] + (["untyped"] if untyped else []))
     return core, leaks
 
 
@@ -87,6 +106,53 @@ def check_verdicts(heapscope, core, leaked_file):
     return len(expected), len(found), false_pos, false_neg
 
 
+def dwarf_typing(heapscope, core, runs):
+    """Best-of-runs "dwarf types" phase of `summary` on core, and its typed share ("typed" of summary --json)."""
+    import json
+    env = dict(os.environ, HEAPSCOPE_TIMING="1")
+    best = None
+    for _ in range(runs):
+        err = subprocess.run([heapscope, "summary", core], env=env, capture_output=True, text=True,
+                             check=True).stderr
+        for line in err.splitlines():
+            if line.startswith("heapscope: phase dwarf types "):
+                seconds = float(line.split()[-2])
+                best = seconds if best is None else min(best, seconds)
+    out = subprocess.run([heapscope, "summary", core, "--json"], capture_output=True, text=True, check=True).stdout
+    return best, json.loads(out)["typed"]
+
+
+def size_text(n):
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
+
+
+def typed_share(typed):
+    return (f"{typed['bytes_percent']:.1f} % ({size_text(typed['bytes'])} of {size_text(typed['allocated_bytes'])})"
+            f" | {typed['blocks']:,} of {typed['allocated_blocks']:,}")
+
+
+def fixture_cores(work):
+    """(label, core) of the demo's core (scripts/demo's, else captured here) and of typed_containers."""
+    cores = []
+    demo = os.path.join(ROOT, "build", "demo", "demo.core")
+    demo_program = os.path.join(ROOT, "build", "tests", "fixtures", "heapscope-demo")
+    if not os.path.exists(demo) and os.path.exists(demo_program):
+        demo = os.path.join(work, "demo.core")
+        if stale(demo, demo_program):
+            capture(demo, [demo_program], quiet=True)
+    if os.path.exists(demo):
+        cores.append(("demo (heapscope-demo)", demo))
+    fixture = os.path.join(ROOT, "build", "tests", "fixtures", "typed_containers")
+    if os.path.exists(fixture):
+        core = os.path.join(work, "typed_containers.core")
+        if stale(core, fixture):
+            capture(core, [fixture], ledger=os.path.join(work, "typed_containers.ledger"), quiet=True)
+        cores.append(("C++ fixture typed_containers", core))
+    else:
+        print(f"  (no {fixture}: build the tests to measure it)")
+    return cores
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--blocks", type=int, nargs="+", default=[5_000_000], help="live blocks per core")
@@ -96,6 +162,9 @@ def main():
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
     ap.add_argument("--heapscope", default=os.path.join(ROOT, "build", "coredump", "heapscope"))
     ap.add_argument("--phases", action="store_true", help="also print per-phase times (HEAPSCOPE_TIMING)")
+    ap.add_argument("--types", action="store_true",
+                    help="also time DWARF typing (typed core against its untyped twin) and report the typed share "
+                         "of bytes, on each core, the demo's core and the typed_containers fixture")
     args = ap.parse_args()
 
     heapscope = args.heapscope
@@ -128,6 +197,21 @@ def main():
                                  + (f" (e.g. {', '.join(hex(a) for a in sorted(fn)[:3])})" if fn else ""))
     for line in verdict_lines:
         print(line)
+    if args.types:
+        print()
+        print(f"| core | blocks | dwarf types (best of {args.runs}) | same, untyped twin (≈ DWARF load) | "
+              "difference (≈ propagation) | typed share of bytes | typed blocks |")
+        print("|---|---|---|---|---|---|---|")
+        for blocks in args.blocks:
+            core, _ = make_core(args.work, generator, blocks, args.leak_percent)
+            twin, _ = make_core(args.work, generator, blocks, args.leak_percent, untyped=True)
+            typed_time, typed = dwarf_typing(heapscope, core, args.runs)
+            load_time, _ = dwarf_typing(heapscope, twin, args.runs)
+            print(f"| {os.path.getsize(core) / 2**20:.0f} MiB | {blocks:,} | {typed_time:.3f} s | {load_time:.3f} s | "
+                  f"{typed_time - load_time:.3f} s | {typed_share(typed)} |", flush=True)
+        for label, core in fixture_cores(args.work):
+            seconds, typed = dwarf_typing(heapscope, core, args.runs)
+            print(f"| {label} | | {seconds:.3f} s | | | {typed_share(typed)} |", flush=True)
 
 
 if __name__ == "__main__":

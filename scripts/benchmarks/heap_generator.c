@@ -2,7 +2,13 @@
 // chains anchored by one root table, leaks a known fraction of the chains, and records the exact address
 // of every leaked block, so the benchmark can check leak verdicts as well as time them.
 //
-// usage: heap_generator BLOCKS LEAK_PERCENT LEAK_FILE
+// The root table is reached from the typed global g_chains, so that heapscope's DWARF typing (built with
+// -g) can type the whole live heap: g_chains -> the table (struct chain_node*[]) -> each chain's nodes
+// through `next`. With the optional fourth argument "untyped", the table is reached from the void* global
+// g_untyped_chains instead: the same heap, which nothing types (the benchmark's baseline for the cost of
+// loading DWARF without propagating types through the heap).
+//
+// usage: heap_generator BLOCKS LEAK_PERCENT LEAK_FILE [untyped]
 // Prints READY once the heap is built, then sleeps until killed (scripts/capture-core takes the core).
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -12,10 +18,14 @@
 #include <string.h>
 #include <unistd.h>
 
-struct node {
-  struct node* next;
+// One link of a chain: 16..56 requested bytes, of which only `next` is used; the rest is payload.
+struct chain_node {
+  struct chain_node* next;
   uint64_t payload[];
 };
+
+struct chain_node** g_chains;  // the root table of the typed heap: one anchor per chain
+void* g_untyped_chains;        // the same table, when the generator runs "untyped"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t next_random(void) {  // xorshift64: deterministic, so runs are comparable
@@ -27,16 +37,16 @@ static uint64_t next_random(void) {  // xorshift64: deterministic, so runs are c
 
 struct job {
   size_t first_chain, chains, blocks_per_chain;
-  struct node** roots;
+  struct chain_node** roots;
 };
 
 // Each chain is 1..2*average blocks of 16..56 requested bytes (32..64-byte chunks).
 static void* build_chains(void* arg) {
   struct job* j = arg;
   for (size_t c = j->first_chain; c < j->first_chain + j->chains; ++c) {
-    struct node* head = NULL;
+    struct chain_node* head = NULL;
     for (size_t i = 0; i < j->blocks_per_chain; ++i) {
-      struct node* n = malloc(16 + (next_random() % 6) * 8);
+      struct chain_node* n = malloc(16 + (next_random() % 6) * 8);
       if (!n) abort();
       n->next = head;
       head = n;
@@ -47,15 +57,20 @@ static void* build_chains(void* arg) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: %s BLOCKS LEAK_PERCENT LEAK_FILE\n", argv[0]);
+  if (argc != 4 && !(argc == 5 && strcmp(argv[4], "untyped") == 0)) {
+    fprintf(stderr, "usage: %s BLOCKS LEAK_PERCENT LEAK_FILE [untyped]\n", argv[0]);
     return 2;
   }
   const size_t blocks = strtoull(argv[1], NULL, 10);
   const unsigned leak_percent = (unsigned)atoi(argv[2]);
+  const int typed = argc == 4;
   const size_t per_chain = 50;
   const size_t chains = blocks / per_chain;
-  struct node** roots = calloc(chains, sizeof *roots);  // one large (mmapped) root table
+  struct chain_node** roots = calloc(chains, sizeof *roots);  // one large (mmapped) root table
+  if (typed)
+    g_chains = roots;
+  else
+    g_untyped_chains = roots;
 
   // Half of the chains are built by a second thread so that two arenas (and both cores) take part.
   struct job main_job = {0, chains / 2, per_chain, roots};
@@ -70,7 +85,7 @@ int main(int argc, char** argv) {
   size_t leaked_blocks = 0;
   for (size_t c = 0; c < chains; ++c) {
     if (next_random() % 100 >= leak_percent) continue;
-    for (struct node* n = roots[c]; n; n = n->next) {
+    for (struct chain_node* n = roots[c]; n; n = n->next) {
       fprintf(leaks, "%lu\n", (unsigned long)(uintptr_t)n);
       ++leaked_blocks;
     }

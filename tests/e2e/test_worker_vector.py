@@ -36,6 +36,11 @@ class WorkerVector(unittest.TestCase):
         self.assertEqual(worker["frames"][0]["variable"], "batch")
         self.assertGreaterEqual(worker["frames"][0]["retained_bytes"], FIVE_MB)
 
+    def test_the_buffer_is_typed_from_the_local_variable(self):
+        # Only the frame's local std::vector<char> points to it: DWARF types it through the local.
+        (buffer,) = [b for b in heapscope_json("blocks", self.capture.core)["blocks"] if b["usable_size"] >= FIVE_MB]
+        self.assertEqual(buffer["type"], "char[]")
+
     @unittest.skipUnless(shutil.which("lldb-16"), "lldb-16 is not installed")
     def test_lldb_gives_the_same_roots(self):
         plugin = os.path.join(os.path.dirname(os.path.dirname(os.environ["HEAPSCOPE"])), "plugin", "lldb",
