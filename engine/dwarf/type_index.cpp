@@ -162,6 +162,51 @@ DwarfTypeId DwarfTypeIndex::type_of_die(std::uint64_t die_offset) const {
   return die ? resolve(*die) : kNoDwarfType;
 }
 
+DwarfTypeId DwarfTypeIndex::pointee(DwarfTypeId pointer) const {
+  if (pointer == kNoDwarfType || types_[pointer].kind != DwarfType::Kind::pointer) return kNoDwarfType;
+  if (types_[pointer].target == kNoDwarfType && types_[pointer].target_die)
+    types_[pointer].target = type_of_die(types_[pointer].target_die);
+  return types_[pointer].target;
+}
+
+// The name resolve() would give the type, found from names alone: typedefs and cv-qualifiers see through
+// to a named type (an anonymous one is known by its typedef), pointers and arrays add "*" and "[N]".
+std::string DwarfTypeIndex::type_name(Dwarf_Die die, int depth) const {
+  constexpr int kMaxDepth = 16;
+  const int tag = dwarf_tag(&die);
+  std::optional<Dwarf_Die> target = die_reference(die, DW_AT_type);
+  auto own_name = [&] {
+    auto it = qualified_names_.find(dwarf_dieoffset(&die));
+    return it != qualified_names_.end() ? it->second : die_name(die);
+  };
+  if (depth > kMaxDepth) return own_name();
+  switch (tag) {
+    case DW_TAG_typedef: {
+      if (!target) return own_name();
+      const std::string underlying = type_name(*target, depth + 1);
+      return underlying.empty() ? own_name() : underlying;
+    }
+    case DW_TAG_const_type:
+    case DW_TAG_volatile_type:
+    case DW_TAG_restrict_type:
+    case DW_TAG_atomic_type:
+      return target ? type_name(*target, depth + 1) : std::string("void");
+    case DW_TAG_pointer_type:
+    case DW_TAG_reference_type:
+    case DW_TAG_rvalue_reference_type:
+      return (target ? type_name(*target, depth + 1) : std::string("void")) + "*";
+    case DW_TAG_array_type: {
+      const std::uint64_t count = array_count(die);
+      return (target ? type_name(*target, depth + 1) : std::string("void")) +
+             (count ? "[" + std::to_string(count) + "]" : "[]");
+    }
+    case DW_TAG_subroutine_type:
+      return "function";
+    default:
+      return own_name();
+  }
+}
+
 DwarfTypeId DwarfTypeIndex::definition(DwarfTypeId id) const {
   if (id == kNoDwarfType || !types_[id].declaration) return id;
   const DwarfTypeId found = find_structure(types_[id].name);
@@ -258,12 +303,10 @@ DwarfTypeId DwarfTypeIndex::resolve(Dwarf_Die die) const {
       t.kind = DwarfType::Kind::pointer;
       t.size = 8;
       t.has_pointers = true;
-      const DwarfTypeId id = add(std::move(t));
       std::optional<Dwarf_Die> target = die_reference(die, DW_AT_type);
-      const DwarfTypeId pointee = target ? resolve(*target) : kNoDwarfType;
-      types_[id].target = pointee;
-      types_[id].name = (pointee == kNoDwarfType ? std::string("void") : types_[pointee].name) + "*";
-      return id;
+      t.target_die = target ? dwarf_dieoffset(&*target) : 0;
+      t.name = (target ? type_name(*target) : std::string("void")) + "*";
+      return add(std::move(t));
     }
     case DW_TAG_structure_type:
     case DW_TAG_class_type:

@@ -27,7 +27,8 @@ struct DwarfType {
   bool has_pointers = false;  // holds a pointer somewhere (members, elements): worth scanning
   std::string name;           // "Client", "app::Registry", "char*", "int[4]", "void*"
   std::uint64_t size = 0;
-  DwarfTypeId target = kNoDwarfType;  // pointer: pointee (none for void*); array: element
+  DwarfTypeId target = kNoDwarfType;  // array: element (a pointer's pointee: DwarfTypeIndex::pointee)
+  std::uint64_t target_die = 0;       // pointer: its pointee's DIE offset, 0 for void*
   std::uint64_t count = 0;            // array: elements (0 when unknown)
   std::uint32_t first_member = 0, member_count = 0;  // structure: into members()
   SourceLocation declared;
@@ -59,6 +60,9 @@ class DwarfTypeIndex {
   const std::vector<DwarfVariable>& variables() const { return variables_; }
   // The type of the DIE at `offset` (a variable's or member's DW_AT_type target), resolved on demand.
   DwarfTypeId type_of_die(std::uint64_t die_offset) const;
+  // A pointer's pointee (kNoDwarfType for void*), resolved on first use: resolving every pointer's
+  // target eagerly would recurse through the whole type graph of a large program.
+  DwarfTypeId pointee(DwarfTypeId pointer) const;
   // A structure's definition: itself, or the definition of the same name when it is only declared here.
   DwarfTypeId definition(DwarfTypeId id) const;
   // A defined structure by its full name ("std::_Rb_tree_node<int>"), or kNoDwarfType.
@@ -74,6 +78,7 @@ class DwarfTypeIndex {
   std::unordered_map<std::string, std::uint64_t> definitions_;      // structure name → defining DIE offset
   std::vector<DwarfVariable> variables_;
   DwarfTypeId resolve(Dwarf_Die die) const;
+  std::string type_name(Dwarf_Die die, int depth = 0) const;  // without resolving layouts
   DwarfTypeId add_structure(Dwarf_Die& die, const std::string& name) const;
 };
 

@@ -135,7 +135,7 @@ class Propagator {
         return;
       }
       case DwarfType::Kind::pointer:
-        follow(at, module, t.target, node);
+        follow(at, module, ix.pointee(id), node);
         return;
       default:
         return;

@@ -200,18 +200,22 @@ def main():
     if args.types:
         print()
         print(f"| core | blocks | dwarf types (best of {args.runs}) | same, untyped twin (≈ DWARF load) | "
-              "difference (≈ propagation) | typed share of bytes | typed blocks |")
-        print("|---|---|---|---|---|---|---|")
+              "difference (≈ propagation) | typed share of bytes | typed blocks | summary on the twin: wall, peak anon RSS |")
+        print("|---|---|---|---|---|---|---|---|")
         for blocks in args.blocks:
             core, _ = make_core(args.work, generator, blocks, args.leak_percent)
             twin, _ = make_core(args.work, generator, blocks, args.leak_percent, untyped=True)
             typed_time, typed = dwarf_typing(heapscope, core, args.runs)
             load_time, _ = dwarf_typing(heapscope, twin, args.runs)
+            results = [measure([heapscope, "summary", twin]) for _ in range(args.runs)]
+            twin_wall = min(r[0] for r in results)
+            twin_anon = max(r[1] for r in results)
             print(f"| {os.path.getsize(core) / 2**20:.0f} MiB | {blocks:,} | {typed_time:.3f} s | {load_time:.3f} s | "
-                  f"{typed_time - load_time:.3f} s | {typed_share(typed)} |", flush=True)
+                  f"{typed_time - load_time:.3f} s | {typed_share(typed)} | {twin_wall:.3f} s, "
+                  f"{twin_anon / 2**20:.1f} MiB |", flush=True)
         for label, core in fixture_cores(args.work):
             seconds, typed = dwarf_typing(heapscope, core, args.runs)
-            print(f"| {label} | | {seconds:.3f} s | | | {typed_share(typed)} |", flush=True)
+            print(f"| {label} | | {seconds:.3f} s | | | {typed_share(typed)} | |", flush=True)
 
 
 if __name__ == "__main__":
