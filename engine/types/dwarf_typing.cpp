@@ -69,6 +69,15 @@ bool is_base_of_node(const std::string& base, const std::string& node) {
          (base == "std::__detail::_Hash_node_base" && starts_with(node, "std::__detail::_Hash_node<"));
 }
 
+// How much a type says about a block: a structure more than a pointer, a pointer more than plain data.
+int specificity(const DwarfType& t) {
+  switch (t.kind) {
+    case DwarfType::Kind::structure: return 3;
+    case DwarfType::Kind::pointer: return 2;
+    default: return 1;
+  }
+}
+
 class Propagator {
  public:
   Propagator(const Image& image, const HeapModel& heap, BlockTypes& types, DwarfTypes& dwarf)
@@ -154,11 +163,15 @@ class Propagator {
     const BlockId b = index_.find(*value);
     if (b == kNoBlock) return;
     const Block& block = heap_.blocks[b];
-    if (block.address() != *value || dwarf_.block_types[b].known() || seen_typed_[b]) return;
-    if (types_.type_id(b) != BlockTypes::kUnknown) {
+    if (block.address() != *value || seen_typed_[b]) return;
+    const DwarfTypeRef had = dwarf_.block_types[b];
+    if (!had.known() && types_.type_id(b) != BlockTypes::kUnknown) {
       walk_symbol_typed(b, module, node);
       return;
     }
+    // A block already typed keeps its type unless this one is more specific (a structure rather than the
+    // bytes a char* saw); ranks only rise, so a block is retyped at most twice.
+    if (had.known() && specificity(target) <= specificity(dwarf_.type(had))) return;
     const std::uint64_t count = block.usable_size() / target.size;
     if (count == 0) return;  // the block is too small to hold one: not what the pointer says
     dwarf_.block_types[b] = DwarfTypeRef{module, pointee};
