@@ -24,7 +24,7 @@ RetainerPath make_path(Session& s, std::size_t root, BlockId first, const std::v
     step.retained = retention.retained_bytes(b);
     const BlockId next = toward[b];
     if (next != kNoBlock) step.offset = pointer_offset(s.image(), blocks[b], blocks[next]);
-    if (step.offset) step.field = field_at(s.dwarf_types(), s.dwarf_types().block_types[b], *step.offset);
+    if (step.offset) step.field = field_at(s.dwarf_types(), s.dwarf_types().of_block(s.types(), b), *step.offset);
     p.steps.push_back(std::move(step));
     if (next == kNoBlock) break;
   }

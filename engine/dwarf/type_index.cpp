@@ -250,6 +250,10 @@ DwarfTypeId DwarfTypeIndex::add_structure(Dwarf_Die& die, const std::string& nam
       if (m.type != kNoDwarfType && types_[m.type].has_pointers) has_pointers = true;
       members.push_back(std::move(m));
     } while (dwarf_siblingof(&child, &child) == 0);
+  if (!members.empty() && members.back().type != kNoDwarfType) {
+    const DwarfType& last = types_[members.back().type];
+    types_[id].flexible = last.kind == DwarfType::Kind::array && last.count == 0;
+  }
   types_[id].first_member = static_cast<std::uint32_t>(members_.size());
   types_[id].member_count = static_cast<std::uint32_t>(members.size());
   // libstdc++ keeps a node's value in raw storage (__gnu_cxx::__aligned_membuf<T>, __aligned_buffer<T>):

@@ -25,6 +25,7 @@ struct DwarfType {
   Kind kind = Kind::other;
   bool declaration = false;   // a structure declared but not defined in this unit (no members)
   bool has_pointers = false;  // holds a pointer somewhere (members, elements): worth scanning
+  bool flexible = false;      // a structure ending in an array of unknown length (C's `T items[]`)
   std::string name;           // "Client", "app::Registry", "char*", "int[4]", "void*"
   std::uint64_t size = 0;
   DwarfTypeId target = kNoDwarfType;  // array: element (a pointer's pointee: DwarfTypeIndex::pointee)

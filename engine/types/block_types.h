@@ -23,6 +23,7 @@ class BlockTypes {
   // The type's name, or "unknown (N bytes)" for untyped blocks.
   std::string name(std::size_t block, const Block& b) const;
   std::uint32_t intern(const std::string& name);
+  std::size_t type_count() const { return names_.size(); }  // ids are below this
   void rename(std::uint32_t id, std::string name);
   // Where the type was declared ("client.h:12"), when DWARF says; empty otherwise.
   const std::string& source_of(std::uint32_t id) const { return sources_[id < sources_.size() ? id : 0]; }

@@ -81,17 +81,22 @@ int specificity(const DwarfType& t) {
 class Propagator {
  public:
   Propagator(const Image& image, const HeapModel& heap, BlockTypes& types, DwarfTypes& dwarf)
-      : image_(image), heap_(heap), index_(heap), types_(types), dwarf_(dwarf), mem_(image) {
-    dwarf_.block_types.assign(heap.blocks.size(), DwarfTypeRef{});
-    seen_typed_.assign(heap.blocks.size(), false);
+      : heap_(heap), index_(heap), types_(types), dwarf_(dwarf), mem_(image),
+        first_dwarf_id_(static_cast<std::uint32_t>(types.type_count())) {
+    walked_.assign(heap.blocks.size(), false);
+    indexes_.resize(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule));
+    for (std::size_t m = 0; m < indexes_.size(); ++m) indexes_[m] = dwarf.index(m);
   }
 
   void seed(std::uint16_t module, Address address, DwarfTypeId type) {
+    if (module >= indexes_.size() || !indexes_[module]) return;
     visit(address, module, type, kNoDwarfType, 0);
     drain();
   }
 
  private:
+  static constexpr DwarfTypeId kNotComputed = kNoDwarfType - 1;
+
   struct Pending {
     Address address;
     std::uint16_t module;
@@ -100,38 +105,60 @@ class Propagator {
     DwarfTypeId node;
   };
 
-  const Image& image_;
+  // Per module and type id, computed on first use: what name tests would otherwise redo on every visit.
+  struct TypeFacts {
+    std::vector<DwarfTypeId> node, stored;
+  };
+
   const HeapModel& heap_;
   BlockIndex index_;
   BlockTypes& types_;
   DwarfTypes& dwarf_;
   MemoryCursor mem_;
+  std::vector<const DwarfTypeIndex*> indexes_;
+  std::vector<TypeFacts> facts_;
   std::vector<Pending> queue_;
   std::unordered_map<std::uint64_t, std::uint32_t> name_ids_;
-  std::vector<bool> seen_typed_;  // symbol-typed blocks already looked up by name
+  // BlockTypes ids from here on were made by this propagation; those below name symbol types (a DWARF type
+  // named like one shares its id and is treated as one: walked once per block).
+  std::uint32_t first_dwarf_id_;
+  std::vector<bool> walked_;       // by block: a symbol-typed block whose members were followed
+
+  DwarfTypeId cached(std::vector<DwarfTypeId>& cache, DwarfTypeId id, DwarfTypeId (*compute)(const DwarfTypeIndex&, DwarfTypeId),
+                     const DwarfTypeIndex& ix) {
+    if (id >= cache.size()) cache.resize(ix.type_count(), kNotComputed);
+    if (cache[id] == kNotComputed) cache[id] = compute(ix, id);
+    return cache[id];
+  }
+
+  TypeFacts& facts(std::uint16_t module) {
+    if (module >= facts_.size()) facts_.resize(module + 1);
+    return facts_[module];
+  }
 
   void drain() {
     while (!queue_.empty()) {
       const Pending p = queue_.back();
       queue_.pop_back();
-      const std::uint64_t size = dwarf_.index(p.module)->type(p.type).size;
+      const std::uint64_t size = indexes_[p.module]->type(p.type).size;
       for (std::uint64_t i = 0; i < p.count; ++i) visit(p.address + i * size, p.module, p.type, p.node, 0);
     }
   }
 
   void visit(Address at, std::uint16_t module, DwarfTypeId id, DwarfTypeId node, int depth) {
-    const DwarfTypeIndex& ix = *dwarf_.index(module);
+    const DwarfTypeIndex& ix = *indexes_[module];
     id = ix.definition(id);
     if (id == kNoDwarfType || depth > kMaxNesting) return;
     const DwarfType& t = ix.type(id);
     if (!t.has_pointers) return;
     switch (t.kind) {
       case DwarfType::Kind::structure: {
-        if (const DwarfTypeId stored = stored_value_type(ix, id); stored != kNoDwarfType) {
+        TypeFacts& f = facts(module);
+        if (const DwarfTypeId stored = cached(f.stored, id, stored_value_type, ix); stored != kNoDwarfType) {
           visit(at, module, stored, node, depth + 1);
           return;
         }
-        const DwarfTypeId own = node_type_of(ix, id);
+        const DwarfTypeId own = cached(f.node, id, node_type_of, ix);
         for (const DwarfTypeMember& m : ix.members(id))
           visit(at + m.offset, module, m.type, own != kNoDwarfType ? own : node, depth + 1);
         return;
@@ -152,7 +179,7 @@ class Propagator {
   }
 
   void follow(Address at, std::uint16_t module, DwarfTypeId pointee, DwarfTypeId node) {
-    const DwarfTypeIndex& ix = *dwarf_.index(module);
+    const DwarfTypeIndex& ix = *indexes_[module];
     pointee = ix.definition(pointee);
     if (pointee == kNoDwarfType) return;  // void*
     if (node != kNoDwarfType && is_base_of_node(ix.type(pointee).name, ix.type(node).name)) pointee = node;
@@ -163,43 +190,53 @@ class Propagator {
     const BlockId b = index_.find(*value);
     if (b == kNoBlock) return;
     const Block& block = heap_.blocks[b];
-    if (block.address() != *value || seen_typed_[b]) return;
-    const DwarfTypeRef had = dwarf_.block_types[b];
-    if (!had.known() && types_.type_id(b) != BlockTypes::kUnknown) {
+    if (block.address() != *value) return;
+    const std::uint32_t had = types_.type_id(b);
+    if (had != BlockTypes::kUnknown && !is_dwarf_named(had)) {
       walk_symbol_typed(b, module, node);
       return;
     }
     // A block already typed keeps its type unless this one is more specific (a structure rather than the
     // bytes a char* saw); ranks only rise, so a block is retyped at most twice.
-    if (had.known() && specificity(target) <= specificity(dwarf_.type(had))) return;
-    const std::uint64_t count = block.usable_size() / target.size;
-    if (count == 0) return;  // the block is too small to hold one: not what the pointer says
-    dwarf_.block_types[b] = DwarfTypeRef{module, pointee};
+    if (had != BlockTypes::kUnknown && specificity(target) <= specificity(dwarf_.type(dwarf_.of_type_id(had)))) return;
+    // One object of a structure ending in a flexible array fills the block; otherwise as many as fit.
+    const std::uint64_t count = target.flexible ? 1 : block.usable_size() / target.size;
+    if (count == 0 || target.size > block.usable_size()) return;  // too small for what the pointer says
     types_.set(b, name_id(module, pointee, count > 1));
     if (target.has_pointers) queue_.push_back({*value, module, pointee, std::min(count, kMaxElements), node});
   }
+
+  bool is_dwarf_named(std::uint32_t type_id) const { return type_id >= first_dwarf_id_; }
 
   // A block typed by its vtable (or as a functor, a coroutine frame) keeps that name, but its members are
   // followed as the DWARF structure of the same name says, when there is one: a shared_ptr's control block
   // holds the object made by make_shared.
   void walk_symbol_typed(BlockId b, std::uint16_t module, DwarfTypeId node) {
-    seen_typed_[b] = true;
-    const Block& block = heap_.blocks[b];
-    const DwarfTypeIndex& ix = *dwarf_.index(module);
-    const DwarfTypeId named = ix.find_structure(types_.name(b, block));
-    if (named == kNoDwarfType || ix.type(named).size > block.usable_size()) return;
-    dwarf_.block_types[b] = DwarfTypeRef{module, named};
-    if (ix.type(named).has_pointers) queue_.push_back({block.address(), module, named, 1, node});
+    if (walked_[b]) return;
+    walked_[b] = true;
+    const std::uint32_t id = types_.type_id(b);
+    if (id >= dwarf_.by_type_id.size()) dwarf_.by_type_id.resize(id + 1);
+    DwarfTypeRef& ref = dwarf_.by_type_id[id];
+    if (!ref.known()) {
+      const DwarfTypeId named = indexes_[module]->find_structure(types_.name(b, heap_.blocks[b]));
+      if (named == kNoDwarfType) return;
+      ref = DwarfTypeRef{module, named};
+    }
+    const DwarfType& t = dwarf_.type(ref);
+    if (t.size <= heap_.blocks[b].usable_size() && t.has_pointers)
+      queue_.push_back({heap_.blocks[b].address(), ref.module, ref.type, 1, node});
   }
 
   std::uint32_t name_id(std::uint16_t module, DwarfTypeId type, bool array) {
     const std::uint64_t key = (std::uint64_t{module} << 33) | (std::uint64_t{type} << 1) | (array ? 1 : 0);
     auto [it, fresh] = name_ids_.try_emplace(key, 0);
     if (fresh) {
-      std::string name = dwarf_.index(module)->type(type).name;
-      if (name.empty()) name = "(anonymous)";
+      const DwarfType& t = indexes_[module]->type(type);
+      const std::string name = t.name.empty() ? std::string("(anonymous)") : t.name;
       it->second = types_.intern(array ? name + "[]" : name);
-      types_.set_source(it->second, dwarf_.index(module)->type(type).declared.describe());
+      types_.set_source(it->second, t.declared.describe());
+      if (it->second >= dwarf_.by_type_id.size()) dwarf_.by_type_id.resize(it->second + 1);
+      dwarf_.by_type_id[it->second] = DwarfTypeRef{module, type};
     }
     return it->second;
   }

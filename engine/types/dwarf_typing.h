@@ -31,7 +31,8 @@ struct DwarfTypeRef {
   bool known() const { return module != kNoModule && type != kNoDwarfType; }
 };
 
-// The DWARF type indexes of the image's modules, built on first use, and the DWARF type of each block.
+// The DWARF type indexes of the image's modules, built on first use, and the DWARF type behind each of
+// BlockTypes' type ids: a block's DWARF type is that of its BlockTypes id, so no per-block array is kept.
 class DwarfTypes {
  public:
   DwarfTypes(const Image& image, const SymbolIndex& symbols) : image_(image), symbols_(symbols) {}
@@ -40,7 +41,13 @@ class DwarfTypes {
   const DwarfTypeIndex* index(std::size_t module) const;
   const DwarfType& type(DwarfTypeRef ref) const { return index(ref.module)->type(ref.type); }
 
-  std::vector<DwarfTypeRef> block_types;  // by BlockId; unknown where DWARF typed nothing
+  // The DWARF type of the blocks BlockTypes names `type_id` (unknown when DWARF has none).
+  DwarfTypeRef of_type_id(std::uint32_t type_id) const {
+    return type_id < by_type_id.size() ? by_type_id[type_id] : DwarfTypeRef{};
+  }
+  DwarfTypeRef of_block(const BlockTypes& types, std::size_t block) const { return of_type_id(types.type_id(block)); }
+
+  std::vector<DwarfTypeRef> by_type_id;  // indexed by BlockTypes type id
   std::vector<std::string> warnings;
 
  private:
