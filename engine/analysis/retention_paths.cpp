@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "analysis/block_fields.h"
 #include "analysis/block_refs.h"
 #include "image/word_scan.h"
 
@@ -106,7 +107,8 @@ RefsReport find_referrers(Session& s, BlockId target, Address query) {
   return r;
 }
 
-DescribeReport describe_block(Session& s, BlockId target, Address query, std::size_t dump_bytes) {
+DescribeReport describe_block(Session& s, BlockId target, Address query, std::size_t dump_bytes,
+                              std::size_t max_fields) {
   const HeapModel& heap = s.heap();
   const Block& b = heap.blocks[target];
   DescribeReport r;
@@ -122,20 +124,15 @@ DescribeReport describe_block(Session& s, BlockId target, Address query, std::si
   r.dump.resize(std::min<std::uint64_t>(dump_bytes, b.usable_size()));
   r.dump.resize(s.image().read(b.address(), r.dump.data(), r.dump.size()));
 
-  const BlockIndex& index = s.graph().index();
   for_each_word(s.image(), b.address(), b.address() + b.usable_size(), [&](Address at, std::uint64_t w) {
-    std::string where;
-    if (const BlockId to = index.find(w); to != kNoBlock) {
-      const BlockRef ref = block_ref(s, to);
-      where = fmt::format("block 0x{:x}{} ({}, {} bytes)", ref.address,
-                          w == ref.address ? "" : fmt::format("+0x{:x}", w - ref.address), ref.type, ref.size);
-    } else if (s.image().module_at(w)) {
-      where = s.symbols().describe(w);
-    } else {
-      return;  // not a pointer to anything heapscope can name
-    }
+    std::string where = pointer_target(s, w);
+    if (where.empty()) return;  // not a pointer to anything heapscope can name
     r.pointers.push_back({at - b.address(), w, std::move(where)});
   });
+  BlockFields fields = block_fields(s, target, max_fields);
+  r.fields_type = std::move(fields.type);
+  r.fields = std::move(fields.rows);
+  r.fields_truncated = fields.truncated;
   r.warnings = s.warnings();
   return r;
 }

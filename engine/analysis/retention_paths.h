@@ -21,7 +21,9 @@ std::optional<RetainerPath> shortest_retainer_path(Session& s, BlockId target);
 // Every block and root that points into `target`.
 RefsReport find_referrers(Session& s, BlockId target, Address query);
 
-// The block, its state and verdict, its first bytes and the pointers it holds.
-DescribeReport describe_block(Session& s, BlockId target, Address query, std::size_t dump_bytes);
+// The block, its state and verdict, its first bytes, the pointers it holds and, when DWARF types it, its
+// first `max_fields` fields with their values.
+DescribeReport describe_block(Session& s, BlockId target, Address query, std::size_t dump_bytes,
+                              std::size_t max_fields);
 
 }  // namespace heapscope

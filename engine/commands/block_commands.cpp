@@ -1,4 +1,5 @@
 // Commands about one block, named by an address anywhere inside it.
+#include "analysis/block_fields.h"
 #include "analysis/block_refs.h"
 #include "analysis/retention_paths.h"
 #include "commands/command.h"
@@ -49,16 +50,19 @@ class DescribeCommand final : public Command {
   void add_options(CLI::App& app) override {
     add_address(app, address_);
     app.add_option("--bytes", bytes_, "How many bytes of the block to dump")->capture_default_str();
+    app.add_option("--fields", fields_, "How many fields of a DWARF-typed block to show, nested ones included")
+        ->capture_default_str();
   }
   Report run(Session& s) override {
     Address query = 0;
     const BlockId b = block_argument(s, address_, &query);
-    return describe_block(s, b, query, bytes_);
+    return describe_block(s, b, query, bytes_, fields_);
   }
 
  private:
   std::string address_;
   std::size_t bytes_ = 64;
+  std::size_t fields_ = kDefaultFieldRows;
 };
 
 }  // namespace

@@ -9,7 +9,7 @@ const std::vector<CommandEntry>& command_table() {
       {"leaks", "Leaked blocks grouped by type and size: direct, indirect, cycles", make_leaks_command},
       {"retainers", "Shortest paths from roots to the block containing ADDR", make_retainers_command},
       {"refs", "Every block and root that points into the block containing ADDR", make_refs_command},
-      {"describe", "The block containing ADDR: state, type, verdict, bytes and the pointers it holds",
+      {"describe", "The block containing ADDR: state, type, verdict, bytes, the pointers it holds and its DWARF fields",
        make_describe_command},
       {"histogram", "Allocated blocks by type: count and bytes, live and leaked", make_histogram_command},
       {"top", "Largest retained sizes by block, type or root, and leak suspects (dominator tree)", make_top_command},

@@ -12,6 +12,23 @@ bool has_flag(Dwarf_Die& die, int attribute) {
   return dwarf_attr_integrate(&die, attribute, &attr) && dwarf_formflag(&attr, &flag) == 0 && flag;
 }
 
+std::optional<Dwarf_Word> udata(Dwarf_Die& die, int attribute) {
+  Dwarf_Attribute attr;
+  Dwarf_Word value = 0;
+  if (!dwarf_attr(&die, attribute, &attr) || dwarf_formudata(&attr, &value) != 0) return std::nullopt;
+  return value;
+}
+
+// A base type's DW_AT_encoding; an enumeration's, or its underlying type's (signed when DWARF says neither).
+std::uint8_t encoding_of(Dwarf_Die& die) {
+  if (std::optional<Dwarf_Word> encoding = udata(die, DW_AT_encoding)) return static_cast<std::uint8_t>(*encoding);
+  if (dwarf_tag(&die) != DW_TAG_enumeration_type) return 0;
+  std::optional<Dwarf_Die> under = die_reference(die, DW_AT_type);
+  for (int typedefs = 0; under && typedefs < 8; ++typedefs, under = die_reference(*under, DW_AT_type))
+    if (std::optional<Dwarf_Word> encoding = udata(*under, DW_AT_encoding)) return static_cast<std::uint8_t>(*encoding);
+  return DW_ATE_signed;
+}
+
 std::uint64_t array_count(Dwarf_Die& array) {
   std::uint64_t count = 1;
   bool any = false;
@@ -236,8 +253,18 @@ DwarfTypeId DwarfTypeIndex::add_structure(Dwarf_Die& die, const std::string& nam
       if (tag != DW_TAG_member && tag != DW_TAG_inheritance) continue;
       Dwarf_Attribute attr;
       Dwarf_Word offset = 0;
+      // A bit field's first bit from the start of the structure, when it is one.
+      std::optional<std::uint64_t> first_bit;
+      const Dwarf_Word bit_size = udata(child, DW_AT_bit_size).value_or(0);
       if (dwarf_attr(&child, DW_AT_data_member_location, &attr)) {
         if (dwarf_formudata(&attr, &offset) != 0) continue;  // an expression: a virtual base
+        // DWARF 2-4 bit fields count DW_AT_bit_offset from the most significant bit of the storage unit.
+        const std::optional<Dwarf_Word> msb_offset = udata(child, DW_AT_bit_offset);
+        const Dwarf_Word unit = udata(child, DW_AT_byte_size).value_or(0);
+        if (bit_size && msb_offset && unit * 8 >= *msb_offset + bit_size)
+          first_bit = offset * 8 + unit * 8 - *msb_offset - bit_size;
+      } else if (const std::optional<Dwarf_Word> bit = udata(child, DW_AT_data_bit_offset); bit && bit_size) {
+        first_bit = *bit;  // DWARF 4-5 bit fields
       } else if (dwarf_tag(&die) != DW_TAG_union_type) {
         continue;  // a static member
       }
@@ -245,6 +272,11 @@ DwarfTypeId DwarfTypeIndex::add_structure(Dwarf_Die& die, const std::string& nam
       DwarfTypeMember m;
       m.name = die_name(child);
       m.offset = offset;
+      if (first_bit && bit_size <= 64) {
+        m.offset = *first_bit / 8;
+        m.bit_offset = static_cast<std::uint16_t>(*first_bit % 8);
+        m.bit_size = static_cast<std::uint16_t>(bit_size);
+      }
       m.base_class = tag == DW_TAG_inheritance;
       m.type = type ? resolve(*type) : kNoDwarfType;
       if (m.type != kNoDwarfType && types_[m.type].has_pointers) has_pointers = true;
@@ -297,6 +329,7 @@ DwarfTypeId DwarfTypeIndex::resolve(Dwarf_Die die) const {
       t.kind = tag == DW_TAG_base_type ? DwarfType::Kind::base : DwarfType::Kind::enumeration;
       t.name = name_of(die);
       t.size = type_size(die);
+      t.encoding = encoding_of(die);
       t.declared = declaration_of(die);
       return add(std::move(t));
     }

@@ -26,6 +26,7 @@ struct DwarfType {
   bool declaration = false;   // a structure declared but not defined in this unit (no members)
   bool has_pointers = false;  // holds a pointer somewhere (members, elements): worth scanning
   bool flexible = false;      // a structure ending in an array of unknown length (C's `T items[]`)
+  std::uint8_t encoding = 0;  // base types and enumerations: DW_ATE_signed, DW_ATE_float, ... (0 unknown)
   std::string name;           // "Client", "app::Registry", "char*", "int[4]", "void*"
   std::uint64_t size = 0;
   DwarfTypeId target = kNoDwarfType;  // array: element (a pointer's pointee: DwarfTypeIndex::pointee)
@@ -40,6 +41,9 @@ struct DwarfTypeMember {
   std::uint64_t offset = 0;
   DwarfTypeId type = kNoDwarfType;
   bool base_class = false;
+  // A bit field: its width and its first bit counted from the least significant bit of the byte at
+  // `offset` (little-endian); 0 for an ordinary member.
+  std::uint16_t bit_size = 0, bit_offset = 0;
 };
 
 struct DwarfVariable {

@@ -75,6 +75,18 @@ struct PointerSlot {
   std::string points_to;  // "block 0x… (Node, 24 bytes)", "global g in app", "stack of thread 2"
 };
 
+// One field of a DWARF-typed block, like a line of gdb's `print *p`.
+struct FieldRow {
+  std::string path;   // from the block's start: ".next", ".series.count", "[3].name", "<base Node>" (a group)
+  std::string label;  // the path's last step (".count", "[3]"), for indented text
+  std::string type;   // "node*", "unsigned int", "char[8]"
+  std::uint64_t offset = 0;  // from the block's start
+  std::string value;         // "42", "0x55d0c0a012a0", "\"sensor\"", "2.5", "true"; empty for a structure,
+                             // array or base-class group, whose fields follow one level deeper
+  std::string points_to;     // a pointer's target, named as PointerSlot::points_to; empty otherwise
+  std::uint32_t depth = 0;   // nesting, for indentation
+};
+
 struct DescribeReport {
   Address query = 0;
   BlockRef block;
@@ -87,6 +99,9 @@ struct DescribeReport {
   Address dump_address = 0;
   std::vector<std::uint8_t> dump;  // the block's first bytes
   std::vector<PointerSlot> pointers;
+  std::string fields_type;        // the DWARF type the block is read as ("node", "record[24576]"); empty: untyped
+  std::vector<FieldRow> fields;   // at most --fields N of them
+  bool fields_truncated = false;  // the type has more fields than were shown
   std::vector<std::string> warnings;
 };
 

@@ -53,14 +53,16 @@ DwarfTypeId node_type_of(const DwarfTypeIndex& ix, DwarfTypeId container) {
   return kNoDwarfType;
 }
 
-// The T of libstdc++'s raw storage for a T (__gnu_cxx::__aligned_membuf<T>, __aligned_buffer<T>), when it
-// is a structure this module defines; kNoDwarfType for any other type.
+}  // namespace
+
 DwarfTypeId stored_value_type(const DwarfTypeIndex& ix, DwarfTypeId storage) {
   const std::string& name = ix.type(storage).name;
   if (!starts_with(name, "__gnu_cxx::__aligned_membuf<") && !starts_with(name, "__gnu_cxx::__aligned_buffer<"))
     return kNoDwarfType;
   return ix.find_structure(template_argument(name, 0));
 }
+
+namespace {
 
 // Inside a container, a pointer to a node base really points to a whole node.
 bool is_base_of_node(const std::string& base, const std::string& node) {

@@ -74,4 +74,8 @@ std::string field_at(const DwarfTypes& dwarf, DwarfTypeRef ref, std::uint64_t of
 // ".table[3].next"); empty when no variable DWARF knows covers it, or the word is the whole variable.
 std::string variable_field(const Image& image, const DwarfTypes& dwarf, std::size_t module, Address address);
 
+// The T of libstdc++'s raw storage for a T (__gnu_cxx::__aligned_membuf<T>, __aligned_buffer<T>), when it
+// is a structure this module defines; kNoDwarfType for any other type.
+DwarfTypeId stored_value_type(const DwarfTypeIndex& ix, DwarfTypeId storage);
+
 }  // namespace heapscope

@@ -62,8 +62,13 @@ std::string render_json(const DescribeReport& r) {
   ordered_json pointers = ordered_json::array();
   for (const PointerSlot& p : r.pointers)
     pointers.push_back({{"offset", p.offset}, {"value", p.value}, {"points_to", p.points_to}});
+  ordered_json fields = ordered_json::array();
+  for (const FieldRow& f : r.fields)
+    fields.push_back({{"path", f.path}, {"type", f.type}, {"offset", f.offset}, {"value", f.value},
+                      {"points_to", f.points_to}});
   ordered_json out = {{"command", "describe"}, {"query", r.query}, {"block", block},
-                      {"bytes", r.dump}, {"pointers", pointers}};
+                      {"bytes", r.dump}, {"pointers", pointers}, {"fields_type", r.fields_type},
+                      {"fields", fields}, {"fields_truncated", r.fields_truncated}};
   return json::finish(std::move(out), r.warnings);
 }
 

@@ -73,6 +73,16 @@ std::string render_text(const DescribeReport& r) {
   }
   if (!r.pointers.empty()) out += "Pointers it holds:\n";
   for (const PointerSlot& p : r.pointers) out += fmt::format("  +0x{:<4x} 0x{:x} → {}\n", p.offset, p.value, p.points_to);
+  if (!r.fields_type.empty()) out += fmt::format("Fields of {}:\n", r.fields_type);
+  for (const FieldRow& f : r.fields) {
+    // "  +0x10   .series (series)", then its fields two spaces deeper; gdb-like "name (type) = value".
+    std::string line = fmt::format("  +0x{:<6x} {:{}}{}", f.offset, "", 2 * f.depth, f.label);
+    if (!f.type.empty() && f.label.rfind("<base ", 0) != 0) line += (f.label.empty() ? "(" : " (") + f.type + ")";
+    if (!f.value.empty()) line += " = " + f.value;
+    if (!f.points_to.empty()) line += " → " + f.points_to;
+    out += line + "\n";
+  }
+  if (r.fields_truncated) out += "  … more fields (--fields N shows more)\n";
   text::append_warnings(out, r.warnings);
   return out;
 }

@@ -11,7 +11,7 @@ import subprocess
 import unittest
 
 from heapscope_e2e import (BlockIndex, Capture, USED_STATES, cached_heapscope_json, capture_fixture,
-                           capture_program, fixture_path, parse_ledger)
+                           capture_program, fixture_path, parse_ledger, run_heapscope)
 
 # Mirrors of typed_containers.cpp's constants.
 ACTIVE_CLIENTS = 24
@@ -298,6 +298,164 @@ class StrippedWithDebugFile(unittest.TestCase):
     def test_without_the_debug_file_the_globals_give_no_types(self):
         typed = typed_totals(self, cached_heapscope_json("summary", self.capture.core))
         self.assertLess(typed["bytes_percent"], 10)
+
+
+def described_fields(test, core, address, *options):
+    """`describe --json` of the block at `address` and its fields by path."""
+    described = cached_heapscope_json("describe", core, hex(address), *options)
+    if "fields" not in described:
+        test.fail("`describe --json` has no \"fields\": the engine does not show typed blocks field by field yet")
+    rows = {row["path"]: row for row in described["fields"]}
+    test.assertEqual(len(rows), len(described["fields"]), "each path once")
+    return described, rows
+
+
+def dumped_word(test, described, offset, size=8):
+    """The little-endian integer of `size` bytes at `offset` of `describe`'s hex dump."""
+    data = bytes(described["bytes"])
+    test.assertLessEqual(offset + size, len(data), "the dump covers the field")
+    return int.from_bytes(data[offset:offset + size], "little")
+
+
+def pointer_value(test, row):
+    test.assertRegex(row["value"], r"^0x[0-9a-f]+$", row)
+    return int(row["value"], 16)
+
+
+class DescribeFields(unittest.TestCase):
+    """`describe` of a DWARF-typed block: its fields with their values, like gdb's `print *p`."""
+
+    # The list node the tests look at: not the first, and its index a multiple of 3 so that its name has
+    # typed_c.c's longer suffix.
+    NODE_INDEX = 6
+
+    @classmethod
+    def setUpClass(cls):
+        cls.typed_c = capture_fixture("typed_c")
+        cls.containers = capture_fixture("typed_containers")
+
+    @staticmethod
+    def following(capture, allocation, count):
+        """The `count` ledger records written right after `allocation`'s (the blocks made with it)."""
+        live = capture.ledger.live
+        at = live.index(allocation)
+        return live[at + 1:at + 1 + count]
+
+    def node(self):
+        nodes = [a for a in self.typed_c.ledger.live if a.how == "node"]  # in list order
+        i = self.NODE_INDEX
+        # typed_c.c's build_list ledgers each node, then its name, payload and samples.
+        name, payload, samples = self.following(self.typed_c, nodes[i], 3)
+        self.assertEqual([name.how, payload.how, samples.how], ["char[]", "payload", "double[]"])
+        return nodes[i], nodes[i + 1], name, payload, samples
+
+    def test_a_node_shows_next_name_and_payload_with_their_targets(self):
+        node, next_node, name, payload, _ = self.node()
+        described, rows = described_fields(self, self.typed_c.core, node.address)
+        self.assertEqual(described["fields_type"], "node")
+        self.assertEqual(list(rows), [".next", ".name", ".payload"])
+        self.assertEqual([rows[p]["type"] for p in rows], ["node*", "char*", "payload*"])
+        for path, target, how in ((".next", next_node, "node"), (".name", name, "char[]"),
+                                  (".payload", payload, "payload")):
+            row = rows[path]
+            self.assertEqual(pointer_value(self, row), target.address, row)
+            self.assertEqual(pointer_value(self, row), dumped_word(self, described, row["offset"]), row)
+            self.assertTrue(row["points_to"].startswith(f"block {target.address:#x} ({how}, "), row)
+        self.assertFalse(described["fields_truncated"])
+        # The existing describe output is still there.
+        self.assertEqual({p["offset"]: p["value"] for p in described["pointers"]},
+                         {rows[p]["offset"]: pointer_value(self, rows[p]) for p in rows})
+
+    def test_the_name_block_is_a_string(self):
+        _, _, name, _, _ = self.node()
+        described, rows = described_fields(self, self.typed_c.core, name.address)
+        self.assertTrue(described["fields_type"].startswith("char["), described["fields_type"])
+        (row,) = described["fields"]
+        self.assertEqual(row["value"], f'"list-node-{self.NODE_INDEX}-with-a-longer-name"')
+
+    def test_the_payload_shows_the_nested_series(self):
+        _, _, _, payload, samples = self.node()
+        described, rows = described_fields(self, self.typed_c.core, payload.address)
+        self.assertEqual(described["fields_type"], "payload")
+        self.assertEqual(list(rows), [".kind", ".flags", ".series", ".series.samples", ".series.count", ".label"])
+        # typed_c.c's build_list: kind i % 7, no flags, 24 samples, label "sensor".
+        self.assertEqual(rows[".kind"]["value"], str(self.NODE_INDEX % 7))
+        self.assertEqual(rows[".kind"]["type"], "int")
+        self.assertEqual(int(rows[".kind"]["value"]), dumped_word(self, described, rows[".kind"]["offset"], 4))
+        self.assertEqual(rows[".flags"]["value"], "0")
+        self.assertEqual(rows[".series"]["type"], "series")
+        self.assertEqual(rows[".series"]["value"], "")
+        self.assertEqual(rows[".series.samples"]["offset"], rows[".series"]["offset"])
+        self.assertEqual(pointer_value(self, rows[".series.samples"]), samples.address)
+        self.assertEqual(pointer_value(self, rows[".series.samples"]),
+                         dumped_word(self, described, rows[".series.samples"]["offset"]))
+        self.assertTrue(rows[".series.samples"]["points_to"].startswith(f"block {samples.address:#x} (double[], "))
+        self.assertEqual(rows[".series.count"]["value"], "24")
+        self.assertEqual(rows[".series.count"]["value"],
+                         str(dumped_word(self, described, rows[".series.count"]["offset"])))
+        self.assertEqual(rows[".label"]["type"], "char[8]")
+        self.assertEqual(rows[".label"]["value"], '"sensor"')
+
+    def test_a_block_of_doubles_shows_its_elements(self):
+        _, _, _, _, samples = self.node()
+        described, rows = described_fields(self, self.typed_c.core, samples.address)
+        self.assertTrue(described["fields_type"].startswith("double["), described["fields_type"])
+        # typed_c.c: sample s of node i is i + s / 100.
+        for s in range(4):
+            self.assertAlmostEqual(float(rows[f"[{s}]"]["value"]), self.NODE_INDEX + s / 100.0)
+            self.assertEqual(rows[f"[{s}]"]["offset"], 8 * s)
+
+    def test_fields_limits_the_rows(self):
+        _, _, _, payload, _ = self.node()
+        described, rows = described_fields(self, self.typed_c.core, payload.address, "--fields", "2")
+        self.assertEqual(list(rows), [".kind", ".flags"])
+        self.assertTrue(described["fields_truncated"])
+        (records,) = [a for a in self.typed_c.ledger.live if a.how == "record[]"]
+        described, rows = described_fields(self, self.typed_c.core, records.address)
+        self.assertEqual(len(described["fields"]), 32)
+        self.assertTrue(described["fields_truncated"])
+        # typed_c.c's build_registry: record i has id i, weight i / 2 and tag "record".
+        self.assertEqual(rows["[1].id"]["value"], "1")
+        self.assertEqual(float(rows["[1].weight"]["value"]), 0.5)
+        self.assertEqual(rows["[1].tag"]["value"], '"record"')
+
+    def test_an_untyped_block_has_no_fields(self):
+        (opaque,) = [a for a in self.typed_c.ledger.live if a.how == "unknown"]
+        described, _ = described_fields(self, self.typed_c.core, opaque.address)
+        self.assertEqual(described["fields"], [])
+        self.assertEqual(described["fields_type"], "")
+        self.assertTrue(described["bytes"], "the hex dump is still there")
+
+    def test_text_output_lists_the_fields(self):
+        node, next_node, _, _, _ = self.node()
+        result = run_heapscope("describe", self.typed_c.core, hex(node.address))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("Fields of node:", result.stdout)
+        self.assertRegex(result.stdout, rf"\.next \(node\*\) = {next_node.address:#x} → block {next_node.address:#x} ")
+
+    def test_a_client_shows_its_id_channel_and_score(self):
+        clients = [a for a in self.containers.ledger.live if a.how == "app::Client"]  # vector order first
+        client = clients[CLIENT_INDEX]
+        # typed_containers.cpp's ledger_client: the client, its channel, its name's buffer.
+        channel, name = self.following(self.containers, client, 2)
+        self.assertEqual([channel.how, name.how], ["app::Channel", "char[]"])
+        described, rows = described_fields(self, self.containers.core, client.address)
+        self.assertEqual(described["fields_type"], "app::Client")
+        # make_client(i): id i, score i * 0.25.
+        self.assertEqual(rows[".id"]["value"], str(CLIENT_INDEX))
+        self.assertEqual(rows[".id"]["value"], str(dumped_word(self, described, rows[".id"]["offset"], 4)))
+        self.assertEqual(rows[".channel"]["type"], "app::Channel*")
+        self.assertEqual(pointer_value(self, rows[".channel"]), channel.address)
+        self.assertTrue(rows[".channel"]["points_to"].startswith(f"block {channel.address:#x} (app::Channel, "))
+        self.assertEqual(float(rows[".score"]["value"]), CLIENT_INDEX * 0.25)
+        self.assertEqual(rows[".score"]["type"], "double")
+        string_pointers = [row for path, row in rows.items() if path.startswith(".name.") and row["points_to"]]
+        self.assertEqual([pointer_value(self, row) for row in string_pointers], [name.address])
+
+        described, rows = described_fields(self, self.containers.core, channel.address)
+        self.assertEqual(described["fields_type"], "app::Channel")
+        self.assertEqual(rows[".fd"]["value"], str(100 + CLIENT_INDEX))
+        self.assertEqual(rows[".label"]["value"], '"tcp"')
 
 
 if __name__ == "__main__":
