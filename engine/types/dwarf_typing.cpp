@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "image/memory_cursor.h"
+#include "util/phase_timer.h"
 #include "runtime/static_tls.h"
 #include "symbols/cxx_names.h"
 
@@ -284,7 +285,12 @@ void seed_locals(const Image& image, const std::vector<std::vector<Frame>>& fram
 
 void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
                             const std::vector<std::vector<Frame>>* frames, BlockTypes& types, DwarfTypes& dwarf) {
-  Propagator propagate(image, heap, types, dwarf);
+  std::optional<Propagator> made;
+  {
+    PhaseTimer t("dwarf types: indexes and block index");
+    made.emplace(image, heap, types, dwarf);
+  }
+  Propagator& propagate = *made;
   const std::vector<StaticTlsBlock> tls = static_tls_blocks(image, symbols);
   const auto& modules = image.modules();
   for (std::size_t m = 0; m < modules.size() && m < DwarfTypeRef::kNoModule; ++m) {
