@@ -31,9 +31,12 @@ enum ExitFlavor : std::uint64_t { ef_free, ef_us, ef_on, ef_at, ef_cxa };
 constexpr std::size_t kDtorNodeWords = 4;
 constexpr std::size_t kMaxChain = 1 << 16;  // longer lists are damage, not registrations
 
+// Inside a module and not in writable memory. Image sources do not all know which mappings are
+// executable: LLDB lists a core's text, which the core omits, as unreadable or not at all.
 bool is_code(const Image& image, Address a) {
+  if (!image.module_at(a)) return false;
   const MemoryRegion* r = image.region_at(a);
-  return r && r->executable && image.module_at(a);
+  return !r || r->executable || !r->writable;
 }
 
 std::optional<std::uint64_t> pointer_guard(const Image& image) {

@@ -6,10 +6,10 @@ peak anonymous RSS (heap + stacks of heapscope itself), sampled from /proc every
 pages of the mmapped core; peak total RSS is shown too.
 
 With --types it also measures DWARF typing: per heap core, the "dwarf types" phase of `summary` (loading each
-module's DWARF type index, then propagating types from globals and TLS variables through the heap) on the
-core and on its untyped twin (the same heap, whose root table only a void* global points to: nothing to
-propagate, so the phase is about the DWARF load alone), and the typed share of bytes (`summary --json`);
-and the same for the demo's core and for the C++ fixture typed_containers.
+module's DWARF type index, then propagating types from globals, TLS variables and frame locals through the
+heap), split by its sub-phase "dwarf types: indexes and block index" (the load, plus the address index the
+propagation looks blocks up in) from the propagation that follows, and the typed share of bytes (`summary
+--json`); and the same for the demo's core and for the C++ fixture typed_containers.
 """
 import argparse
 import os
@@ -43,12 +43,11 @@ def capture(core, program_args, ledger=None, quiet=False):
         print(f"  captured {core} ({os.path.getsize(core) / 2**20:.0f} MiB) in {time.time() - t0:.1f} s", flush=True)
 
 
-def make_core(work, generator, blocks, leak_percent, untyped=False):
-    suffix = "-untyped" if untyped else ""
-    core = os.path.join(work, f"heap-{blocks}{suffix}.core")
-    leaks = os.path.join(work, f"heap-{blocks}{suffix}.leaked")
+def make_core(work, generator, blocks, leak_percent):
+    core = os.path.join(work, f"heap-{blocks}.core")
+    leaks = os.path.join(work, f"heap-{blocks}.leaked")
     if stale(core, generator):
-        capture(core, [generator, str(blocks), str(leak_percent), leaks] + (["untyped"] if untyped else []))
+        capture(core, [generator, str(blocks), str(leak_percent), leaks])
     return core, leaks
 
 
@@ -107,19 +106,22 @@ def check_verdicts(heapscope, core, leaked_file):
 
 
 def dwarf_typing(heapscope, core, runs):
-    """Best-of-runs "dwarf types" phase of `summary` on core, and its typed share ("typed" of summary --json)."""
+    """The "dwarf types" phase of `summary` on core and its load sub-phase, from the run whose phase was
+    shortest, and the typed share ("typed" of summary --json)."""
     import json
     env = dict(os.environ, HEAPSCOPE_TIMING="1")
     best = None
     for _ in range(runs):
         err = subprocess.run([heapscope, "summary", core], env=env, capture_output=True, text=True,
                              check=True).stderr
+        phases = {}
         for line in err.splitlines():
-            if line.startswith("heapscope: phase dwarf types "):
-                seconds = float(line.split()[-2])
-                best = seconds if best is None else min(best, seconds)
+            if line.startswith("heapscope: phase dwarf types"):
+                phases[line[len("heapscope: phase "):].rsplit(" ", 2)[0]] = float(line.split()[-2])
+        run = (phases.get("dwarf types", 0.0), phases.get("dwarf types: indexes and block index", 0.0))
+        best = run if best is None or run[0] < best[0] else best
     out = subprocess.run([heapscope, "summary", core, "--json"], capture_output=True, text=True, check=True).stdout
-    return best, json.loads(out)["typed"]
+    return best[0], best[1], json.loads(out)["typed"]
 
 
 def size_text(n):
@@ -163,7 +165,7 @@ def main():
     ap.add_argument("--heapscope", default=os.path.join(ROOT, "build", "coredump", "heapscope"))
     ap.add_argument("--phases", action="store_true", help="also print per-phase times (HEAPSCOPE_TIMING)")
     ap.add_argument("--types", action="store_true",
-                    help="also time DWARF typing (typed core against its untyped twin) and report the typed share "
+                    help="also time DWARF typing (its load and its propagation) and report the typed share "
                          "of bytes, on each core, the demo's core and the typed_containers fixture")
     args = ap.parse_args()
 
@@ -199,23 +201,18 @@ def main():
         print(line)
     if args.types:
         print()
-        print(f"| core | blocks | dwarf types (best of {args.runs}) | same, untyped twin (≈ DWARF load) | "
-              "difference (≈ propagation) | typed share of bytes | typed blocks | summary on the twin: wall, peak anon RSS |")
-        print("|---|---|---|---|---|---|---|---|")
+        print(f"| core | blocks | dwarf types (best of {args.runs}) | of which indexes and block index (≈ load) | "
+              "propagation | typed share of bytes | typed blocks |")
+        print("|---|---|---|---|---|---|---|")
         for blocks in args.blocks:
             core, _ = make_core(args.work, generator, blocks, args.leak_percent)
-            twin, _ = make_core(args.work, generator, blocks, args.leak_percent, untyped=True)
-            typed_time, typed = dwarf_typing(heapscope, core, args.runs)
-            load_time, _ = dwarf_typing(heapscope, twin, args.runs)
-            results = [measure([heapscope, "summary", twin]) for _ in range(args.runs)]
-            twin_wall = min(r[0] for r in results)
-            twin_anon = max(r[1] for r in results)
-            print(f"| {os.path.getsize(core) / 2**20:.0f} MiB | {blocks:,} | {typed_time:.3f} s | {load_time:.3f} s | "
-                  f"{typed_time - load_time:.3f} s | {typed_share(typed)} | {twin_wall:.3f} s, "
-                  f"{twin_anon / 2**20:.1f} MiB |", flush=True)
+            total, load, typed = dwarf_typing(heapscope, core, args.runs)
+            print(f"| {os.path.getsize(core) / 2**20:.0f} MiB | {blocks:,} | {total:.3f} s | {load:.3f} s | "
+                  f"{total - load:.3f} s | {typed_share(typed)} |", flush=True)
         for label, core in fixture_cores(args.work):
-            seconds, typed = dwarf_typing(heapscope, core, args.runs)
-            print(f"| {label} | | {seconds:.3f} s | | | {typed_share(typed)} | |", flush=True)
+            total, load, typed = dwarf_typing(heapscope, core, args.runs)
+            print(f"| {label} | | {total:.3f} s | {load:.3f} s | {total - load:.3f} s | {typed_share(typed)} |",
+                  flush=True)
 
 
 if __name__ == "__main__":

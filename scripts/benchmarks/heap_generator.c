@@ -4,11 +4,9 @@
 //
 // The root table is reached from the typed global g_chains, so that heapscope's DWARF typing (built with
 // -g) can type the whole live heap: g_chains -> the table (struct chain_node*[]) -> each chain's nodes
-// through `next`. With the optional fourth argument "untyped", the table is reached from the void* global
-// g_untyped_chains instead: the same heap, which nothing types (the benchmark's baseline for the cost of
-// loading DWARF without propagating types through the heap).
+// through `next`.
 //
-// usage: heap_generator BLOCKS LEAK_PERCENT LEAK_FILE [untyped]
+// usage: heap_generator BLOCKS LEAK_PERCENT LEAK_FILE
 // Prints READY once the heap is built, then sleeps until killed (scripts/capture-core takes the core).
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -25,7 +23,6 @@ struct chain_node {
 };
 
 struct chain_node** g_chains;  // the root table of the typed heap: one anchor per chain
-void* g_untyped_chains;        // the same table, when the generator runs "untyped"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t next_random(void) {  // xorshift64: deterministic, so runs are comparable
@@ -57,20 +54,16 @@ static void* build_chains(void* arg) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 4 && !(argc == 5 && strcmp(argv[4], "untyped") == 0)) {
-    fprintf(stderr, "usage: %s BLOCKS LEAK_PERCENT LEAK_FILE [untyped]\n", argv[0]);
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s BLOCKS LEAK_PERCENT LEAK_FILE\n", argv[0]);
     return 2;
   }
   const size_t blocks = strtoull(argv[1], NULL, 10);
   const unsigned leak_percent = (unsigned)atoi(argv[2]);
-  const int typed = argc == 4;
   const size_t per_chain = 50;
   const size_t chains = blocks / per_chain;
   struct chain_node** roots = calloc(chains, sizeof *roots);  // one large (mmapped) root table
-  if (typed)
-    g_chains = roots;
-  else
-    g_untyped_chains = roots;
+  g_chains = roots;
 
   // Half of the chains are built by a second thread so that two arenas (and both cores) take part.
   struct job main_job = {0, chains / 2, per_chain, roots};

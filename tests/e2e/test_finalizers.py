@@ -18,7 +18,7 @@ import re
 import unittest
 
 from heapscope_e2e import capture_fixture, fixture_path, heapscope_json, parse_ledger, run_heapscope
-from lldb_session import LiveScenario, require_lldb_and_gdb
+from lldb_session import LiveScenario, require_lldb_and_gdb, run_lldb
 
 CHANNELS = 8
 FEED_BYTES = 384 * 1024
@@ -192,6 +192,19 @@ class FinalizersThroughLldb(unittest.TestCase, FinalizerAssertions):
         self.assert_channels_registered(finalizers, self.ledger)
         self.assert_thread_state_registered(finalizers, self.ledger)
         self.assert_feed_retained_by_its_handler(self.lldb.json_of(self.retainers), self.channel, self.feed)
+
+
+class FinalizersThroughLldbOnCore(unittest.TestCase):
+    """LLDB on the fixture's core (`target create --core`): LLDB lists a core's omitted text differently from
+    the CLI's image, and the exit handlers must still be recognised as code."""
+
+    def test_lldb_on_the_core_equals_the_cli(self):
+        require_lldb_and_gdb()
+        capture = capture_fixture("exit_channels")
+        run = run_lldb([f"target create {capture.executable} --core {capture.core}", "heap finalizers --json"])
+        lldb = run.json_of("heap finalizers --json")
+        self.assertEqual(comparable(lldb), comparable(heapscope_json("finalizers", capture.core)))
+        self.assertEqual([w for w in lldb["warnings"] if "damaged" in w], [])
 
 
 if __name__ == "__main__":
