@@ -360,6 +360,8 @@ std::string variable_field(const Image& image, const DwarfTypes& dwarf, std::siz
     if (v.tls || link_time < v.address) continue;
     const DwarfTypeId id = ix->definition(v.type);
     if (id == kNoDwarfType || link_time >= v.address + ix->type(id).size) continue;
+    // A library object (a std::unordered_map global) is named by the variable; its insides are noise.
+    if (starts_with(ix->type(id).name, "std::")) return {};
     return member_path(*ix, id, link_time - v.address, 0);
   }
   return {};
