@@ -103,9 +103,10 @@ std::string stack_key(const std::vector<AsyncStackFrame>& frames) {
 }
 
 void name_holder(Session& s, const CoroutineFrames& c, AsyncStack& stack) {
-  const auto outermost = std::find_if(c.frames.begin(), c.frames.end(),
-                                      [&](const CoroutineFrame& f) { return f.address == stack.outermost; });
-  if (outermost == c.frames.end()) return;
+  // Frames are in block order, so by address.
+  const auto outermost = std::lower_bound(c.frames.begin(), c.frames.end(), stack.outermost,
+                                          [](const CoroutineFrame& f, Address a) { return f.address < a; });
+  if (outermost == c.frames.end() || outermost->address != stack.outermost) return;
   const std::optional<RetainerPath> path = shortest_retainer_path(s, outermost->block);
   stack.leaked = !path;
   if (path) stack.held_by = path->root.label;

@@ -69,17 +69,15 @@ class RootNodeBuilder {
     const int kind = static_cast<int>(r.kind);
     switch (r.kind) {
       case RootKind::registers:
-        n.thread = r.thread;
-        n.label = "registers of " + thread_label(image_, r.thread);
-        return node({kind, r.thread, 0}, std::move(n));
       case RootKind::stack:
+      case RootKind::tls: {
+        // One node per thread and kind.
+        const char* what = r.kind == RootKind::registers ? "registers of " : r.kind == RootKind::stack ? "stack of "
+                                                                                                       : "static TLS of ";
         n.thread = r.thread;
-        n.label = "stack of " + thread_label(image_, r.thread);
+        n.label = what + thread_label(image_, r.thread);
         return node({kind, r.thread, 0}, std::move(n));
-      case RootKind::tls:
-        n.thread = r.thread;
-        n.label = "static TLS of " + thread_label(image_, r.thread);
-        return node({kind, r.thread, 0}, std::move(n));
+      }
       case RootKind::dynamic_tls:
         n.thread = r.thread;
         n.label = fmt::format("dynamic TLS of {}, module id {}", thread_label(image_, r.thread), r.anchor);

@@ -38,9 +38,12 @@ void add_types(Session& s, const std::vector<std::size_t>& selected, BlocksRepor
   r.type_names.push_back("");
   for (std::size_t i : selected) {
     const std::uint32_t id = is_allocated(blocks[i].state) ? types.type_id(i) : BlockTypes::kUnknown;
+    if (id == BlockTypes::kUnknown) {
+      r.type_ids.push_back(0);
+      continue;
+    }
     auto [it, fresh] = index.try_emplace(id, static_cast<std::uint32_t>(r.type_names.size()));
-    if (id == BlockTypes::kUnknown) it->second = 0;
-    else if (fresh) r.type_names.push_back(types.name(i, blocks[i]));
+    if (fresh) r.type_names.push_back(types.name(i, blocks[i]));
     r.type_ids.push_back(it->second);
   }
 }
