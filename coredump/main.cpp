@@ -41,12 +41,12 @@ int fail(const std::string& message) {
 }
 
 CommandResult analyse(std::shared_ptr<const Image> image, Command& command, const TargetOptions& t,
-                      OutputFormat format) {
+                      const OutputOptions& output) {
   SessionOptions options;
   if (!t.debug_dirs.empty()) options.symbols.debug_dirs = t.debug_dirs;
   options.symbols.use_debug_files = !t.no_debug_files;
   Session session(std::move(image), options);
-  return run_command(session, command, format);
+  return run_command(session, command, output);
 }
 
 int report(const CommandEntry& entry, const CommandResult& result) {
@@ -55,7 +55,7 @@ int report(const CommandEntry& entry, const CommandResult& result) {
   return 0;
 }
 
-int run(const CommandEntry& entry, Command& command, const TargetOptions& t, OutputFormat format) {
+int run(const CommandEntry& entry, Command& command, const TargetOptions& t, const OutputOptions& output) {
   CoreOpenOptions open_options;
   open_options.executable = t.executable;
   std::string error;
@@ -64,12 +64,12 @@ int run(const CommandEntry& entry, Command& command, const TargetOptions& t, Out
   if (image->truncated())
     return fail(t.core + " is truncated: " + std::to_string(image->missing_bytes()) +
                 " bytes the file promises are missing (disk full or a core size limit when it was written?)");
-  return report(entry, analyse(image, command, t, format));
+  return report(entry, analyse(image, command, t, output));
 }
 
 // The process is stopped only while the image is read and analysed; the report is printed after it
 // runs on again.
-int run_attached(int pid, const CommandEntry& entry, Command& command, const TargetOptions& t, OutputFormat format) {
+int run_attached(int pid, const CommandEntry& entry, Command& command, const TargetOptions& t, const OutputOptions& output) {
   std::string error;
   std::optional<CommandResult> result;
   bool stopped = false;
@@ -80,7 +80,7 @@ int run_attached(int pid, const CommandEntry& entry, Command& command, const Tar
           LiveProcessOptions open_options;
           open_options.executable = t.executable;
           std::shared_ptr<LiveProcessImage> image = LiveProcessImage::open(pid, threads, open_options, &error);
-          if (image) result = analyse(image, command, t, format);
+          if (image) result = analyse(image, command, t, output);
         },
         &error);
   } catch (const std::exception& e) {  // rethrown after the process was let go
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
     const CommandEntry* entry;
     std::unique_ptr<Command> command;
     TargetOptions target;
-    OutputFormat format = OutputFormat::text;
+    OutputOptions output;
     CLI::App* app;
   };
   std::vector<std::unique_ptr<Invocation>> invocations, attached_invocations;
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
       inv->app = parent.add_subcommand(entry.name, entry.description);
       add_target_options(*inv->app, inv->target, target);
       inv->command->add_options(*inv->app);
-      add_output_options(*inv->app, inv->format);
+      add_output_options(*inv->app, inv->output);
       out.push_back(std::move(inv));
     }
   };
@@ -134,8 +134,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   for (auto& inv : invocations)
-    if (inv->app->parsed()) return run(*inv->entry, *inv->command, inv->target, inv->format);
+    if (inv->app->parsed()) return run(*inv->entry, *inv->command, inv->target, inv->output);
   for (auto& inv : attached_invocations)
-    if (inv->app->parsed()) return run_attached(pid, *inv->entry, *inv->command, inv->target, inv->format);
+    if (inv->app->parsed()) return run_attached(pid, *inv->entry, *inv->command, inv->target, inv->output);
   return fail("no command given (try --help)");
 }

@@ -2,13 +2,26 @@
 // image, no session.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 #include "reports/report.h"
 
 namespace heapscope {
 
-enum class OutputFormat { text, json };
+// text for people at a prompt, json for scripts (docs/json.md), html for one self-contained page to open
+// in a browser, dot for Graphviz. Every report has text and JSON; html and dot exist where a report has a
+// render_html or render_dot overload.
+enum class OutputFormat { text, json, html, dot };
+inline constexpr OutputFormat kOutputFormats[] = {OutputFormat::text, OutputFormat::json, OutputFormat::html,
+                                                  OutputFormat::dot};
+const char* format_name(OutputFormat format);
+
+// Thrown by render() when a report has no renderer for the format asked for.
+class UnsupportedFormat : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
 
 std::string render(const Report& report, OutputFormat format);
 

@@ -11,7 +11,7 @@ namespace {
 struct Parsed {
   std::unique_ptr<CLI::App> app;
   std::unique_ptr<Command> command;
-  OutputFormat format = OutputFormat::text;
+  OutputOptions output;
 };
 
 Parsed make_app(const CommandEntry& entry, const std::string& prefix) {
@@ -19,7 +19,7 @@ Parsed make_app(const CommandEntry& entry, const std::string& prefix) {
   p.app = std::make_unique<CLI::App>(entry.description, prefix + " " + entry.name);
   p.command = entry.make();
   p.command->add_options(*p.app);
-  add_output_options(*p.app, p.format);
+  add_output_options(*p.app, p.output);
   return p;
 }
 
@@ -63,7 +63,7 @@ CommandResult execute_command_line(Session& session, const std::vector<std::stri
     result.error = fmt::format("{}: {}", entry->name, e.what());
     return result;
   }
-  result = run_command(session, *p.command, p.format);
+  result = run_command(session, *p.command, p.output);
   if (result.exit_code != 0) result.error = fmt::format("{}: {}", entry->name, result.error);
   return result;
 }

@@ -15,10 +15,16 @@ struct CommandResult {
   std::string error;   // one line, set when exit_code != 0
 };
 
-// Options every command has (output format). Bound to `format`.
-void add_output_options(CLI::App& app, OutputFormat& format);
+// What every command has besides its own options: the format, and a file to write instead of the console
+// (the way to get an HTML page out of a debugger session).
+struct OutputOptions {
+  OutputFormat format = OutputFormat::text;
+  std::string path;  // empty: the rendered report is the command's output
+};
+void add_output_options(CLI::App& app, OutputOptions& options);
 
-// Runs and renders; analysis failures become an error result, never an exception.
-CommandResult run_command(Session& session, Command& command, OutputFormat format);
+// Runs and renders; analysis failures become an error result, never an exception. With a path the
+// report goes to that file and the output is one line saying so.
+CommandResult run_command(Session& session, Command& command, const OutputOptions& options);
 
 }  // namespace heapscope
