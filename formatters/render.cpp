@@ -10,6 +10,7 @@ const char* format_name(OutputFormat format) {
     case OutputFormat::json: return "json";
     case OutputFormat::html: return "html";
     case OutputFormat::dot: return "dot";
+    case OutputFormat::svg: return "svg";
   }
   return "?";
 }
@@ -25,6 +26,7 @@ bool has_renderer(OutputFormat format) {
     case OutputFormat::json: return true;
     case OutputFormat::html: return requires(const R& r) { render_html(r); };
     case OutputFormat::dot: return requires(const R& r) { render_dot(r); };
+    case OutputFormat::svg: return requires(const R& r) { render_svg(r); };
   }
   return false;
 }
@@ -43,6 +45,8 @@ std::string render_one(const R& r, OutputFormat format) {
     if (format == OutputFormat::html) return render_html(r);
   if constexpr (requires { render_dot(r); })
     if (format == OutputFormat::dot) return render_dot(r);
+  if constexpr (requires { render_svg(r); })
+    if (format == OutputFormat::svg) return render_svg(r);
   if (format == OutputFormat::json) return render_json(r);
   if (format == OutputFormat::text) return render_text(r);
   throw UnsupportedFormat("this command has no " + std::string(format_name(format)) +

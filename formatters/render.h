@@ -10,11 +10,11 @@
 namespace heapscope {
 
 // text for people at a prompt, json for scripts (docs/json.md), html for one self-contained page to open
-// in a browser, dot for Graphviz. Every report has text and JSON; html and dot exist where a report has a
-// render_html or render_dot overload.
-enum class OutputFormat { text, json, html, dot };
+// in a browser, dot for Graphviz, svg for a chart. Every report has text and JSON; the others exist where a
+// report has a render_html, render_dot or render_svg overload.
+enum class OutputFormat { text, json, html, dot, svg };
 inline constexpr OutputFormat kOutputFormats[] = {OutputFormat::text, OutputFormat::json, OutputFormat::html,
-                                                  OutputFormat::dot};
+                                                  OutputFormat::dot, OutputFormat::svg};
 const char* format_name(OutputFormat format);
 
 // Thrown by render() when a report has no renderer for the format asked for.

@@ -18,14 +18,28 @@ void add_output_options(CLI::App& app, OutputOptions& options) {
            for (OutputFormat f : kOutputFormats)
              if (CLI::detail::to_lower(name) == format_name(f)) options.format = f;
          },
-         "Output format: text, json (docs/json.md), html (a self-contained page) or dot (Graphviz), where the "
-         "command has it")
+         "Output format: text, json (docs/json.md), html (a self-contained page), dot (Graphviz) or svg, where the "
+         "command has it; default: from the -o file's extension, else text")
       ->check(CLI::IsMember(names, CLI::ignore_case))
       ->option_text("FORMAT");
   app.add_flag_callback(
       "--json", [&options] { options.format = OutputFormat::json; }, "Same as --format json");
-  app.add_option("-o,--output", options.path, "Write the report to this file instead of printing it")
+  app.add_option("-o,--output", options.path,
+                 "Write the report to this file instead of printing it (report.html is HTML, and so on)")
       ->option_text("FILE");
+}
+
+OutputFormat OutputOptions::effective_format() const {
+  if (format) return *format;
+  const std::size_t dot = path.rfind('.');
+  if (dot != std::string::npos && path.find('/', dot) == std::string::npos) {
+    std::string extension = CLI::detail::to_lower(path.substr(dot + 1));
+    if (extension == "htm") extension = "html";
+    if (extension == "gv") extension = "dot";
+    for (OutputFormat f : kOutputFormats)
+      if (extension == format_name(f)) return f;
+  }
+  return OutputFormat::text;
 }
 
 namespace {
@@ -41,12 +55,13 @@ void write_file(const std::string& path, const std::string& text) {
 CommandResult run_command(Session& session, Command& command, const OutputOptions& options) {
   CommandResult result;
   try {
-    std::string text = render(command.run(session), options.format);
+    const OutputFormat format = options.effective_format();
+    std::string text = render(command.run(session), format);
     if (options.path.empty()) {
       result.output = std::move(text);
     } else {
       write_file(options.path, text);
-      result.output = fmt::format("wrote {} ({} bytes, {})\n", options.path, text.size(), format_name(options.format));
+      result.output = fmt::format("wrote {} ({} bytes, {})\n", options.path, text.size(), format_name(format));
     }
   } catch (const AnalysisError& e) {
     result.exit_code = 1;

@@ -2,6 +2,7 @@
 // does after it has parsed the command line with the command's own options.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "commands/command.h"
@@ -18,8 +19,9 @@ struct CommandResult {
 // What every command has besides its own options: the format, and a file to write instead of the console
 // (the way to get an HTML page out of a debugger session).
 struct OutputOptions {
-  OutputFormat format = OutputFormat::text;
-  std::string path;  // empty: the rendered report is the command's output
+  std::optional<OutputFormat> format;  // unset: from the output file's extension (.json, .html, .dot, .svg), else text
+  std::string path;                    // empty: the rendered report is the command's output
+  OutputFormat effective_format() const;
 };
 void add_output_options(CLI::App& app, OutputOptions& options);
 

@@ -51,3 +51,35 @@ TEST_CASE("an interrupted analysis stops with an error and keeps nothing half-do
   const CommandResult again = execute_command_line(session, {"leaks"});
   CHECK_THAT(again.error, Catch::Contains("libc"));
 }
+
+TEST_CASE("the output format comes from --format, else from the -o file's extension, else text") {
+  OutputOptions options;
+  CHECK(options.effective_format() == OutputFormat::text);
+  options.path = "/tmp/run.1/report.HTML";
+  CHECK(options.effective_format() == OutputFormat::html);
+  options.path = "graph.gv";
+  CHECK(options.effective_format() == OutputFormat::dot);
+  options.path = "/tmp/dir.json/out";  // a dot in a directory name is no extension
+  CHECK(options.effective_format() == OutputFormat::text);
+  options.format = OutputFormat::json;
+  options.path = "report.html";
+  CHECK(options.effective_format() == OutputFormat::json);
+
+  CLI::App app;
+  OutputOptions parsed;
+  add_output_options(app, parsed);
+  app.parse(std::vector<std::string>{"JSON", "--format"});  // CLI11 takes the words last-first
+  CHECK(parsed.format == OutputFormat::json);
+  CHECK_THROWS_AS(app.parse(std::vector<std::string>{"xml", "--format"}), CLI::ValidationError);
+}
+
+TEST_CASE("a format a report has no renderer for is refused with the formats it has") {
+  const Report report = SummaryReport{};
+  CHECK_THAT(render(report, OutputFormat::text), !Catch::Equals(""));
+  try {
+    render(report, OutputFormat::dot);
+    FAIL("dot output of a summary should be refused");
+  } catch (const UnsupportedFormat& e) {
+    CHECK_THAT(e.what(), Catch::Contains("no dot output") && Catch::Contains("text, json"));
+  }
+}
