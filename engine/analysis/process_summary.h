@@ -1,0 +1,13 @@
+#pragma once
+
+#include "reports/summary_report.h"
+#include "session/session.h"
+
+namespace heapscope {
+
+// The process and heap overview of `summary` (and of `report`'s first part): threads, modules and where
+// their symbols come from, the heap walk's arenas and totals, and how much of the heap carries a type.
+// A heap that cannot be walked leaves heap_error set and the process part filled.
+SummaryReport build_summary_report(Session& s);
+
+}  // namespace heapscope
