@@ -52,5 +52,16 @@ std::string render_text(const ChainsReport& r);
 std::string render_json(const ChainsReport& r);
 std::string render_text(const FinalizersReport& r);
 std::string render_json(const FinalizersReport& r);
+std::string render_text(const ReportBundle& r);
+std::string render_json(const ReportBundle& r);
+
+// HTML pages (formatters/html/, built with html_page.h) and Graphviz graphs (formatters/dot/).
+std::string render_html(const SummaryReport& r);
+std::string render_html(const LeaksReport& r);
+std::string render_html(const TopReport& r);
+std::string render_html(const RootsReport& r);
+std::string render_html(const RetainersReport& r);
+std::string render_html(const ReportBundle& r);
+std::string render_dot(const RetainersReport& r);
 
 }  // namespace heapscope

@@ -1,0 +1,25 @@
+// HTML of `report`: one page, a part per section (summary, leaks, top, roots) with the part's own view
+// below it, and a table of contents.
+#include "formatters/html/html_views.h"
+#include "formatters/render.h"
+
+namespace heapscope {
+
+std::string render_html(const ReportBundle& r) {
+  html::Page page("heapscope report: " + r.summary.target);
+  page.section("Summary");
+  html::add_summary(page, r.summary, 3);
+  page.section("Leaks");
+  if (r.leaks) html::add_leaks(page, *r.leaks, 3);
+  page.section("Top");
+  if (r.top) html::add_top(page, *r.top, 3);
+  page.section("Roots");
+  if (r.roots) html::add_roots(page, *r.roots, 3);
+  if (!r.leaks) {
+    page.section("Warnings");
+    page.warnings(r.warnings);
+  }
+  return page.html();
+}
+
+}  // namespace heapscope

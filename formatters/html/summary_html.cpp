@@ -1,0 +1,94 @@
+// HTML view of `summary`: the process, how the heap was found, its arenas and where the bytes are.
+#include "formatters/html/html_views.h"
+#include "formatters/render.h"
+#include "formatters/text/text_util.h"
+
+namespace heapscope {
+
+namespace html {
+
+namespace {
+
+StateTotal total_of(const StateTotals& totals, BlockState s) { return totals[static_cast<int>(s)]; }
+
+void add_process(Page& page, const SummaryReport& r, int level) {
+  page.section("Process", level);
+  page.append(fmt::format("<p>Target: <code>{}</code><br>Threads: {}; modules: {}</p>\n", escape(r.target),
+                          r.threads.size(), r.modules.size()));
+  Table threads("summary.threads");
+  threads.column("tid", Table::Kind::number).column("name");
+  for (const ThreadRow& t : r.threads) threads.row({number_cell(t.tid), text_cell(t.name)});
+  page.append(threads.html());
+  Table modules("summary.modules");
+  modules.column("load bias", Table::Kind::number).column("path").column("symbols").column("build-id");
+  for (const ModuleRow& m : r.modules)
+    modules.row({address_cell(m.load_bias), text_cell(m.path), text_cell(m.symbols), text_cell(m.build_id)});
+  page.append(modules.html());
+}
+
+void add_heap_overview(Page& page, const SummaryReport& r, int level) {
+  page.section("Heap", level);
+  if (!r.heap_error.empty()) {
+    page.paragraph("Not walked: " + r.heap_error);
+    return;
+  }
+  page.paragraph(fmt::format("{} malloc {}{}", r.allocator, r.version.empty() ? "(release unknown)" : r.version,
+                             r.heap_complete ? "" : " (PARTIAL: see warnings)"));
+  std::vector<Bar> bars;
+  for (int s = 0; s < kBlockStateCount; ++s) {
+    const StateTotal t = r.totals[s];
+    bars.push_back({block_state_name(static_cast<BlockState>(s)), static_cast<double>(t.bytes),
+                    fmt::format("{} in {}", text::bytes(t.bytes), t.blocks)});
+  }
+  page.append(bar_chart(bars, "Chunk bytes per block state"));
+  if (r.typed)
+    page.paragraph(fmt::format("Typed: {:.1f}% of allocated bytes ({} of {}), {} of {} blocks",
+                               r.typed->bytes_percent(), text::bytes(r.typed->bytes),
+                               text::bytes(r.typed->in_use_bytes), r.typed->blocks, r.typed->in_use_blocks));
+
+  Table found("summary.discovery");
+  found.column("structure").column("address", Table::Kind::number).column("found by");
+  for (const Discovery& d : r.discovery)
+    if (d.structure != "arena")
+      found.row({text_cell(d.structure), d.address ? address_cell(d.address) : Cell{}, text_cell(d.method)});
+  page.append(found.html());
+}
+
+void add_arenas(Page& page, const SummaryReport& r, int level) {
+  page.section("Arenas", level);
+  Table arenas("summary.arenas");
+  arenas.column("arena").column("heaps", Table::Kind::number).column("system", Table::Kind::number);
+  const BlockState states[] = {BlockState::in_use, BlockState::free, BlockState::tcache, BlockState::fastbin,
+                               BlockState::top};
+  for (BlockState s : states) arenas.column(std::string(block_state_name(s)) + " bytes", Table::Kind::number);
+  arenas.column("in use blocks", Table::Kind::number).column("complete");
+  for (const ArenaInfo& a : r.arenas) {
+    std::vector<Cell> row{html_cell((a.is_main ? "main " : "") + escape(text::hex(a.address)), std::to_string(a.address)),
+                          number_cell(a.heaps.size()), bytes_cell(a.system_bytes)};
+    for (BlockState s : states) row.push_back(bytes_cell(total_of(a.totals, s).bytes));
+    row.push_back(number_cell(total_of(a.totals, BlockState::in_use).blocks));
+    row.push_back(text_cell(a.complete ? "yes" : "PARTIAL"));
+    arenas.row(std::move(row));
+  }
+  page.append(arenas.html());
+  page.paragraph(fmt::format("mmapped chunks: {} in {} blocks", text::bytes(r.mmapped.bytes), r.mmapped.blocks));
+}
+
+}  // namespace
+
+void add_summary(Page& page, const SummaryReport& r, int level) {
+  add_process(page, r, level);
+  add_heap_overview(page, r, level);
+  if (r.heap_error.empty()) add_arenas(page, r, level);
+  page.warnings(r.warnings);
+}
+
+}  // namespace html
+
+std::string render_html(const SummaryReport& r) {
+  html::Page page("heapscope summary: " + r.target);
+  html::add_summary(page, r, 2);
+  return page.html();
+}
+
+}  // namespace heapscope
