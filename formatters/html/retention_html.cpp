@@ -132,7 +132,8 @@ void add_roots(Page& page, const RootsReport& r, int level) {
     page.paragraph(fmt::format("Held by roots of several kinds: {} ({:.1f}%) in {}", text::bytes(r.shared.bytes),
                                r.shared.percent, text::blocks(r.shared.blocks)));
 
-  page.section(fmt::format("Retained per root ({} of {})", r.roots.size(), r.root_count), level);
+  page.section("Retained per root", level);
+  page.paragraph(fmt::format("The {} largest of {} roots.", r.roots.size(), r.root_count));
   Table roots("roots.roots");
   add_retained_columns(roots);
   roots.column("kind").column("root");
