@@ -28,6 +28,13 @@ struct HeapSegment {  // one contiguous piece of an arena (the sbrk heap, or one
   Address end = 0;
 };
 
+// Where damage stopped the walk of one heap segment: the rest of that segment has no blocks.
+struct WalkStop {
+  Address heap = 0;       // the segment's start
+  Address chunk = 0;      // the chunk the walk could not accept
+  Address last_good = 0;  // the last chunk before it that was walked (0: none)
+};
+
 struct ArenaInfo {
   Address address = 0;             // the malloc_state
   bool is_main = false;
@@ -36,6 +43,7 @@ struct ArenaInfo {
   std::uint64_t overhead_bytes = 0;  // heap_info/arena headers, alignment, fenceposts: not chunks
   StateTotals totals{};
   bool complete = true;            // false when the walk had to stop early (damage, missing memory)
+  std::vector<WalkStop> walk_stops;  // heaps whose walk stopped at damage (heap verify reports them)
 };
 
 // How a structure was located: shown by `summary` so users can tell what rested on debug symbols.

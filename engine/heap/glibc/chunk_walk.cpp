@@ -26,6 +26,8 @@ SegmentWalk walk_segment(MemoryCursor& mem, Address first_chunk, Address end, Ad
   };
   Address last_good = 0;
   auto stop = [&](Address at, const std::string& what) {
+    out.stopped_at = at;
+    out.last_good = last_good;
     out.warnings.push_back(fmt::format("heap damage at chunk 0x{:x}: {} (last good chunk: {}); the rest of "
                                        "this heap (0x{:x} bytes) is skipped",
                                        at, what, last_good ? fmt::format("0x{:x}", last_good) : "none",

@@ -31,6 +31,8 @@ struct SegmentWalk {
   std::size_t blocks = 0;            // how many went to the sink (states in_use / free / top only)
   std::uint64_t overhead_bytes = 0;  // fenceposts and the unused tail after them
   bool reached_end = false;          // the walk accounted for every byte up to the segment end
+  Address stopped_at = 0;            // the damaged chunk where the walk stopped (0: it did not stop at damage)
+  Address last_good = 0;             // the last chunk walked before stopped_at (0: none)
   std::vector<std::string> warnings;
 };
 

@@ -44,8 +44,15 @@ void plan_main_arena(const Image& image, const Runtime& rt, Address top, std::ui
     return;
   }
   Address start = rt.params && rt.params->sbrk_base ? rt.params->sbrk_base : region->start;
-  const Address end = top + (*top_size & ~kFlagMask);
+  Address end = top + (*top_size & ~kFlagMask);
   if (start > top) start = region->start;
+  if (end > region->end || end < top) {
+    // A damaged top size: walk to the end of top's mapping, where the walk reports the damage, rather than
+    // sizing the walk's buffers by a garbage number.
+    warnings.push_back(fmt::format("main arena: top chunk 0x{:x} has size field 0x{:x}, past the end of its "
+                                   "mapping 0x{:x}", top, *top_size, region->end));
+    end = region->end;
+  }
   SegmentJob job;
   job.arena = index;
   job.range = {start, end};
@@ -301,6 +308,7 @@ std::optional<HeapModel> walk_heap(const Image& image, const SymbolIndex& symbol
     arena.heaps.push_back(j.range);
     arena.overhead_bytes += j.result.overhead_bytes;
     if (!j.result.reached_end) arena.complete = false;
+    if (j.result.stopped_at) arena.walk_stops.push_back({j.range.start, j.result.stopped_at, j.result.last_good});
     model.warnings.insert(model.warnings.end(), j.result.warnings.begin(), j.result.warnings.end());
   }
   for (ArenaInfo& a : model.arenas) {
