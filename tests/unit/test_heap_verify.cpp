@@ -1,0 +1,221 @@
+// heap verify's checks on a hand-made main arena: a clean heap has no findings, and each kind of damage is
+// named at the chunk that carries it.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+#include "fake_image.h"
+#include "heap/glibc/chunk_walk.h"
+#include "heap/glibc/heap_verify.h"
+
+using namespace heapscope;
+using namespace heapscope::glibc;
+using heapscope::testing::FakeImage;
+
+namespace {
+
+constexpr Address kArena = 0x7ffff7e19c80;
+constexpr Address kHeap = 0x555555559000;
+constexpr Address kHeapEnd = kHeap + 0x1000;
+// The chunks: A in thread 1's tcache, B free in small bin 9, C in use, D and E in fastbin 0, T holding the
+// thread's tcache_perthread_struct, then top.
+constexpr Address kA = kHeap, kB = kHeap + 0x30, kC = kHeap + 0xc0, kD = kHeap + 0x100, kE = kHeap + 0x120,
+                  kT = kHeap + 0x140, kTop = kT + 0x290;
+constexpr Address kTcache = kT + 16;
+constexpr Address kThreadPointer = kArena + 0x1000;  // fs_base; the tcache pointer sits just below it
+constexpr std::int64_t kTcacheSlotOffset = -0x10;
+
+Address protect(Address slot, Address target) { return (slot >> 12) ^ target; }
+
+std::string finding_name(const std::string& kind, Address chunk) { return kind + " at " + std::to_string(chunk); }
+
+struct SyntheticArena {
+  FakeImage image;
+  Runtime runtime;
+  HeapModel model;
+
+  SyntheticArena() {
+    runtime.layout = layout_for(36);
+    runtime.main_arena = kArena;
+    runtime.tcache_tp_offset = kTcacheSlotOffset;
+    image.add_region(kArena & ~0xfffull, 0x2000);
+    image.add_region(kHeap, 0x1000);
+    image.add_thread(1, kThreadPointer, 0);
+    image.put(kThreadPointer + kTcacheSlotOffset, kTcache);
+    const Layout& l = runtime.layout;
+    image.put(kArena + l.arena.top, kTop);
+    for (int bin = 1; bin < l.arena.bin_count; ++bin) set_bin(bin, l.bin_at(kArena, bin), l.bin_at(kArena, bin));
+    image.chunk(kA, 0x30 | kPrevInUse);
+    image.chunk(kB, 0x90 | kPrevInUse);
+    image.chunk(kC, 0x40, 0x90);
+    image.chunk(kD, 0x20 | kPrevInUse);
+    image.chunk(kE, 0x20 | kPrevInUse);
+    image.chunk(kT, 0x290 | kPrevInUse);
+    image.chunk(kTop, (kHeapEnd - kTop) | kPrevInUse);
+    set_tcache_bin(1, 1, kA + 16);  // 48-byte chunks
+    image.put(kA + 16, protect(kA + 16, 0));
+    const Address bin9 = l.bin_at(kArena, 9);
+    set_bin(9, kB, kB);
+    image.put(kB + 16, bin9);
+    image.put(kB + 24, bin9);
+    image.put(kArena + l.arena.fastbins, kD);
+    image.put(kD + 16, protect(kD + 16, kE));
+    image.put(kE + 16, protect(kE + 16, 0));
+  }
+
+  void set_tcache_bin(int bin, std::uint16_t count, Address first_entry) {
+    const Address counts_word = kTcache + (bin / 4) * 8;  // counts[] are uint16_t, four to a word
+    const int shift = 16 * (bin % 4);
+    const std::uint64_t others = image.read_u64(counts_word).value_or(0) & ~(std::uint64_t{0xffff} << shift);
+    image.put(counts_word, others | (std::uint64_t{count} << shift));
+    image.put(kTcache + runtime.layout.tcache_entries_offset() + bin * 8, first_entry);
+  }
+
+  void set_bin(int bin, Address fd, Address bk) {
+    const Address head = runtime.layout.bin_at(kArena, bin);
+    image.put(head + 16, fd);
+    image.put(head + 24, bk);
+  }
+
+  // The model as the walker builds it: the chunk walk, then the fastbin chunks marked.
+  HeapVerification verify() {
+    model = HeapModel{};
+    std::vector<Block> blocks(max_chunks(kHeap, kHeapEnd));
+    BlockSink sink{blocks.data(), blocks.size(), 0};
+    MemoryCursor mem(image);
+    const SegmentWalk walk = walk_segment(mem, kHeap, kHeapEnd, kTop, 0, sink);
+    blocks.resize(sink.count);
+    for (Block& b : blocks)
+      if (b.chunk == kD || b.chunk == kE) b.state = BlockState::fastbin;
+      else if (b.chunk == kA) b.state = BlockState::tcache;
+    for (const Block& b : blocks) model.blocks.push_back(b);
+    ArenaInfo arena;
+    arena.address = kArena;
+    arena.is_main = true;
+    arena.heaps.push_back({kHeap, kHeapEnd});
+    if (walk.stopped_at) arena.walk_stops.push_back({kHeap, walk.stopped_at, walk.last_good});
+    model.arenas.push_back(arena);
+    return verify_heap(image, runtime, model);
+  }
+};
+
+// "kind at 0x…" per finding: what the tests compare, readable when a comparison fails.
+std::vector<std::string> kinds_and_chunks(const HeapVerification& v) {
+  std::vector<std::string> out;
+  for (const HeapFinding& f : v.findings) out.push_back(finding_name(f.kind, f.chunk));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("verify: a clean heap has no findings and says what it checked") {
+  SyntheticArena heap;
+  const HeapVerification v = heap.verify();
+  CHECK(v.findings.empty());
+  CHECK(v.checked.arenas == 1);
+  CHECK(v.checked.heaps == 1);
+  CHECK(v.checked.chunks == 7);
+  CHECK(v.checked.bin_entries == 1);
+  CHECK(v.checked.fastbin_entries == 2);
+  CHECK(v.checked.tcaches == 1);
+  CHECK(v.checked.tcache_entries == 1);
+  CHECK(v.notes.empty());
+}
+
+TEST_CASE("verify: a tcache bin whose list is shorter than its count is a tcache_count finding") {
+  SyntheticArena heap;
+  heap.set_tcache_bin(1, 2, kA + 16);  // a count of 2, one entry on the list
+  const HeapVerification v = heap.verify();
+  REQUIRE(kinds_and_chunks(v) == std::vector{finding_name("tcache_count", 0)});
+  CHECK_THAT(v.findings[0].where, Catch::Contains("tcache bin 1 (48-byte chunks) of thread 1"));
+}
+
+TEST_CASE("verify: a tcache entry pointing at itself is a double free") {
+  SyntheticArena heap;
+  heap.image.put(kA + 16, protect(kA + 16, kA + 16));
+  const HeapVerification v = heap.verify();
+  CHECK(kinds_and_chunks(v) == std::vector{finding_name("double_free", kA)});
+}
+
+TEST_CASE("verify: a chunk both in a bin and in the tcache is a double free") {
+  SyntheticArena heap;
+  heap.set_tcache_bin(7, 1, kB + 16);  // B (144 bytes) is also on small bin 9
+  const HeapVerification v = heap.verify();
+  // B's links are the bin's, so its tcache link is garbage too (a tcache_link finding after this one).
+  REQUIRE_FALSE(v.findings.empty());
+  CHECK(kinds_and_chunks(v)[0] == finding_name("double_free", kB));
+  CHECK_THAT(v.findings[0].found, Catch::Contains("small bin 9"));
+}
+
+TEST_CASE("verify: a damaged size field is named with the last good chunk before it") {
+  SyntheticArena heap;
+  heap.image.chunk(kC, 0x4141414141414140, 0x90);  // PREV_INUSE clear, as B is free
+  const HeapVerification v = heap.verify();
+  REQUIRE(kinds_and_chunks(v) == std::vector{finding_name("chunk_header", kC)});
+  CHECK(v.findings[0].last_good == kB);
+  CHECK(v.findings[0].heap == kHeap);
+  CHECK_THAT(v.findings[0].found, Catch::Contains("0x4141414141414140"));
+  // The fastbin chunks lie in the part the walk skipped: not reported as bad links.
+}
+
+TEST_CASE("verify: a free chunk's bk that does not point back is a bin_link finding") {
+  SyntheticArena heap;
+  heap.image.put(kB + 24, kA);
+  const HeapVerification v = heap.verify();
+  REQUIRE(kinds_and_chunks(v) == std::vector{finding_name("bin_link", kB)});
+  CHECK_THAT(v.findings[0].where, Catch::Contains("small bin 9"));
+}
+
+TEST_CASE("verify: an fd into nowhere ends the bin with a finding at the chunk holding it") {
+  SyntheticArena heap;
+  heap.image.put(kB + 16, 0x4242424242424240);
+  const HeapVerification v = heap.verify();
+  REQUIRE(kinds_and_chunks(v) == std::vector{finding_name("bin_link", kB)});
+  CHECK_THAT(v.findings[0].found, Catch::Contains("0x4242424242424240"));
+}
+
+TEST_CASE("verify: prev_size after a free chunk must be its size") {
+  SyntheticArena heap;
+  heap.image.put(kC, 0x80);
+  const HeapVerification v = heap.verify();
+  REQUIRE(kinds_and_chunks(v) == std::vector{finding_name("prev_size", kC)});
+  CHECK(v.findings[0].last_good == kB);
+}
+
+TEST_CASE("verify: a chunk free by PREV_INUSE but on no bin is a prev_inuse finding") {
+  SyntheticArena heap;
+  const Address bin9 = heap.runtime.layout.bin_at(kArena, 9);
+  heap.set_bin(9, bin9, bin9);
+  const HeapVerification v = heap.verify();
+  CHECK(kinds_and_chunks(v) == std::vector{finding_name("prev_inuse", kB)});
+}
+
+TEST_CASE("verify: a fastbin loop is a double free; a chunk of the wrong size is named") {
+  SyntheticArena heap;
+  heap.image.put(kE + 16, protect(kE + 16, kD));  // E → D → E …: D freed twice
+  HeapVerification v = heap.verify();
+  REQUIRE(kinds_and_chunks(v) == std::vector{finding_name("double_free", kD)});
+  CHECK(v.findings[0].last_good == kE);
+
+  SyntheticArena sizes;
+  sizes.image.put(kE + 16, protect(kE + 16, kC));  // C is 64 bytes, on the 32-byte fastbin
+  sizes.image.put(kC + 16, protect(kC + 16, 0));
+  v = sizes.verify();
+  CHECK(kinds_and_chunks(v) == std::vector{finding_name("fastbin_size", kC)});
+}
+
+TEST_CASE("verify: a misaligned fastbin link is named at the chunk holding it") {
+  SyntheticArena heap;
+  heap.image.put(kD + 16, protect(kD + 16, kE + 8));
+  const HeapVerification v = heap.verify();
+  REQUIRE(kinds_and_chunks(v) == std::vector{finding_name("fastbin_link", kD)});
+  CHECK(v.findings[0].last_good == 0);  // D is the list's first entry
+}
+
+TEST_CASE("verify: a top chunk that does not reach its heap's end is a top finding") {
+  SyntheticArena heap;
+  heap.image.put(kArena + heap.runtime.layout.arena.top, kE);  // top points at a fastbin chunk
+  const HeapVerification v = heap.verify();
+  CHECK(std::count_if(v.findings.begin(), v.findings.end(), [](const HeapFinding& f) { return f.kind == "top"; }) == 1);
+}
