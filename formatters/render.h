@@ -52,6 +52,8 @@ std::string render_text(const ChainsReport& r);
 std::string render_json(const ChainsReport& r);
 std::string render_text(const FinalizersReport& r);
 std::string render_json(const FinalizersReport& r);
+std::string render_text(const VerifyReport& r);
+std::string render_json(const VerifyReport& r);
 std::string render_text(const ReportBundle& r);
 std::string render_json(const ReportBundle& r);
 

@@ -47,5 +47,6 @@ std::unique_ptr<Command> make_coroutines_command();
 std::unique_ptr<Command> make_chains_command();
 std::unique_ptr<Command> make_finalizers_command();
 std::unique_ptr<Command> make_report_command();
+std::unique_ptr<Command> make_verify_command();
 
 }  // namespace heapscope

@@ -23,6 +23,8 @@ const std::vector<CommandEntry>& command_table() {
        make_finalizers_command},
       {"report", "Summary, leaks, top and roots in one document: -o report.html writes one self-contained page",
        make_report_command},
+      {"verify", "Check malloc's own structures for damage: chunk headers, bins, fastbins, tcache, top, heap_info",
+       make_verify_command},
   };
   return table;
 }

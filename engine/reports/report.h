@@ -13,11 +13,12 @@
 #include "reports/retention_reports.h"
 #include "reports/summary_report.h"
 #include "reports/threads_report.h"
+#include "reports/verify_report.h"
 
 namespace heapscope {
 
 using Report = std::variant<SummaryReport, BlocksReport, LeaksReport, RetainersReport, RefsReport, DescribeReport,
                             HistogramReport, TopReport, RootsReport, ThreadsReport, ChainsReport, CoroutinesReport,
-                            FinalizersReport, ReportBundle>;
+                            FinalizersReport, ReportBundle, VerifyReport>;
 
 }  // namespace heapscope

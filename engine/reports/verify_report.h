@@ -1,0 +1,18 @@
+// Report of the verify command: problems found in the allocator's own structures (heap/glibc/heap_verify.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "heap/glibc/heap_verify.h"
+
+namespace heapscope {
+
+struct VerifyReport {
+  std::string allocator;  // "glibc"
+  std::string version;    // "2.36", or empty when unknown
+  HeapVerification result;
+  std::vector<std::string> warnings;
+};
+
+}  // namespace heapscope

@@ -1,0 +1,48 @@
+// Text renderer of the verify report.
+#include <fmt/format.h>
+
+#include "formatters/render.h"
+#include "formatters/text/text_util.h"
+
+namespace heapscope {
+
+namespace {
+
+std::string plural(std::uint64_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+std::string checked_line(const HeapCheckCounts& c) {
+  return fmt::format("{}, {}, {}; list entries: {} in bins, {} in fastbins, {} in {}", plural(c.arenas, "arena", "arenas"),
+                     plural(c.heaps, "heap", "heaps"), plural(c.chunks, "chunk", "chunks"), c.bin_entries,
+                     c.fastbin_entries, c.tcache_entries, plural(c.tcaches, "thread cache", "thread caches"));
+}
+
+void append_finding(std::string& out, std::size_t number, const HeapFinding& f) {
+  out += fmt::format("{:>3}. {} at {}\n", number, f.kind, f.chunk ? "chunk " + text::hex(f.chunk) : "the list head");
+  out += "     in:       " + f.where;
+  if (f.heap) out += fmt::format(", heap {}", text::hex(f.heap));
+  if (f.arena) out += fmt::format(", arena {}", text::hex(f.arena));
+  out += "\n";
+  out += fmt::format("     expected: {}\n     found:    {}\n", f.expected, f.found);
+  out += fmt::format("     last good chunk: {}\n", f.last_good ? text::hex(f.last_good) : "none");
+  out += fmt::format("     affects:  {}\n", f.affects);
+}
+
+}  // namespace
+
+std::string render_text(const VerifyReport& r) {
+  const HeapVerification& v = r.result;
+  const std::uint64_t problems = v.findings.size() + v.findings_dropped;
+  std::string out = fmt::format("Heap verification ({} {}): {}\n", r.allocator, r.version.empty() ? "unknown" : r.version,
+                                problems == 0 ? "no problems found" : plural(problems, "problem", "problems"));
+  out += "Checked: " + checked_line(v.checked) + "\n";
+  for (const std::string& n : v.notes) out += "Not checked: " + n + "\n";
+  if (!v.findings.empty()) out += "\n";
+  for (std::size_t i = 0; i < v.findings.size(); ++i) append_finding(out, i + 1, v.findings[i]);
+  if (v.findings_dropped) out += fmt::format("  … and {} more not listed\n", v.findings_dropped);
+  text::append_warnings(out, r.warnings);
+  return out;
+}
+
+}  // namespace heapscope
