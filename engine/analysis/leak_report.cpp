@@ -34,6 +34,9 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   for (auto& [key, g] : groups) r.groups.push_back(std::move(g));
   std::stable_sort(r.groups.begin(), r.groups.end(), [](auto& a, auto& b) { return a.bytes > b.bytes; });
   r.warnings = s.warnings();
+  if (!s.heap().complete)  // say so first: the walker's own warnings below say where and why
+    r.warnings.insert(r.warnings.begin(), "partial result: the heap walk skipped damaged or unreadable parts of the "
+                                          "heap (run `verify` for details); blocks there are not in this report");
   return r;
 }
 
