@@ -72,6 +72,7 @@ class Ledger:
     live: list = dataclasses.field(default_factory=list)
     freed: list = dataclasses.field(default_factory=list)
     threads: list = dataclasses.field(default_factory=list)
+    damaged: list = dataclasses.field(default_factory=list)  # Allocation(address, 0, finding kind)
 
     def freed_and_not_live(self):
         live_addresses = {a.address for a in self.live}
@@ -97,6 +98,8 @@ def parse_ledger(path):
                     ledger.live.append(Allocation(int(fields[1]), int(fields[2]), fields[3]))
                 elif kind == "freed" and len(fields) == 3:
                     ledger.freed.append(Allocation(int(fields[1]), int(fields[2])))
+                elif kind == "damaged" and len(fields) == 3:
+                    ledger.damaged.append(Allocation(int(fields[1]), 0, fields[2]))
                 elif kind == "thread" and len(fields) == 2:
                     ledger.threads.append(int(fields[1]))
                 else:
@@ -128,10 +131,11 @@ def _is_fresh(core, ledger_file, sources):
     return all(os.path.getmtime(source) <= captured for source in sources)
 
 
-def capture_program(key, executable, extra_sources=(), env=None):
+def capture_program(key, executable, extra_sources=(), env=None, args=()):
     """Captures `executable` once into the work directory as <key>.core and <key>.ledger, or reuses them
     while they are newer than the program, `extra_sources` and the capture script. `env` adds variables to
-    the program's environment (a different env needs a different key). Returns both paths."""
+    the program's environment and `args` are its arguments (different ones need a different key). Returns
+    both paths."""
     script = capture_script_path()
     if not os.access(executable, os.X_OK):
         raise RuntimeError(f"fixture {executable} is not built")
@@ -145,7 +149,7 @@ def capture_program(key, executable, extra_sources=(), env=None):
         if not _is_fresh(core, ledger_file, (executable, script, *extra_sources)):
             partial_core, partial_ledger = core + ".new", ledger_file + ".new"
             result = subprocess.run(
-                [script, "--out", partial_core, "--ledger", partial_ledger, "--timeout", "60", "--", executable],
+                [script, "--out", partial_core, "--ledger", partial_ledger, "--timeout", "60", "--", executable, *args],
                 capture_output=True, text=True, timeout=CAPTURE_TIMEOUT_SECONDS,
                 env=dict(os.environ, **(env or {})))
             if result.returncode != 0:
