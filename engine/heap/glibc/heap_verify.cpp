@@ -414,6 +414,7 @@ class Verifier {
     Address holder = 0;         // the chunk whose link is being followed (0: the list head)
     Address before_holder = 0;  // the entry before it: the last good one when the holder's link is bad
     std::uint64_t entry = list.head_entry;
+    std::optional<std::uint64_t> stored_link;  // the holder's link as stored, when safe-linking encoded it
     while (entry != 0) {
       const Address chunk = list.links_to_user ? entry - 16 : entry;
       if (seen.count(chunk)) {
@@ -431,7 +432,10 @@ class Verifier {
         finding(list.kind + "_link", holder,
                 fmt::format("{} pointing at a 16-byte aligned chunk of {}, or null", holder ? "a next link" : "a head",
                             list.arena ? "arena " + hex(model_.arenas[*list.arena].address) : "a walked heap"),
-                fmt::format("{} {}", list.links_to_user ? "entry" : "chunk", hex(entry)), before_holder, unknown_rest);
+                fmt::format("{} {}{}", list.links_to_user ? "entry" : "chunk", hex(entry),
+                            stored_link ? fmt::format(" (stored as {}, decoded with safe-linking)", hex(*stored_link))
+                                        : std::string()),
+                before_holder, unknown_rest);
         return seen.size();
       }
       seen.insert(chunk);
@@ -449,6 +453,7 @@ class Verifier {
       before_holder = holder;
       holder = chunk;
       entry = reveal_pointer(rt_.layout, slot, *stored);
+      if (rt_.layout.safe_linking) stored_link = *stored;
     }
     if (list.count && *list.count != seen.size())
       finding("tcache_count", 0, fmt::format("{} entries (the bin's count)", *list.count),
