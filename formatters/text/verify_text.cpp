@@ -1,5 +1,6 @@
 // Text renderer of the verify report.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "formatters/render.h"
 #include "formatters/text/text_util.h"
@@ -20,10 +21,13 @@ std::string checked_line(const HeapCheckCounts& c) {
 
 void append_finding(std::string& out, std::size_t number, const HeapFinding& f) {
   out += fmt::format("{:>3}. {} at {}\n", number, f.kind, f.chunk ? "chunk " + text::hex(f.chunk) : "the list head");
-  out += "     in:       " + f.where;
-  if (f.heap) out += fmt::format(", heap {}", text::hex(f.heap));
-  if (f.arena) out += fmt::format(", arena {}", text::hex(f.arena));
-  out += "\n";
+  // "in: heap 0x…, arena 0x…" for damage in a heap; "in: <list>; heap 0x…, arena 0x…" for a list entry.
+  std::vector<std::string> places;
+  if (f.heap) places.push_back("heap " + text::hex(f.heap));
+  if (f.arena) places.push_back("arena " + text::hex(f.arena));
+  const std::string place = fmt::format("{}", fmt::join(places, ", "));
+  if (f.where == "heap") out += "     in:       " + (place.empty() ? f.where : place) + "\n";
+  else out += "     in:       " + f.where + (place.empty() ? "" : "; " + place) + "\n";
   out += fmt::format("     expected: {}\n     found:    {}\n", f.expected, f.found);
   out += fmt::format("     last good chunk: {}\n", f.last_good ? text::hex(f.last_good) : "none");
   out += fmt::format("     affects:  {}\n", f.affects);
