@@ -9,15 +9,18 @@ the block it damaged and the finding that should name it:
 For each: `verify --json` names the ledger's chunk with that kind, with or without libc's debug file;
 `leaks` still exits 0 and carries a warning; every command finishes under a time bound. Clean fixtures'
 cores (one arena, and several arenas with heap_info heaps) verify with no findings. One core goes through
-LLDB (`heap verify` in the plugin) for the same finding.
+LLDB (`heap verify` in the plugin) for the same finding. On a live damaged process, `heapscope attach PID
+verify` gives the findings a core taken right after gives, and leaves every byte of the heap as it was.
 """
 
 import json
+import os
 import unittest
 
 from heapscope_e2e import (CHUNK_HEADER, Capture, capture_fixture, capture_program, debug_flags, fixture_path,
-                           parse_ledger, run_heapscope)
+                           parse_ledger, run_heapscope, work_dir)
 from lldb_session import require_lldb_and_gdb, run_lldb
+from test_attach import ParkedProgram, take_core
 
 # A verify or leaks run on these small cores takes about a second; a hang or runaway walk hits this.
 COMMAND_TIMEOUT_SECONDS = 60
@@ -169,6 +172,41 @@ class LldbTests(unittest.TestCase):
         cli = verify_json(capture.core)
         self.assertEqual(report["findings"], cli["findings"])
         self.assertIn((damage.how, damage.address - CHUNK_HEADER), {(f["kind"], f["chunk"]) for f in report["findings"]})
+
+
+def read_heaps(pid, heaps):
+    """The bytes of every heap segment of a running process, read through /proc/PID/mem."""
+    with open(f"/proc/{pid}/mem", "rb") as mem:
+        contents = []
+        for heap in heaps:
+            mem.seek(heap["start"])
+            contents.append(mem.read(heap["end"] - heap["start"]))
+        return contents
+
+
+class LiveTests(unittest.TestCase):
+    """`attach PID verify` on the parked uaf-link fixture: the core's findings, and the heap untouched."""
+
+    def test_attach_verify_reads_only(self):
+        with ParkedProgram(fixture_path(FIXTURE), "uaf-link") as program:
+            summary = run_heapscope("attach", program.pid, "summary", "--json", timeout=COMMAND_TIMEOUT_SECONDS)
+            self.assertEqual(summary.returncode, 0, summary.stderr)
+            heaps = [h for arena in json.loads(summary.stdout)["heap"]["arenas"] for h in arena["heaps"]]
+            self.assertTrue(heaps)
+            before = read_heaps(program.pid, heaps)
+            live = run_heapscope("attach", program.pid, "verify", "--json", timeout=COMMAND_TIMEOUT_SECONDS)
+            self.assertEqual(live.returncode, 0, live.stderr)
+            self.assertEqual(read_heaps(program.pid, heaps), before, "attach verify changed the heap")
+            core = os.path.join(work_dir(), "attach-corrupt_heap-uaf-link.core")
+            try:
+                take_core(program.pid, core)
+                from_core = verify_json(core)
+            finally:
+                if os.path.exists(core):
+                    os.remove(core)
+        live_report = json.loads(live.stdout)
+        self.assertEqual(live_report["findings"], from_core["findings"])
+        self.assertIn("tcache_link", {f["kind"] for f in live_report["findings"]})
 
 
 if __name__ == "__main__":
