@@ -219,3 +219,106 @@ TEST_CASE("verify: a top chunk that does not reach its heap's end is a top findi
   const HeapVerification v = heap.verify();
   CHECK(std::count_if(v.findings.begin(), v.findings.end(), [](const HeapFinding& f) { return f.kind == "top"; }) == 1);
 }
+
+namespace {
+
+// A thread arena: its first heap at kFirstHeap holds heap_info, the arena and (in the two-heap case) an
+// old top closed by a fencepost; the second heap, kHeapAlignment further, holds only heap_info and top.
+constexpr Address kFirstHeap = 0x7fffe8000000;
+constexpr std::uint64_t kHeapAlignment = 64ull << 20;
+constexpr Address kSecondHeap = kFirstHeap + kHeapAlignment;
+constexpr std::uint64_t kHeapSize = 0x21000;
+
+struct ThreadArena {
+  FakeImage image;
+  Runtime runtime;
+  HeapModel model;
+  Address arena = 0;
+
+  explicit ThreadArena(bool two_heaps) {
+    runtime.layout = layout_for(36);
+    runtime.main_arena = 0x7ffff7e19c80;  // not walked here
+    const Layout& l = runtime.layout;
+    arena = kFirstHeap + l.heap_info_size;
+    image.add_region(kFirstHeap, kHeapSize);
+    put_heap_info(kFirstHeap, 0);
+    for (int bin = 1; bin < l.arena.bin_count; ++bin) {
+      image.put(l.bin_at(arena, bin) + 16, l.bin_at(arena, bin));
+      image.put(l.bin_at(arena, bin) + 24, l.bin_at(arena, bin));
+    }
+    const Address first_chunk = (arena + l.arena.size + 15) & ~Address{15};
+    Address top = first_chunk;
+    if (two_heaps) {
+      image.add_region(kSecondHeap, kHeapSize);
+      put_heap_info(kSecondHeap, kFirstHeap);
+      image.chunk(first_chunk, (kFirstHeap + kHeapSize - first_chunk - 0x20) | kPrevInUse);  // in use
+      image.chunk(kFirstHeap + kHeapSize - 0x20, 0x10 | kPrevInUse);                        // fencepost
+      image.chunk(kFirstHeap + kHeapSize - 0x10, 0 | kPrevInUse);
+      top = kSecondHeap + l.heap_info_size;
+    }
+    const Address heap_end = (two_heaps ? kSecondHeap : kFirstHeap) + kHeapSize;
+    image.chunk(top, (heap_end - top) | kPrevInUse);
+    image.put(arena + l.arena.top, top);
+    image.put(arena + l.arena.system_mem, two_heaps ? 2 * kHeapSize : kHeapSize);
+  }
+
+  void put_heap_info(Address heap, Address prev) {
+    image.put(heap, arena);
+    image.put(heap + 8, prev);
+    image.put(heap + 16, kHeapSize);
+    image.put(heap + 24, kHeapSize);
+  }
+
+  // The model the walker builds when it reaches the heaps in `walked` (one block per chunk, by hand).
+  HeapVerification verify(std::vector<Address> walked) {
+    model = HeapModel{};
+    ArenaInfo info;
+    info.address = arena;
+    for (Address heap : walked) {
+      info.heaps.push_back({heap, heap + kHeapSize});
+      const Address first = heap == kFirstHeap ? (arena + runtime.layout.arena.size + 15) & ~Address{15}
+                                               : heap + runtime.layout.heap_info_size;
+      Block b;
+      b.chunk = first;
+      b.size_units = static_cast<std::uint32_t>((image.read_u64(first + 8).value_or(0) & ~kFlagMask) / 16);
+      b.state = first == image.read_u64(arena + runtime.layout.arena.top) ? BlockState::top : BlockState::in_use;
+      model.blocks.push_back(b);
+    }
+    info.complete = walked.size() == 2 || walked == std::vector<Address>{kFirstHeap};
+    model.arenas.push_back(info);
+    return verify_heap(image, runtime, model);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("verify: a thread arena's heaps and top check out") {
+  ThreadArena one(false);
+  CHECK(kinds_and_chunks(one.verify({kFirstHeap})).empty());
+  ThreadArena two(true);
+  const HeapVerification v = two.verify({kFirstHeap, kSecondHeap});
+  CHECK(kinds_and_chunks(v).empty());
+  CHECK(v.checked.heaps == 2);
+}
+
+TEST_CASE("verify: a heap_info whose mprotect_size is below its size is named") {
+  ThreadArena heap(false);
+  heap.image.put(kFirstHeap + 24, 0x1000);
+  CHECK(kinds_and_chunks(heap.verify({kFirstHeap})) == std::vector{finding_name("heap_info", kFirstHeap)});
+}
+
+TEST_CASE("verify: a heap_info the walk could not follow is named, with the heap before it in the chain") {
+  ThreadArena heap(true);
+  heap.image.put(kFirstHeap, 0x4141414141414141);  // the first heap's ar_ptr overwritten
+  const HeapVerification v = heap.verify({kSecondHeap});
+  REQUIRE(kinds_and_chunks(v) == std::vector{finding_name("heap_info", kFirstHeap)});
+  CHECK(v.findings[0].last_good == kSecondHeap);
+  CHECK_THAT(v.findings[0].found, Catch::Contains("ar_ptr 0x4141414141414141"));
+}
+
+TEST_CASE("verify: a top chunk short of its heap's end is named") {
+  ThreadArena heap(false);
+  const Address top = heap.image.read_u64(heap.arena + heap.runtime.layout.arena.top).value();
+  heap.image.chunk(top, 0x100 | kPrevInUse);
+  CHECK(kinds_and_chunks(heap.verify({kFirstHeap})) == std::vector{finding_name("top", top)});
+}

@@ -60,7 +60,7 @@ class Verifier {
       check_top(a);
     }
     check_chunks();
-    for (std::uint16_t a = 0; a < model_.arenas.size(); ++a) check_bins(a);
+    check_bins();
     for (std::uint16_t a = 0; a < model_.arenas.size(); ++a) check_fastbins(a);
     check_tcaches();
     return std::move(out_);
@@ -72,7 +72,8 @@ class Verifier {
   const HeapModel& model_;
   MemoryCursor mem_;
   HeapVerification out_;
-  std::unordered_map<Address, std::string> listed_;  // chunk → the free list it was first found on
+  std::vector<std::string> list_names_;               // every free list walked
+  std::unordered_map<Address, std::size_t> listed_;  // chunk → the list (index) it was first found on
 
   void add(HeapFinding f) {
     if (out_.findings.size() < kMaxFindings) out_.findings.push_back(std::move(f));
@@ -144,6 +145,7 @@ class Verifier {
         report_heap_info(arena, heap, last_good_heap);
         return;
       }
+      check_heap_info_sizes(arena, heap, last_good_heap);
       if (heap + rt_.layout.heap_info_size == arena.address) return;  // the arena's first heap: chain complete
       last_good_heap = heap;
       heap = image_.read_u64(heap + 8).value_or(0);
@@ -157,6 +159,23 @@ class Verifier {
          .heap = last_good_heap,
          .where = "heap chain",
          .affects = "the arena's older heaps are not walked: their blocks are missing from every analysis"});
+  }
+
+  // glibc grows and shrinks heaps in whole pages and never lets mprotect_size (the writable part) fall
+  // below size (the part in use).
+  void check_heap_info_sizes(const ArenaInfo& arena, Address heap, Address last_good_heap) {
+    const auto size = image_.read_u64(heap + 16);
+    const auto mprotect_size = image_.read_u64(heap + 24);
+    if (!size || !mprotect_size || (*size % 4096 == 0 && *mprotect_size >= *size)) return;
+    add({.kind = "heap_info",
+         .chunk = heap,
+         .expected = "size a multiple of the page size, and mprotect_size at least size",
+         .found = fmt::format("size {}, mprotect_size {}", hex(*size), hex(*mprotect_size)),
+         .last_good = last_good_heap,
+         .arena = arena.address,
+         .heap = heap,
+         .where = "heap chain",
+         .affects = "the heap's extent is uncertain: chunks near its end may be missing or misread"});
   }
 
   void report_heap_info(const ArenaInfo& arena, Address heap, Address last_good_heap) {
@@ -243,19 +262,21 @@ class Verifier {
 
   // --- the regular bins: circular doubly linked lists through each bin's pseudo-chunk in the arena ---
 
-  void check_bins(std::uint16_t a) {
-    const ArenaInfo& arena = model_.arenas[a];
-    bool all_intact = true;
+  // Then every chunk the walk calls free (its successor's PREV_INUSE is clear) must have been on a bin.
+  void check_bins() {
+    std::vector<bool> intact(model_.arenas.size(), true);
     std::unordered_set<Address> on_bins;
-    for (int bin = 1; bin < rt_.layout.arena.bin_count; ++bin) all_intact &= check_bin(a, bin, on_bins);
-    if (!all_intact) return;  // a chunk missing from a broken bin would be reported twice
+    for (std::uint16_t a = 0; a < model_.arenas.size(); ++a)
+      for (int bin = 1; bin < rt_.layout.arena.bin_count; ++bin) intact[a] = check_bin(a, bin, on_bins) && intact[a];
     for (const Block& b : model_.blocks) {
-      if (b.arena != a || b.state != BlockState::free || on_bins.count(b.chunk)) continue;
-      const HeapSegment* seg = segment_of(a, b.chunk);
+      // In an arena with a broken bin, a chunk missing from the bins is already explained by that finding.
+      if (b.arena == Block::kNoArena || b.state != BlockState::free || !intact[b.arena] || on_bins.count(b.chunk))
+        continue;
+      const HeapSegment* seg = segment_of(b.arena, b.chunk);
       add({.kind = "prev_inuse", .chunk = b.chunk,
            .expected = "a chunk whose next chunk has PREV_INUSE clear is on one of the arena's bins",
            .found = fmt::format("on no bin (next chunk {} has PREV_INUSE clear)", hex(b.chunk + b.chunk_size())),
-           .arena = arena.address, .heap = seg ? seg->start : 0, .where = "heap",
+           .arena = model_.arenas[b.arena].address, .heap = seg ? seg->start : 0, .where = "heap",
            .affects = "this chunk is counted as free; if it is in use, leaks and top miss it"});
     }
   }
@@ -265,6 +286,7 @@ class Verifier {
     const ArenaInfo& arena = model_.arenas[a];
     const Address head = rt_.layout.bin_at(arena.address, bin);
     const std::string where = bin_name(bin) + " of arena " + hex(arena.address);
+    const std::size_t list_id = new_list(where);
     auto finding = [&](std::string kind, Address chunk, std::string expected, std::string found, Address last_good,
                        std::string affects) {
       const HeapSegment* seg = segment_of(a, chunk);
@@ -309,7 +331,7 @@ class Verifier {
         finding("prev_inuse", p, fmt::format("PREV_INUSE clear in the next chunk {}", hex(p + b->chunk_size())),
                 "PREV_INUSE set: the heap says this chunk is in use", holder,
                 "this chunk is counted as in use: it may show up as a false leak");
-      note_listed(p, where, a);
+      note_listed(p, list_id, a);
       before_prev = holder;
       prev = p;
       next = image_.read_u64(p + 16);
@@ -321,15 +343,21 @@ class Verifier {
     return true;
   }
 
+  std::size_t new_list(const std::string& name) {
+    list_names_.push_back(name);
+    return list_names_.size() - 1;
+  }
+
   // A chunk on two free lists was freed twice (or its links were overwritten to point at another list's).
-  void note_listed(Address chunk, const std::string& list, std::optional<std::uint16_t> arena) {
+  void note_listed(Address chunk, std::size_t list, std::optional<std::uint16_t> arena) {
     auto [it, first_time] = listed_.emplace(chunk, list);
     if (first_time) return;
     const std::uint16_t a = arena ? *arena : arena_holding(chunk).value_or(0);
     const HeapSegment* seg = segment_of(a, chunk);
     add({.kind = "double_free", .chunk = chunk, .expected = "each free chunk on one free list once",
-         .found = fmt::format("also on {}", it->second), .arena = model_.arenas.empty() ? 0 : model_.arenas[a].address,
-         .heap = seg ? seg->start : 0, .where = list,
+         .found = fmt::format("also on {}", list_names_[it->second]),
+         .arena = model_.arenas.empty() ? 0 : model_.arenas[a].address, .heap = seg ? seg->start : 0,
+         .where = list_names_[list],
          .affects = "the chunk is counted once, as free; glibc will return it from two mallocs"});
   }
 
@@ -402,6 +430,7 @@ class Verifier {
   std::uint64_t walk_list(const SinglyLinkedList& list) {
     const std::string unknown_rest = "the chunks after this entry are not found on the list: they count as in use "
                                      "and can show up as false leaks; free totals are low";
+    const std::size_t list_id = new_list(list.name);
     auto finding = [&](std::string kind, Address chunk, std::string expected, std::string found, Address last_good,
                        std::string affects) {
       const std::optional<std::uint16_t> a = list.arena ? list.arena : arena_holding(chunk);
@@ -443,7 +472,7 @@ class Verifier {
         finding(list.kind + "_size", chunk, fmt::format("a chunk of {} bytes", list.expected_size),
                 fmt::format("a chunk of {} bytes", b->chunk_size()), holder,
                 "glibc may hand this chunk out for requests it does not fit");
-      note_listed(chunk, list.name, list.arena);
+      note_listed(chunk, list_id, list.arena);
       const Address slot = chunk + 16;
       const auto stored = image_.read_u64(slot);
       if (!stored) {
