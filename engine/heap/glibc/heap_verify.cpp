@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "image/memory_cursor.h"
+#include "util/phase_timer.h"
 
 namespace heapscope::glibc {
 
@@ -495,6 +496,7 @@ class Verifier {
 }  // namespace
 
 HeapVerification verify_heap(const Image& image, const SymbolIndex& symbols, const HeapModel& model) {
+  PhaseTimer timer("verify");
   std::string error;
   const std::optional<Runtime> rt = locate_runtime(image, symbols, &error);
   if (!rt) {
