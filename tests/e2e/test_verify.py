@@ -4,6 +4,8 @@ tests/fixtures/corrupt_heap.c damages its heap in one of three ways (its argumen
 the block it damaged and the finding that should name it:
 - overflow: 8 bytes past a block, over the next chunk's size field → chunk_header at that chunk, with the
   overflowed block as the last good chunk;
+- top-overflow: 8 bytes past the block carved last from the top chunk, over top's size → chunk_header at
+  the top chunk (a size far past the heap's end must not size the walk's buffers);
 - double-free: the same block freed twice into the tcache (its key cleared in between) → double_free;
 - uaf-link: a plain pointer written into a freed block's safe-linked tcache link → tcache_link.
 For each: `verify --json` names the ledger's chunk with that kind, with or without libc's debug file;
@@ -25,7 +27,6 @@ from test_attach import ParkedProgram, take_core
 # A verify or leaks run on these small cores takes about a second; a hang or runaway walk hits this.
 COMMAND_TIMEOUT_SECONDS = 60
 FIXTURE = "corrupt_heap"
-MODES = ("overflow", "double-free", "uaf-link")
 
 _captures = {}
 
@@ -119,6 +120,17 @@ class OverflowTests(DamagedHeapChecks, unittest.TestCase):
             with self.subTest(command=command):
                 result = run_heapscope(command, self.capture.core, timeout=COMMAND_TIMEOUT_SECONDS)
                 self.assertEqual(result.returncode, 0, result.stderr)
+
+
+class TopOverflowTests(DamagedHeapChecks, unittest.TestCase):
+    mode = "top-overflow"
+
+    def test_leaks_says_the_result_is_partial(self):
+        leaks = json.loads(run_heapscope("leaks", self.capture.core, "--json",
+                                         timeout=COMMAND_TIMEOUT_SECONDS).stdout)
+        self.assertTrue(any(w.startswith("partial result") for w in leaks["warnings"]), leaks["warnings"])
+        self.assertTrue(any(f"top chunk {self.damaged_chunk:#x} has size field 0x4141414141414141" in w
+                            for w in leaks["warnings"]), leaks["warnings"])
 
 
 class DoubleFreeTests(DamagedHeapChecks, unittest.TestCase):
