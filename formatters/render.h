@@ -52,5 +52,7 @@ std::string render_text(const ChainsReport& r);
 std::string render_json(const ChainsReport& r);
 std::string render_text(const FinalizersReport& r);
 std::string render_json(const FinalizersReport& r);
+std::string render_text(const FragmentationReport& r);
+std::string render_json(const FragmentationReport& r);
 
 }  // namespace heapscope

@@ -21,6 +21,8 @@ const std::vector<CommandEntry>& command_table() {
       {"chains", "Chains of same-type blocks linked one to one: wrapped callbacks, runaway lists", make_chains_command},
       {"finalizers", "Exit handlers, thread_local destructors and pthread keys: what each keeps alive until exit",
        make_finalizers_command},
+      {"fragmentation", "Page occupancy, what trimming would return, and the live blocks holding sparse pages and top",
+       make_fragmentation_command},
   };
   return table;
 }

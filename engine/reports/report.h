@@ -8,6 +8,7 @@
 #include "reports/chains_report.h"
 #include "reports/coroutines_report.h"
 #include "reports/finalizers_report.h"
+#include "reports/fragmentation_report.h"
 #include "reports/graph_reports.h"
 #include "reports/retention_reports.h"
 #include "reports/summary_report.h"
@@ -17,6 +18,6 @@ namespace heapscope {
 
 using Report = std::variant<SummaryReport, BlocksReport, LeaksReport, RetainersReport, RefsReport, DescribeReport,
                             HistogramReport, TopReport, RootsReport, ThreadsReport, ChainsReport, CoroutinesReport,
-                            FinalizersReport>;
+                            FinalizersReport, FragmentationReport>;
 
 }  // namespace heapscope
