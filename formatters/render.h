@@ -65,5 +65,7 @@ std::string render_html(const RootsReport& r);
 std::string render_html(const RetainersReport& r);
 std::string render_html(const ReportBundle& r);
 std::string render_dot(const RetainersReport& r);
+std::string render_text(const FragmentationReport& r);
+std::string render_json(const FragmentationReport& r);
 
 }  // namespace heapscope

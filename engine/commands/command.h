@@ -48,5 +48,6 @@ std::unique_ptr<Command> make_chains_command();
 std::unique_ptr<Command> make_finalizers_command();
 std::unique_ptr<Command> make_report_command();
 std::unique_ptr<Command> make_verify_command();
+std::unique_ptr<Command> make_fragmentation_command();
 
 }  // namespace heapscope

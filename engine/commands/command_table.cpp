@@ -25,6 +25,8 @@ const std::vector<CommandEntry>& command_table() {
        make_report_command},
       {"verify", "Check malloc's own structures for damage: chunk headers, bins, fastbins, tcache, top, heap_info",
        make_verify_command},
+      {"fragmentation", "Page occupancy, what trimming would return, and the live blocks holding sparse pages and top",
+       make_fragmentation_command},
   };
   return table;
 }

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,12 @@ struct MallInfo {
                 uordblks = 0, fordblks = 0, keepcost = 0;
 };
 
+// When an allocator gives memory at the top of a heap back to the system (glibc's systrim/heap_trim).
+struct TrimSettings {
+  std::uint64_t threshold = 0;  // free() trims only a top chunk at least this big
+  std::uint64_t pad = 0;        // bytes of the top chunk trimming keeps
+};
+
 struct HeapModel {
   std::string allocator;       // "glibc"
   std::string version;         // "2.36", or empty when unknown
@@ -72,6 +79,8 @@ struct HeapModel {
   std::vector<Discovery> discovery;
   std::vector<std::string> warnings;
   MallInfo mallinfo;
+  // The allocator's trimming settings (glibc: mp_.trim_threshold, mp_.top_pad); absent when unknown.
+  std::optional<TrimSettings> trim;
   bool complete = true;
 
   StateTotals totals() const;

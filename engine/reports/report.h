@@ -8,6 +8,7 @@
 #include "reports/chains_report.h"
 #include "reports/coroutines_report.h"
 #include "reports/finalizers_report.h"
+#include "reports/fragmentation_report.h"
 #include "reports/graph_reports.h"
 #include "reports/report_bundle.h"
 #include "reports/retention_reports.h"
@@ -19,6 +20,6 @@ namespace heapscope {
 
 using Report = std::variant<SummaryReport, BlocksReport, LeaksReport, RetainersReport, RefsReport, DescribeReport,
                             HistogramReport, TopReport, RootsReport, ThreadsReport, ChainsReport, CoroutinesReport,
-                            FinalizersReport, ReportBundle, VerifyReport>;
+                            FinalizersReport, ReportBundle, VerifyReport, FragmentationReport>;
 
 }  // namespace heapscope

@@ -261,6 +261,7 @@ std::optional<HeapModel> walk_heap(const Image& image, const SymbolIndex& symbol
   model.discovery = rt->discovery;
   model.warnings = rt->warnings;
   model.metadata.push_back({rt->main_arena, rt->main_arena + rt->layout.arena.size});
+  if (rt->params) model.trim = TrimSettings{rt->params->trim_threshold, rt->params->top_pad};
   if (rt->params)
     model.metadata.push_back({rt->params->address, rt->params->address + rt->layout.par.sbrk_base +
                                                        rt->layout.par.tcache_count_from_sbrk + 16});

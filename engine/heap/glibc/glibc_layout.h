@@ -33,6 +33,8 @@ struct MallocStateLayout {  // struct malloc_state, unchanged since have_fastchu
 };
 
 struct MallocParLayout {  // struct malloc_par mp_: offsets relative to the struct
+  std::uint64_t trim_threshold = 0;                // unsigned long, first in every release
+  std::uint64_t top_pad = 8;                       // INTERNAL_SIZE_T, right after it
   std::uint64_t sbrk_base = 96;                    // 72 before 2.35 (hugepage fields were added before it)
   std::optional<std::uint64_t> hp_pagesize = 48;  // 2.35+
   // Fields near sbrk_base, as distances to it. The int counters sit 4 bytes further away since 2.35,

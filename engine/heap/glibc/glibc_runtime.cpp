@@ -96,6 +96,8 @@ std::optional<MallocParams> read_params(const Image& image, const Layout& l, Add
   p.n_mmaps = *n_mmaps;
   p.mmapped_mem = *mmapped;
   if (l.par.hp_pagesize) p.hp_pagesize = image.read_u64(mp + *l.par.hp_pagesize).value_or(0);
+  p.trim_threshold = image.read_u64(mp + l.par.trim_threshold).value_or(0);
+  p.top_pad = image.read_u64(mp + l.par.top_pad).value_or(0);
   return p;
 }
 

@@ -21,6 +21,8 @@ struct MallocParams {  // what heapscope reads from mp_
   int n_mmaps = 0;
   std::uint64_t mmapped_mem = 0;
   std::uint64_t hp_pagesize = 0;
+  std::uint64_t trim_threshold = 0;  // free() trims top only once it is at least this big
+  std::uint64_t top_pad = 0;         // bytes of top that trimming keeps
 };
 
 struct Runtime {
