@@ -52,5 +52,13 @@ std::string render_text(const ChainsReport& r);
 std::string render_json(const ChainsReport& r);
 std::string render_text(const FinalizersReport& r);
 std::string render_json(const FinalizersReport& r);
+std::string render_text(const SnapshotReport& r);
+std::string render_json(const SnapshotReport& r);
+std::string render_text(const DiffReport& r);
+std::string render_json(const DiffReport& r);
+std::string render_text(const EvolutionReport& r);
+std::string render_json(const EvolutionReport& r);
+// A line chart of bytes per type over the points (formatters/svg/evolution_svg.cpp).
+std::string render_svg(const EvolutionReport& r);
 
 }  // namespace heapscope

@@ -46,5 +46,7 @@ std::unique_ptr<Command> make_threads_command();
 std::unique_ptr<Command> make_coroutines_command();
 std::unique_ptr<Command> make_chains_command();
 std::unique_ptr<Command> make_finalizers_command();
+std::unique_ptr<Command> make_snapshot_command();
+std::unique_ptr<Command> make_evolution_command();
 
 }  // namespace heapscope

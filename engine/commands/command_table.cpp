@@ -21,6 +21,10 @@ const std::vector<CommandEntry>& command_table() {
       {"chains", "Chains of same-type blocks linked one to one: wrapped callbacks, runaway lists", make_chains_command},
       {"finalizers", "Exit handlers, thread_local destructors and pthread keys: what each keeps alive until exit",
        make_finalizers_command},
+      {"snapshot", "Named heap snapshots: save NAME, diff NAME (what grew since, new blocks and their retainers), list, drop",
+       make_snapshot_command},
+      {"evolution", "Bytes per type over every saved snapshot and now, steady growers first; a chart with -o FILE.svg",
+       make_evolution_command},
   };
   return table;
 }

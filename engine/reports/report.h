@@ -10,6 +10,7 @@
 #include "reports/finalizers_report.h"
 #include "reports/graph_reports.h"
 #include "reports/retention_reports.h"
+#include "reports/snapshot_reports.h"
 #include "reports/summary_report.h"
 #include "reports/threads_report.h"
 
@@ -17,6 +18,6 @@ namespace heapscope {
 
 using Report = std::variant<SummaryReport, BlocksReport, LeaksReport, RetainersReport, RefsReport, DescribeReport,
                             HistogramReport, TopReport, RootsReport, ThreadsReport, ChainsReport, CoroutinesReport,
-                            FinalizersReport>;
+                            FinalizersReport, SnapshotReport, DiffReport, EvolutionReport>;
 
 }  // namespace heapscope
