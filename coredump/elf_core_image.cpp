@@ -1,6 +1,7 @@
 #include "coredump/elf_core_image.h"
 
 #include <elf.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -495,6 +496,17 @@ std::unique_ptr<ElfCoreImage> ElfCoreImage::open(const std::string& core_path, c
 }
 
 ElfCoreImage::~ElfCoreImage() = default;
+
+std::optional<std::int64_t> file_mtime_ns(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return std::int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+std::int64_t ElfCoreImage::capture_time_ns() const {
+  if (std::optional<std::int64_t> mtime = file_mtime_ns(core_path_)) return *mtime;
+  return Image::capture_time_ns();
+}
 
 std::string ElfCoreImage::description() const {
   return fmt::format("core file {} (pid {}, {})", core_path_, pid_, process_name_.empty() ? "?" : process_name_);

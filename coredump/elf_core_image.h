@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,10 @@ struct CoreOpenOptions {
   std::vector<std::pair<std::string, std::string>> path_map;
 };
 
+// A file's modification time in nanoseconds since the Unix epoch; nullopt when it cannot be read. A core's
+// is when it was written, so cores taken over time sort by it.
+std::optional<std::int64_t> file_mtime_ns(const std::string& path);
+
 class ElfCoreImage : public CollectedImage {
  public:
   // Null with a one-sentence *error when the file is missing, not an ELF core, not x86-64, or has no
@@ -42,6 +47,7 @@ class ElfCoreImage : public CollectedImage {
   std::span<const std::byte> view(Address addr, std::size_t len) const override;
 
   int pid() const { return pid_; }
+  std::int64_t capture_time_ns() const override;  // the core file's modification time
   const std::string& process_name() const { return process_name_; }
   const std::string& path() const { return core_path_; }
   // The file is shorter than its headers promise (disk full, ulimit -c, interrupted copy): memory

@@ -1,9 +1,13 @@
 // heapscope: the standalone frontend. `heapscope <command> CORE [options]` opens the core as an Image,
 // makes a Session and runs the command from the engine's command table; `heapscope attach PID <command>
-// [options]` does the same on a running process, stopped for the time of the analysis.
+// [options]` does the same on a running process, stopped for the time of the analysis. `heapscope diff
+// OLD NEW` and `heapscope evolution CORE…` save the earlier cores' snapshots, one Session at a time, into
+// one store and run the table's `snapshot diff` / `evolution` on the last core's Session.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -12,6 +16,7 @@
 #include "coredump/elf_core_image.h"
 #include "coredump/live_process_image.h"
 #include "coredump/ptrace_attach.h"
+#include "analysis/heap_snapshot.h"
 
 namespace {
 
@@ -40,12 +45,16 @@ int fail(const std::string& message) {
   return 1;
 }
 
-CommandResult analyse(std::shared_ptr<const Image> image, Command& command, const TargetOptions& t,
-                      const OutputOptions& output) {
+SessionOptions session_options(const TargetOptions& t) {
   SessionOptions options;
   if (!t.debug_dirs.empty()) options.symbols.debug_dirs = t.debug_dirs;
   options.symbols.use_debug_files = !t.no_debug_files;
-  Session session(std::move(image), options);
+  return options;
+}
+
+CommandResult analyse(std::shared_ptr<const Image> image, Command& command, const TargetOptions& t,
+                      const OutputOptions& output) {
+  Session session(std::move(image), session_options(t));
   return run_command(session, command, output);
 }
 
@@ -55,16 +64,90 @@ int report(const CommandEntry& entry, const CommandResult& result) {
   return 0;
 }
 
-int run(const CommandEntry& entry, Command& command, const TargetOptions& t, const OutputOptions& output) {
+// Null with *error set when the core cannot be used.
+std::shared_ptr<ElfCoreImage> open_core(const std::string& core, const TargetOptions& t, std::string* error) {
   CoreOpenOptions open_options;
   open_options.executable = t.executable;
+  std::shared_ptr<ElfCoreImage> image = ElfCoreImage::open(core, open_options, error);
+  if (image && image->truncated()) {
+    *error = core + " is truncated: " + std::to_string(image->missing_bytes()) +
+             " bytes the file promises are missing (disk full or a core size limit when it was written?)";
+    return nullptr;
+  }
+  return image;
+}
+
+int run(const CommandEntry& entry, Command& command, const TargetOptions& t, const OutputOptions& output) {
   std::string error;
-  std::shared_ptr<ElfCoreImage> image = ElfCoreImage::open(t.core, open_options, &error);
+  std::shared_ptr<ElfCoreImage> image = open_core(t.core, t, &error);
   if (!image) return fail(error);
-  if (image->truncated())
-    return fail(t.core + " is truncated: " + std::to_string(image->missing_bytes()) +
-                " bytes the file promises are missing (disk full or a core size limit when it was written?)");
   return report(entry, analyse(image, command, t, output));
+}
+
+// ---- diff and evolution: a series of cores of one program ----
+
+struct SeriesOptions {
+  std::vector<std::string> cores;
+  TargetOptions target;
+  OutputOptions output;
+  bool keep_order = false;
+};
+
+// What reports call each core: its file name, or the path as given when two cores share a file name.
+std::vector<std::string> snapshot_names(const std::vector<std::string>& cores) {
+  std::vector<std::string> names;
+  for (const std::string& core : cores) names.push_back(std::filesystem::path(core).filename().string());
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (std::count(names.begin(), names.end(), names[i]) > 1) names[i] = cores[i];
+  return names;
+}
+
+// Opens every core but the last, one Session at a time, and saves its snapshot into `store`; then runs
+// `command` on the last core's Session. Errors name the core that caused them.
+int run_series(const char* name, const SeriesOptions& o, Command& command) {
+  const std::vector<std::string> names = snapshot_names(o.cores);
+  auto store = std::make_shared<SnapshotStore>();
+  auto session_for = [&](std::size_t i, std::string* error) -> std::unique_ptr<Session> {
+    std::shared_ptr<ElfCoreImage> image = open_core(o.cores[i], o.target, error);
+    if (!image) return nullptr;
+    SessionOptions options = session_options(o.target);
+    options.snapshots = store;
+    options.state_name = names[i];
+    return std::make_unique<Session>(std::move(image), options);
+  };
+  std::string error;
+  for (std::size_t i = 0; i + 1 < o.cores.size(); ++i) {
+    std::unique_ptr<Session> session = session_for(i, &error);
+    if (!session) return fail(error);
+    try {
+      store->save(take_snapshot(*session, names[i]));
+    } catch (const AnalysisError& e) {
+      return fail(std::string(name) + ": " + o.cores[i] + ": " + e.what());
+    }
+  }
+  std::unique_ptr<Session> last = session_for(o.cores.size() - 1, &error);
+  if (!last) return fail(error);
+  const CommandResult result = run_command(*last, command, o.output);
+  if (result.exit_code != 0) return fail(std::string(name) + ": " + o.cores.back() + ": " + result.error);
+  std::fwrite(result.output.data(), 1, result.output.size(), stdout);
+  return 0;
+}
+
+// Cores in the order they were written (their files' modification times); a core that cannot be read is
+// a clear error naming it.
+bool order_by_capture_time(std::vector<std::string>& cores, std::string* error) {
+  std::vector<std::pair<std::int64_t, std::string>> timed;
+  for (const std::string& core : cores) {
+    const std::optional<std::int64_t> mtime = file_mtime_ns(core);
+    if (!mtime) {
+      *error = "cannot read " + core + ": no such file or no access";
+      return false;
+    }
+    timed.emplace_back(*mtime, core);
+  }
+  std::stable_sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 0; i < cores.size(); ++i) cores[i] = timed[i].second;
+  return true;
 }
 
 // The process is stopped only while the image is read and analysed; the report is printed after it
@@ -128,10 +211,55 @@ int main(int argc, char** argv) {
   attach->require_subcommand(1);
   add_commands(*attach, Target::live_process, attached_invocations);
 
+  // heapscope diff OLD NEW [options]: the options after the cores are `snapshot diff`'s (-n, --sample).
+  SeriesOptions diff;
+  std::string diff_old, diff_new;
+  CLI::App* diff_app = app.add_subcommand(
+      "diff", "Two cores of one program: per type and per root, count and bytes in OLD and NEW, most growth first; "
+              "for cores of one process also the blocks new since OLD, with their retainers");
+  diff_app->add_option("OLD", diff_old, "The earlier core")->required();
+  diff_app->add_option("NEW", diff_new, "The later core")->required();
+  add_target_options(*diff_app, diff.target, Target::live_process);
+  add_output_options(*diff_app, diff.output);
+  diff_app->allow_extras();
+  diff_app->footer("Options of `snapshot diff` follow the cores: -n,--count ROWS (0: all), --sample N.");
+
+  // heapscope evolution CORE… [options]: the table's `evolution` command and its options.
+  SeriesOptions evolution;
+  std::unique_ptr<Command> evolution_command = find_command("evolution")->make();
+  CLI::App* evolution_app = app.add_subcommand(
+      "evolution", "Cores taken over time: bytes per type at each, steady growers first; a chart with -o FILE.svg");
+  evolution_app->add_option("CORE", evolution.cores, "Cores of one program, ordered by their files' times")->required();
+  evolution_app->add_flag("--keep-order", evolution.keep_order, "Keep the cores in the order given");
+  add_target_options(*evolution_app, evolution.target, Target::live_process);
+  evolution_command->add_options(*evolution_app);
+  add_output_options(*evolution_app, evolution.output);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (diff_app->parsed()) {
+    // The table's snapshot command, given `diff OLD` and the options that followed the cores.
+    std::unique_ptr<Command> snapshot_command = find_command("snapshot")->make();
+    CLI::App snapshot_app("snapshot diff", "heapscope diff");
+    snapshot_command->add_options(snapshot_app);
+    diff.cores = {diff_old, diff_new};
+    std::vector<std::string> words = diff_app->remaining();
+    words.insert(words.begin(), {"diff", snapshot_names(diff.cores).front()});
+    std::reverse(words.begin(), words.end());  // CLI11 takes the words last-first
+    try {
+      snapshot_app.parse(words);
+    } catch (const CLI::ParseError& e) {
+      return fail(std::string("diff: ") + e.what());
+    }
+    return run_series("diff", diff, *snapshot_command);
+  }
+  if (evolution_app->parsed()) {
+    std::string error;
+    if (!evolution.keep_order && !order_by_capture_time(evolution.cores, &error)) return fail("evolution: " + error);
+    return run_series("evolution", evolution, *evolution_command);
   }
   for (auto& inv : invocations)
     if (inv->app->parsed()) return run(*inv->entry, *inv->command, inv->target, inv->output);

@@ -67,5 +67,16 @@ std::string render_html(const ReportBundle& r);
 std::string render_dot(const RetainersReport& r);
 std::string render_text(const FragmentationReport& r);
 std::string render_json(const FragmentationReport& r);
+std::string render_text(const SnapshotReport& r);
+std::string render_json(const SnapshotReport& r);
+std::string render_text(const DiffReport& r);
+std::string render_json(const DiffReport& r);
+std::string render_text(const EvolutionReport& r);
+std::string render_json(const EvolutionReport& r);
+// A line chart of bytes per type over the points (formatters/svg/evolution_svg.cpp).
+std::string render_svg(const EvolutionReport& r);
+std::string render_html(const FragmentationReport& r);
+std::string render_html(const DiffReport& r);
+std::string render_html(const EvolutionReport& r);
 
 }  // namespace heapscope

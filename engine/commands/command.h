@@ -49,5 +49,7 @@ std::unique_ptr<Command> make_finalizers_command();
 std::unique_ptr<Command> make_report_command();
 std::unique_ptr<Command> make_verify_command();
 std::unique_ptr<Command> make_fragmentation_command();
+std::unique_ptr<Command> make_snapshot_command();
+std::unique_ptr<Command> make_evolution_command();
 
 }  // namespace heapscope

@@ -27,6 +27,10 @@ const std::vector<CommandEntry>& command_table() {
        make_verify_command},
       {"fragmentation", "Page occupancy, what trimming would return, and the live blocks holding sparse pages and top",
        make_fragmentation_command},
+      {"snapshot", "Named heap snapshots: save NAME, diff NAME (what grew since, new blocks and their retainers), list, drop",
+       make_snapshot_command},
+      {"evolution", "Bytes per type over every saved snapshot and now, steady growers first; a chart with -o FILE.svg",
+       make_evolution_command},
   };
   return table;
 }

@@ -1,6 +1,7 @@
 #include "image/image.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace heapscope {
 
@@ -10,6 +11,11 @@ const char* register_name(Reg r) {
       "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs"};
   const int i = static_cast<int>(r);
   return i >= 0 && i < static_cast<int>(Reg::count) ? kNames[i] : "?";
+}
+
+std::int64_t Image::capture_time_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 std::optional<std::uint64_t> Image::read_u64(Address addr) const {

@@ -86,6 +86,9 @@ class Image {
   virtual const std::vector<std::string>& warnings() const = 0;
   virtual std::string description() const = 0;  // e.g. "core file core.1234 (pid 1234, ./server)"
   virtual int pid() const { return 0; }          // process id, 0 when unknown
+  // When the memory was captured, in nanoseconds since the Unix epoch: a core's file modification time,
+  // now for a live process (the default). Snapshots are ordered and labelled by it.
+  virtual std::int64_t capture_time_ns() const;
 
   // Copies up to len bytes starting at addr; returns how many leading bytes were available.
   virtual std::size_t read(Address addr, void* out, std::size_t len) const = 0;

@@ -12,6 +12,7 @@
 #include "reports/graph_reports.h"
 #include "reports/report_bundle.h"
 #include "reports/retention_reports.h"
+#include "reports/snapshot_reports.h"
 #include "reports/summary_report.h"
 #include "reports/threads_report.h"
 #include "reports/verify_report.h"
@@ -20,6 +21,7 @@ namespace heapscope {
 
 using Report = std::variant<SummaryReport, BlocksReport, LeaksReport, RetainersReport, RefsReport, DescribeReport,
                             HistogramReport, TopReport, RootsReport, ThreadsReport, ChainsReport, CoroutinesReport,
-                            FinalizersReport, ReportBundle, VerifyReport, FragmentationReport>;
+                            FinalizersReport, ReportBundle, VerifyReport, FragmentationReport, SnapshotReport,
+                            DiffReport, EvolutionReport>;
 
 }  // namespace heapscope

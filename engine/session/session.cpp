@@ -8,7 +8,9 @@
 namespace heapscope {
 
 Session::Session(std::shared_ptr<const Image> image, SessionOptions options)
-    : image_(std::move(image)), options_(std::move(options)), symbols_(*image_, options_.symbols) {}
+    : image_(std::move(image)), options_(std::move(options)), symbols_(*image_, options_.symbols) {
+  if (!options_.snapshots) options_.snapshots = std::make_shared<SnapshotStore>();
+}
 
 const HeapModel& Session::heap() {
   std::lock_guard lock(mutex_);

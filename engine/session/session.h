@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/heap_snapshot.h"
 #include "analysis/leak_verdicts.h"
 #include "analysis/retention.h"
 #include "frames/unwind.h"
@@ -28,6 +29,11 @@ namespace heapscope {
 
 struct SessionOptions {
   SymbolSearchOptions symbols;
+  // Named heap snapshots (`snapshot save`), shared by the Sessions of one target so that they outlive
+  // each stop's Session; a Session given none makes its own.
+  std::shared_ptr<SnapshotStore> snapshots;
+  // What snapshot reports call this session's current state (the CLI: the core's file name); empty: "now".
+  std::string state_name;
 };
 
 // Thrown when an analysis cannot produce anything useful (e.g. no glibc heap in the image); commands
@@ -44,6 +50,7 @@ class Session {
   const Image& image() const { return *image_; }
   const SymbolIndex& symbols() const { return symbols_; }
   const SessionOptions& options() const { return options_; }
+  SnapshotStore& snapshots() const { return *options_.snapshots; }
 
   // Each layer is computed on first use and kept; all throw AnalysisError when there is no heap.
   const HeapModel& heap();                // the allocator walk

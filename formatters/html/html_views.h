@@ -13,6 +13,9 @@ void add_leaks(Page& page, const LeaksReport& r, int level);
 void add_top(Page& page, const TopReport& r, int level);
 void add_roots(Page& page, const RootsReport& r, int level);
 void add_retainers(Page& page, const RetainersReport& r, int level);
+void add_fragmentation(Page& page, const FragmentationReport& r, int level);
+void add_diff(Page& page, const DiffReport& r, int level);
+void add_evolution(Page& page, const EvolutionReport& r, int level);
 
 // Retainer paths as a tree: one node per root, then per block down to the target; paths sharing a prefix
 // share its nodes. Each node reads like its line in the text output.

@@ -8,7 +8,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -93,6 +98,39 @@ class ScopedEvaluator {
   Session& session_;
 };
 
+// Named snapshots outlive each stop's session: GDB opens a new session whenever the process has run, so
+// the store is kept per target — a core by its canonical path, a live process by its pid and start time
+// (so a later process that reuses the pid starts empty).
+std::shared_ptr<SnapshotStore> snapshot_store_for(const std::string& target_key) {
+  static std::mutex mutex;
+  static auto* stores = new std::map<std::string, std::shared_ptr<SnapshotStore>>();  // never destroyed
+  std::lock_guard lock(mutex);
+  std::shared_ptr<SnapshotStore>& store = (*stores)[target_key];
+  if (!store) store = std::make_shared<SnapshotStore>();
+  return store;
+}
+
+std::string core_key(const std::string& core) {
+  std::error_code ignored;
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(core, ignored);
+  return "core " + (canonical.empty() ? core : canonical.string());
+}
+
+// Field 22 of /proc/PID/stat, the process's start time: the command name before it may hold spaces, so
+// the fields are counted from the last ')'.
+std::string process_key(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::string start_time;
+  if (const std::size_t close = text.rfind(')'); close != std::string::npos) {
+    std::istringstream fields(text.substr(close + 1));
+    std::string field;
+    for (int i = 3; i <= 22 && fields >> field; ++i)
+      if (i == 22) start_time = field;
+  }
+  return "pid " + std::to_string(pid) + " started " + start_time;
+}
+
 }  // namespace
 
 extern "C" {
@@ -123,7 +161,9 @@ hs_session* hs_open_core(const char* core, const char* exe_or_null, const char* 
       return nullptr;
     }
     auto session = std::make_unique<hs_session>();
-    session->session = std::make_unique<Session>(image, session_options(target));
+    SessionOptions options = session_options(target);
+    options.snapshots = snapshot_store_for(core_key(core));
+    session->session = std::make_unique<Session>(image, options);
     return session.release();
   } catch (const std::exception& e) {
     set_string(error, std::string("cannot open the core: ") + e.what());
@@ -152,7 +192,9 @@ hs_session* hs_open_live(int pid, const hs_thread* threads, size_t count, char**
       return nullptr;
     }
     auto session = std::make_unique<hs_session>();
-    session->session = std::make_unique<Session>(image, SessionOptions{});
+    SessionOptions options;
+    options.snapshots = snapshot_store_for(process_key(pid));
+    session->session = std::make_unique<Session>(image, options);
     return session.release();
   } catch (const std::exception& e) {
     set_string(error, std::string("cannot open the process: ") + e.what());

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -94,15 +95,26 @@ class HeapCommands {
     if (!session_ || process_id != session_process_ || stop_id != session_stop_) {
       session_.reset();  // free the old stop's analyses before building the new image
       auto image = std::make_shared<LldbImage>(process, lldb_thread_);
-      session_ = std::make_unique<Session>(image, SessionOptions{});
+      SessionOptions options;
+      options.snapshots = snapshots_for(process_id);
+      session_ = std::make_unique<Session>(image, options);
       session_process_ = process_id;
       session_stop_ = stop_id;
     }
     return *session_;
   }
 
+  // One store of named snapshots per process, kept across stops: `heap snapshot save a`, `continue`,
+  // `heap snapshot diff a` compares two Sessions' heaps.
+  std::shared_ptr<SnapshotStore> snapshots_for(std::uint32_t process_id) {
+    std::shared_ptr<SnapshotStore>& store = snapshot_stores_[process_id];
+    if (!store) store = std::make_shared<SnapshotStore>();
+    return store;
+  }
+
   std::mutex mutex_;
   LldbThread lldb_thread_;
+  std::map<std::uint32_t, std::shared_ptr<SnapshotStore>> snapshot_stores_;  // by LLDB's process unique id
   std::unique_ptr<Session> session_;
   std::uint32_t session_process_ = 0;
   std::uint32_t session_stop_ = 0;
