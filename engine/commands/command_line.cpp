@@ -25,7 +25,7 @@ Parsed make_app(const CommandEntry& entry, const std::string& prefix) {
 
 std::string overview(const std::string& prefix) {
   std::string out = fmt::format("{} <command> [options]: find leaks and explain heap retention.\n\nCommands:\n", prefix);
-  for (const CommandEntry& e : command_table()) out += fmt::format("  {:<11} {}\n", e.name, e.description);
+  for (const CommandEntry& e : command_table()) out += fmt::format("  {:<13}  {}\n", e.name, e.description);
   out += fmt::format("\n'{} <command> --help' shows a command's options.\n", prefix);
   return out;
 }
