@@ -192,6 +192,8 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<Invocation>> invocations, attached_invocations;
   auto add_commands = [](CLI::App& parent, Target target, std::vector<std::unique_ptr<Invocation>>& out) {
     for (const CommandEntry& entry : command_table()) {
+      // On cores, `evolution` takes a series of cores (below); one core is a series of one.
+      if (target == Target::core && std::string(entry.name) == "evolution") continue;
       auto inv = std::make_unique<Invocation>();
       inv->entry = &entry;
       inv->command = entry.make();

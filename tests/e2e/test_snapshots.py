@@ -28,6 +28,8 @@ ENTRIES_PER_STEP = 100
 # sizeof of each type in growing_cache.cpp (a static_assert there keeps them true).
 SIZES = {"CacheEntry": 112, "Setting": 48, "Request": 208, "Batch": 312}
 SVG = "{http://www.w3.org/2000/svg}"
+# The fixture's types live in an anonymous namespace; reports name them as DWARF does.
+TYPE = {name: "(anonymous namespace)::" + name for name in SIZES}
 
 
 def usable_size(requested):
@@ -102,15 +104,15 @@ class CoresOverTime(unittest.TestCase):
 
     def test_diff_puts_the_growing_type_first_with_the_ledgers_deltas(self):
         types = self.diff["types"]
-        self.assertEqual(types[0]["type"], "CacheEntry")
+        self.assertEqual(types[0]["type"], TYPE["CacheEntry"])
         self.assertEqual(types[0]["delta_count"], self.ledger_delta("CacheEntry"))
         self.assertEqual(types[0]["delta_count"], ENTRIES_PER_STEP)
         self.assertEqual(types[0]["delta_bytes"], ENTRIES_PER_STEP * usable_size(SIZES["CacheEntry"]))
         self.assertEqual(types[0]["after_count"], len(live_of(self.ledgers[1], "CacheEntry")))
-        batch = row_of(types, "Batch")
+        batch = row_of(types, TYPE["Batch"])
         self.assertEqual(batch["delta_count"], self.ledger_delta("Batch"))
         self.assertEqual(batch["delta_bytes"], -20 * usable_size(SIZES["Batch"]))
-        setting = row_of(types, "Setting")
+        setting = row_of(types, TYPE["Setting"])
         self.assertEqual((setting["before_count"], setting["delta_count"]), (32, 0))
         self.assertEqual([self.diff["before"]["name"], self.diff["after"]["name"]], self.names[:2])
 
@@ -123,14 +125,14 @@ class CoresOverTime(unittest.TestCase):
     def test_cores_of_one_process_are_compared_address_by_address(self):
         self.assertTrue(self.diff["addresses_compared"])
         addresses = self.diff["addresses"]
-        cache = row_of(addresses["by_type"], "CacheEntry")
+        cache = row_of(addresses["by_type"], TYPE["CacheEntry"])
         new_entries = live_of(self.ledgers[1], "CacheEntry") - live_of(self.ledgers[0], "CacheEntry")
         self.assertEqual(cache["new_count"], len(new_entries))
         self.assertEqual(cache["gone_count"], 0)
-        self.assertEqual(addresses["by_type"][0]["type"], "CacheEntry")
+        self.assertEqual(addresses["by_type"][0]["type"], TYPE["CacheEntry"])
         gone_batches = live_of(self.ledgers[0], "Batch") - live_of(self.ledgers[1], "Batch")
-        self.assertEqual(row_of(addresses["by_type"], "Batch")["gone_count"], len(gone_batches))
-        samples = [s for s in addresses["new_samples"] if s["block"]["type"] == "CacheEntry"]
+        self.assertEqual(row_of(addresses["by_type"], TYPE["Batch"])["gone_count"], len(gone_batches))
+        samples = [s for s in addresses["new_samples"] if s["block"]["type"] == TYPE["CacheEntry"]]
         self.assertEqual(len(samples), 3)  # --sample's default
         for sample in samples:
             self.assertIn(sample["block"]["address"], new_entries)
@@ -139,7 +141,7 @@ class CoresOverTime(unittest.TestCase):
     def test_diff_options_follow_the_cores(self):
         diff = heapscope_json("diff", self.cores[0], self.cores[1], "-n", "2", "--sample", "1")
         self.assertEqual(len(diff["types"]), 2)
-        self.assertEqual(len([s for s in diff["addresses"]["new_samples"] if s["block"]["type"] == "CacheEntry"]), 1)
+        self.assertEqual(len([s for s in diff["addresses"]["new_samples"] if s["block"]["type"] == TYPE["CacheEntry"]]), 1)
         text = run_heapscope("diff", self.cores[0], self.cores[1])
         self.assertEqual(text.returncode, 0, text.stderr)
         self.assertIn("CacheEntry", text.stdout.split("By type")[1].splitlines()[2])
@@ -148,19 +150,19 @@ class CoresOverTime(unittest.TestCase):
         evolution = heapscope_json("evolution", self.cores[2], self.cores[0], self.cores[1])
         self.assertEqual([p["name"] for p in evolution["points"]], self.names)
         first = evolution["series"][0]
-        self.assertEqual(first["type"], "CacheEntry")
+        self.assertEqual(first["type"], TYPE["CacheEntry"])
         self.assertTrue(first["steady"])
         self.assertEqual(first["counts"], [100, 200, 300])
         self.assertEqual(first["bytes"], [n * usable_size(SIZES["CacheEntry"]) for n in (100, 200, 300)])
-        self.assertEqual([s["type"] for s in evolution["series"] if s["steady"]], ["CacheEntry"])
-        batch = row_of(evolution["series"], "Batch")
+        self.assertEqual([s["type"] for s in evolution["series"] if s["steady"]], [TYPE["CacheEntry"]])
+        batch = row_of(evolution["series"], TYPE["Batch"])
         self.assertEqual(batch["counts"], [60, 40, 80])
         self.assertFalse(batch["steady"])
 
     def test_keep_order_keeps_the_order_given(self):
         evolution = heapscope_json("evolution", "--keep-order", self.cores[2], self.cores[0], self.cores[1])
         self.assertEqual([p["name"] for p in evolution["points"]], [self.names[2], self.names[0], self.names[1]])
-        self.assertFalse(row_of(evolution["series"], "CacheEntry")["steady"])
+        self.assertFalse(row_of(evolution["series"], TYPE["CacheEntry"])["steady"])
 
     def test_evolution_writes_an_svg_chart_with_one_series_per_type(self):
         chart = os.path.join(work_dir(), "growing_cache-evolution.svg")
@@ -173,8 +175,8 @@ class CoresOverTime(unittest.TestCase):
         self.assertEqual(root.tag, SVG + "svg")
         series = [g for g in root.iter(SVG + "g") if g.get("class") == "series"]
         self.assertEqual(len(series), 4)
-        self.assertEqual(series[0].get("data-name"), "CacheEntry")
-        self.assertEqual([g.get("data-name") for g in series if g.get("data-highlighted") == "true"], ["CacheEntry"])
+        self.assertEqual(series[0].get("data-name"), TYPE["CacheEntry"])
+        self.assertEqual([g.get("data-name") for g in series if g.get("data-highlighted") == "true"], [TYPE["CacheEntry"]])
         for g in series:
             self.assertEqual(len(g.findall(SVG + "circle")), STOPS)
         labels = " ".join(t.text or "" for t in root.iter(SVG + "text"))
@@ -217,7 +219,7 @@ class SnapshotsInLldb(unittest.TestCase):
         cls.ledger = parse_ledger(cls.ledger_file)  # written at the second stop, the last one reached
 
     def test_diff_across_a_continue_names_the_growing_type_first(self):
-        self.assertEqual(self.diff["types"][0]["type"], "CacheEntry")
+        self.assertEqual(self.diff["types"][0]["type"], TYPE["CacheEntry"])
         self.assertEqual(self.diff["types"][0]["delta_count"], ENTRIES_PER_STEP)
         self.assertEqual(self.diff["before"]["name"], "a")
         self.assertEqual(self.diff["after"]["name"], "now")
@@ -225,13 +227,13 @@ class SnapshotsInLldb(unittest.TestCase):
 
     def test_new_blocks_are_at_the_ledgers_addresses_with_their_retainers(self):
         self.assertTrue(self.diff["addresses_compared"])
-        cache = row_of(self.diff["addresses"]["by_type"], "CacheEntry")
+        cache = row_of(self.diff["addresses"]["by_type"], TYPE["CacheEntry"])
         self.assertEqual(cache["new_count"], ENTRIES_PER_STEP)
         samples = self.diff["addresses"]["new_samples"]
         self.assertGreaterEqual(len(samples), 3)
         entries = live_of(self.ledger, "CacheEntry")
         for sample in samples:
-            if sample["block"]["type"] == "CacheEntry":
+            if sample["block"]["type"] == TYPE["CacheEntry"]:
                 self.assertIn(sample["block"]["address"], entries)
                 self.assertIn("g_buckets", sample["path"]["root"]["label"])
 
@@ -254,10 +256,10 @@ class SnapshotsInGdb(unittest.TestCase):
 
     def test_diff_across_a_continue_names_the_growing_type_first(self):
         diff = json_between_markers(self.gdb, "diff")
-        self.assertEqual(diff["types"][0]["type"], "CacheEntry")
+        self.assertEqual(diff["types"][0]["type"], TYPE["CacheEntry"])
         self.assertEqual(diff["types"][0]["delta_count"], ENTRIES_PER_STEP)
         self.assertTrue(diff["addresses_compared"])
-        self.assertEqual(row_of(diff["addresses"]["by_type"], "CacheEntry")["new_count"], ENTRIES_PER_STEP)
+        self.assertEqual(row_of(diff["addresses"]["by_type"], TYPE["CacheEntry"])["new_count"], ENTRIES_PER_STEP)
 
 
 if __name__ == "__main__":
