@@ -1,8 +1,8 @@
 // heapscope: the standalone frontend. `heapscope <command> CORE [options]` opens the core as an Image,
 // makes a Session and runs the command from the engine's command table; `heapscope attach PID <command>
 // [options]` does the same on a running process, stopped for the time of the analysis. `heapscope diff
-// OLD NEW` and `heapscope evolution CORE…` save the earlier cores' snapshots, one Session at a time, into
-// one store and run the table's `snapshot diff` / `evolution` on the last core's Session.
+// OLD NEW`, `heapscope evolution CORE…` and `heapscope report CORE --earlier OLD…` save the earlier cores' snapshots, one Session at a time, into
+// one store and run the table's `snapshot diff` / `evolution` / `report` on the last core's Session.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
     TargetOptions target;
     OutputOptions output;
     CLI::App* app;
+    std::vector<std::string> earlier_cores;  // report: earlier cores of the program, for its evolution part
   };
   std::vector<std::unique_ptr<Invocation>> invocations, attached_invocations;
   auto add_commands = [](CLI::App& parent, Target target, std::vector<std::unique_ptr<Invocation>>& out) {
@@ -201,6 +202,10 @@ int main(int argc, char** argv) {
       add_target_options(*inv->app, inv->target, target);
       inv->command->add_options(*inv->app);
       add_output_options(*inv->app, inv->output);
+      if (target == Target::core && std::string(entry.name) == "report")
+        inv->app->add_option("--earlier", inv->earlier_cores,
+                             "Earlier cores of the same program (repeatable): the report gains the evolution of "
+                             "bytes per type over them and CORE, with a sparkline per type");
       out.push_back(std::move(inv));
     }
   };
@@ -263,8 +268,15 @@ int main(int argc, char** argv) {
     if (!evolution.keep_order && !order_by_capture_time(evolution.cores, &error)) return fail("evolution: " + error);
     return run_series("evolution", evolution, *evolution_command);
   }
-  for (auto& inv : invocations)
-    if (inv->app->parsed()) return run(*inv->entry, *inv->command, inv->target, inv->output);
+  for (auto& inv : invocations) {
+    if (!inv->app->parsed()) continue;
+    if (inv->earlier_cores.empty()) return run(*inv->entry, *inv->command, inv->target, inv->output);
+    SeriesOptions series{inv->earlier_cores, inv->target, inv->output};
+    std::string error;
+    if (!order_by_capture_time(series.cores, &error)) return fail(std::string(inv->entry->name) + ": " + error);
+    series.cores.push_back(inv->target.core);
+    return run_series(inv->entry->name, series, *inv->command);
+  }
   for (auto& inv : attached_invocations)
     if (inv->app->parsed()) return run_attached(pid, *inv->entry, *inv->command, inv->target, inv->output);
   return fail("no command given (try --help)");

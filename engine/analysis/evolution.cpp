@@ -50,4 +50,21 @@ EvolutionReport build_evolution(std::span<const HeapSnapshot* const> points, Evo
   return report;
 }
 
+std::string current_state_name(const Session& s) {
+  return s.options().state_name.empty() ? "now" : s.options().state_name;
+}
+
+EvolutionReport build_session_evolution(Session& s, EvolutionOrder by, std::size_t count) {
+  const std::vector<SnapshotStore::Ptr> saved = s.snapshots().all();
+  const HeapSnapshot now = take_snapshot(s, current_state_name(s));
+  std::vector<const HeapSnapshot*> points;
+  for (const SnapshotStore::Ptr& p : saved) points.push_back(p.get());
+  points.push_back(&now);
+  EvolutionReport report = build_evolution(points, by, count);
+  if (saved.empty())
+    report.warnings.push_back("no saved snapshots: save some with `snapshot save NAME` as the program runs");
+  for (std::string& w : s.warnings()) report.warnings.push_back(std::move(w));
+  return report;
+}
+
 }  // namespace heapscope

@@ -18,6 +18,7 @@ inline constexpr std::uint64_t kFragmentationPageBytes = 4096;
 inline constexpr std::uint64_t kFragmentationRegionBytes = 64 * 1024;
 inline constexpr std::size_t kDefaultFragmentationSamples = 3;
 inline constexpr std::size_t kDefaultTrimBlockers = 5;
+inline constexpr std::size_t kDefaultFragmentationTypeRows = 10;
 
 // The bucket of a granule `live` of whose `bytes` bytes are used: 0 for 0–10 % (10 % included), k for
 // (10k %, 10(k+1) %].

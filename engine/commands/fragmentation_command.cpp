@@ -18,7 +18,7 @@ class FragmentationCommand final : public Command {
   Report run(Session& s) override { return build_fragmentation_report(s, count_, samples_, blockers_); }
 
  private:
-  std::size_t count_ = 10;
+  std::size_t count_ = kDefaultFragmentationTypeRows;
   std::size_t samples_ = kDefaultFragmentationSamples;
   std::size_t blockers_ = kDefaultTrimBlockers;
 };

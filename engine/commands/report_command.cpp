@@ -1,7 +1,9 @@
-// `report`: summary, leaks, top and roots in one document (`heapscope report CORE -o report.html`). Each
+// `report`: summary, leaks, top, roots, fragmentation (and evolution over saved snapshots) in one document (`heapscope report CORE -o report.html`). Each
 // part is built by the function its own command uses, so the parts read exactly like those commands.
 #include <algorithm>
 
+#include "analysis/evolution.h"
+#include "analysis/fragmentation.h"
 #include "analysis/leak_report.h"
 #include "analysis/process_summary.h"
 #include "analysis/retention_report.h"
@@ -37,11 +39,16 @@ class ReportCommand final : public Command {
         const TopBy by = top_by_ == "type" ? TopBy::type : top_by_ == "root" ? TopBy::root : TopBy::block;
         bundle.top = build_top_report(s, by, count_);
         bundle.roots = build_roots_report(s, count_);
+        bundle.fragmentation = build_fragmentation_report(s, kDefaultFragmentationTypeRows, kDefaultFragmentationSamples,
+                                                          kDefaultTrimBlockers);
+        if (!s.snapshots().all().empty()) bundle.evolution = build_session_evolution(s, EvolutionOrder::final_bytes, count_);
       } catch (const AnalysisError& e) {
         // The summary still describes the process; the analyses that need the graph are left out.
         bundle.leaks.reset();
         bundle.top.reset();
         bundle.roots.reset();
+        bundle.fragmentation.reset();
+        bundle.evolution.reset();
         bundle.warnings.push_back(std::string("leaks, top and roots left out: ") + e.what());
       }
     } else {
@@ -51,6 +58,8 @@ class ReportCommand final : public Command {
     if (bundle.leaks) add_unique(bundle.warnings, bundle.leaks->warnings);
     if (bundle.top) add_unique(bundle.warnings, bundle.top->warnings);
     if (bundle.roots) add_unique(bundle.warnings, bundle.roots->warnings);
+    if (bundle.fragmentation) add_unique(bundle.warnings, bundle.fragmentation->warnings);
+    if (bundle.evolution) add_unique(bundle.warnings, bundle.evolution->warnings);
     return bundle;
   }
 

@@ -13,11 +13,6 @@ namespace heapscope {
 
 namespace {
 
-// The current state's name in reports: the session's (the CLI names it after the core), or "now".
-std::string current_name(const Session& s) {
-  return s.options().state_name.empty() ? "now" : s.options().state_name;
-}
-
 std::string saved_names(const SnapshotStore& store) {
   std::string names;
   for (const SnapshotStore::Ptr& p : store.all()) names += (names.empty() ? "" : ", ") + p->name;
@@ -56,7 +51,7 @@ class SnapshotCommand final : public Command {
     DiffOptions options;
     options.count = count_;
     options.samples_per_type = samples_;
-    return diff_with_current(s, *saved, take_snapshot(s, current_name(s)), options);
+    return diff_with_current(s, *saved, take_snapshot(s, current_state_name(s)), options);
   }
 
  private:
@@ -99,17 +94,7 @@ class EvolutionCommand final : public Command {
   }
 
   Report run(Session& s) override {
-    const std::vector<SnapshotStore::Ptr> saved = s.snapshots().all();
-    const HeapSnapshot now = take_snapshot(s, current_name(s));
-    std::vector<const HeapSnapshot*> points;
-    for (const SnapshotStore::Ptr& p : saved) points.push_back(p.get());
-    points.push_back(&now);
-    EvolutionReport report =
-        build_evolution(points, by_ == "growth" ? EvolutionOrder::growth : EvolutionOrder::final_bytes, count_);
-    if (saved.empty())
-      report.warnings.push_back("no saved snapshots: save some with `snapshot save NAME` as the program runs");
-    for (std::string& w : s.warnings()) report.warnings.push_back(std::move(w));
-    return report;
+    return build_session_evolution(s, by_ == "growth" ? EvolutionOrder::growth : EvolutionOrder::final_bytes, count_);
   }
 
  private:

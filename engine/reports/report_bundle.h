@@ -1,4 +1,5 @@
-// The `report` command's result: the reports of summary, leaks, top and roots over one session, for one
+// The `report` command's result: the reports of summary, leaks, top, roots, fragmentation (and evolution
+// when snapshots were saved) over one session, for one
 // document (an HTML page with a section per part; text and JSON render each part with its own renderer).
 #pragma once
 
@@ -7,7 +8,9 @@
 #include <vector>
 
 #include "reports/graph_reports.h"
+#include "reports/fragmentation_report.h"
 #include "reports/retention_reports.h"
+#include "reports/snapshot_reports.h"
 #include "reports/summary_report.h"
 
 namespace heapscope {
@@ -18,6 +21,10 @@ struct ReportBundle {
   std::optional<LeaksReport> leaks;
   std::optional<TopReport> top;
   std::optional<RootsReport> roots;
+  std::optional<FragmentationReport> fragmentation;
+  // Present when the session has saved snapshots (a debugger session's `snapshot save`, or the CLI's
+  // `report CORE --earlier OLD…`): bytes per type over them and now.
+  std::optional<EvolutionReport> evolution;
   std::vector<std::string> warnings;  // every part's warnings, each once
 };
 

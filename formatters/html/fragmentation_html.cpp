@@ -50,12 +50,14 @@ void add_type_rows(Page& page, const std::vector<FragmentationTypeRow>& rows, co
   t.column("blocks", Table::Kind::number).column("bytes", Table::Kind::number).column("type");
   for (const FragmentationTypeRow& row : rows) t.row({number_cell(row.count), bytes_cell(row.bytes), text_cell(row.type)});
   page.append(t.html());
+  std::vector<RetainerPath> paths;
   std::vector<TreeNode> samples;
   for (const FragmentationTypeRow& row : rows)
     for (const FragmentationSample& s : row.samples) {
-      if (s.path) samples.push_back(path_tree_node(*s.path));
+      if (s.path) paths.push_back(*s.path);
       else samples.push_back({escape(text::block_line(s.block) + ": no path from a root"), {}});
     }
+  for (TreeNode& merged : merged_path_trees(paths)) samples.push_back(std::move(merged));
   if (!samples.empty()) {
     page.paragraph("Sample retainer paths:");
     page.append(tree(samples, "fragmentation." + name + ".paths"));
@@ -75,8 +77,8 @@ void add_fragmentation(Page& page, const FragmentationReport& r, int level) {
   page.append(bar_chart(fill_bars(r.page_fill, "pages"), "Pages by share used", Orientation::vertical));
   page.append(bar_chart(fill_bars(r.region_fill, "regions"), "Regions by share used", Orientation::vertical));
   page.section("Live blocks in nearly empty pages", level);
-  page.paragraph(fmt::format("{} in {} of {} types start in pages at most 10% used.", text::blocks(r.sparse_blocks),
-                             text::bytes(r.sparse_bytes), r.sparse_type_count));
+  page.paragraph(fmt::format("{} in {} of {} type{} start in pages at most 10% used.", text::blocks(r.sparse_blocks),
+                             text::bytes(r.sparse_bytes), r.sparse_type_count, r.sparse_type_count == 1 ? "" : "s"));
   add_type_rows(page, r.sparse_types, "sparse");
   page.section("Trim blockers", level);
   page.append(blocker_table(r).html());

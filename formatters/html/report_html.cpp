@@ -1,4 +1,4 @@
-// HTML of `report`: one page, a part per section (summary, leaks, top, roots) with the part's own view
+// HTML of `report`: one page, a part per section (summary, leaks, top, roots, fragmentation, evolution) with the part's own view
 // below it, and a table of contents.
 #include "formatters/html/html_views.h"
 #include "formatters/render.h"
@@ -15,6 +15,12 @@ std::string render_html(const ReportBundle& r) {
   if (r.top) html::add_top(page, *r.top, 3);
   page.section("Roots");
   if (r.roots) html::add_roots(page, *r.roots, 3);
+  page.section("Fragmentation");
+  if (r.fragmentation) html::add_fragmentation(page, *r.fragmentation, 3);
+  if (r.evolution) {
+    page.section("Evolution");
+    html::add_evolution(page, *r.evolution, 3);
+  }
   if (!r.leaks) {
     page.section("Warnings");
     page.warnings(r.warnings);

@@ -23,6 +23,8 @@ std::string render_json(const ReportBundle& r) {
   out["leaks"] = part_json(r.leaks);
   out["top"] = part_json(r.top);
   out["roots"] = part_json(r.roots);
+  out["fragmentation"] = part_json(r.fragmentation);
+  out["evolution"] = part_json(r.evolution);
   return json::finish(out, r.warnings);
 }
 

@@ -94,13 +94,15 @@ std::string render_line_chart(const LineChart& chart) {
                      kPlotLeft + plot_width);
   out += "<g class=\"x-axis\">\n";
   for (std::size_t p = 0; p < points; ++p) {
+    // The last point's labels end at its tick, so a long name stays inside the picture.
+    const char* anchor = (points > 1 && p + 1 == points) ? "end" : "middle";
     out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", number(x_of(p)),
                        plot_bottom, plot_bottom + 5);
-    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", number(x_of(p)), plot_bottom + 20,
-                       xml_escape(chart.point_labels[p]));
+    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\">{}</text>\n", number(x_of(p)), plot_bottom + 20,
+                       anchor, xml_escape(chart.point_labels[p]));
     if (p < chart.point_sublabels.size())
-      out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" fill=\"#555\">{}</text>\n",
-                         number(x_of(p)), plot_bottom + 36, xml_escape(chart.point_sublabels[p]));
+      out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\" font-size=\"10\" fill=\"#555\">{}</text>\n",
+                         number(x_of(p)), plot_bottom + 36, anchor, xml_escape(chart.point_sublabels[p]));
   }
   out += "</g>\n";
 

@@ -19,6 +19,8 @@ std::string render_text(const ReportBundle& r) {
   append_part(out, "leaks", r.leaks);
   append_part(out, "top", r.top);
   append_part(out, "roots", r.roots);
+  append_part(out, "fragmentation", r.fragmentation);
+  if (r.evolution) append_part(out, "evolution", r.evolution);
   if (!r.leaks) text::append_warnings(out, r.warnings);  // why the parts are missing
   return out;
 }

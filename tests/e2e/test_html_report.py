@@ -67,6 +67,10 @@ def expected_report_rows(report):
         "top.blocks": len(top["rows"]),
         "roots.kinds": len(report["roots"]["kinds"]),
         "roots.roots": len(report["roots"]["roots"]),
+        "fragmentation.arenas": len(report["fragmentation"]["arenas"]),
+        "fragmentation.sparse": len(report["fragmentation"]["sparse_types"]),
+        "fragmentation.blockers": sum(len(a["blockers"]) for a in report["fragmentation"]["arenas"]),
+        "fragmentation.blocker_types": len(report["fragmentation"]["blocker_types"]),
     }
     for number, suspect in enumerate(top["suspects"], 1):
         if suspect["kind"] == "big_retainer" and suspect["retained_types"]:
