@@ -10,15 +10,10 @@ namespace {
 
 using nlohmann::ordered_json;
 
-template <typename T>
-ordered_json or_null(const std::optional<T>& v) {
-  return v ? ordered_json(*v) : ordered_json(nullptr);
-}
-
 ordered_json chain_json(const ChainRow& c) {
   return {{"type", c.type}, {"length", c.length}, {"bytes", c.bytes}, {"ring", c.ring}, {"leaked", c.leaked},
-          {"head", json::block(c.head)}, {"tail", json::block(c.tail)}, {"depth", or_null(c.depth)},
-          {"head_retained", or_null(c.head_retained)}, {"path", json::path(c.path)}};
+          {"head", json::block(c.head)}, {"tail", json::block(c.tail)}, {"depth", json::or_null(c.depth)},
+          {"head_retained", json::or_null(c.head_retained)}, {"path", json::path(c.path)}};
 }
 
 }  // namespace

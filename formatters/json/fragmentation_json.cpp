@@ -10,11 +10,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-template <typename T>
-ordered_json or_null(const std::optional<T>& v) {
-  return v ? ordered_json(*v) : ordered_json(nullptr);
-}
-
 ordered_json blocker_json(const TrimBlocker& b) {
   ordered_json j = json::block(b.block);
   j["state"] = b.state;
@@ -59,8 +54,8 @@ std::string render_json(const FragmentationReport& r) {
   ordered_json arenas = ordered_json::array();
   for (const ArenaFragmentation& a : r.arenas) arenas.push_back(arena_json(a));
   ordered_json out = {{"command", "fragmentation"},
-                      {"trim_threshold", or_null(r.trim_threshold)},
-                      {"top_pad", or_null(r.top_pad)},
+                      {"trim_threshold", json::or_null(r.trim_threshold)},
+                      {"top_pad", json::or_null(r.top_pad)},
                       {"page_bytes", r.page_bytes},
                       {"region_bytes", r.region_bytes},
                       {"arenas", arenas},

@@ -34,6 +34,12 @@ inline ordered_json path(const RetainerPath& p) {
   return {{"root", root(p.root)}, {"steps", steps}};
 }
 
+// An optional value, or null.
+template <typename T>
+ordered_json or_null(const std::optional<T>& v) {
+  return v ? ordered_json(*v) : ordered_json(nullptr);
+}
+
 inline ordered_json path(const std::optional<RetainerPath>& p) { return p ? path(*p) : ordered_json(nullptr); }
 
 // A report's JSON with its warnings last, as every command prints it.

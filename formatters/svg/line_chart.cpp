@@ -1,5 +1,7 @@
 #include "formatters/svg/line_chart.h"
 
+#include "formatters/html/html_page.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -33,19 +35,7 @@ std::string number(double v) { return fmt::format("{:.1f}", v); }
 }  // namespace
 
 std::string xml_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
+  return html::escape(text);  // the same five entities serve XML
 }
 
 std::string render_line_chart(const LineChart& chart) {

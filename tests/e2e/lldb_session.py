@@ -98,7 +98,7 @@ class LiveScenario:
         process = subprocess.Popen([executable], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    stdin=subprocess.DEVNULL, env=environment)
         try:
-            _wait_until_ready(process, key)
+            wait_until_ready(process, key)
             pid = process.pid
             if callable(commands):
                 commands = commands(self.ledger_file)
@@ -114,7 +114,7 @@ class LiveScenario:
             process.stdout.close()
 
 
-def _wait_until_ready(process, name):
+def wait_until_ready(process, name):
     # The fixture prints READY once its heap is complete and its ledger written, then parks.
     with selectors.DefaultSelector() as selector:
         selector.register(process.stdout, selectors.EVENT_READ)

@@ -12,29 +12,18 @@ At both stops the per-arena numbers are checked against the fixture's own mallin
 
 import fcntl
 import os
-import selectors
 import signal
 import subprocess
 import unittest
 
 from heapscope_e2e import fixture_path, parse_ledger, run_heapscope, heapscope_json, work_dir
+from lldb_session import wait_until_ready
 
 FIXTURE = "scattered_blocks"
 PARTICLE = "particle"
 PARTICLE_CHUNK = 208
 SURVIVORS = 512
-READY_TIMEOUT_SECONDS = 60
 GCORE_TIMEOUT_SECONDS = 120
-
-
-def _wait_for_ready(process, stop):
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        if not selector.select(timeout=READY_TIMEOUT_SECONDS):
-            raise AssertionError(f"{FIXTURE} did not print READY ({stop}) within {READY_TIMEOUT_SECONDS} s")
-    line = process.stdout.readline()
-    if line.strip() != b"READY":
-        raise AssertionError(f"{FIXTURE} printed {line!r} instead of READY ({stop}); exit status {process.poll()}")
 
 
 def _gcore(pid, core):
@@ -65,7 +54,7 @@ def capture_both_stops():
             for index, (core, ledger_file) in enumerate(stops):
                 if index:
                     process.send_signal(signal.SIGUSR1)
-                _wait_for_ready(process, os.path.basename(core))
+                wait_until_ready(process, f"{FIXTURE} ({os.path.basename(core)})")
                 with open(live_ledger, "rb") as source, open(ledger_file, "wb") as copy:
                     copy.write(source.read())
                 _gcore(process.pid, core)
