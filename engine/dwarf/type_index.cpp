@@ -286,12 +286,12 @@ DwarfTypeId DwarfTypeIndex::add_structure(Dwarf_Die& die, const std::string& nam
     const DwarfType& last = types_[members.back().type];
     types_[id].flexible = last.kind == DwarfType::Kind::array && last.count == 0;
   }
-  types_[id].first_member = static_cast<std::uint32_t>(members_.size());
+  types_[id].member_list = static_cast<std::uint32_t>(member_lists_.size());
   types_[id].member_count = static_cast<std::uint32_t>(members.size());
   // libstdc++ keeps a node's value in raw storage (__gnu_cxx::__aligned_membuf<T>, __aligned_buffer<T>):
   // bytes to DWARF, a T to heap typing, which may find pointers there.
   types_[id].has_pointers = has_pointers || name.rfind("__gnu_cxx::__aligned_", 0) == 0;
-  members_.insert(members_.end(), std::make_move_iterator(members.begin()), std::make_move_iterator(members.end()));
+  member_lists_.push_back(std::move(members));
   return id;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -32,7 +33,7 @@ struct DwarfType {
   DwarfTypeId target = kNoDwarfType;  // array: element (a pointer's pointee: DwarfTypeIndex::pointee)
   std::uint64_t target_die = 0;       // pointer: its pointee's DIE offset, 0 for void*
   std::uint64_t count = 0;            // array: elements (0 when unknown)
-  std::uint32_t first_member = 0, member_count = 0;  // structure: into members()
+  std::uint32_t member_list = 0, member_count = 0;  // structure: its members' list in the index
   SourceLocation declared;
 };
 
@@ -59,8 +60,10 @@ class DwarfTypeIndex {
 
   const DwarfType& type(DwarfTypeId id) const { return types_[id]; }
   std::size_t type_count() const { return types_.size(); }
+  // Stays valid while the index grows (see types_).
   std::span<const DwarfTypeMember> members(DwarfTypeId id) const {
-    return {members_.data() + types_[id].first_member, types_[id].member_count};
+    if (types_[id].member_count == 0) return {};
+    return member_lists_[types_[id].member_list];
   }
   const std::vector<DwarfVariable>& variables() const { return variables_; }
   // The type of the DIE at `offset` (a variable's or member's DW_AT_type target), resolved on demand.
@@ -76,8 +79,10 @@ class DwarfTypeIndex {
  private:
   friend class TypeIndexBuilder;
   const DwarfFile* dwarf_ = nullptr;
-  mutable std::vector<DwarfType> types_;
-  mutable std::vector<DwarfTypeMember> members_;
+  // Types are resolved on demand, so the index grows while callers hold a type or walk a member list and
+  // ask for more (a member's pointee, a declaration's definition): deques, whose elements never move.
+  mutable std::deque<DwarfType> types_;
+  mutable std::deque<std::vector<DwarfTypeMember>> member_lists_;
   mutable std::unordered_map<std::uint64_t, DwarfTypeId> by_die_;
   std::unordered_map<std::uint64_t, std::string> qualified_names_;  // DIE offset → scope-qualified name
   std::unordered_map<std::string, std::uint64_t> definitions_;      // structure name → defining DIE offset

@@ -6,6 +6,8 @@ ctest runs each tests/e2e/test_*.py with these variables set (tests/CMakeLists.t
   HEAPSCOPE_FIXTURES    the directory of the built fixture programs (tests/fixtures)
   HEAPSCOPE_SOURCE_DIR  the source tree (for scripts/capture-core)
   HEAPSCOPE_WORK_DIR    a scratch directory for cores; created when missing
+and, in a sanitizer build (cmake --preset sanitize):
+  HEAPSCOPE_DEBUGGER_PRELOAD  the ASan runtime, preloaded into debuggers that load heapscope's library
 
 A fixture's core and ledger are captured once and kept in the work directory, named after the fixture;
 they are captured again when the fixture or the capture script is newer than the core.
@@ -48,6 +50,24 @@ def fixture_path(name):
 
 def capture_script_path():
     return os.path.join(_setting("HEAPSCOPE_SOURCE_DIR"), "scripts", "capture-core")
+
+
+# Variables a sanitizer build's debugger gets and the programs it starts must not: with the ASan runtime
+# preloaded a fixture's malloc would be ASan's, not the glibc heap the tests examine.
+DEBUGGER_ONLY_VARIABLES = ("LD_PRELOAD", "ASAN_OPTIONS")
+
+
+def debugger_environment(base=None):
+    """The environment for lldb or gdb when they load heapscope's LLDB plugin or C API. Unchanged in a
+    normal build. In a sanitizer build the debuggers are not instrumented but the library is, so the ASan
+    runtime must come first: LD_PRELOAD it. Leak checking is off there, since what the debugger itself
+    holds at exit is not heapscope's (the CLI and unit tests check heapscope's leaks)."""
+    env = dict(os.environ if base is None else base)
+    preload = env.get("HEAPSCOPE_DEBUGGER_PRELOAD")
+    if preload:
+        env["LD_PRELOAD"] = preload
+        env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1"
+    return env
 
 
 def work_dir():

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import unittest
 
-from heapscope_e2e import heapscope_path, work_dir
+from heapscope_e2e import DEBUGGER_ONLY_VARIABLES, debugger_environment, heapscope_path, work_dir
 
 LLDB = "lldb-16"
 GDB = "gdb"
@@ -69,13 +69,15 @@ class LldbRun:
 
 
 def run_lldb(commands, lldb_args=(), load_plugin=True):
-    """Runs lldb-16 --batch with the plugin loaded first, then `commands` (each one -o)."""
-    all_commands = ([f"plugin load {plugin_path()}"] if load_plugin else []) + list(commands)
+    """Runs lldb-16 --batch with the plugin loaded first, then `commands` (each one -o). Processes it
+    launches do not inherit a sanitizer build's preload (debugger_environment)."""
+    unset = f"settings set target.unset-env-vars {' '.join(DEBUGGER_ONLY_VARIABLES)}"
+    all_commands = [unset] + ([f"plugin load {plugin_path()}"] if load_plugin else []) + list(commands)
     args = [LLDB, "--batch", "--no-lldbinit", *lldb_args]
     for command in all_commands:
         args += ["-o", command]
     completed = subprocess.run(args, capture_output=True, text=True, timeout=LLDB_TIMEOUT_SECONDS,
-                               stdin=subprocess.DEVNULL)
+                               stdin=subprocess.DEVNULL, env=debugger_environment())
     return LldbRun(completed)
 
 

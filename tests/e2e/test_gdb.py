@@ -15,7 +15,7 @@ import re
 import subprocess
 import unittest
 
-from heapscope_e2e import fixture_path, heapscope_json, heapscope_path, run_heapscope, work_dir
+from heapscope_e2e import DEBUGGER_ONLY_VARIABLES, debugger_environment, fixture_path, heapscope_json, heapscope_path, run_heapscope, work_dir
 from test_leaks import capture_leak_fixture, leak_fixture_path
 
 GDB_TIMEOUT_SECONDS = 180
@@ -36,14 +36,17 @@ def capi_directory():
 
 def run_gdb(commands, *target, script=None, library=None):
     """gdb -batch -nx with the frontend sourced, then `commands` (each one -ex); returns the
-    CompletedProcess. library: HEAPSCOPE_CAPI (None: the built library; "": unset)."""
-    env = dict(os.environ)
+    CompletedProcess. library: HEAPSCOPE_CAPI (None: the built library; "": unset). Programs it runs do
+    not inherit a sanitizer build's preload (debugger_environment)."""
+    env = debugger_environment()
     env.pop("HEAPSCOPE_CAPI", None)
     if library is None:
         env["HEAPSCOPE_CAPI"] = os.path.join(capi_directory(), "libheapscope_capi.so")
     elif library:
         env["HEAPSCOPE_CAPI"] = library
     arguments = ["gdb", "-batch", "-nx", "-ex", "set pagination off", "-ex", f"source {script or source_script()}"]
+    for variable in DEBUGGER_ONLY_VARIABLES:
+        arguments += ["-ex", f"unset environment {variable}"]
     for command in commands:
         arguments += ["-ex", command]
     return subprocess.run(arguments + list(target), capture_output=True, text=True, env=env,

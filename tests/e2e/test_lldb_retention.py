@@ -1,25 +1,17 @@
 """The retention commands through LLDB give what the CLI gives on the same core: `heap top` on the
 10 MB tree, `heap threads` on the exited threads whose handles a std::set keeps."""
 
-import json
 import os
 import shutil
-import subprocess
 import unittest
 
 from heapscope_e2e import capture_fixture, capture_program, fixture_path, heapscope_json
+from lldb_session import run_lldb
 
 
 def lldb_json(executable, core, command):
-    plugin = os.path.join(os.path.dirname(os.path.dirname(os.environ["HEAPSCOPE"])), "plugin", "lldb",
-                          "libheapscope_lldb.so")
-    result = subprocess.run(
-        ["lldb-16", "--batch", "-o", f"plugin load {plugin}", "-o", f"target create {executable} --core {core}",
-         "-o", f"heap {command} --json"],
-        capture_output=True, text=True, timeout=300)
-    output = result.stdout
-    start = output.index("{", output.index(f"heap {command}"))
-    return json.JSONDecoder().raw_decode(output[start:])[0]
+    run = run_lldb([f"target create {executable} --core {core}", f"heap {command} --json"])
+    return run.json_of(f"heap {command} --json")
 
 
 @unittest.skipUnless(shutil.which("lldb-16"), "lldb-16 is not installed")

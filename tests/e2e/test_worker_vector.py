@@ -1,13 +1,11 @@
 """A worker thread's local std::vector of 5 MB: retained by that thread, that frame, that variable —
 the same through the CLI and through LLDB."""
 
-import json
-import os
 import shutil
-import subprocess
 import unittest
 
 from heapscope_e2e import capture_fixture, heapscope_json
+from lldb_session import run_lldb
 
 FIVE_MB = 5 << 20
 
@@ -43,16 +41,8 @@ class WorkerVector(unittest.TestCase):
 
     @unittest.skipUnless(shutil.which("lldb-16"), "lldb-16 is not installed")
     def test_lldb_gives_the_same_roots(self):
-        plugin = os.path.join(os.path.dirname(os.path.dirname(os.environ["HEAPSCOPE"])), "plugin", "lldb",
-                              "libheapscope_lldb.so")
-        result = subprocess.run(
-            ["lldb-16", "--batch", "-o", f"plugin load {plugin}",
-             "-o", f"target create {self.capture.executable} --core {self.capture.core}",
-             "-o", "heap roots -n 0 --json"],
-            capture_output=True, text=True, timeout=120)
-        output = result.stdout
-        start = output.index("{", output.index("heap roots"))
-        lldb_roots = json.JSONDecoder().raw_decode(output[start:])[0]
+        lldb_roots = run_lldb([f"target create {self.capture.executable} --core {self.capture.core}",
+                               "heap roots -n 0 --json"]).json_of("heap roots -n 0 --json")
         rows = self.frame_roots(lldb_roots)
         self.assertEqual(len(rows), 1)
         self.assertEqual(rows[0]["retained_bytes"], self.frame_roots(self.roots)[0]["retained_bytes"])
