@@ -37,7 +37,13 @@ def capi_directory():
 def run_gdb(commands, *target, script=None, library=None):
     """gdb -batch -nx with the frontend sourced, then `commands` (each one -ex); returns the
     CompletedProcess. library: HEAPSCOPE_CAPI (None: the built library; "": unset). Programs it runs do
-    not inherit a sanitizer build's preload (debugger_environment)."""
+    not inherit a sanitizer build's preload (debugger_environment).
+
+    Skipped in a sanitizer build: gdb 13 hangs at startup (in setlocale, before it reads a command) with
+    either GCC's or Clang's ASan runtime preloaded, so it cannot host the instrumented C API. There the
+    C API is checked without gdb by test_capi."""
+    if os.environ.get("HEAPSCOPE_DEBUGGER_PRELOAD"):
+        raise unittest.SkipTest("gdb cannot start with the ASan runtime preloaded (sanitizer build)")
     env = debugger_environment()
     env.pop("HEAPSCOPE_CAPI", None)
     if library is None:
