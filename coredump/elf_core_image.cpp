@@ -3,6 +3,7 @@
 #include <elf.h>
 #include <sys/stat.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstring>
@@ -79,6 +80,7 @@ class ElfCoreImage::Builder {
     add_unsaved_file_mappings();
     discover_modules();
     build_regions();
+    warn_about_missing_stacks();
     return true;
   }
 
@@ -121,8 +123,13 @@ class ElfCoreImage::Builder {
     // gdb writes a section header table after everything else: a file cut anywhere is short of it.
     const GElf_Ehdr& eh = img_.core_->header();
     const std::uint64_t table_end = eh.e_shoff + std::uint64_t{eh.e_shnum} * eh.e_shentsize;
-    if (eh.e_shoff != 0 && table_end > img_.core_->bytes().size())
-      img_.missing_metadata_bytes_ += table_end - std::max<std::uint64_t>(eh.e_shoff, img_.core_->bytes().size());
+    if (eh.e_shoff != 0 && table_end > img_.core_->bytes().size()) {
+      const std::uint64_t missing = table_end - std::max<std::uint64_t>(eh.e_shoff, img_.core_->bytes().size());
+      img_.missing_metadata_bytes_ += missing;
+      warn(fmt::format("core file {} is truncated: {} of its section header table are missing (the table is not "
+                       "needed; the memory segments say for themselves whether they are complete)",
+                       img_.core_path_, size_text(missing)));
+    }
     bool has_note_segment = false;
     bool any_note_bytes = false;
     bool notes_cut_off = false;
@@ -134,9 +141,14 @@ class ElfCoreImage::Builder {
       if (bytes.empty()) continue;
       any_note_bytes = true;
       const bool complete = for_each_note(bytes, [&](const ElfNote& note) { read_note(note); });
-      if (bytes.size() < ph.p_filesz) img_.missing_metadata_bytes_ += ph.p_filesz - bytes.size();
-      if (!complete || bytes.size() < ph.p_filesz)
-        warn("the core's notes are damaged or cut short; the notes after the damage are ignored");
+      if (bytes.size() < ph.p_filesz) {
+        img_.missing_metadata_bytes_ += ph.p_filesz - bytes.size();
+        warn(fmt::format("core file {} is truncated inside its notes: {} of {} are present; threads, mappings "
+                         "and modules in the notes after the cut are missing",
+                         img_.core_path_, size_text(bytes.size()), size_text(ph.p_filesz)));
+      } else if (!complete) {
+        warn("the core's notes are damaged; the notes after the damage are ignored");
+      }
     }
     if (!has_note_segment) {
       if (error) *error = img_.core_path_ + " has no PT_NOTE segment, so it records no threads or mappings";
@@ -480,12 +492,30 @@ class ElfCoreImage::Builder {
     }
   }
 
+  // A coredump_filter without anonymous private memory (or a cut-off file) leaves threads without their
+  // stacks; nothing else in the core says that they are gone.
+  void warn_about_missing_stacks() {
+    std::vector<std::string> tids;
+    for (const ThreadState& t : img_.threads_)
+      if (!has_stack_bytes(img_, t)) tids.push_back(std::to_string(t.tid));
+    if (tids.empty()) return;
+    warn(fmt::format("the core holds no stack memory for {} of its {} threads (tid {}): it was truncated or written "
+                     "with a coredump_filter that leaves out anonymous memory; their frames are not scanned",
+                     tids.size(), img_.threads_.size(), fmt::join(tids, ", ")));
+  }
+
   void warn(std::string message) { img_.warnings_.push_back(std::move(message)); }
 
   ElfCoreImage& img_;
   const CoreOpenOptions& opts_;
   std::vector<FileMapping> file_mappings_;  // sorted by start
 };
+
+std::string ElfCoreImage::damage() const {
+  if (!truncated()) return {};
+  return fmt::format("{} is truncated: {} that its headers promise are missing", core_path_,
+                     size_text(missing_bytes()));
+}
 
 std::unique_ptr<ElfCoreImage> ElfCoreImage::open(const std::string& core_path, const CoreOpenOptions& opts,
                                                  std::string* error) {

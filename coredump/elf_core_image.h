@@ -40,6 +40,7 @@ class ElfCoreImage : public CollectedImage {
   ~ElfCoreImage() override;
 
   std::string description() const override;
+  std::string damage() const override;
 
   std::size_t read(Address addr, void* out, std::size_t len) const override;
   // Zero-copy when [addr, addr+len) lies in one stretch of bytes taken from one mmapped file: a single

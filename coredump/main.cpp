@@ -64,17 +64,12 @@ int report(const CommandEntry& entry, const CommandResult& result) {
   return 0;
 }
 
-// Null with *error set when the core cannot be used.
+// Null with *error set when the core cannot be used. A truncated core opens with what it holds: its
+// warning says what is missing, and analyses that lose roots or heap to it say their result is partial.
 std::shared_ptr<ElfCoreImage> open_core(const std::string& core, const TargetOptions& t, std::string* error) {
   CoreOpenOptions open_options;
   open_options.executable = t.executable;
-  std::shared_ptr<ElfCoreImage> image = ElfCoreImage::open(core, open_options, error);
-  if (image && image->truncated()) {
-    *error = core + " is truncated: " + std::to_string(image->missing_bytes()) +
-             " bytes the file promises are missing (disk full or a core size limit when it was written?)";
-    return nullptr;
-  }
-  return image;
+  return ElfCoreImage::open(core, open_options, error);
 }
 
 int run(const CommandEntry& entry, Command& command, const TargetOptions& t, const OutputOptions& output) {

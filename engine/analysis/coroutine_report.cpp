@@ -139,7 +139,6 @@ std::vector<AsyncStack> async_stacks(Session& s, const CoroutineFrames& c, std::
 CoroutinesReport build_coroutines_report(Session& s, bool with_stacks, std::size_t limit) {
   const CoroutineFrames& c = s.coroutines();
   CoroutinesReport r;
-  r.warnings = c.warnings;
   r.functions = function_rows(s, c);
   if (r.functions.size() > limit) r.functions.resize(limit);
   for (const CoroutineFrame& frame : c.frames) {
@@ -148,6 +147,8 @@ CoroutinesReport build_coroutines_report(Session& s, bool with_stacks, std::size
   }
   r.with_stacks = with_stacks;
   if (with_stacks) r.stacks = async_stacks(s, c, limit, r.warnings);
+  const std::vector<std::string> session = s.warnings();  // the coroutine scan's own among them
+  r.warnings.insert(r.warnings.begin(), session.begin(), session.end());
   return r;
 }
 

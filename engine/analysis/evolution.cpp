@@ -63,7 +63,9 @@ EvolutionReport build_session_evolution(Session& s, EvolutionOrder by, std::size
   EvolutionReport report = build_evolution(points, by, count);
   if (saved.empty())
     report.warnings.push_back("no saved snapshots: save some with `snapshot save NAME` as the program runs");
-  for (std::string& w : s.warnings()) report.warnings.push_back(std::move(w));
+  const std::vector<std::string> current = s.warnings();
+  for (const SnapshotStore::Ptr& p : saved) add_snapshot_warnings(*p, current, report.warnings);
+  report.warnings.insert(report.warnings.end(), current.begin(), current.end());
   return report;
 }
 

@@ -68,6 +68,7 @@ HeapSnapshot take_snapshot(Session& s, std::string name) {
   out.target = s.image().description();
   out.pid = s.image().pid();
   out.capture_time_ns = s.image().capture_time_ns();
+  out.warnings = s.warnings();
   out.roots = std::move(roots);
 
   TypeGroups groups(heap, types);
@@ -121,6 +122,12 @@ bool SnapshotStore::drop(const std::string& name) {
 std::vector<SnapshotStore::Ptr> SnapshotStore::all() const {
   std::lock_guard lock(mutex_);
   return snapshots_;
+}
+
+void add_snapshot_warnings(const HeapSnapshot& snapshot, const std::vector<std::string>& current,
+                           std::vector<std::string>& out) {
+  for (const std::string& w : snapshot.warnings)
+    if (std::find(current.begin(), current.end(), w) == current.end()) out.push_back(snapshot.name + ": " + w);
 }
 
 }  // namespace heapscope

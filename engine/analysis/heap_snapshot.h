@@ -52,7 +52,13 @@ struct HeapSnapshot {
   std::vector<SnapshotTypeTotal> types;  // indexed by SnapshotBlock::type()
   std::vector<SnapshotRootTotal> roots;  // most retained bytes first
   std::vector<SnapshotBlock> blocks;     // by address
+  std::vector<std::string> warnings;     // the session's when it was taken: a damaged core's, say
 };
+
+// A report over snapshots repeats each one's own warnings, named after it, unless the current session
+// has the same: what was wrong with an earlier core is otherwise lost.
+void add_snapshot_warnings(const HeapSnapshot& snapshot, const std::vector<std::string>& current,
+                           std::vector<std::string>& out);
 
 // The session's current state as a snapshot named `name`.
 HeapSnapshot take_snapshot(Session& s, std::string name);

@@ -3,7 +3,24 @@
 #include <algorithm>
 #include <map>
 
+#include <fmt/format.h>
+
 namespace heapscope {
+namespace {
+
+// What the image lacks that could hold pointers to heap blocks ("3 thread stacks and 8192 bytes of
+// writable memory"), empty when nothing.
+std::string unseen_memory(const Image& image) {
+  std::size_t stacks = 0;
+  for (const ThreadState& t : image.threads()) stacks += has_stack_bytes(image, t) ? 0 : 1;
+  const std::uint64_t bytes = missing_writable_bytes(image);
+  std::string parts;
+  if (stacks) parts = fmt::format("{} thread stack{}", stacks, stacks == 1 ? "" : "s");
+  if (bytes) parts += fmt::format("{}{} bytes of writable memory", parts.empty() ? "" : " and ", bytes);
+  return parts.empty() ? parts : parts + (stacks + (bytes ? 1 : 0) == 1 ? " is" : " are");
+}
+
+}  // namespace
 
 LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   const HeapModel& heap = s.heap();
@@ -34,7 +51,12 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   for (auto& [key, g] : groups) r.groups.push_back(std::move(g));
   std::stable_sort(r.groups.begin(), r.groups.end(), [](auto& a, auto& b) { return a.bytes > b.bytes; });
   r.warnings = s.warnings();
-  if (!s.heap().complete)  // say so first: the walker's own warnings below say where and why
+  // Say so first: the warnings below say where and why.
+  if (const std::string unseen = unseen_memory(s.image()); !unseen.empty())
+    r.warnings.insert(r.warnings.begin(), "partial result: " + unseen +
+                                              " missing from the image, so their pointers were not seen: blocks only "
+                                              "they point to are reported as leaked");
+  if (!s.heap().complete)
     r.warnings.insert(r.warnings.begin(), "partial result: the heap walk skipped damaged or unreadable parts of the "
                                           "heap (run `verify` for details); blocks there are not in this report");
   return r;

@@ -201,7 +201,9 @@ DiffReport diff_with_current(Session& s, const HeapSnapshot& before, const HeapS
     if (b == kNoBlock) continue;
     report.samples.push_back({block_ref(s, b), shortest_retainer_path(s, b)});
   }
-  for (std::string& w : s.warnings()) report.warnings.push_back(std::move(w));
+  const std::vector<std::string> current = s.warnings();
+  add_snapshot_warnings(before, current, report.warnings);
+  report.warnings.insert(report.warnings.end(), current.begin(), current.end());
   return report;
 }
 

@@ -31,7 +31,8 @@ json to_json(const HeapSnapshot& s) {
           {"in_use_bytes", s.in_use_bytes},
           {"types", std::move(types)},
           {"roots", std::move(roots)},
-          {"blocks", std::move(blocks)}};
+          {"blocks", std::move(blocks)},
+          {"warnings", s.warnings}};
 }
 
 HeapSnapshot from_json(const json& j) {
@@ -44,6 +45,7 @@ HeapSnapshot from_json(const json& j) {
   s.capture_time_ns = j.at("capture_time_ns").get<std::int64_t>();
   s.in_use_blocks = j.at("in_use_blocks").get<std::uint64_t>();
   s.in_use_bytes = j.at("in_use_bytes").get<std::uint64_t>();
+  s.warnings = j.value("warnings", std::vector<std::string>{});
   for (const json& t : j.at("types"))
     s.types.push_back({t.at("type").get<std::string>(), t.at("count").get<std::uint64_t>(), t.at("bytes").get<std::uint64_t>()});
   for (const json& r : j.at("roots"))

@@ -66,6 +66,8 @@ CommandResult run_command(Session& session, Command& command, const OutputOption
   } catch (const AnalysisError& e) {
     result.exit_code = 1;
     result.error = e.what();
+    if (const std::string damage = session.image().damage(); !damage.empty())
+      result.error += fmt::format(" ({})", damage);
   } catch (const UnsupportedFormat& e) {
     result.exit_code = 1;
     result.error = e.what();

@@ -71,4 +71,16 @@ std::optional<std::uint64_t> Image::auxv_value(std::uint64_t type) const {
   return std::nullopt;
 }
 
+std::uint64_t missing_writable_bytes(const Image& image) {
+  std::uint64_t missing = 0;
+  for (const MemoryRegion& r : image.regions())
+    if (r.readable && r.writable && !r.bytes_present) missing += r.size();
+  return missing;
+}
+
+bool has_stack_bytes(const Image& image, const ThreadState& thread) {
+  const MemoryRegion* r = image.region_at(thread.sp());
+  return r && r->bytes_present;
+}
+
 }  // namespace heapscope

@@ -86,6 +86,9 @@ class Image {
   virtual const std::vector<std::string>& warnings() const = 0;
   virtual std::string description() const = 0;  // e.g. "core file core.1234 (pid 1234, ./server)"
   virtual int pid() const { return 0; }          // process id, 0 when unknown
+  // Why this image may lack what an analysis needs, in one sentence ("core.1 is truncated: ..."), or empty.
+  // A command that fails says it, since the failure's own message cannot know.
+  virtual std::string damage() const { return {}; }
   // When the memory was captured, in nanoseconds since the Unix epoch: a core's file modification time,
   // now for a live process (the default). Snapshots are ordered and labelled by it.
   virtual std::int64_t capture_time_ns() const;
@@ -111,5 +114,11 @@ class Image {
   const Module* main_executable() const;
   std::optional<std::uint64_t> auxv_value(std::uint64_t type) const;
 };
+
+// Bytes of readable, writable memory whose contents the image lacks (a truncated core, mappings a
+// coredump_filter left out): stacks, globals or heap that no analysis can scan.
+std::uint64_t missing_writable_bytes(const Image& image);
+// Whether the memory at the thread's stack pointer is in the image (a filtered or cut-off core may lack it).
+bool has_stack_bytes(const Image& image, const ThreadState& thread);
 
 }  // namespace heapscope

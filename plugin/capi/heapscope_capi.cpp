@@ -155,11 +155,6 @@ hs_session* hs_open_core(const char* core, const char* exe_or_null, const char* 
       set_string(error, message);
       return nullptr;
     }
-    if (image->truncated()) {
-      set_string(error, std::string(core) + " is truncated: " + std::to_string(image->missing_bytes()) +
-                            " bytes the file promises are missing");
-      return nullptr;
-    }
     auto session = std::make_unique<hs_session>();
     SessionOptions options = session_options(target);
     options.snapshots = snapshot_store_for(core_key(core));

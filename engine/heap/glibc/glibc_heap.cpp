@@ -267,7 +267,10 @@ std::optional<HeapModel> walk_heap(const Image& image, const SymbolIndex& symbol
                                                        rt->layout.par.tcache_count_from_sbrk + 16});
 
   std::vector<SegmentJob> jobs;
-  const std::vector<Address> ring = arena_ring(image, rt->layout, rt->main_arena, &model.warnings);
+  bool ring_closed = false;
+  const std::vector<Address> ring =
+      arena_ring(image, rt->layout, rt->main_arena, &model.warnings, 4096, &ring_closed);
+  if (!ring_closed) model.complete = false;  // arenas past the break are not walked
   for (Address a : ring) {
     const auto index = static_cast<std::uint16_t>(model.arenas.size());
     ArenaInfo info;
@@ -277,6 +280,7 @@ std::optional<HeapModel> walk_heap(const Image& image, const SymbolIndex& symbol
     const auto top = image.read_u64(a + rt->layout.arena.top);
     if (!top) {
       model.warnings.push_back(fmt::format("arena 0x{:x} cannot be read; skipped", a));
+      model.complete = false;
       continue;
     }
     if (info.is_main)

@@ -185,12 +185,14 @@ void locate_tcache(const Image& image, const ModuleSymbols* syms, Runtime& rt) {
 }  // namespace
 
 std::vector<Address> arena_ring(const Image& image, const Layout& layout, Address first,
-                                std::vector<std::string>* warnings, std::size_t limit) {
+                                std::vector<std::string>* warnings, std::size_t limit, bool* closed) {
+  if (closed) *closed = false;
   std::vector<Address> ring;
   std::unordered_set<Address> seen;
   Address a = first;
   while (ring.size() < limit) {
     if (!seen.insert(a).second) {
+      if (closed) *closed = a == first;
       if (a != first && warnings)
         warnings->push_back(fmt::format("arena ring loops back to 0x{:x} instead of its start 0x{:x}", a, first));
       return ring;

@@ -52,7 +52,9 @@ namespace heapscope::glibc {
 
 // The arenas on the ring that starts at `first` (main_arena.next links them), in ring order, at most
 // `limit` of them. Stops with a warning at a pointer that cannot be read or a ring that does not close.
+// *closed (when given) says whether the ring came back to `first`: if not, arenas may be missing.
 std::vector<Address> arena_ring(const Image& image, const Layout& layout, Address first,
-                                std::vector<std::string>* warnings, std::size_t limit = 4096);
+                                std::vector<std::string>* warnings, std::size_t limit = 4096,
+                                bool* closed = nullptr);
 
 }  // namespace heapscope::glibc
