@@ -47,7 +47,7 @@ class ElfCoreImage : public CollectedImage {
   // PT_LOAD's bytes in the core, or one mapping's bytes in a verified module file. Empty otherwise.
   std::span<const std::byte> view(Address addr, std::size_t len) const override;
 
-  int pid() const { return pid_; }
+  int pid() const override { return pid_; }
   std::int64_t capture_time_ns() const override;  // the core file's modification time
   const std::string& process_name() const { return process_name_; }
   const std::string& path() const { return core_path_; }

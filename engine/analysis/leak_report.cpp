@@ -52,13 +52,17 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   std::stable_sort(r.groups.begin(), r.groups.end(), [](auto& a, auto& b) { return a.bytes > b.bytes; });
   r.warnings = s.warnings();
   // Say so first: the warnings below say where and why.
-  if (const std::string unseen = unseen_memory(s.image()); !unseen.empty())
+  if (const std::string unseen = unseen_memory(s.image()); !unseen.empty()) {
+    r.partial = true;
     r.warnings.insert(r.warnings.begin(), "partial result: " + unseen +
                                               " missing from the image, so their pointers were not seen: blocks only "
                                               "they point to are reported as leaked");
-  if (!s.heap().complete)
+  }
+  if (!s.heap().complete) {
+    r.partial = true;
     r.warnings.insert(r.warnings.begin(), "partial result: the heap walk skipped damaged or unreadable parts of the "
                                           "heap (run `verify` for details); blocks there are not in this report");
+  }
   return r;
 }
 

@@ -32,8 +32,17 @@ struct LeakGroup {
 struct LeaksReport {
   std::vector<LeakGroup> groups;  // by bytes, largest first
   StateTotal leaked, direct, indirect, cycle, possibly;  // bytes are usable bytes
+  // Some heap, stack or writable memory could not be read: leaks there are missed, and blocks only it
+  // points to are reported (the first warnings say what is missing).
+  bool partial = false;
   std::vector<std::string> warnings;
 };
+
+// What a leaks report with no groups says: "no leaks" only when nothing was missing.
+inline const char* no_leaks_sentence(const LeaksReport& r) {
+  return r.partial ? "No leaks found in the memory that could be read (a partial result: see the warnings)."
+                   : "No leaks: every allocated block is reachable from a root.";
+}
 
 struct PathStep {
   BlockRef block;

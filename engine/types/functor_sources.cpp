@@ -54,12 +54,14 @@ std::map<Address, SourceLocation> functor_sources(const ModuleSymbols& module,
   const std::string path = module.debug_file().empty() ? module.path() : module.debug_file();
   const auto dwarf = DwarfFile::open(path, nullptr);
   if (!dwarf || manager_values.empty()) return out;
-  const auto [lowest, highest] = std::minmax_element(manager_values.begin(), manager_values.end());
+  // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+  const auto range = std::minmax_element(manager_values.begin(), manager_values.end());
+  const Address lowest = *range.first, highest = *range.second;
   dwarf->for_each_die([&](Dwarf_Die& die, Dwarf_Die*) {
     const int tag = dwarf_tag(&die);
     if (tag != DW_TAG_subprogram) return tag == DW_TAG_compile_unit || tag == DW_TAG_namespace || tag == DW_TAG_partial_unit;
     Dwarf_Addr low = 0;
-    if (dwarf_lowpc(&die, &low) != 0 || low < *lowest || low > *highest) return false;
+    if (dwarf_lowpc(&die, &low) != 0 || low < lowest || low > highest) return false;
     if (std::find(manager_values.begin(), manager_values.end(), low) == manager_values.end()) return false;
     if (SourceLocation loc = functor_location(die); loc.known()) out.emplace(low, loc);
     return false;

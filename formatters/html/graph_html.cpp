@@ -74,7 +74,7 @@ void add_leaks(Page& page, const LeaksReport& r, int level) {
     page.paragraph(fmt::format("Possibly leaked (reachable only through interior pointers): {} in {} blocks",
                                text::bytes(r.possibly.bytes), r.possibly.blocks));
   if (r.groups.empty()) {
-    page.paragraph("No leaks: every allocated block is reachable from a root.");
+    page.paragraph(no_leaks_sentence(r));
   } else {
     std::vector<Bar> bars;
     for (std::size_t i = 0; i < r.groups.size() && i < kChartedGroups; ++i) {

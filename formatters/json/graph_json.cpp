@@ -24,6 +24,7 @@ std::string render_json(const LeaksReport& r) {
   out["totals"] = {{"blocks", r.leaked.blocks}, {"bytes", r.leaked.bytes}, {"direct", total_json(r.direct)},
                    {"indirect", total_json(r.indirect)}, {"cycle", total_json(r.cycle)},
                    {"possibly", total_json(r.possibly)}};
+  out["partial"] = r.partial;
   return json::finish(std::move(out), r.warnings);
 }
 

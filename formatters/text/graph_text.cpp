@@ -8,7 +8,7 @@ using text::block_line;
 
 std::string render_text(const LeaksReport& r) {
   std::string out;
-  if (r.groups.empty()) out += "No leaks: every allocated block is reachable from a root.\n";
+  if (r.groups.empty()) out += std::string(no_leaks_sentence(r)) + "\n";
   for (const LeakGroup& g : r.groups) {
     std::string kinds;
     auto add = [&](std::uint64_t n, const char* what) {

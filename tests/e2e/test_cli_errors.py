@@ -4,9 +4,9 @@ diagnostics, and all of it quickly.
 """
 
 import os
-import struct
 import unittest
 
+from core_layout import PT_NOTE, program_headers
 from heapscope_e2e import capture_fixture, run_heapscope, work_dir
 
 TIME_LIMIT_SECONDS = 30
@@ -16,14 +16,11 @@ COMMANDS = (["summary"], ["blocks"], ["summary", "--json"], ["blocks", "--state"
 
 
 def first_note_segment(core):
-    """(file offset, size) of the first PT_NOTE of a little-endian ELF64 core (gdb writes it last)."""
-    program_headers, = struct.unpack_from("<Q", core, 0x20)
-    entry_size, count = struct.unpack_from("<HH", core, 0x36)
-    for i in range(count):
-        segment_type, _, offset, _, _, file_size = struct.unpack_from("<IIQQQQ", core, program_headers + i * entry_size)
-        if segment_type == 4:  # PT_NOTE
-            return offset, file_size
-    raise AssertionError("the fixture core has no PT_NOTE")
+    """(file offset, size) of the first PT_NOTE of a core (gdb writes it last)."""
+    note = next((h for h in program_headers(core) if h[0] == PT_NOTE), None)
+    if note is None:
+        raise AssertionError("the fixture core has no PT_NOTE")
+    return note[2], note[5]
 
 
 class CliErrorTests(unittest.TestCase):

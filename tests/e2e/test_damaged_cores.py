@@ -16,10 +16,10 @@ import concurrent.futures
 import json
 import os
 import re
-import struct
 import subprocess
 import unittest
 
+from core_layout import PT_LOAD, PT_NOTE, program_headers, relaid
 from heapscope_e2e import run_heapscope, work_dir
 from lldb_session import require_lldb_and_gdb, run_lldb, wait_until_ready
 from test_leaks import capture_leak_fixture, leak_fixture_path, parse_leak_ledger
@@ -30,40 +30,9 @@ CRASH_SIGNS = ("Traceback", "terminate called", "Segmentation fault", "AddressSa
                "core dumped", "what():", "LeakSanitizer")
 # What a finished command on a damaged core must say somewhere in its output.
 DAMAGE_WORDS = re.compile(r"truncated|partial result|no stack memory|cannot be read|not in the image|skipped")
-PT_LOAD, PT_NOTE = 1, 4
 # coredump_filter bits: 0 anonymous private, 1 anonymous shared, 2 file private, 3 file shared,
 # 4 ELF headers, 5 and 6 huge pages. gdb's gcore honours the filter (use-coredump-filter is on).
 FILTERS = {"nothing": 0x00, "elf-headers-only": 0x10, "anonymous-only": 0x03, "everything": 0x7F}
-
-
-# ---- ELF64 core layout ----
-
-def program_headers(core):
-    """[type, flags, offset, vaddr, paddr, filesz, memsz, align] of each program header."""
-    table, = struct.unpack_from("<Q", core, 0x20)
-    entry_size, count = struct.unpack_from("<HH", core, 0x36)
-    return [list(struct.unpack_from("<IIQQQQQQ", core, table + i * entry_size)) for i in range(count)]
-
-
-def with_notes_first(core):
-    """The core laid out as the kernel writes one: header, program headers, notes, then each PT_LOAD's
-    bytes page-aligned in address order. No section headers (a core needs none below 65535 segments)."""
-    headers = program_headers(core)
-    header = bytearray(core[:64])
-    struct.pack_into("<Q", header, 0x20, 64)        # e_phoff
-    struct.pack_into("<Q", header, 0x28, 0)         # e_shoff
-    struct.pack_into("<HHH", header, 0x3A, 0, 0, 0)  # e_shentsize, e_shnum, e_shstrndx
-    body = bytearray()
-    start = 64 + len(headers) * 56
-    for h in sorted(headers, key=lambda h: (h[0] != PT_NOTE, h[3])):
-        if h[5] == 0:
-            continue
-        if h[0] != PT_NOTE:
-            body += bytes(-(start + len(body)) % 4096)
-        offset = start + len(body)
-        body += core[h[2]:h[2] + h[5]]
-        h[2] = offset
-    return bytes(header) + b"".join(struct.pack("<IIQQQQQQ", *h) for h in headers) + bytes(body)
 
 
 def segment_containing(headers, address):
@@ -84,7 +53,7 @@ def cut_cores(core, heap_block, stack_pointer):
     can still give a result (the notes survive)."""
     with open(core, "rb") as f:
         gdb_layout = f.read()
-    notes_first = with_notes_first(gdb_layout)
+    notes_first = relaid(gdb_layout, notes_first=True)
     headers = program_headers(notes_first)
     note = next(h for h in headers if h[0] == PT_NOTE)
     loads = sorted((h for h in headers if h[0] == PT_LOAD and h[5]), key=lambda h: h[2])

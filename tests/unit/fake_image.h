@@ -2,7 +2,9 @@
 // test writes words into.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
+#include <span>
 #include <map>
 #include <vector>
 
@@ -38,6 +40,12 @@ class FakeImage : public Image {
   void put(Address addr, std::uint64_t value) {
     auto& [start, mem] = *std::prev(bytes_.upper_bound(addr));
     std::memcpy(mem.data() + (addr - start), &value, 8);
+  }
+  // The bytes of the region at `start`; fill() overwrites them from the front (as far as `data` goes).
+  const std::vector<std::byte>& bytes_of(Address start) const { return bytes_.at(start); }
+  void fill(Address start, std::span<const std::byte> data) {
+    std::vector<std::byte>& mem = bytes_.at(start);
+    std::memcpy(mem.data(), data.data(), std::min(mem.size(), data.size()));
   }
   // A chunk header: prev_size then size|flags.
   void chunk(Address c, std::uint64_t size_with_flags, std::uint64_t prev_size = 0) {

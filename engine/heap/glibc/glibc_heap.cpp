@@ -254,39 +254,42 @@ std::optional<HeapModel> walk_heap(const Image& image, const SymbolIndex& symbol
     rt = locate_runtime(image, symbols, error);
   }
   if (!rt) return std::nullopt;
+  return walk_heap(image, *rt);
+}
 
+HeapModel walk_heap(const Image& image, const Runtime& runtime) {
   HeapModel model;
   model.allocator = "glibc";
-  model.version = rt->layout.minor ? rt->layout.name() : "";
-  model.discovery = rt->discovery;
-  model.warnings = rt->warnings;
-  model.metadata.push_back({rt->main_arena, rt->main_arena + rt->layout.arena.size});
-  if (rt->params) model.trim = TrimSettings{rt->params->trim_threshold, rt->params->top_pad};
-  if (rt->params)
-    model.metadata.push_back({rt->params->address, rt->params->address + rt->layout.par.sbrk_base +
-                                                       rt->layout.par.tcache_count_from_sbrk + 16});
+  model.version = runtime.layout.minor ? runtime.layout.name() : "";
+  model.discovery = runtime.discovery;
+  model.warnings = runtime.warnings;
+  model.metadata.push_back({runtime.main_arena, runtime.main_arena + runtime.layout.arena.size});
+  if (runtime.params) model.trim = TrimSettings{runtime.params->trim_threshold, runtime.params->top_pad};
+  if (runtime.params)
+    model.metadata.push_back({runtime.params->address, runtime.params->address + runtime.layout.par.sbrk_base +
+                                                       runtime.layout.par.tcache_count_from_sbrk + 16});
 
   std::vector<SegmentJob> jobs;
   bool ring_closed = false;
   const std::vector<Address> ring =
-      arena_ring(image, rt->layout, rt->main_arena, &model.warnings, 4096, &ring_closed);
+      arena_ring(image, runtime.layout, runtime.main_arena, &model.warnings, 4096, &ring_closed);
   if (!ring_closed) model.complete = false;  // arenas past the break are not walked
   for (Address a : ring) {
     const auto index = static_cast<std::uint16_t>(model.arenas.size());
     ArenaInfo info;
     info.address = a;
-    info.is_main = a == rt->main_arena;
-    info.system_bytes = image.read_u64(a + rt->layout.arena.system_mem).value_or(0);
-    const auto top = image.read_u64(a + rt->layout.arena.top);
+    info.is_main = a == runtime.main_arena;
+    info.system_bytes = image.read_u64(a + runtime.layout.arena.system_mem).value_or(0);
+    const auto top = image.read_u64(a + runtime.layout.arena.top);
     if (!top) {
       model.warnings.push_back(fmt::format("arena 0x{:x} cannot be read; skipped", a));
       model.complete = false;
       continue;
     }
     if (info.is_main)
-      plan_main_arena(image, *rt, *top, index, jobs, info, model.warnings);
+      plan_main_arena(image, runtime, *top, index, jobs, info, model.warnings);
     else {
-      plan_heap_arena(image, *rt, a, *top, index, jobs, info, model.warnings);
+      plan_heap_arena(image, runtime, a, *top, index, jobs, info, model.warnings);
       model.discovery.push_back({"arena", a, "arena-ring"});
     }
     model.arenas.push_back(std::move(info));
@@ -295,7 +298,7 @@ std::optional<HeapModel> walk_heap(const Image& image, const SymbolIndex& symbol
   std::vector<Block> mmapped;
   {
     PhaseTimer t("walk: mmapped chunks");
-    add_mmapped_chunks(image, *rt, jobs, model, mmapped);
+    add_mmapped_chunks(image, runtime, jobs, model, mmapped);
   }
   std::vector<Piece> pieces;
   BlockArray blocks = lay_out_blocks(jobs, mmapped, pieces);
@@ -323,8 +326,8 @@ std::optional<HeapModel> walk_heap(const Image& image, const SymbolIndex& symbol
 
   {
     PhaseTimer t("walk: free lists, totals");
-    collect_free_lists(image, *rt, model);
-    compute_totals_and_mallinfo(image, *rt, model);
+    collect_free_lists(image, runtime, model);
+    compute_totals_and_mallinfo(image, runtime, model);
   }
   return model;
 }

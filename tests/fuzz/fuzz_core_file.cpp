@@ -1,0 +1,44 @@
+// Fuzz target: the ELF core reader (coredump/elf_core_image) on arbitrary bytes — headers, the notes
+// (NT_PRSTATUS, NT_PRPSINFO, NT_AUXV, NT_FILE), segments, and module discovery through NT_FILE, the
+// auxiliary vector and the dynamic linker's list — then what the rest of heapscope asks of an image.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "coredump/elf_core_image.h"
+#include "input_file.h"
+
+using namespace heapscope;
+
+namespace {
+
+// Reads a little of every region and from every thread's stack pointer, as the walker and roots do.
+void touch(const ElfCoreImage& image) {
+  std::uint8_t buffer[256];
+  std::size_t regions = 0;
+  for (const MemoryRegion& r : image.regions()) {
+    if (++regions > 64) break;
+    image.read(r.start, buffer, sizeof buffer);
+    image.read(r.end - std::min<std::uint64_t>(r.size(), sizeof buffer), buffer, sizeof buffer);
+    (void)image.view(r.start, std::min<std::uint64_t>(r.size(), 4096));
+  }
+  for (const ThreadState& t : image.threads()) {
+    image.read(t.sp(), buffer, sizeof buffer);
+    (void)has_stack_bytes(image, t);
+  }
+  for (const Module& m : image.modules()) (void)image.module_at(m.start);
+  (void)missing_writable_bytes(image);
+  (void)image.description();
+  (void)image.damage();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  fuzz::InputFile file(data, size);
+  if (!file.ok()) return 0;
+  std::string error;
+  const auto image = ElfCoreImage::open(file.path(), CoreOpenOptions{}, &error);
+  if (image) touch(*image);
+  return 0;
+}
