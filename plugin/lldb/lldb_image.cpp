@@ -133,6 +133,52 @@ void LldbImage::read_regions() {
   }
   regions_ = std::move(disjoint);
   if (regions_.empty()) warnings_.push_back("LLDB lists no memory regions of the process");
+  if (is_core_) mark_unreadable_core_bytes();
+}
+
+// Called on the LLDB thread, like the rest of the constructor.
+bool LldbImage::reads_at(Address addr) const {
+  lldb::SBProcess process = process_;  // SB calls are not const
+  char byte = 0;
+  lldb::SBError error;
+  return process.ReadMemory(addr, &byte, 1, error) == 1;
+}
+
+// LLDB lists a truncated core's segments whole but cannot read past the cut (a core is cut once, so each
+// writable region reads up to some page and no further). Each such region is split there, so analyses know
+// what they could not see: leaks marks its result partial, roots name the threads whose stacks are gone.
+void LldbImage::mark_unreadable_core_bytes() {
+  constexpr Address kPage = 4096;
+  std::vector<MemoryRegion> split;
+  std::uint64_t missing = 0;
+  for (const MemoryRegion& r : regions_) {
+    if (!r.writable || !r.bytes_present || r.size() < kPage || reads_at(r.end - 1)) {
+      split.push_back(r);
+      continue;
+    }
+    std::uint64_t readable_pages = 0, unreadable_from = r.size() / kPage;  // the answer lies in between
+    while (readable_pages < unreadable_from) {
+      const std::uint64_t middle = (readable_pages + unreadable_from) / 2;
+      if (reads_at(r.start + middle * kPage)) readable_pages = middle + 1;
+      else unreadable_from = middle;
+    }
+    const Address cut = r.start + readable_pages * kPage;
+    if (cut > r.start) {
+      MemoryRegion present = r;
+      present.end = cut;
+      split.push_back(present);
+    }
+    MemoryRegion absent = r;
+    absent.start = cut;
+    absent.bytes_present = false;
+    split.push_back(absent);
+    missing += r.end - cut;
+  }
+  regions_ = std::move(split);
+  if (missing)
+    warnings_.push_back(fmt::format("LLDB cannot read {} bytes of the core's writable memory (the core file is "
+                                    "truncated?): analyses treat them as missing",
+                                    missing));
 }
 
 void LldbImage::read_threads() {

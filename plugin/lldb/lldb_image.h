@@ -51,6 +51,8 @@ class LldbImage : public CollectedImage {
   };
 
   void read_regions();
+  void mark_unreadable_core_bytes();
+  bool reads_at(Address addr) const;
   void read_threads();
   void read_modules();
   void add_module(lldb::SBTarget& target, lldb::SBModule module, bool is_main_executable);

@@ -292,6 +292,15 @@ class DamagedCoresInLldb(unittest.TestCase):
                     self.assertTrue(run.output_of(command).strip() or f"error: {command}: " in run.stderr,
                                     f"{command} printed nothing: {run.stderr[-1000:]}")
 
+    def test_lldb_marks_leaks_partial_where_the_core_is_cut(self):
+        path, _ = self.cores["kernel-mid-stack"]
+        command = "heap leaks --json"
+        leaks = run_lldb([f"target create {self.capture.executable} --core {path}", command]).json_of(command)
+        self.assertTrue(leaks["partial"])
+        self.assertTrue(leaks["warnings"][0].startswith("partial result: 1 thread stack"), leaks["warnings"][:2])
+        cli = json.loads(run_heapscope("leaks", path, "--json").stdout)
+        self.assertEqual(leaks["groups"], cli["groups"])
+
 
 if __name__ == "__main__":
     unittest.main()
