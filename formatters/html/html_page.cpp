@@ -69,6 +69,13 @@ std::string Table::html() const {
 
 namespace {
 
+// An inline SVG's opening tag, its accessible name and tooltip the title.
+std::string svg_open(std::string_view css_class, int width, int height, std::string_view title) {
+  return fmt::format("<svg class=\"{0}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{1}\" height=\"{2}\" "
+                     "viewBox=\"0 0 {1} {2}\" role=\"img\" aria-label=\"{3}\"><title>{3}</title>",
+                     css_class, width, height, escape(title));
+}
+
 // Long labels are cut in the picture; the whole text stays in the bar's tooltip.
 std::string short_label(const std::string& label, std::size_t max_chars) {
   if (label.size() <= max_chars) return label;
@@ -93,10 +100,7 @@ std::string horizontal_bars(const std::vector<Bar>& bars, std::string_view title
   constexpr int kLabelWidth = 230, kBarRoom = 320, kValueWidth = 90, kRow = 22;
   const int width = kLabelWidth + kBarRoom + kValueWidth, height = kRow * static_cast<int>(bars.size()) + 4;
   const double top = largest(bars);
-  std::string out = fmt::format(
-      "<svg class=\"chart bars\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"{2}\"><title>{2}</title>\n",
-      width, height, escape(title));
+  std::string out = svg_open("chart bars", width, height, title) + "\n";
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const Bar& b = bars[i];
     const int y = 2 + kRow * static_cast<int>(i);
@@ -116,10 +120,7 @@ std::string vertical_bars(const std::vector<Bar>& bars, std::string_view title) 
   const int column = std::max(14, 560 / std::max<int>(1, static_cast<int>(bars.size())));
   const int width = column * static_cast<int>(bars.size()) + 8, height = kTop + kPlotHeight + kLabelHeight;
   const double top = largest(bars);
-  std::string out = fmt::format(
-      "<svg class=\"chart columns\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"{2}\"><title>{2}</title>\n",
-      width, height, escape(title));
+  std::string out = svg_open("chart columns", width, height, title) + "\n";
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const Bar& b = bars[i];
     const double x = 4 + column * static_cast<double>(i), middle = x + column / 2.0;
@@ -139,10 +140,7 @@ std::string vertical_bars(const std::vector<Bar>& bars, std::string_view title) 
 }  // namespace
 
 std::string sparkline(const std::vector<double>& values, std::string_view title, int width, int height) {
-  std::string out = fmt::format(
-      "<svg class=\"sparkline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"{2}\"><title>{2}</title>",
-      width, height, escape(title));
+  std::string out = svg_open("sparkline", width, height, title);
   if (values.empty()) return out + "</svg>";
   const auto [low_it, high_it] = std::minmax_element(values.begin(), values.end());
   const double low = *low_it, span = *high_it - low, pad = 2;
