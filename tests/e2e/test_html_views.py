@@ -31,7 +31,7 @@ class HtmlViews(unittest.TestCase):
         cls.directory = os.path.join(work_dir(), "html-views")
         os.makedirs(cls.directory, exist_ok=True)
         (cls.scattered, _), _ = capture_both_stops()
-        cls.stops, _ = capture_stops("growing_cache-stops")
+        cls.stops, _ = capture_stops("growing_cache-html-stops")  # its own cores: test_snapshots recaptures its
         cls.browser = headless_chromium.Chromium(1280, 1000)
 
     @classmethod
