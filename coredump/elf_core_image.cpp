@@ -495,9 +495,7 @@ class ElfCoreImage::Builder {
   // A coredump_filter without anonymous private memory (or a cut-off file) leaves threads without their
   // stacks; nothing else in the core says that they are gone.
   void warn_about_missing_stacks() {
-    std::vector<std::string> tids;
-    for (const ThreadState& t : img_.threads_)
-      if (!has_stack_bytes(img_, t)) tids.push_back(std::to_string(t.tid));
+    const std::vector<std::uint32_t> tids = threads_without_stack(img_);
     if (tids.empty()) return;
     warn(fmt::format("the core holds no stack memory for {} of its {} threads (tid {}): it was truncated or written "
                      "with a coredump_filter that leaves out anonymous memory; their frames are not scanned",

@@ -11,8 +11,7 @@ namespace {
 // What the image lacks that could hold pointers to heap blocks ("3 thread stacks and 8192 bytes of
 // writable memory"), empty when nothing.
 std::string unseen_memory(const Image& image) {
-  std::size_t stacks = 0;
-  for (const ThreadState& t : image.threads()) stacks += has_stack_bytes(image, t) ? 0 : 1;
+  const std::size_t stacks = threads_without_stack(image).size();
   const std::uint64_t bytes = missing_writable_bytes(image);
   std::string parts;
   if (stacks) parts = fmt::format("{} thread stack{}", stacks, stacks == 1 ? "" : "s");

@@ -78,9 +78,13 @@ std::uint64_t missing_writable_bytes(const Image& image) {
   return missing;
 }
 
-bool has_stack_bytes(const Image& image, const ThreadState& thread) {
-  const MemoryRegion* r = image.region_at(thread.sp());
-  return r && r->bytes_present;
+std::vector<std::uint32_t> threads_without_stack(const Image& image) {
+  std::vector<std::uint32_t> tids;
+  for (const ThreadState& t : image.threads()) {
+    const MemoryRegion* r = image.region_at(t.sp());
+    if (!r || !r->bytes_present) tids.push_back(t.tid);
+  }
+  return tids;
 }
 
 }  // namespace heapscope

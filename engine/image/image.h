@@ -118,7 +118,7 @@ class Image {
 // Bytes of readable, writable memory whose contents the image lacks (a truncated core, mappings a
 // coredump_filter left out): stacks, globals or heap that no analysis can scan.
 std::uint64_t missing_writable_bytes(const Image& image);
-// Whether the memory at the thread's stack pointer is in the image (a filtered or cut-off core may lack it).
-bool has_stack_bytes(const Image& image, const ThreadState& thread);
+// The threads whose stack memory (at their stack pointer) the image lacks: a filtered or cut-off core's.
+std::vector<std::uint32_t> threads_without_stack(const Image& image);
 
 }  // namespace heapscope

@@ -22,10 +22,8 @@ void touch(const ElfCoreImage& image) {
     image.read(r.end - std::min<std::uint64_t>(r.size(), sizeof buffer), buffer, sizeof buffer);
     (void)image.view(r.start, std::min<std::uint64_t>(r.size(), 4096));
   }
-  for (const ThreadState& t : image.threads()) {
-    image.read(t.sp(), buffer, sizeof buffer);
-    (void)has_stack_bytes(image, t);
-  }
+  for (const ThreadState& t : image.threads()) image.read(t.sp(), buffer, sizeof buffer);
+  (void)threads_without_stack(image);
   for (const Module& m : image.modules()) (void)image.module_at(m.start);
   (void)missing_writable_bytes(image);
   (void)image.description();
