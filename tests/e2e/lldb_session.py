@@ -5,6 +5,7 @@ very stop LLDB saw, so the CLI on that core can be compared with what LLDB said 
 The plugin is found next to the CLI's build directory (build/plugin/lldb/libheapscope_lldb.so), or where
 $HEAPSCOPE_LLDB_PLUGIN says."""
 
+import contextlib
 import json
 import os
 import selectors
@@ -93,14 +94,9 @@ class LiveScenario:
         directory = work_dir()
         self.ledger_file = os.path.join(directory, f"{key}-live.ledger")
         self.core = os.path.join(directory, f"{key}-live.core")
-        for stale in (self.ledger_file, self.core):
-            if os.path.exists(stale):
-                os.remove(stale)
-        environment = dict(os.environ, HEAPSCOPE_LEDGER=self.ledger_file, **(env or {}))
-        process = subprocess.Popen([executable], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                   stdin=subprocess.DEVNULL, env=environment)
-        try:
-            wait_until_ready(process, key)
+        if os.path.exists(self.core):
+            os.remove(self.core)
+        with parked_fixture(executable, self.ledger_file, key, env) as process:
             pid = process.pid
             if callable(commands):
                 commands = commands(self.ledger_file)
@@ -110,10 +106,24 @@ class LiveScenario:
                                    capture_output=True, text=True, timeout=GCORE_TIMEOUT_SECONDS)
             if not os.path.isfile(self.core):
                 raise AssertionError(f"gdb wrote no core of pid {pid}: {gcore.stdout[-1000:]} {gcore.stderr[-1000:]}")
-        finally:
-            process.kill()
-            process.wait()
-            process.stdout.close()
+
+
+@contextlib.contextmanager
+def parked_fixture(executable, ledger_file, name, env=None):
+    """The fixture started with its ledger written to `ledger_file` (a stale one removed first) and waited
+    for until it prints READY and parks; yields the process, and kills it at the end."""
+    if os.path.exists(ledger_file):
+        os.remove(ledger_file)
+    process = subprocess.Popen([executable], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               stdin=subprocess.DEVNULL,
+                               env=dict(os.environ, HEAPSCOPE_LEDGER=ledger_file, **(env or {})))
+    try:
+        wait_until_ready(process, name)
+        yield process
+    finally:
+        process.kill()
+        process.wait()
+        process.stdout.close()
 
 
 def wait_until_ready(process, name):

@@ -15,7 +15,7 @@ import subprocess
 import unittest
 
 from heapscope_e2e import heapscope_json, run_heapscope, work_dir
-from lldb_session import wait_until_ready
+from lldb_session import parked_fixture
 from test_leaks import capture_leak_fixture, leak_fixture_path, parse_leak_ledger
 from test_lldb import comparable, leaked_addresses
 
@@ -81,24 +81,9 @@ class CApiOnALiveProcess(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         ledger_file = os.path.join(work_dir(), "capi-live.ledger")
-        if os.path.exists(ledger_file):
-            os.remove(ledger_file)
-        cls.process = subprocess.Popen([leak_fixture_path(FIXTURE)], stdout=subprocess.PIPE,
-                                       stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                                       env=dict(os.environ, HEAPSCOPE_LEDGER=ledger_file))
-        try:
-            wait_until_ready(cls.process, FIXTURE)
-            _, cls.expectations = parse_leak_ledger(ledger_file)
-            cls.leaked = driver_json("live", cls.process.pid, "blocks", "--state", "leaked")
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.process.kill()
-        cls.process.wait()
-        cls.process.stdout.close()
+        cls.process = cls.enterClassContext(parked_fixture(leak_fixture_path(FIXTURE), ledger_file, FIXTURE))
+        _, cls.expectations = parse_leak_ledger(ledger_file)
+        cls.leaked = driver_json("live", cls.process.pid, "blocks", "--state", "leaked")
 
     def test_live_leaks_are_the_designed_ones(self):
         expected = {e.address for e in self.expectations if e.verdict == "leaked"}

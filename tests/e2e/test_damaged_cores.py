@@ -21,7 +21,7 @@ import unittest
 
 from core_layout import PT_LOAD, PT_NOTE, program_headers, relaid
 from heapscope_e2e import run_heapscope, work_dir
-from lldb_session import require_lldb_and_gdb, run_lldb, wait_until_ready
+from lldb_session import parked_fixture, require_lldb_and_gdb, run_lldb
 from test_leaks import capture_leak_fixture, leak_fixture_path, parse_leak_ledger
 
 FIXTURE = "leak_shapes"
@@ -48,17 +48,24 @@ def write_scratch(name, data):
     return path
 
 
-def cut_cores(core, heap_block, stack_pointer):
-    """{name: (path, usable)}: copies of `core` cut at telling places; usable says whether any command
-    can still give a result (the notes survive)."""
-    with open(core, "rb") as f:
+def first_leaked_block(capture):
+    return next(e.address for e in capture.expectations if e.verdict == "leaked")
+
+
+def cut_cores(capture):
+    """{name: (path, usable)}: copies of the capture's core cut at telling places (in the heap: where its
+    first designed leak lies; in the stack: the main thread's); usable says whether any command can still
+    give a result (the notes survive)."""
+    heap_block = first_leaked_block(capture)
+    stack_start = json.loads(run_heapscope("threads", capture.core, "--json").stdout)["threads"][0]["stack_start"]
+    with open(capture.core, "rb") as f:
         gdb_layout = f.read()
     notes_first = relaid(gdb_layout, notes_first=True)
     headers = program_headers(notes_first)
     note = next(h for h in headers if h[0] == PT_NOTE)
     loads = sorted((h for h in headers if h[0] == PT_LOAD and h[5]), key=lambda h: h[2])
     heap = segment_containing(headers, heap_block)
-    stack = segment_containing(headers, stack_pointer)
+    stack = segment_containing(headers, stack_start)
     gdb_note = next(h for h in program_headers(gdb_layout) if h[0] == PT_NOTE)
     cuts = {
         # gdb's layout: memory, then notes, then section headers.
@@ -78,11 +85,8 @@ def cut_cores(core, heap_block, stack_pointer):
 def capture_filtered_cores():
     """{name: path}: gdb cores of one parked leak_shapes, one per coredump_filter in FILTERS."""
     ledger_file = os.path.join(work_dir(), "damaged-filtered.ledger")
-    process = subprocess.Popen([leak_fixture_path(FIXTURE)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               stdin=subprocess.DEVNULL, env=dict(os.environ, HEAPSCOPE_LEDGER=ledger_file))
     cores = {}
-    try:
-        wait_until_ready(process, FIXTURE)
+    with parked_fixture(leak_fixture_path(FIXTURE), ledger_file, FIXTURE) as process:
         for name, bits in FILTERS.items():
             with open(f"/proc/{process.pid}/coredump_filter", "w") as f:
                 f.write(f"{bits:#x}")
@@ -94,10 +98,6 @@ def capture_filtered_cores():
             if not os.path.isfile(path):
                 raise AssertionError(f"gdb wrote no core with coredump_filter {bits:#x}")
             cores[name] = path
-    finally:
-        process.kill()
-        process.wait()
-        process.stdout.close()
     return cores, parse_leak_ledger(ledger_file)[1]
 
 
@@ -151,12 +151,8 @@ class CutCores(DamagedCoreTestCase):
     @classmethod
     def setUpClass(cls):
         cls.capture = capture_leak_fixture(FIXTURE)
-        leaked = [e.address for e in cls.capture.expectations if e.verdict == "leaked"]
-        cls.leaked_block = leaked[0]
-        threads = run_heapscope("threads", cls.capture.core, "--json")
-        main_thread = json.loads(threads.stdout)["threads"][0]
-        cls.stack_pointer = main_thread["stack_start"]
-        cls.cores = cut_cores(cls.capture.core, cls.leaked_block, cls.stack_pointer)
+        cls.leaked_block = first_leaked_block(cls.capture)
+        cls.cores = cut_cores(cls.capture)
 
     def test_every_command_on_every_cut(self):
         runs = []
@@ -269,9 +265,7 @@ class DamagedCoresInLldb(unittest.TestCase):
     def setUpClass(cls):
         require_lldb_and_gdb()
         cls.capture = capture_leak_fixture(FIXTURE)
-        threads = json.loads(run_heapscope("threads", cls.capture.core, "--json").stdout)
-        leaked = next(e.address for e in cls.capture.expectations if e.verdict == "leaked")
-        cls.cores = cut_cores(cls.capture.core, leaked, threads["threads"][0]["stack_start"])
+        cls.cores = cut_cores(cls.capture)
 
     def test_lldb_survives_every_cut(self):
         # One lldb a command: lldb --batch stops at the first command that fails.
