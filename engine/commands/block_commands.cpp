@@ -1,7 +1,7 @@
 // Commands about one block, named by an address anywhere inside it.
-#include "analysis/block_fields.h"
-#include "analysis/block_refs.h"
-#include "analysis/retention_paths.h"
+#include "queries/block_fields.h"
+#include "queries/block_refs.h"
+#include "queries/retention_paths.h"
 #include "commands/command.h"
 
 namespace heapscope {

@@ -81,7 +81,6 @@ class BlocksCommand final : public Command {
     add_types(s, selected, r);
     for (const ArenaInfo& a : heap.arenas) r.arena_addresses.push_back(a.address);
     r.selection = fmt::format("{} blocks{}", state_, min_size_ ? fmt::format(" of at least {} bytes", min_size_) : "");
-    r.warnings = s.warnings();
     return r;
   }
 

@@ -1,5 +1,5 @@
-// The chains command: maximal chains of same-type blocks linked one to one (analysis/chains.h).
-#include "analysis/chains.h"
+// The chains command: maximal chains of same-type blocks linked one to one (queries/chains.h).
+#include "queries/chains.h"
 #include "commands/command.h"
 
 namespace heapscope {

@@ -56,7 +56,9 @@ CommandResult run_command(Session& session, Command& command, const OutputOption
   CommandResult result;
   try {
     const OutputFormat format = options.effective_format();
-    std::string text = render(command.run(session), format);
+    Report report = command.run(session);
+    std::visit([&](auto& r) { r.warnings = session.warnings_with(std::move(r.warnings)); }, report);
+    std::string text = render(report, format);
     if (options.path.empty()) {
       result.output = std::move(text);
     } else {

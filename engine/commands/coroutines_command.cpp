@@ -1,5 +1,5 @@
 // The coroutines command: C++20 coroutine frames per coroutine function; --stacks adds the async stacks.
-#include "analysis/coroutine_report.h"
+#include "queries/coroutine_report.h"
 #include "commands/command.h"
 
 namespace heapscope {

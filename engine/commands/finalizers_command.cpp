@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "analysis/retention_report.h"
+#include "queries/retention_report.h"
 #include "commands/command.h"
 
 namespace heapscope {
@@ -53,7 +53,6 @@ FinalizersReport build_finalizers_report(Session& s) {
   }
   if (r.kind_count() > static_cast<std::size_t>(RootKind::finalizer))
     out.total = retained_of(r, r.kind_node_id(RootKind::finalizer));
-  out.warnings = s.warnings();
   // Said here only: methods, not problems, but ones the reader of this report should know about.
   const auto& notes = s.roots().finalizer_notes;
   out.warnings.insert(out.warnings.end(), notes.begin(), notes.end());

@@ -1,6 +1,6 @@
 // The fragmentation command: how full the heap's pages are, what trimming would return and which live
-// blocks stand in the way (analysis/fragmentation.h).
-#include "analysis/fragmentation.h"
+// blocks stand in the way (queries/fragmentation.h).
+#include "queries/fragmentation.h"
 #include "commands/command.h"
 
 namespace heapscope {

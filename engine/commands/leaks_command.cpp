@@ -1,4 +1,4 @@
-#include "analysis/leak_report.h"
+#include "queries/leak_report.h"
 #include "commands/command.h"
 
 namespace heapscope {

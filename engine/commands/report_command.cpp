@@ -2,20 +2,22 @@
 // part is built by the function its own command uses, so the parts read exactly like those commands.
 #include <algorithm>
 
-#include "analysis/evolution.h"
-#include "analysis/fragmentation.h"
-#include "analysis/leak_report.h"
-#include "analysis/process_summary.h"
-#include "analysis/retention_report.h"
+#include "queries/evolution.h"
+#include "queries/fragmentation.h"
+#include "queries/leak_report.h"
+#include "queries/process_summary.h"
+#include "queries/retention_report.h"
 #include "commands/command.h"
 
 namespace heapscope {
 
 namespace {
 
-void add_unique(std::vector<std::string>& into, const std::vector<std::string>& warnings) {
-  for (const std::string& w : warnings)
-    if (std::find(into.begin(), into.end(), w) == into.end()) into.push_back(w);
+// Each part carries the session's warnings too, as it would from its own command: text shows the parts
+// one after another, each with its warnings.
+template <class Part>
+void with_session_warnings(const Session& s, std::optional<Part>& part) {
+  if (part) part->warnings = s.warnings_with(std::move(part->warnings));
 }
 
 class ReportCommand final : public Command {
@@ -54,12 +56,24 @@ class ReportCommand final : public Command {
     } else {
       bundle.warnings.push_back("leaks, top and roots left out: the heap was not walked: " + bundle.summary.heap_error);
     }
-    add_unique(bundle.warnings, bundle.summary.warnings);
-    if (bundle.leaks) add_unique(bundle.warnings, bundle.leaks->warnings);
-    if (bundle.top) add_unique(bundle.warnings, bundle.top->warnings);
-    if (bundle.roots) add_unique(bundle.warnings, bundle.roots->warnings);
-    if (bundle.fragmentation) add_unique(bundle.warnings, bundle.fragmentation->warnings);
-    if (bundle.evolution) add_unique(bundle.warnings, bundle.evolution->warnings);
+    bundle.summary.warnings = s.warnings_with(std::move(bundle.summary.warnings));
+    with_session_warnings(s, bundle.leaks);
+    with_session_warnings(s, bundle.top);
+    with_session_warnings(s, bundle.roots);
+    with_session_warnings(s, bundle.fragmentation);
+    with_session_warnings(s, bundle.evolution);
+    // The bundle's own (why parts are missing) then every part's, each once.
+    auto add_part = [&](const std::vector<std::string>& warnings) {
+      for (const std::string& w : warnings)
+        if (std::find(bundle.warnings.begin(), bundle.warnings.end(), w) == bundle.warnings.end())
+          bundle.warnings.push_back(w);
+    };
+    add_part(bundle.summary.warnings);
+    for (const auto* part : {bundle.leaks ? &bundle.leaks->warnings : nullptr, bundle.top ? &bundle.top->warnings : nullptr,
+                             bundle.roots ? &bundle.roots->warnings : nullptr,
+                             bundle.fragmentation ? &bundle.fragmentation->warnings : nullptr,
+                             bundle.evolution ? &bundle.evolution->warnings : nullptr})
+      if (part) add_part(*part);
     return bundle;
   }
 

@@ -1,6 +1,6 @@
 // Commands over the dominator tree: top (largest retained sizes and suspects) and roots (retention per
 // root kind and per root).
-#include "analysis/retention_report.h"
+#include "queries/retention_report.h"
 #include "commands/command.h"
 
 namespace heapscope {

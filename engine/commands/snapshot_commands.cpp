@@ -3,10 +3,10 @@
 // `evolution` shows bytes per type over every saved snapshot and the current state.
 #include <fmt/format.h>
 
-#include "analysis/evolution.h"
-#include "analysis/heap_snapshot.h"
-#include "analysis/snapshot_diff.h"
-#include "analysis/snapshot_file.h"
+#include "queries/evolution.h"
+#include "queries/heap_snapshot.h"
+#include "queries/snapshot_diff.h"
+#include "queries/snapshot_file.h"
 #include "commands/command.h"
 
 namespace heapscope {
@@ -64,7 +64,7 @@ class SnapshotCommand final : public Command {
   SnapshotReport save(Session& s, SnapshotStore& store) {
     HeapSnapshot snapshot = take_snapshot(s, name_);
     if (!save_path_.empty()) write_snapshot_file(save_path_, snapshot);
-    SnapshotReport report{"save", save_path_, {snapshot_info(snapshot)}, s.warnings()};
+    SnapshotReport report{"save", save_path_, {snapshot_info(snapshot)}, {}};
     store.save(std::move(snapshot));
     return report;
   }

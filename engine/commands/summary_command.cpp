@@ -1,4 +1,4 @@
-#include "analysis/process_summary.h"
+#include "queries/process_summary.h"
 #include "commands/command.h"
 
 namespace heapscope {

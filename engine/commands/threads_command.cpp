@@ -1,5 +1,5 @@
 // The threads command: retention per live thread, and the exited threads glibc still holds.
-#include "analysis/thread_report.h"
+#include "queries/thread_report.h"
 #include "commands/command.h"
 
 namespace heapscope {

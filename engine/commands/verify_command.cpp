@@ -1,7 +1,6 @@
-// The verify command: checks glibc malloc's structures for damage (heap/glibc/heap_verify.h). It
+// The verify command: the allocator's checks of its own structures for damage (Session::verification). It
 // succeeds whether or not it finds problems; finding them is its result.
 #include "commands/command.h"
-#include "heap/glibc/heap_verify.h"
 
 namespace heapscope {
 
@@ -16,8 +15,7 @@ class VerifyCommand final : public Command {
     VerifyReport r;
     r.allocator = heap.allocator;
     r.version = heap.version;
-    r.result = glibc::verify_heap(s.image(), s.symbols(), heap);
-    r.warnings = s.warnings();
+    r.result = s.verification();
     return r;
   }
 };

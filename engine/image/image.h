@@ -2,8 +2,8 @@
 //
 // Everything above this layer (allocator walkers, roots, graph, analyses) sees a process only through
 // this interface, so one analysis serves a core file, a live /proc process and a debugger session alike
-// (the idea of .NET SOS's debugger-services interface). Implementations: ElfCoreImage (coredump/), and
-// later a live-process source and an LLDB source.
+// (the idea of .NET SOS's debugger-services interface). Implementations: ElfCoreImage and LiveProcessImage
+// (sources/; the C API that GDB's frontend loads opens its targets with them) and LldbImage (frontends/lldb/).
 #pragma once
 
 #include <array>
@@ -60,6 +60,10 @@ struct Module {
   Address end = 0;            // end of highest mapping
   std::string build_id;       // hex, as found in process memory (or the file when memory lacks it)
   bool is_main_executable = false;
+  // Position on the dynamic linker's list, which is symbol lookup order (the executable, LD_PRELOAD
+  // libraries, then dependencies breadth first); kNotOnLinkMap when the module is not on it.
+  static constexpr std::uint32_t kNotOnLinkMap = 0xffffffffu;
+  std::uint32_t lookup_order = kNotOnLinkMap;
 
   // The file name the process knew the module by ("libc.so.6"); the opened file's when that is missing.
   std::string_view name() const {

@@ -54,7 +54,7 @@ class ModuleDiscovery {
     // The link_map walk may read strings from read-only data a core omitted, so it runs after the files
     // above have filled those bytes in.
     LinkMapResult link = read_link_map(in_.read, in_.auxv, warnings_);
-    for (std::size_t i = 0; i < link.entries.size(); ++i) merge_link_map_entry(link.entries[i], i == 0);
+    for (std::size_t i = 0; i < link.entries.size(); ++i) merge_link_map_entry(link.entries[i], static_cast<std::uint32_t>(i));
     add_vdso(std::nullopt);
     ModuleLayout layout;
     layout.link_map = std::move(link.entries);
@@ -148,7 +148,8 @@ class ModuleDiscovery {
       for (const FileMapping& m : c.mappings) in_.use_verified_file(m, *c.file);
   }
 
-  void merge_link_map_entry(const LinkMapEntry& entry, bool first) {
+  void merge_link_map_entry(const LinkMapEntry& entry, std::uint32_t position) {
+    const bool first = position == 0;
     if (vdso_contains(entry.l_ld)) {
       add_vdso(entry.l_addr);
       return;
@@ -163,6 +164,7 @@ class ModuleDiscovery {
     if (c->from_link_map) return;  // a second entry for the same object: the first one wins
     c->from_link_map = true;
     c->module.load_bias = entry.l_addr;
+    c->module.lookup_order = position;
     if (first && entry.name.empty() && !main_executable_known()) c->module.is_main_executable = true;
     if (!c->is_module) {  // neither memory nor a readable file showed an ELF header, yet it is loaded
       c->is_module = true;

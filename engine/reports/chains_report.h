@@ -1,5 +1,5 @@
 // Report of the chains command: maximal chains of same-type blocks linked one to one
-// (analysis/chains.h).
+// (queries/chains.h).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Report of the fragmentation command: per arena, where the heap's bytes are and what could go back to the
 // system; how full the heap's pages and 64 KiB regions are; and which types of live blocks hold the nearly
-// empty pages and block trimming (analysis/fragmentation.h).
+// empty pages and block trimming (queries/fragmentation.h).
 #pragma once
 
 #include <array>

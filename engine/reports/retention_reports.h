@@ -10,7 +10,7 @@
 
 namespace heapscope {
 
-// A root as the dominator tree groups them (analysis/retention.h): a thread's registers, its stack, one
+// A root as the dominator tree groups them (model/retention.h): a thread's registers, its stack, one
 // global variable, a TLS block, a mapping.
 struct RootNodeRef {
   std::string kind;    // root_kind_name()

@@ -1,10 +1,10 @@
-// Report of the verify command: problems found in the allocator's own structures (heap/glibc/heap_verify.h).
+// Report of the verify command: problems found in the allocator's own structures (heap/heap_check.h).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "heap/glibc/heap_verify.h"
+#include "heap/heap_check.h"
 
 namespace heapscope {
 

@@ -1,6 +1,6 @@
 // Where each module's static TLS block lies relative to the thread pointer, and which TLS variable covers
-// a word of it. Shared by the root labels (graph/roots.cpp) and the finalizer roots that live in TLS
-// (runtime/glibc_finalizers.cpp).
+// a word of it. Shared by the root labels (model/roots.cpp) and the finalizer roots that live in TLS
+// (runtime/glibc/glibc_finalizers.cpp).
 #pragma once
 
 #include <cstdint>

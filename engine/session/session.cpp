@@ -1,149 +1,190 @@
 #include "session/session.h"
 
 #include <algorithm>
+#include <type_traits>
 
-#include "heap/glibc/glibc_heap.h"
-#include "util/phase_timer.h"
+#include "base/phase_timer.h"
+#include "image/address_literal.h"
+#include "runtime/builtin/builtin_runtimes.h"
 
 namespace heapscope {
+
+namespace {
+
+template <class T>
+struct IsUniquePtr : std::false_type {};
+template <class T>
+struct IsUniquePtr<std::unique_ptr<T>> : std::true_type {};
+
+}  // namespace
 
 Session::Session(std::shared_ptr<const Image> image, SessionOptions options)
     : image_(std::move(image)), options_(std::move(options)), symbols_(*image_, options_.symbols) {
   if (!options_.snapshots) options_.snapshots = std::make_shared<SnapshotStore>();
+  if (options_.allocators.empty()) options_.allocators = builtin_allocator_plugins();
+}
+
+Session::~Session() = default;
+
+// The one place products are computed: under the session's lock, after the interrupt check, timed, told
+// to the frontend, with the product's own warnings collected. `compute` asks for the products it needs
+// first; their time is theirs (PhaseTimer counts nested phases apart).
+template <class T, class Compute>
+const T& Session::product(Slot<T>& slot, const char* name, Compute&& compute) {
+  std::lock_guard lock(mutex_);
+  if (!slot.value && slot.error.empty()) {
+    check_interrupted();
+    if (options_.on_product) options_.on_product(name);
+    PhaseTimer timer(name);
+    try {
+      if constexpr (IsUniquePtr<std::invoke_result_t<Compute>>::value)
+        slot.value = compute();
+      else
+        slot.value = std::make_unique<T>(compute());
+    } catch (const AnalysisError& e) {
+      if (interrupted_ && interrupted_()) throw;  // not this product's failure: the next command retries
+      slot.error = e.what();
+    }
+    if constexpr (requires(const T& t) { t.warnings; })
+      if (slot.value) add_warnings(slot.value->warnings);
+  }
+  if (!slot.value) throw AnalysisError(slot.error);
+  return *slot.value;
+}
+
+const LocatedAllocator& Session::allocator() {
+  return product(allocator_, "locate allocator", [&] {
+    std::string error;
+    std::unique_ptr<LocatedAllocator> located = locate_allocator(*image_, symbols_, options_.allocators, &error);
+    if (!located) throw AnalysisError(error);
+    return located;
+  });
 }
 
 const HeapModel& Session::heap() {
-  std::lock_guard lock(mutex_);
-  if (!heap_ && heap_error_.empty()) {
+  return product(heap_, "walk", [&] {
+    const LocatedAllocator& located = allocator();
     std::string error;
-    check_interrupted();
-    PhaseTimer timer("walk");
-    heap_ = glibc::walk_heap(*image_, symbols_, &error);
-    if (!heap_) heap_error_ = error.empty() ? "no heap found" : error;
-  }
-  if (!heap_) throw AnalysisError(heap_error_);
-  return *heap_;
+    std::optional<HeapModel> model = located.walk(&error);
+    if (!model) throw AnalysisError(error.empty() ? "no heap found" : error);
+    return std::move(*model);
+  });
+}
+
+const LibcThreads& Session::libc_threads() {
+  return product(libc_threads_, "libc threads", [&] { return read_libc_threads(*image_, symbols_); });
 }
 
 const RootSet& Session::roots() {
-  std::lock_guard lock(mutex_);
-  if (!roots_) {
+  return product(roots_, "roots", [&] {
     const HeapModel& h = heap();
-    check_interrupted();
-    PhaseTimer timer("roots");
-    roots_ = collect_roots(*image_, h, symbols_);
-  }
-  return *roots_;
+    const LibcThreads& threads = libc_threads();
+    LibcFinalizers finalizers = read_libc_finalizers(*image_, h, symbols_, threads);
+    add_warnings(finalizers.warnings);
+    return collect_roots(*image_, h, threads, std::move(finalizers));
+  });
+}
+
+const BlockIndex& Session::block_index() {
+  return product(block_index_, "block index", [&] { return std::make_unique<BlockIndex>(heap()); });
 }
 
 const ReferenceGraph& Session::graph() {
-  std::lock_guard lock(mutex_);
-  if (!graph_) {
-    const HeapModel& h = heap();
+  return product(graph_, "scan", [&] {
+    const BlockIndex& index = block_index();
     const RootSet& r = roots();
-    check_interrupted();
-    PhaseTimer timer("index+scan");
-    graph_ = std::make_unique<ReferenceGraph>(*image_, h, r);
-  }
-  return *graph_;
+    return std::make_unique<ReferenceGraph>(*image_, index, r);
+  });
 }
 
 const LeakVerdicts& Session::verdicts() {
-  std::lock_guard lock(mutex_);
-  if (!verdicts_) {
-    const ReferenceGraph& g = graph();
-    check_interrupted();
-    PhaseTimer timer("reachability");
-    verdicts_ = compute_verdicts(g, heap());
-  }
-  return *verdicts_;
+  return product(verdicts_, "reachability", [&] { return compute_verdicts(graph(), heap()); });
 }
 
-const BlockTypes& Session::types() {
-  std::lock_guard lock(mutex_);
-  if (!types_) {
+const HeapVerification& Session::verification() {
+  return product(verification_, "verify", [&] {
     const HeapModel& h = heap();
-    const RootSet& r = roots();
-    check_interrupted();
-    PhaseTimer timer("types");
-    BlockTypes types = infer_types(*image_, symbols_, h, r);
-    type_coroutine_frames(types, coroutines());
-    PhaseTimer dwarf_timer("dwarf types");
-    auto dwarf = std::make_unique<DwarfTypes>(*image_, symbols_);
-    type_blocks_from_dwarf(*image_, symbols_, h, &frames(), types, *dwarf);
-    dwarf_types_ = std::move(dwarf);
-    types_ = std::move(types);
-  }
-  return *types_;
-}
-
-const DwarfTypes& Session::dwarf_types() {
-  std::lock_guard lock(mutex_);
-  types();
-  return *dwarf_types_;
-}
-
-const CoroutineFrames& Session::coroutines() {
-  std::lock_guard lock(mutex_);
-  if (!coroutines_) {
-    const HeapModel& h = heap();
-    check_interrupted();
-    PhaseTimer timer("coroutines");
-    coroutines_ = find_coroutine_frames(*image_, symbols_, h);
-  }
-  return *coroutines_;
-}
-
-const Retention& Session::retention() {
-  std::lock_guard lock(mutex_);
-  if (!retention_) {
-    const ReferenceGraph& g = graph();
-    const RootSet& r = roots();
-    const auto& f = frames();
-    check_interrupted();
-    PhaseTimer timer("dominators");
-    retention_ = std::make_unique<Retention>(*image_, symbols_, heap(), r, g, &f);
-  }
-  return *retention_;
+    std::optional<HeapVerification> checked = allocator().verify(h);
+    if (!checked) throw AnalysisError(allocator().name() + " has no checks of its own structures");
+    return std::move(*checked);
+  });
 }
 
 const std::vector<std::vector<Frame>>& Session::frames() {
-  std::lock_guard lock(mutex_);
-  if (!frames_) {
-    check_interrupted();
-    PhaseTimer timer("frames");
-    frames_ = unwind_threads(*image_, symbols_, &frame_warnings_);
-  }
-  return *frames_;
+  return product(frames_, "frames", [&] {
+    std::vector<std::string> warnings;
+    auto frames = unwind_threads(*image_, symbols_, &warnings);
+    add_warnings(warnings);
+    return frames;
+  });
+}
+
+const CoroutineFrames& Session::coroutines() {
+  return product(coroutines_, "coroutines", [&] { return find_coroutine_frames(*image_, symbols_, heap()); });
+}
+
+const BlockTypes& Session::types() {
+  return product(naming_, "types", [&] {
+    const HeapModel& h = heap();
+    const BlockIndex& index = block_index();
+    const RootSet& r = roots();
+    const CoroutineFrames& coroutine_frames = coroutines();
+    const auto& f = frames();
+    auto naming = std::make_unique<Naming>(Naming{infer_types(*image_, symbols_, h, index, r), nullptr});
+    type_coroutine_frames(naming->types, coroutine_frames);
+    PhaseTimer dwarf_timer("dwarf types");
+    naming->dwarf = std::make_unique<DwarfTypes>(*image_, symbols_);
+    type_blocks_from_dwarf(*image_, symbols_, h, index, &f, naming->types, *naming->dwarf);
+    return naming;
+  }).types;
+}
+
+const DwarfTypes& Session::dwarf_types() {
+  types();
+  return *naming_.value->dwarf;
+}
+
+const Retention& Session::retention() {
+  return product(retention_, "dominators", [&] {
+    const HeapModel& h = heap();
+    const RootSet& r = roots();
+    const ReferenceGraph& g = graph();
+    const auto& f = frames();
+    return std::make_unique<Retention>(*image_, symbols_, h, r, g, &f);
+  });
 }
 
 void Session::check_interrupted() const {
   if (interrupted_ && interrupted_()) throw AnalysisError("interrupted");
 }
 
+void Session::add_warnings(const std::vector<std::string>& more) {
+  std::lock_guard lock(mutex_);
+  product_warnings_.insert(product_warnings_.end(), more.begin(), more.end());
+}
+
 Address Session::evaluate_address(const std::string& text) const {
   if (evaluate_) return evaluate_(text);
-  try {
-    std::size_t used = 0;
-    const Address a = std::stoull(text, &used, 0);
-    if (used == text.size()) return a;
-  } catch (const std::exception&) {
-  }
+  if (const auto a = parse_address_literal(text)) return *a;
   throw AnalysisError("'" + text + "' is not an address (use 0x-prefixed hex or decimal)");
 }
 
 std::vector<std::string> Session::warnings() const {
+  std::lock_guard lock(mutex_);
   std::vector<std::string> all = image_->warnings();
   const auto& sym = symbols_.warnings();
   all.insert(all.end(), sym.begin(), sym.end());
-  if (heap_) all.insert(all.end(), heap_->warnings.begin(), heap_->warnings.end());
-  if (roots_) all.insert(all.end(), roots_->warnings.begin(), roots_->warnings.end());
-  if (coroutines_) all.insert(all.end(), coroutines_->warnings.begin(), coroutines_->warnings.end());
-  all.insert(all.end(), frame_warnings_.begin(), frame_warnings_.end());
+  all.insert(all.end(), product_warnings_.begin(), product_warnings_.end());
   std::vector<std::string> unique;
   for (auto& w : all)
     if (std::find(unique.begin(), unique.end(), w) == unique.end()) unique.push_back(std::move(w));
   return unique;
+}
+
+std::vector<std::string> Session::warnings_with(std::vector<std::string> own) const {
+  for (std::string& w : warnings())
+    if (std::find(own.begin(), own.end(), w) == own.end()) own.push_back(std::move(w));
+  return own;
 }
 
 }  // namespace heapscope

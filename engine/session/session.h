@@ -1,29 +1,34 @@
-// Session: one process image under analysis, with everything derived from it computed once, on first
-// use, and shared by every command run against it (the heap walk now; roots and the graph later).
-// Frontends create a Session over their Image and run commands against it; a debugger frontend makes a
-// new Session whenever the process has run since the last one.
+// Session: one process image under analysis and the products derived from it — the allocator, its heap,
+// the C library's threads, roots, the block index, the pointer graph, leak verdicts, call stacks, block
+// names and retention — each computed once, on first use, from the products it names, and shared by every
+// command run against the session. Frontends create a Session over their Image; a debugger frontend makes
+// a new one whenever the process has run since the last.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "analysis/heap_snapshot.h"
-#include "analysis/leak_verdicts.h"
-#include "analysis/retention.h"
 #include "frames/unwind.h"
-#include "graph/reference_graph.h"
-#include "graph/roots.h"
+#include "heap/heap_check.h"
 #include "heap/heap_model.h"
+#include "image/image.h"
+#include "model/block_index.h"
+#include "model/leak_verdicts.h"
+#include "model/reference_graph.h"
+#include "model/retention.h"
+#include "model/roots.h"
+#include "runtime/allocator.h"
+#include "runtime/libc_runtime.h"
+#include "session/snapshot_store.h"
+#include "symbols/symbol_index.h"
 #include "types/block_types.h"
 #include "types/coroutine_frames.h"
 #include "types/dwarf_typing.h"
-#include "image/image.h"
-#include "symbols/symbol_index.h"
 
 namespace heapscope {
 
@@ -34,10 +39,15 @@ struct SessionOptions {
   std::shared_ptr<SnapshotStore> snapshots;
   // What snapshot reports call this session's current state (the CLI: the core's file name); empty: "now".
   std::string state_name;
+  // The allocator plug-ins to ask, in order; empty: the built-in ones (runtime/builtin/).
+  std::vector<const AllocatorPlugin*> allocators;
+  // Told the name of each product as its computation starts ("walk", "roots", …): progress for a frontend,
+  // and a way for tests to see that each is computed once.
+  std::function<void(std::string_view product)> on_product;
 };
 
-// Thrown when an analysis cannot produce anything useful (e.g. no glibc heap in the image); commands
-// turn it into a clear error message.
+// Thrown when an analysis cannot produce anything useful (e.g. no heap in the image); commands turn it into
+// a clear error message.
 class AnalysisError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -46,56 +56,82 @@ class AnalysisError : public std::runtime_error {
 class Session {
  public:
   Session(std::shared_ptr<const Image> image, SessionOptions options);
+  ~Session();
 
   const Image& image() const { return *image_; }
   const SymbolIndex& symbols() const { return symbols_; }
   const SessionOptions& options() const { return options_; }
   SnapshotStore& snapshots() const { return *options_.snapshots; }
 
-  // Each layer is computed on first use and kept; all throw AnalysisError when there is no heap.
-  const HeapModel& heap();                // the allocator walk
+  // The products. Those that need the heap throw AnalysisError when there is none (and say why: an
+  // allocator no plug-in walks, say).
+  const LocatedAllocator& allocator();    // which allocator serves malloc, located
+  const HeapModel& heap();                // its walk
+  const LibcThreads& libc_threads();      // the C library's thread descriptors, exited threads included
   const RootSet& roots();
+  const BlockIndex& block_index();        // address → allocated block, for every product that needs one
   const ReferenceGraph& graph();          // pointer scan of blocks and roots
   const LeakVerdicts& verdicts();
-  const BlockTypes& types();              // symbol typing, coroutine frames, then DWARF typing
-  const DwarfTypes& dwarf_types();        // each block's DWARF type (computed with types())
-  const CoroutineFrames& coroutines();   // C++20 coroutine frames on the heap and their awaiters
-  const Retention& retention();          // dominator tree and retained sizes
+  const HeapVerification& verification(); // the allocator's checks of its own structures (`verify`)
   // Call stacks of every thread (indexed like Image::threads()); needs no heap, never throws for a bad stack.
   const std::vector<std::vector<Frame>>& frames();
+  const CoroutineFrames& coroutines();    // C++20 coroutine frames on the heap and their awaiters
+  const BlockTypes& types();              // symbol typing, coroutine frames, then DWARF typing
+  const DwarfTypes& dwarf_types();        // each block's DWARF type (computed with types())
+  const Retention& retention();           // dominator tree and retained sizes
+
+  // Lets a frontend stop a long analysis (Ctrl-C in a debugger): checked before every product; when it
+  // returns true the product throws AnalysisError("interrupted") and nothing half-done is kept.
+  void set_interrupt_check(std::function<bool()> check) { interrupted_ = std::move(check); }
 
   // Turns an address argument into an address. The default reads numbers (0x hex or decimal); a
   // debugger frontend installs its own expression evaluator. Throws AnalysisError on bad input.
-  // Lets a frontend stop a long analysis (Ctrl-C in a debugger): checked before every phase; when it
-  // returns true the phase throws AnalysisError("interrupted") and nothing half-done is kept.
-  void set_interrupt_check(std::function<bool()> check) { interrupted_ = std::move(check); }
-
   using AddressEvaluator = std::function<Address(const std::string&)>;
   void set_address_evaluator(AddressEvaluator evaluator) { evaluate_ = std::move(evaluator); }
   Address evaluate_address(const std::string& text) const;
 
-  // Everything a user should know about: image, symbol and heap warnings, without duplicates.
+  // Everything a user should know about: the image's and the symbols' warnings, then those of every
+  // product computed so far, each once. The command runner puts them on every report.
   std::vector<std::string> warnings() const;
+  // A report's own warnings (what the command concluded, first), then the session's not among them.
+  std::vector<std::string> warnings_with(std::vector<std::string> own) const;
 
  private:
+  // One product: its value once computed, or the error that computing it gave (kept, so that a heap that
+  // cannot be walked is not walked again by the next command).
+  template <class T>
+  struct Slot {
+    std::unique_ptr<T> value;
+    std::string error;
+  };
+  struct Naming {  // types() and dwarf_types() are computed together
+    BlockTypes types;
+    std::unique_ptr<DwarfTypes> dwarf;
+  };
+  template <class T, class Compute>
+  const T& product(Slot<T>& slot, const char* name, Compute&& compute);
+  void check_interrupted() const;
+  void add_warnings(const std::vector<std::string>& more);
+
   std::shared_ptr<const Image> image_;
   SessionOptions options_;
   SymbolIndex symbols_;
-  std::recursive_mutex mutex_;
-  std::optional<HeapModel> heap_;
-  std::string heap_error_;
-  std::optional<RootSet> roots_;
-  std::unique_ptr<ReferenceGraph> graph_;
-  std::optional<LeakVerdicts> verdicts_;
-  std::optional<BlockTypes> types_;
-  std::optional<CoroutineFrames> coroutines_;
-  std::unique_ptr<DwarfTypes> dwarf_types_;
-  std::unique_ptr<Retention> retention_;
-  std::optional<std::vector<std::vector<Frame>>> frames_;
-  std::vector<std::string> frame_warnings_;
+  mutable std::recursive_mutex mutex_;
+  std::vector<std::string> product_warnings_;
+  Slot<LocatedAllocator> allocator_;
+  Slot<HeapModel> heap_;
+  Slot<LibcThreads> libc_threads_;
+  Slot<RootSet> roots_;
+  Slot<BlockIndex> block_index_;
+  Slot<ReferenceGraph> graph_;
+  Slot<LeakVerdicts> verdicts_;
+  Slot<HeapVerification> verification_;
+  Slot<std::vector<std::vector<Frame>>> frames_;
+  Slot<CoroutineFrames> coroutines_;
+  Slot<Naming> naming_;
+  Slot<Retention> retention_;
   AddressEvaluator evaluate_;
   std::function<bool()> interrupted_;
-  void check_interrupted() const;
 };
 
 }  // namespace heapscope

@@ -6,7 +6,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "graph/block_index.h"
+#include "model/block_index.h"
 #include "image/memory_cursor.h"
 #include "image/word_scan.h"
 #include "symbols/cxx_names.h"
@@ -98,7 +98,8 @@ std::size_t BlockTypes::typed_blocks() const {
   return static_cast<std::size_t>(std::count_if(ids_.begin(), ids_.end(), [](auto id) { return id != kUnknown; }));
 }
 
-BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots) {
+BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const BlockIndex& index,
+                       const RootSet& roots) {
   BlockTypes types;
   types.resize(heap.blocks.size());
 
@@ -125,7 +126,6 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
   // std::function keeps its heap-stored functor pointer 16 bytes before its manager pointer.
   const auto managers = manager_functions(image, symbols);
   if (managers.empty()) return types;
-  const BlockIndex index(heap);
   Address lo = ~Address{0}, hi = 0;
   for (const auto& [addr, manager] : managers) {
     lo = std::min(lo, addr);

@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/roots.h"
+#include "model/block_index.h"
+#include "model/roots.h"
 #include "heap/heap_model.h"
 #include "symbols/symbol_index.h"
 #include "types/coroutine_frames.h"
@@ -38,7 +39,8 @@ class BlockTypes {
   std::vector<std::string> sources_;  // by type id, like names_
 };
 
-BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots);
+BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const BlockIndex& index,
+                       const RootSet& roots);
 
 // Types each coroutine frame "coroutine frame <function>".
 void type_coroutine_frames(BlockTypes& types, const CoroutineFrames& coroutines);

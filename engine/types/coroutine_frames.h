@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "dwarf/dwarf_file.h"
-#include "graph/block_index.h"
+#include "model/block_index.h"
 #include "heap/heap_model.h"
 #include "image/image.h"
 #include "symbols/symbol_index.h"

@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include "image/memory_cursor.h"
-#include "util/phase_timer.h"
+#include "base/phase_timer.h"
 #include "runtime/static_tls.h"
 #include "symbols/cxx_names.h"
 
@@ -83,8 +83,8 @@ int specificity(const DwarfType& t) {
 
 class Propagator {
  public:
-  Propagator(const Image& image, const HeapModel& heap, BlockTypes& types, DwarfTypes& dwarf)
-      : heap_(heap), index_(heap), types_(types), dwarf_(dwarf), mem_(image),
+  Propagator(const Image& image, const HeapModel& heap, const BlockIndex& index, BlockTypes& types, DwarfTypes& dwarf)
+      : heap_(heap), index_(index), types_(types), dwarf_(dwarf), mem_(image),
         first_dwarf_id_(static_cast<std::uint32_t>(types.type_count())) {
     walked_.assign(heap.blocks.size(), false);
     indexes_.resize(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule));
@@ -114,7 +114,7 @@ class Propagator {
   };
 
   const HeapModel& heap_;
-  BlockIndex index_;
+  const BlockIndex& index_;
   BlockTypes& types_;
   DwarfTypes& dwarf_;
   MemoryCursor mem_;
@@ -284,11 +284,12 @@ void seed_locals(const Image& image, const std::vector<std::vector<Frame>>& fram
 }  // namespace
 
 void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
-                            const std::vector<std::vector<Frame>>* frames, BlockTypes& types, DwarfTypes& dwarf) {
+                            const BlockIndex& index, const std::vector<std::vector<Frame>>* frames,
+                            BlockTypes& types, DwarfTypes& dwarf) {
   std::optional<Propagator> made;
   {
-    PhaseTimer t("dwarf types: indexes and block index");
-    made.emplace(image, heap, types, dwarf);
+    PhaseTimer t("dwarf types: indexes");
+    made.emplace(image, heap, index, types, dwarf);
   }
   Propagator& propagate = *made;
   const std::vector<StaticTlsBlock> tls = static_tls_blocks(image, symbols);

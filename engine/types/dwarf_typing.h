@@ -16,7 +16,7 @@
 
 #include "dwarf/type_index.h"
 #include "frames/unwind.h"
-#include "graph/block_index.h"
+#include "model/block_index.h"
 #include "heap/heap_model.h"
 #include "image/image.h"
 #include "symbols/symbol_index.h"
@@ -64,7 +64,8 @@ class DwarfTypes {
 // "char[]" for a block holding several chars) and records each block's DWARF type in `dwarf`.
 // With the threads' `frames` (may be null), the local variables DWARF locates are typed roots too.
 void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
-                            const std::vector<std::vector<Frame>>* frames, BlockTypes& types, DwarfTypes& dwarf);
+                            const BlockIndex& index, const std::vector<std::vector<Frame>>* frames,
+                            BlockTypes& types, DwarfTypes& dwarf);
 
 // The field at `offset` of a block of type `ref` (an array of it when the block holds several):
 // ".clients", "[17]", "[2].next", or "" when the layout says nothing there.

@@ -9,10 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "formatters/markup.h"
+
 namespace heapscope::html {
 
 // Text made safe inside an element or a double- or single-quoted attribute: & < > " ' become entities.
-std::string escape(std::string_view text);
+inline std::string escape(std::string_view text) { return markup_escape(text); }
 
 // ---- tables ----
 

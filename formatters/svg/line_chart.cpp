@@ -1,6 +1,6 @@
 #include "formatters/svg/line_chart.h"
 
-#include "formatters/html/html_page.h"
+#include "formatters/markup.h"
 
 #include <fmt/format.h>
 
@@ -34,10 +34,6 @@ std::string number(double v) { return fmt::format("{:.1f}", v); }
 
 }  // namespace
 
-std::string xml_escape(const std::string& text) {
-  return html::escape(text);  // the same five entities serve XML
-}
-
 std::string render_line_chart(const LineChart& chart) {
   const std::size_t points = chart.point_labels.size();
   const double plot_width = kWidth - kPlotLeft - kPlotRight;
@@ -66,7 +62,7 @@ std::string render_line_chart(const LineChart& chart) {
       kWidth, number(height));
   out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"white\"/>\n", kWidth, number(height));
   out += fmt::format("<text x=\"{}\" y=\"28\" font-size=\"16\" font-weight=\"bold\">{}</text>\n", kPlotLeft,
-                     xml_escape(chart.title));
+                     markup_escape(chart.title));
 
   // Horizontal grid lines with the y axis labels, then the axes.
   out += "<g class=\"y-axis\">\n";
@@ -75,7 +71,7 @@ std::string render_line_chart(const LineChart& chart) {
     out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#e0e0e0\"/>\n", kPlotLeft, number(y),
                        kPlotLeft + plot_width, number(y));
     out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", kPlotLeft - 8, number(y + 4),
-                       xml_escape(label(v)));
+                       markup_escape(label(v)));
   }
   out += "</g>\n";
   out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", kPlotLeft, kPlotTop,
@@ -89,10 +85,10 @@ std::string render_line_chart(const LineChart& chart) {
     out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", number(x_of(p)),
                        plot_bottom, plot_bottom + 5);
     out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\">{}</text>\n", number(x_of(p)), plot_bottom + 20,
-                       anchor, xml_escape(chart.point_labels[p]));
+                       anchor, markup_escape(chart.point_labels[p]));
     if (p < chart.point_sublabels.size())
       out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\" font-size=\"10\" fill=\"#555\">{}</text>\n",
-                         number(x_of(p)), plot_bottom + 36, anchor, xml_escape(chart.point_sublabels[p]));
+                         number(x_of(p)), plot_bottom + 36, anchor, markup_escape(chart.point_sublabels[p]));
   }
   out += "</g>\n";
 
@@ -102,7 +98,7 @@ std::string render_line_chart(const LineChart& chart) {
     const char* colour = kColours[i % std::size(kColours)];
     const char* width = s.highlighted ? "3" : "1.5";
     out += fmt::format("<g class=\"series\" data-name=\"{}\" data-highlighted=\"{}\">\n<title>{}</title>\n",
-                       xml_escape(s.name), s.highlighted ? "true" : "false", xml_escape(s.name));
+                       markup_escape(s.name), s.highlighted ? "true" : "false", markup_escape(s.name));
     std::string line;
     for (std::size_t p = 0; p < s.values.size() && p < points; ++p)
       line += fmt::format("{}{},{}", line.empty() ? "" : " ", number(x_of(p)), number(y_of(s.values[p])));
@@ -111,13 +107,13 @@ std::string render_line_chart(const LineChart& chart) {
     for (std::size_t p = 0; p < s.values.size() && p < points; ++p)
       out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\"><title>{}: {}</title></circle>\n",
                          number(x_of(p)), number(y_of(s.values[p])), s.highlighted ? 4 : 3, colour,
-                         xml_escape(s.name), xml_escape(label(s.values[p])));
+                         markup_escape(s.name), markup_escape(label(s.values[p])));
     const double y = legend_top + kLegendRowHeight * static_cast<double>(i);
     out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"{}\"/>\n", kPlotLeft,
                        number(y), kPlotLeft + 28, number(y), colour, width);
     out += fmt::format("<text x=\"{}\" y=\"{}\"{}>{}{}</text>\n", kPlotLeft + 36, number(y + 4),
-                       s.highlighted ? " font-weight=\"bold\"" : "", xml_escape(s.name),
-                       s.highlighted ? xml_escape(chart.highlight_legend) : "");
+                       s.highlighted ? " font-weight=\"bold\"" : "", markup_escape(s.name),
+                       s.highlighted ? markup_escape(chart.highlight_legend) : "");
     out += "</g>\n";
   }
   out += "</svg>\n";

@@ -27,7 +27,4 @@ struct LineChart {
 // The whole <svg> document, with an XML declaration; no scripts, no external resources.
 std::string render_line_chart(const LineChart& chart);
 
-// Escapes text for XML content and attribute values.
-std::string xml_escape(const std::string& text);
-
 }  // namespace heapscope::svg

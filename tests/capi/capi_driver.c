@@ -1,4 +1,4 @@
-/* capi_driver: heapscope's C API (plugin/capi/heapscope_capi.h) used as a frontend uses it, without a
+/* capi_driver: heapscope's C API (frontends/capi/heapscope_capi.h) used as a frontend uses it, without a
  * debugger, so that the tests can check it where no debugger can host it: in a sanitizer build, gdb cannot
  * start with the ASan runtime preloaded (docs/robustness.md), but this program is built instrumented.
  *

@@ -2,7 +2,7 @@
 command, and a live scenario — a parked fixture attached with `lldb -p`, diagnosed, and cored by gdb at the
 very stop LLDB saw, so the CLI on that core can be compared with what LLDB said live.
 
-The plugin is found next to the CLI's build directory (build/plugin/lldb/libheapscope_lldb.so), or where
+The plugin is found next to the CLI's build directory (build/frontends/lldb/libheapscope_lldb.so), or where
 $HEAPSCOPE_LLDB_PLUGIN says."""
 
 import contextlib
@@ -27,8 +27,8 @@ def plugin_path():
     explicit = os.environ.get("HEAPSCOPE_LLDB_PLUGIN")
     if explicit:
         return explicit
-    build_dir = os.path.dirname(os.path.dirname(heapscope_path()))  # HEAPSCOPE is build/coredump/heapscope
-    return os.path.join(build_dir, "plugin", "lldb", "libheapscope_lldb.so")
+    build_dir = os.path.dirname(os.path.dirname(os.path.dirname(heapscope_path())))  # HEAPSCOPE is build/frontends/cli/heapscope
+    return os.path.join(build_dir, "frontends", "lldb", "libheapscope_lldb.so")
 
 
 def require_lldb_and_gdb():

@@ -1,4 +1,4 @@
-"""The C API (plugin/capi/heapscope_capi.h) without a debugger: tests/capi/capi_driver calls it as a
+"""The C API (frontends/capi/heapscope_capi.h) without a debugger: tests/capi/capi_driver calls it as a
 frontend does. It matters most in a sanitizer build, where gdb cannot host the instrumented library
 (test_gdb is skipped there) but the driver is instrumented like the library.
 

@@ -1,4 +1,4 @@
-"""End-to-end checks of the GDB frontend (plugin/gdb/heapscope_gdb.py) in real GDB, in batch mode.
+"""End-to-end checks of the GDB frontend (frontends/gdb/heapscope_gdb.py) in real GDB, in batch mode.
 
 - On a fixture's core, `heap leaks --json`, `heap summary --json` and `heap retainers <expression>` print
   what the CLI prints on the same core.
@@ -25,13 +25,13 @@ KEPT_NODE = "g_kept_list->next"
 
 
 def source_script():
-    return os.path.join(os.environ["HEAPSCOPE_SOURCE_DIR"], "plugin", "gdb", "heapscope_gdb.py")
+    return os.path.join(os.environ["HEAPSCOPE_SOURCE_DIR"], "frontends", "gdb", "heapscope_gdb.py")
 
 
 def capi_directory():
-    """build/plugin/capi, found from the CLI's place in the build tree (build/coredump/heapscope)."""
-    build = os.path.dirname(os.path.dirname(os.path.realpath(heapscope_path())))
-    return os.path.join(build, "plugin", "capi")
+    """build/frontends/capi, found from the CLI's place in the build tree (build/frontends/cli/heapscope)."""
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(heapscope_path()))))
+    return os.path.join(build, "frontends", "capi")
 
 
 def run_gdb(commands, *target, script=None, library=None):

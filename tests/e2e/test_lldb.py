@@ -1,4 +1,4 @@
-"""End-to-end tests of the LLDB plugin (plugin/lldb): real lldb-16 in batch mode with libheapscope_lldb.so
+"""End-to-end tests of the LLDB plugin (frontends/lldb): real lldb-16 in batch mode with libheapscope_lldb.so
 loaded, on a fixture's core and on live fixture processes, checked against the heapscope CLI and against
 the fixture's own ledger.
 
@@ -11,7 +11,7 @@ the fixture's own ledger.
   them; the answers must follow the process (a session kept across the `continue` would not).
 - No process, `help heap`, help without a process, bad expressions.
 
-The plugin is found next to the CLI's build directory (build/plugin/lldb/libheapscope_lldb.so), or
+The plugin is found next to the CLI's build directory (build/frontends/lldb/libheapscope_lldb.so), or
 where $HEAPSCOPE_LLDB_PLUGIN says.
 """
 

@@ -1,11 +1,11 @@
-// Fuzz target: the ELF core reader (coredump/elf_core_image) on arbitrary bytes — headers, the notes
+// Fuzz target: the ELF core reader (sources/elf_core_image) on arbitrary bytes — headers, the notes
 // (NT_PRSTATUS, NT_PRPSINFO, NT_AUXV, NT_FILE), segments, and module discovery through NT_FILE, the
 // auxiliary vector and the dynamic linker's list — then what the rest of heapscope asks of an image.
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
-#include "coredump/elf_core_image.h"
+#include "sources/elf_core_image.h"
 #include "input_file.h"
 
 using namespace heapscope;

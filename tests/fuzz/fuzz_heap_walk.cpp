@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
-#include "heap/glibc/glibc_heap.h"
-#include "heap/glibc/heap_verify.h"
+#include "runtime/glibc/glibc_heap.h"
+#include "runtime/glibc/glibc_verify.h"
 #include "synthetic_arena.h"
 
 using namespace heapscope;

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "fake_image.h"
-#include "graph/roots.h"
+#include "model/roots.h"
 #include "heap/heap_model.h"
 
 namespace heapscope::testing {

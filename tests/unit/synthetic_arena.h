@@ -5,8 +5,8 @@
 #pragma once
 
 #include "fake_image.h"
-#include "heap/glibc/chunk_walk.h"
-#include "heap/glibc/glibc_runtime.h"
+#include "runtime/glibc/chunk_walk.h"
+#include "runtime/glibc/glibc_runtime.h"
 
 namespace heapscope::testing {
 

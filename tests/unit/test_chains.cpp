@@ -1,11 +1,11 @@
-// Chains of same-type blocks linked one to one (analysis/chains.h) on hand-made heaps: lists, rings,
+// Chains of same-type blocks linked one to one (queries/chains.h) on hand-made heaps: lists, rings,
 // trees, and where chains of two types meet.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 
-#include "analysis/chains.h"
-#include "analysis/type_groups.h"
+#include "queries/chains.h"
+#include "types/type_groups.h"
 #include "small_heap.h"
 
 using namespace heapscope;
@@ -34,7 +34,8 @@ struct ChainHeap : heapscope::testing::SmallHeap {
     std::vector<std::uint32_t> depth;
   };
   Found find(std::size_t min_length = kDefaultMinChainLength) {
-    ReferenceGraph graph(image, heap, roots, 1);
+    const BlockIndex graph_index(heap);
+    ReferenceGraph graph(image, graph_index, roots, 1);
     TypeGroups groups(heap, types);
     const auto group = group_per_block(groups, graph.block_count(),
                                        [&](BlockId b) { return is_allocated(heap.blocks[b].state); });

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <random>
 
-#include "analysis/dominators.h"
-#include "analysis/retention.h"
+#include "model/dominators.h"
+#include "model/retention.h"
 #include "fake_image.h"
 
 using namespace heapscope;
@@ -262,7 +262,8 @@ TEST_CASE("retention: blocks, roots, kinds and the super-root", "[dominators][re
   f.hold(kMappingB, 0, 6);
   f.link(9, 0);  // 9 is leaked and points into the tree: no say in who dominates it; 7 is leaked alone
 
-  const ReferenceGraph graph(f.image, f.heap, f.roots, 2);
+  const BlockIndex graph_index(f.heap);
+  const ReferenceGraph graph(f.image, graph_index, f.roots, 2);
   const SymbolIndex symbols(f.image, {});
   const Retention r(f.image, symbols, f.heap, f.roots, graph);
 
@@ -308,7 +309,8 @@ TEST_CASE("retention: blocks, roots, kinds and the super-root", "[dominators][re
 
 TEST_CASE("retention: an empty heap and rootless blocks", "[dominators][retention]") {
   RetentionFixture f;
-  const ReferenceGraph graph(f.image, f.heap, f.roots, 1);
+  const BlockIndex graph_index(f.heap);
+  const ReferenceGraph graph(f.image, graph_index, f.roots, 1);
   const SymbolIndex symbols(f.image, {});
   const Retention r(f.image, symbols, f.heap, f.roots, graph);
   CHECK(r.retained_bytes(r.super_root()) == 0);

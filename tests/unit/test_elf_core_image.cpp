@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "core_builder.h"
-#include "coredump/elf_core_image.h"
+#include "sources/elf_core_image.h"
 #include "image/memory_cursor.h"
 
 using namespace heapscope;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "fake_image.h"
-#include "runtime/glibc_finalizers.h"
+#include "runtime/glibc/glibc_finalizers.h"
 
 using namespace heapscope;
 using heapscope::testing::FakeImage;

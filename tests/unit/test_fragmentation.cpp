@@ -1,10 +1,10 @@
-// The fragmentation census (analysis/fragmentation.h) on hand-made heap models: fill buckets, page and
+// The fragmentation census (queries/fragmentation.h) on hand-made heap models: fill buckets, page and
 // region counting, glibc's trim arithmetic and the trim blockers beneath top.
 #include <catch2/catch.hpp>
 
 #include <numeric>
 
-#include "analysis/fragmentation.h"
+#include "queries/fragmentation.h"
 
 using namespace heapscope;
 

@@ -8,7 +8,7 @@
 
 #include "fake_image.h"
 #include "frames/unwind.h"
-#include "graph/roots.h"
+#include "model/roots.h"
 
 using namespace heapscope;
 using heapscope::testing::FakeImage;

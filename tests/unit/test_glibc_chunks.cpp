@@ -3,9 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include "fake_image.h"
-#include "heap/glibc/chunk_walk.h"
-#include "heap/glibc/free_lists.h"
-#include "heap/glibc/mmapped_chunks.h"
+#include "runtime/glibc/chunk_walk.h"
+#include "runtime/glibc/free_lists.h"
+#include "runtime/glibc/mmapped_chunks.h"
 
 using namespace heapscope;
 using namespace heapscope::glibc;

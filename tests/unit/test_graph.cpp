@@ -1,8 +1,8 @@
 // Block index, reference graph and leak verdicts on a hand-made heap.
 #include <catch2/catch.hpp>
 
-#include "analysis/leak_verdicts.h"
-#include "graph/reference_graph.h"
+#include "model/leak_verdicts.h"
+#include "model/reference_graph.h"
 #include "small_heap.h"
 
 using namespace heapscope;
@@ -12,7 +12,8 @@ namespace {
 struct Fixture : heapscope::testing::SmallHeap {
   using SmallHeap::SmallHeap;
   LeakVerdicts verdicts() {
-    ReferenceGraph g(image, heap, roots, 2);
+    const BlockIndex g_index(heap);
+    ReferenceGraph g(image, g_index, roots, 2);
     return compute_verdicts(g, heap);
   }
 };
@@ -84,7 +85,8 @@ TEST_CASE("reference graph: edges, interior flags and reverse edges") {
   f.anchor(2);
   f.link(2, 0, 0);
   f.link(2, 1, 1, 4);  // interior pointer to block 1
-  ReferenceGraph g(f.image, f.heap, f.roots, 1);
+  const BlockIndex g_index(f.heap);
+  ReferenceGraph g(f.image, g_index, f.roots, 1);
   REQUIRE(g.out_edges(2).size() == 2);
   CHECK(edge_target(g.out_edges(2)[0]) == 0);
   CHECK_FALSE(edge_is_interior(g.out_edges(2)[0]));

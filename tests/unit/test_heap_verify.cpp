@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <string>
 
-#include "heap/glibc/chunk_walk.h"
-#include "heap/glibc/heap_verify.h"
+#include "runtime/glibc/chunk_walk.h"
+#include "runtime/glibc/glibc_verify.h"
 #include "synthetic_arena.h"
 
 using namespace heapscope;

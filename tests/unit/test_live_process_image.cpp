@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "core_builder.h"
-#include "coredump/live_process_image.h"
-#include "coredump/ptrace_attach.h"
+#include "sources/live_process_image.h"
+#include "sources/ptrace_attach.h"
 
 using namespace heapscope;
 using namespace heapscope::testing;

@@ -6,13 +6,14 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "analysis/evolution.h"
-#include "analysis/heap_snapshot.h"
-#include "analysis/snapshot_diff.h"
-#include "analysis/snapshot_file.h"
+#include "queries/evolution.h"
+#include "queries/heap_snapshot.h"
+#include "queries/snapshot_diff.h"
+#include "queries/snapshot_file.h"
 #include "commands/command_line.h"
 #include "fake_image.h"
 #include "formatters/render.h"
+#include "formatters/markup.h"
 #include "formatters/svg/line_chart.h"
 
 using namespace heapscope;
@@ -255,7 +256,7 @@ TEST_CASE("the evolution chart has one series group per type and escapes names")
   CHECK_THAT(svg, Catch::Contains("std::map&lt;int, Entry&lt;&amp;&gt;&gt;"));
   CHECK_THAT(svg, Catch::Contains("data-highlighted=\"true\""));
   CHECK_THAT(svg, Catch::Contains("KiB"));  // the y axis in human sizes
-  CHECK(svg::xml_escape("a<'\">&") == "a&lt;&#39;&quot;&gt;&amp;");  // &#39; is XML too
+  CHECK(markup_escape("a<'\">&") == "a&lt;&#39;&quot;&gt;&amp;");  // &#39; is XML too
 }
 
 TEST_CASE("snapshot commands: list on an empty store, clear errors for unknown names and no heap") {

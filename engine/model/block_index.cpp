@@ -1,0 +1,88 @@
+#include "model/block_index.h"
+
+#include <algorithm>
+
+namespace heapscope {
+
+namespace {
+
+bool user_bytes_contain(const Block& b, Address addr) {
+  return is_allocated(b.state) && addr >= b.address() && addr < b.address() + b.usable_size();
+}
+
+}  // namespace
+
+namespace {
+std::atomic<std::uint64_t> indexes_built{0};
+}  // namespace
+
+std::uint64_t BlockIndex::built() { return indexes_built.load(); }
+
+BlockIndex::BlockIndex(const HeapModel& heap) : blocks_(&heap.blocks) {
+  ++indexes_built;
+  const auto& blocks = heap.blocks;
+  // Spans: arena heap segments hold runs of blocks; mmapped blocks are spans of their own.
+  std::vector<HeapSegment> segments;
+  for (const ArenaInfo& a : heap.arenas) segments.insert(segments.end(), a.heaps.begin(), a.heaps.end());
+  std::sort(segments.begin(), segments.end(), [](auto& x, auto& y) { return x.start < y.start; });
+
+  BlockId i = 0;
+  const auto n = static_cast<BlockId>(blocks.size());
+  auto seg = segments.begin();
+  while (i < n) {
+    while (seg != segments.end() && seg->end <= blocks[i].chunk) ++seg;
+    Span s;
+    if (seg != segments.end() && seg->start <= blocks[i].chunk) {
+      s.start = seg->start;
+      s.end = seg->end + 8;  // the last block's usable bytes reach into the next header's prev_size
+      s.first = i;
+      while (i < n && blocks[i].chunk < seg->end) ++i;
+      s.last = i;
+      s.page_table = static_cast<std::uint32_t>(page_first_.size());
+      const Address pages = ((s.end - s.start) >> kPageShift) + 1;
+      BlockId cover = s.first;
+      for (Address p = 0; p < pages; ++p) {
+        const Address page_start = s.start + (p << kPageShift);
+        while (cover + 1 < s.last && blocks[cover + 1].chunk <= page_start) ++cover;
+        page_first_.push_back(cover);
+      }
+    } else {
+      s.start = blocks[i].chunk;
+      s.end = blocks[i].chunk + blocks[i].chunk_size() + 8;
+      s.first = i;
+      s.last = ++i;
+    }
+    spans_.push_back(s);
+  }
+  if (!spans_.empty()) {
+    low_ = spans_.front().start;
+    high_ = 0;
+    for (const Span& s : spans_) high_ = std::max(high_, s.end);
+  }
+}
+
+const BlockIndex::Span* BlockIndex::span_for(Address addr) const {
+  auto it = std::upper_bound(spans_.begin(), spans_.end(), addr, [](Address a, const Span& s) { return a < s.start; });
+  if (it == spans_.begin()) return nullptr;
+  --it;
+  return addr < it->end ? &*it : nullptr;
+}
+
+BlockId BlockIndex::find_in(const Span& s, Address addr) const {
+  const auto& blocks = *blocks_;
+  BlockId i = s.first;
+  if (s.last - s.first > 1) {
+    i = page_first_[s.page_table + ((addr - s.start) >> kPageShift)];
+    while (i + 1 < s.last && blocks[i + 1].chunk <= addr) ++i;
+  }
+  if (user_bytes_contain(blocks[i], addr)) return i;
+  // The first 8 bytes of a chunk header are the previous chunk's last usable word.
+  if (i > s.first && user_bytes_contain(blocks[i - 1], addr)) return i - 1;
+  return kNoBlock;
+}
+
+std::size_t BlockIndex::memory_bytes() const {
+  return spans_.capacity() * sizeof(Span) + page_first_.capacity() * sizeof(BlockId);
+}
+
+}  // namespace heapscope

@@ -1,0 +1,52 @@
+// BlockIndex: any address → the allocated block whose user bytes contain it, in O(1) expected time.
+// Every word of every block and root range goes through here during the pointer scan, so it is built
+// for speed: a range check rejects non-heap values, a short binary search finds the heap segment, a
+// per-page table gives the block covering the page, and a short forward step finds the block.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "heap/heap_model.h"
+
+namespace heapscope {
+
+using BlockId = std::uint32_t;
+inline constexpr BlockId kNoBlock = 0xffffffff;
+
+class BlockIndex {
+ public:
+  explicit BlockIndex(const HeapModel& heap);
+  // How many indexes this process has built: a session builds one and shares it (tests check).
+  static std::uint64_t built();
+
+  // The allocated (in_use or mmapped) block whose user bytes [address, address + usable_size) contain
+  // addr; kNoBlock otherwise. Free blocks are never targets: a pointer into freed memory anchors nothing.
+  BlockId find(Address addr) const {
+    if (addr < low_ || addr >= high_) return kNoBlock;
+    const Span* s = span_for(addr);
+    return s ? find_in(*s, addr) : kNoBlock;
+  }
+
+  const BlockArray& blocks() const { return *blocks_; }
+  std::size_t memory_bytes() const;
+
+ private:
+  struct Span {  // a heap segment, or one mmapped block
+    Address start = 0, end = 0;
+    BlockId first = 0, last = 0;      // blocks [first, last) lie in the span
+    std::uint32_t page_table = 0;     // offset into page_first_ (unused for single-block spans)
+  };
+  static constexpr unsigned kPageShift = 8;  // 256-byte granules: a few blocks each, so the forward step is short
+
+  const Span* span_for(Address addr) const;
+  BlockId find_in(const Span& s, Address addr) const;
+
+  const BlockArray* blocks_;
+  std::vector<Span> spans_;
+  std::vector<BlockId> page_first_;  // per page of each multi-block span: the block covering its start
+  Address low_ = 0, high_ = 0;
+};
+
+}  // namespace heapscope

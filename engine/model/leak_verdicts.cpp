@@ -1,0 +1,78 @@
+#include "model/leak_verdicts.h"
+
+namespace heapscope {
+
+namespace {
+
+// Marks every block reachable from the roots; with `start_pointers_only`, only pointers to a block's
+// first byte count (valgrind's "definitely reachable").
+std::vector<std::uint8_t> reach(const ReferenceGraph& g, bool start_pointers_only) {
+  std::vector<std::uint8_t> seen(g.block_count(), 0);
+  std::vector<BlockId> stack;
+  auto push = [&](std::uint32_t e) {
+    if (start_pointers_only && edge_is_interior(e)) return;
+    const BlockId t = edge_target(e);
+    if (!seen[t]) {
+      seen[t] = 1;
+      stack.push_back(t);
+    }
+  };
+  for (std::size_t r = 0; r < g.root_count(); ++r)
+    for (std::uint32_t e : g.root_edges(r)) push(e);
+  while (!stack.empty()) {
+    const BlockId b = stack.back();
+    stack.pop_back();
+    for (std::uint32_t e : g.out_edges(b)) push(e);
+  }
+  return seen;
+}
+
+}  // namespace
+
+LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
+  const std::size_t n = g.block_count();
+  LeakVerdicts out;
+  out.verdict.assign(n, Verdict::not_allocated);
+  out.possibly.assign(n, 0);
+  const std::vector<std::uint8_t> reached = reach(g, false);
+  {
+    const std::vector<std::uint8_t> firmly = reach(g, true);
+    for (std::size_t b = 0; b < n; ++b) out.possibly[b] = reached[b] && !firmly[b];
+  }
+  for (std::size_t b = 0; b < n; ++b)
+    if (is_allocated(heap.blocks[b].state))
+      out.verdict[b] = reached[b] ? Verdict::reachable : Verdict::direct_leak;
+
+  // A leaked block that another leaked block points to is indirect; what remains direct starts a leak.
+  for (BlockId b = 0; b < n; ++b) {
+    if (!is_leaked(out.verdict[b])) continue;
+    for (std::uint32_t e : g.out_edges(b)) {
+      const BlockId t = edge_target(e);
+      if (t != b && is_leaked(out.verdict[t])) out.verdict[t] = Verdict::indirect_leak;
+    }
+  }
+  // Leaked blocks no direct leak reaches sit in (or under) cycles with no entry.
+  std::vector<std::uint8_t> covered(n, 0);
+  std::vector<BlockId> stack;
+  for (BlockId b = 0; b < n; ++b)
+    if (out.verdict[b] == Verdict::direct_leak) {
+      covered[b] = 1;
+      stack.push_back(b);
+    }
+  while (!stack.empty()) {
+    const BlockId b = stack.back();
+    stack.pop_back();
+    for (std::uint32_t e : g.out_edges(b)) {
+      const BlockId t = edge_target(e);
+      if (is_leaked(out.verdict[t]) && !covered[t]) {
+        covered[t] = 1;
+        stack.push_back(t);
+      }
+    }
+  }
+  for (BlockId b = 0; b < n; ++b)
+    if (is_leaked(out.verdict[b]) && !covered[b]) out.verdict[b] = Verdict::cycle_leak;
+  return out;
+}
+
+}  // namespace heapscope

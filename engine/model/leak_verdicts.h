@@ -1,0 +1,31 @@
+// Leak verdicts over the reference graph, in LeakSanitizer's and valgrind's terms.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/reference_graph.h"
+
+namespace heapscope {
+
+enum class Verdict : std::uint8_t {
+  not_allocated,  // free, cached or top: not a candidate
+  reachable,      // some chain of pointers from a root reaches it
+  direct_leak,    // unreachable, and no other leaked block points to it (the place the leak starts)
+  indirect_leak,  // unreachable, but reached from a direct leak (lost along with it)
+  cycle_leak,     // unreachable, in or under a cycle of leaked blocks that no direct leak reaches
+};
+inline const char* verdict_name(Verdict v) {  // the names JSON and text output use
+  constexpr const char* kNames[] = {"not_allocated", "reachable", "direct", "indirect", "cycle"};
+  return kNames[static_cast<int>(v)];
+}
+inline bool is_leaked(Verdict v) { return v >= Verdict::direct_leak; }
+
+struct LeakVerdicts {
+  std::vector<Verdict> verdict;   // per block id
+  std::vector<std::uint8_t> possibly;  // reachable, but only through pointers into block interiors
+};
+
+LeakVerdicts compute_verdicts(const ReferenceGraph& graph, const HeapModel& heap);
+
+}  // namespace heapscope

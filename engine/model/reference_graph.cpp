@@ -1,0 +1,161 @@
+#include "model/reference_graph.h"
+
+#include "image/word_scan.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <thread>
+
+namespace heapscope {
+
+namespace {
+
+// Calls fn(edge) for every aligned word in [start, end) that points into an allocated block.
+template <typename Fn>
+void scan_words(const Image& image, const BlockIndex& index, Address start, Address end, Fn&& fn) {
+  for_each_word(image, start, end, [&](Address, std::uint64_t word) {
+    const BlockId target = index.find(word);
+    if (target == kNoBlock) return;
+    fn(target | (word != index.blocks()[target].address() ? kInteriorBit : 0u));
+  });
+}
+
+unsigned worker_count(unsigned requested, std::size_t blocks) {
+  unsigned n = requested ? requested : std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(n, blocks / 4096 + 1)));
+}
+
+}  // namespace
+
+ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, unsigned workers)
+    : image_(image), roots_(roots), index_(index), block_count_(index.blocks().size()) {
+  const auto& blocks = index.blocks();
+  if (blocks.size() >= kInteriorBit) throw std::length_error("more than 2^31 heap blocks");
+
+  // Slices of equal byte volume keep the workers equally busy when block sizes vary.
+  const unsigned n = worker_count(workers, blocks.size());
+  std::uint64_t total_bytes = 0;
+  for (const Block& b : blocks) total_bytes += b.chunk_size();
+  parts_.resize(n);
+  {
+    BlockId i = 0;
+    std::uint64_t acc = 0;
+    for (unsigned p = 0; p < n; ++p) {
+      parts_[p].first = i;
+      const std::uint64_t goal = total_bytes / n * (p + 1);
+      while (i < blocks.size() && (p + 1 == n || acc < goal)) acc += blocks[i++].chunk_size();
+      parts_[p].last = i;
+    }
+  }
+  auto scan_part = [&](Part& part) {
+    part.offsets.reserve(part.last - part.first + 1);
+    part.offsets.push_back(0);
+    for (BlockId b = part.first; b < part.last; ++b) {
+      const Block& blk = blocks[b];
+      if (is_allocated(blk.state))
+        scan_words(image, index_, blk.address(), blk.address() + blk.usable_size(),
+                   [&](std::uint32_t e) { part.edges.push_back(e); });
+      if (part.edges.size() >= 0xffffffffu) throw std::length_error("more than 2^32 edges in one slice");
+      part.offsets.push_back(static_cast<std::uint32_t>(part.edges.size()));
+    }
+    part.edges.shrink_to_fit();
+  };
+  std::vector<std::thread> threads;
+  for (unsigned p = 1; p < n; ++p) threads.emplace_back(scan_part, std::ref(parts_[p]));
+  scan_part(parts_[0]);
+  for (auto& t : threads) t.join();
+  for (const Part& p : parts_) edge_count_ += p.edges.size();
+
+  root_offsets_.push_back(0);
+  for (const RootRange& r : roots.ranges) {
+    auto add = [&](std::uint32_t e) { root_targets_.push_back(e); };
+    if (r.kind == RootKind::registers) {
+      const ThreadState& t = image.threads()[r.thread];
+      for (Reg reg : scanned_registers()) {
+        const BlockId target = index_.find(t.reg(reg));
+        if (target != kNoBlock) add(target | (t.reg(reg) != blocks[target].address() ? kInteriorBit : 0u));
+      }
+    } else {
+      scan_words(image, index_, r.start, r.end, add);
+    }
+    root_offsets_.push_back(static_cast<std::uint32_t>(root_targets_.size()));
+  }
+}
+
+std::vector<Address> ReferenceGraph::edge_sites(BlockId from, BlockId to) const {
+  std::vector<Address> sites;
+  const Block& b = index_.blocks()[from];
+  for_each_pointer(b.address(), b.address() + b.usable_size(), [&](Address at, BlockId target) {
+    if (target == to) sites.push_back(at);
+  });
+  return sites;
+}
+
+std::vector<Address> ReferenceGraph::root_edge_sites(std::size_t root, BlockId to) const {
+  std::vector<Address> sites;
+  const RootRange& r = roots_.ranges[root];
+  if (r.kind == RootKind::registers) {
+    const ThreadState& t = image_.threads()[r.thread];
+    for (Reg reg : scanned_registers())
+      if (index_.find(t.reg(reg)) == to) sites.push_back(static_cast<Address>(reg));
+    return sites;
+  }
+  for_each_pointer(r.start, r.end, [&](Address at, BlockId target) {
+    if (target == to) sites.push_back(at);
+  });
+  return sites;
+}
+
+std::span<const std::uint32_t> ReferenceGraph::out_edges(BlockId b) const {
+  for (const Part& p : parts_)
+    if (b >= p.first && b < p.last) {
+      const std::size_t i = b - p.first;
+      return {p.edges.data() + p.offsets[i], p.offsets[i + 1] - p.offsets[i]};
+    }
+  return {};
+}
+
+std::span<const std::uint32_t> ReferenceGraph::root_edges(std::size_t root) const {
+  return {root_targets_.data() + root_offsets_[root], root_offsets_[root + 1] - root_offsets_[root]};
+}
+
+void ReferenceGraph::build_reverse() const {
+  std::call_once(reverse_once_, [this] {
+    in_offsets_.assign(block_count_ + 1, 0);
+    for (const Part& p : parts_)
+      for (std::uint32_t e : p.edges) ++in_offsets_[edge_target(e) + 1];
+    for (std::size_t i = 1; i < in_offsets_.size(); ++i) in_offsets_[i] += in_offsets_[i - 1];
+    in_edges_.resize(edge_count_);
+    std::vector<std::uint32_t> fill(in_offsets_.begin(), in_offsets_.end() - 1);
+    for (const Part& p : parts_)
+      for (BlockId b = p.first; b < p.last; ++b)
+        for (std::uint32_t e : out_edges(b)) in_edges_[fill[edge_target(e)]++] = b | (e & kInteriorBit);
+
+    in_root_offsets_.assign(block_count_ + 1, 0);
+    for (std::uint32_t e : root_targets_) ++in_root_offsets_[edge_target(e) + 1];
+    for (std::size_t i = 1; i < in_root_offsets_.size(); ++i) in_root_offsets_[i] += in_root_offsets_[i - 1];
+    in_roots_.resize(root_targets_.size());
+    std::vector<std::uint32_t> rfill(in_root_offsets_.begin(), in_root_offsets_.end() - 1);
+    for (std::size_t r = 0; r + 1 < root_offsets_.size(); ++r)
+      for (std::uint32_t e : root_edges(r)) in_roots_[rfill[edge_target(e)]++] = static_cast<std::uint32_t>(r);
+  });
+}
+
+std::span<const std::uint32_t> ReferenceGraph::in_edges(BlockId b) const {
+  build_reverse();
+  return {in_edges_.data() + in_offsets_[b], in_offsets_[b + 1] - in_offsets_[b]};
+}
+
+std::span<const std::uint32_t> ReferenceGraph::in_root_edges(BlockId b) const {
+  build_reverse();
+  return {in_roots_.data() + in_root_offsets_[b], in_root_offsets_[b + 1] - in_root_offsets_[b]};
+}
+
+std::size_t ReferenceGraph::memory_bytes() const {
+  std::size_t n = index_.memory_bytes() + root_offsets_.capacity() * 4 + root_targets_.capacity() * 4;
+  for (const Part& p : parts_) n += p.offsets.capacity() * 4 + p.edges.capacity() * 4;
+  n += (in_offsets_.capacity() + in_edges_.capacity() + in_root_offsets_.capacity() + in_roots_.capacity()) * 4;
+  return n;
+}
+
+}  // namespace heapscope

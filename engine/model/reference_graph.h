@@ -1,0 +1,86 @@
+// ReferenceGraph: who points to whom. A conservative scan reads every aligned word of every allocated
+// block and root range; a word that lands in an allocated block's user bytes is an edge. Edges are kept
+// in CSR form with 32-bit block ids; the top bit of an edge marks a pointer into the block's interior.
+// Forward edges are built by the scan (in parallel, one contiguous slice of blocks per worker, so the
+// per-worker arrays are already in CSR order and are kept as they are, not copied); reverse edges are
+// built on first use.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "image/word_scan.h"
+#include "model/block_index.h"
+#include "model/roots.h"
+
+namespace heapscope {
+
+inline constexpr std::uint32_t kInteriorBit = 0x80000000u;
+inline BlockId edge_target(std::uint32_t e) { return e & ~kInteriorBit; }
+inline bool edge_is_interior(std::uint32_t e) { return (e & kInteriorBit) != 0; }
+
+class ReferenceGraph {
+ public:
+  // Scans the blocks `index` covers and the roots, with up to `workers` threads (0: all cores). The index
+  // is the session's one and must outlive the graph.
+  ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, unsigned workers = 0);
+
+  std::size_t block_count() const { return block_count_; }
+  std::size_t edge_count() const { return edge_count_; }
+  const BlockIndex& index() const { return index_; }
+
+  std::span<const std::uint32_t> out_edges(BlockId b) const;
+  // Roots' edges: for root range r, the blocks its words point to.
+  std::span<const std::uint32_t> root_edges(std::size_t root) const;
+  std::size_t root_count() const { return root_offsets_.size() - 1; }
+
+  // Reverse edges (built on first call): blocks pointing into b, and roots pointing into b.
+  std::span<const std::uint32_t> in_edges(BlockId b) const;
+  std::span<const std::uint32_t> in_root_edges(BlockId b) const;  // root indices
+
+  std::size_t memory_bytes() const;
+
+  // Edge sites: where the pointers behind edges live. The graph keeps 4 bytes per edge, not where each
+  // came from, so these rescan the one block or root range asked about (a few words), in one place.
+  // Every word of block `from` that points into block `to`, in address order.
+  std::vector<Address> edge_sites(BlockId from, BlockId to) const;
+  // Every word of root range `root` that points into block `to`; for a thread's registers, the Reg of
+  // each register that does (as an Address).
+  std::vector<Address> root_edge_sites(std::size_t root, BlockId to) const;
+  // Calls fn(word address, block) for every word of [start, end) that points into an allocated block:
+  // how a root range's pointers are split among the variables or frames it holds.
+  template <typename Fn>
+  void for_each_pointer(Address start, Address end, Fn&& fn) const;
+
+ private:
+  struct Part {  // the edges of blocks [first, last), scanned by one worker
+    BlockId first = 0, last = 0;
+    std::vector<std::uint32_t> offsets;  // last - first + 1 entries
+    std::vector<std::uint32_t> edges;
+  };
+  void build_reverse() const;
+
+  const Image& image_;
+  const RootSet& roots_;
+  const BlockIndex& index_;
+  std::size_t block_count_ = 0;
+  std::size_t edge_count_ = 0;
+  std::vector<Part> parts_;
+  std::vector<std::uint32_t> root_offsets_;
+  std::vector<std::uint32_t> root_targets_;
+
+  mutable std::once_flag reverse_once_;
+  mutable std::vector<std::uint32_t> in_offsets_, in_edges_;
+  mutable std::vector<std::uint32_t> in_root_offsets_, in_roots_;
+};
+
+template <typename Fn>
+void ReferenceGraph::for_each_pointer(Address start, Address end, Fn&& fn) const {
+  for_each_word(image_, start, end, [&](Address at, std::uint64_t word) {
+    if (const BlockId b = index_.find(word); b != kNoBlock) fn(at, b);
+  });
+}
+
+}  // namespace heapscope

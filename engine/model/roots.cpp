@@ -1,0 +1,333 @@
+#include "model/roots.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "elf/elf_file.h"
+#include "runtime/static_tls.h"
+
+namespace heapscope {
+
+namespace {
+
+constexpr Address kRedZone = 128;  // the x86-64 ABI lets leaf functions keep data below the stack pointer
+
+
+using Ranges = std::vector<HeapSegment>;
+
+Ranges heap_ranges(const HeapModel& heap) {
+  Ranges r;
+  for (const ArenaInfo& a : heap.arenas) r.insert(r.end(), a.heaps.begin(), a.heaps.end());
+  r.insert(r.end(), heap.metadata.begin(), heap.metadata.end());
+  for (const Block& b : heap.blocks)
+    if (b.state == BlockState::mmapped) r.push_back({b.chunk & ~Address{4095}, b.chunk + b.chunk_size()});
+  std::sort(r.begin(), r.end(), [](auto& x, auto& y) { return x.start < y.start; });
+  return r;
+}
+
+// [start, end) minus the sorted `taken` ranges, appended to out as roots of `proto`'s kind.
+void add_minus(std::vector<RootRange>& out, RootRange proto, const Ranges& taken) {
+  Address cursor = proto.start;
+  for (const HeapSegment& h : taken) {
+    if (h.end <= cursor || h.start >= proto.end) continue;
+    if (h.start > cursor) {
+      RootRange piece = proto;
+      piece.start = cursor;
+      piece.end = h.start;
+      out.push_back(piece);
+    }
+    cursor = std::max(cursor, h.end);
+  }
+  if (cursor < proto.end) {
+    proto.start = cursor;
+    out.push_back(proto);
+  }
+}
+
+void add_thread_roots(const Image& image, std::vector<RootRange>& out, Ranges& claimed) {
+  const auto& threads = image.threads();
+  for (std::uint32_t i = 0; i < threads.size(); ++i) {
+    const ThreadState& t = threads[i];
+    RootRange regs;
+    regs.kind = RootKind::registers;
+    regs.thread = i;
+    out.push_back(regs);
+    if (const MemoryRegion* stack = image.region_at(t.sp())) {
+      RootRange s;
+      s.kind = RootKind::stack;
+      s.thread = i;
+      s.anchor = t.sp();
+      s.start = std::max(stack->start, (t.sp() - kRedZone) & ~Address{7});
+      s.end = stack->end;
+      out.push_back(s);
+      claimed.push_back({stack->start, stack->end});
+    }
+  }
+}
+
+// The main thread's TLS and TCB live in memory ld.so allocated; other threads' sit at the top of their
+// stacks (already scanned). Scanning the mapping around fs_base covers both without knowing glibc's
+// static TLS size.
+void add_tls_roots(const Image& image, std::vector<RootRange>& out, Ranges& claimed, const Ranges& heap) {
+  const auto& threads = image.threads();
+  for (std::uint32_t i = 0; i < threads.size(); ++i) {
+    const Address tp = threads[i].fs_base();
+    const MemoryRegion* r = tp ? image.region_at(tp) : nullptr;
+    if (!r || !r->writable) continue;
+    const bool in_claimed = std::any_of(claimed.begin(), claimed.end(),
+                                        [&](const HeapSegment& c) { return tp >= c.start && tp < c.end; });
+    if (in_claimed) continue;  // a pthread's TLS: part of its stack mapping
+    RootRange tls;
+    tls.kind = RootKind::tls;
+    tls.thread = i;
+    tls.start = r->start;
+    tls.end = r->end;
+    add_minus(out, tls, heap);
+    claimed.push_back({r->start, r->end});
+  }
+}
+
+void add_module_roots(const Image& image, std::vector<RootRange>& out, Ranges& claimed, const Ranges& heap,
+                      std::vector<std::string>& warnings) {
+  const auto& modules = image.modules();
+  for (std::uint32_t m = 0; m < modules.size(); ++m) {
+    const Module& mod = modules[m];
+    if (mod.file_on_disk.empty()) continue;
+    std::string error;
+    auto elf = ElfFile::open(mod.file_on_disk, &error);
+    if (!elf) {
+      warnings.push_back(fmt::format("globals of {} are not scanned: {}", mod.path, error));
+      continue;
+    }
+    for (const GElf_Phdr& ph : elf->program_headers()) {
+      if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_W)) continue;
+      RootRange g;
+      g.kind = RootKind::global;
+      g.module = m;
+      g.start = (mod.load_bias + ph.p_vaddr) & ~Address{7};
+      g.end = mod.load_bias + ph.p_vaddr + ph.p_memsz;
+      add_minus(out, g, heap);
+      claimed.push_back({g.start, g.end});
+    }
+  }
+}
+
+// An exited thread's descriptor stays until it is joined (or, for a cached stack, reused), and keeps its
+// DTV, TLS blocks and pthread key data; the rest of its stack mapping is dead.
+void add_exited_thread_roots(const LibcThreads& glibc, std::vector<RootRange>& out, Ranges& claimed) {
+  for (const LibcThread& t : glibc.threads) {
+    if (!t.exited() || t.stack_start == 0) continue;
+    claimed.push_back({t.stack_start, t.stack_end});
+    RootRange r;
+    r.kind = RootKind::exited_thread;
+    r.anchor = t.descriptor;
+    r.in_stack_cache = t.list == LibcThread::List::cache;  // glibc keeps its DTV for the next thread
+    r.start = t.descriptor;
+    r.end = std::min(t.stack_end, t.descriptor + glibc.descriptor_size);
+    out.push_back(r);
+  }
+}
+
+// TLS blocks of dlopen'ed modules are malloc'ed on first use and reached through the thread's DTV
+// (tcbhead_t.dtv at tp+8; dtv[-1] holds its length, each entry is {val, to_free}). Their words are roots
+// labelled by thread and module id.
+void add_dynamic_tls_roots(const Image& image, const HeapModel& heap, std::vector<RootRange>& out) {
+  constexpr std::uint64_t kMaxModules = 1 << 16;
+  const auto& threads = image.threads();
+  for (std::uint32_t i = 0; i < threads.size(); ++i) {
+    const Address tp = threads[i].fs_base();
+    const auto dtv = tp ? image.read_u64(tp + 8) : std::nullopt;
+    const auto length = dtv && *dtv ? image.read_u64(*dtv - 16) : std::nullopt;
+    if (!length || *length == 0 || *length > kMaxModules) continue;
+    for (std::uint64_t modid = 1; modid <= *length; ++modid) {
+      const auto val = image.read_u64(*dtv + 16 * modid);
+      const auto to_free = image.read_u64(*dtv + 16 * modid + 8);
+      if (!val || !to_free || *to_free == 0) continue;  // static TLS or not allocated yet
+      const Block* b = heap.block_containing(*to_free);
+      if (!b || !is_allocated(b->state) || *val < b->address() || *val >= b->address() + b->usable_size()) continue;
+      RootRange r;
+      r.kind = RootKind::dynamic_tls;
+      r.thread = i;
+      r.anchor = modid;
+      r.start = *val;
+      r.end = b->address() + b->usable_size();
+      out.push_back(r);
+    }
+  }
+}
+
+// Anonymous writable memory nobody else accounts for: custom mmaps, ld.so's own allocations. Scanning
+// it can only hide leaks (as valgrind does too), never invent them.
+void add_anonymous_roots(const Image& image, std::vector<RootRange>& out, Ranges claimed, const Ranges& heap) {
+  claimed.insert(claimed.end(), heap.begin(), heap.end());
+  std::sort(claimed.begin(), claimed.end(), [](auto& x, auto& y) { return x.start < y.start; });
+  for (const MemoryRegion& r : image.regions()) {
+    if (!r.readable || !r.writable || !r.bytes_present || !r.backing_path.empty()) continue;
+    RootRange a;
+    a.kind = RootKind::anonymous;
+    a.start = r.start;
+    a.end = r.end;
+    add_minus(out, a, claimed);
+  }
+}
+
+// One root per registration that holds memory, its slot carved out of the roots collected before it.
+void add_finalizer_roots(const Image& image, RootSet& roots) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < roots.finalizers.size(); ++i)
+    if (roots.finalizers[i].slot_start < roots.finalizers[i].slot_end) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return roots.finalizers[a].slot_start < roots.finalizers[b].slot_start;
+  });
+  Ranges slots;
+  std::vector<RootRange> finalizers;
+  for (std::size_t i : order) {
+    const FinalizerRegistration& reg = roots.finalizers[i];
+    if (!slots.empty() && reg.slot_start < slots.back().end) continue;  // two registrations of one object: one holds it
+    RootRange r;
+    r.kind = RootKind::finalizer;
+    r.start = reg.slot_start;
+    r.end = reg.slot_end;
+    r.thread = reg.thread;
+    r.anchor = i;
+    r.label = finalizer_label(image, reg);
+    finalizers.push_back(std::move(r));
+    slots.push_back({reg.slot_start, reg.slot_end});
+  }
+  std::vector<RootRange> carved;
+  for (RootRange& r : roots.ranges) {
+    if (r.kind == RootKind::registers) carved.push_back(std::move(r));
+    else add_minus(carved, std::move(r), slots);
+  }
+  carved.insert(carved.end(), std::make_move_iterator(finalizers.begin()), std::make_move_iterator(finalizers.end()));
+  roots.ranges = std::move(carved);
+}
+
+}  // namespace
+
+std::string finalizer_label(const Image& image, const FinalizerRegistration& reg) {
+  const std::string thread = reg.thread != FinalizerRegistration::kNoThread
+                                 ? thread_label(image, reg.thread)
+                                 : fmt::format("exited thread 0x{:x}", reg.exited_thread);
+  switch (reg.kind) {
+    case FinalizerKind::tls_dtor:
+      return fmt::format("thread_local destructor {} of {} ({})", reg.function_name,
+                         reg.variable.empty() ? fmt::format("0x{:x}", reg.object) : reg.variable, thread);
+    case FinalizerKind::pthread_key:
+      return fmt::format("pthread key {} destructor {} data ({})", reg.key, reg.function_name, thread);
+    default:
+      return fmt::format("exit handler {} ({}) argument", reg.function_name, finalizer_kind_name(reg.kind));
+  }
+}
+
+std::string thread_label(const Image& image, std::uint32_t index) {
+  const auto& threads = image.threads();
+  return index < threads.size() ? fmt::format("thread {} (tid {})", index + 1, threads[index].tid)
+                                : fmt::format("thread {}", index + 1);
+}
+
+const char* root_kind_name(RootKind k) {
+  switch (k) {
+    case RootKind::registers: return "register";
+    case RootKind::stack: return "stack";
+    case RootKind::global: return "global";
+    case RootKind::tls: return "tls";
+    case RootKind::dynamic_tls: return "dynamic_tls";
+    case RootKind::anonymous: return "anonymous";
+    case RootKind::exited_thread: return "exited_thread";
+    case RootKind::finalizer: return "finalizer";
+  }
+  return "?";
+}
+
+const std::vector<Reg>& scanned_registers() {
+  static const std::vector<Reg> regs = {Reg::rax, Reg::rbx, Reg::rcx, Reg::rdx, Reg::rsi, Reg::rdi,
+                                        Reg::rbp, Reg::rsp, Reg::r8,  Reg::r9,  Reg::r10, Reg::r11,
+                                        Reg::r12, Reg::r13, Reg::r14, Reg::r15, Reg::rip};
+  return regs;
+}
+
+RootSet collect_roots(const Image& image, const HeapModel& heap, const LibcThreads& threads,
+                      LibcFinalizers finalizers) {
+  RootSet roots;
+  const Ranges heap_r = heap_ranges(heap);
+  Ranges claimed;
+  add_thread_roots(image, roots.ranges, claimed);
+  add_exited_thread_roots(threads, roots.ranges, claimed);
+  add_module_roots(image, roots.ranges, claimed, heap_r, roots.warnings);
+  add_tls_roots(image, roots.ranges, claimed, heap_r);
+  add_dynamic_tls_roots(image, heap, roots.ranges);
+  add_anonymous_roots(image, roots.ranges, claimed, heap_r);
+  roots.finalizers = std::move(finalizers.registrations);
+  roots.finalizer_notes = std::move(finalizers.notes);
+  add_finalizer_roots(image, roots);
+  return roots;
+}
+
+namespace {
+
+// "stack of thread 2 (tid 4711) frame #3 process_batch() at worker.cpp:88 variable batch (sp+0x40)" (the
+// variable when debug info places one there), or the frame-less
+// "stack of thread 2 (tid 4711), sp+0x40" when no unwound frame holds the word.
+std::string describe_stack_word(const Image& image, const RootRange& root, Address word,
+                                const std::vector<std::vector<Frame>>* frames) {
+  const std::string thread = thread_label(image, root.thread);
+  // Words in the red zone lie below the stack pointer.
+  const std::string from_sp = word >= root.anchor ? fmt::format("sp+0x{:x}", word - root.anchor)
+                                                  : fmt::format("sp-0x{:x}", root.anchor - word);
+  std::size_t index = 0;
+  const Frame* frame =
+      frames && root.thread < frames->size() ? frame_covering((*frames)[root.thread], word, &index) : nullptr;
+  if (!frame) return fmt::format("stack of {}, {}", thread, from_sp);
+  std::string label = fmt::format("stack of {} frame #{} {}", thread, index, frame->describe());
+  if (const FrameVariable* variable = frame->variable_at(word)) label += " variable " + variable->name;
+  return label + fmt::format(" ({})", from_sp);
+}
+
+}  // namespace
+
+std::string describe_root(const Image& image, const SymbolIndex& symbols, const RootRange& root, Address word,
+                          const std::vector<std::vector<Frame>>* frames) {
+  switch (root.kind) {
+    case RootKind::registers:
+      return fmt::format("register {}, {}", register_name(static_cast<Reg>(word)), thread_label(image, root.thread));
+    case RootKind::stack:
+      return describe_stack_word(image, root, word, frames);
+    case RootKind::global: {
+      // Through the root's own module: .bss past the file's last page lies outside the module's mappings.
+      const Module& mod = image.modules()[root.module];
+      const std::string module(mod.name());
+      const ModuleSymbols* syms = symbols.symbols_for(mod);
+      if (const Symbol* s = syms ? syms->covering(word - mod.load_bias) : nullptr) {
+        const std::string name = demangle(s->name);
+        const Address offset = word - mod.load_bias - s->value;
+        return offset ? fmt::format("global {}+0x{:x} in {}", name, offset, module)
+                      : fmt::format("global {} in {}", name, module);
+      }
+      return fmt::format("global {}+0x{:x}", module, word - mod.load_bias);
+    }
+    case RootKind::tls: {
+      const Address tp = image.threads()[root.thread].fs_base();
+      const std::string variable = static_tls_variable(image, symbols, tp, word);
+      const std::string place = word < tp ? fmt::format("tp-0x{:x}", tp - word) : fmt::format("tp+0x{:x}", word - tp);
+      return variable.empty() ? fmt::format("static TLS of {}, {}", thread_label(image, root.thread), place)
+                              : fmt::format("static TLS of {}: {}", thread_label(image, root.thread), variable);
+    }
+    case RootKind::dynamic_tls:
+      return fmt::format("dynamic TLS of {} (module id {}) at +0x{:x}", thread_label(image, root.thread), root.anchor,
+                         word - root.start);
+    case RootKind::anonymous:
+      return fmt::format("anonymous mapping 0x{:x}-0x{:x} at +0x{:x}", root.start, root.end, word - root.start);
+    case RootKind::exited_thread:
+      return fmt::format("descriptor of an exited thread {} (pthread_t 0x{:x}) at +0x{:x}",
+                         root.in_stack_cache ? "in glibc's stack cache" : "that was never joined", root.anchor,
+                         word - root.start);
+    case RootKind::finalizer:
+      return root.label;
+  }
+  return "?";
+}
+
+}  // namespace heapscope

@@ -1,0 +1,79 @@
+// Roots: the memory a program can reach without going through the heap. Every root carries its kind and
+// enough context to be labelled for a person ("register rbx, thread 3 (tid 1234)", "global g_cache+0x10
+// in libfoo.so").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frames/unwind.h"
+#include "heap/heap_model.h"
+#include "image/image.h"
+#include "runtime/libc_runtime.h"
+#include "symbols/symbol_index.h"
+
+namespace heapscope {
+
+enum class RootKind : std::uint8_t {
+  registers,  // a thread's general registers
+  stack,      // a thread's stack, from its stack pointer (less the red zone) to the end of the mapping
+  global,     // writable PT_LOAD ranges (.data, .bss) of a module
+  tls,        // a thread's static TLS and thread control block
+  dynamic_tls,  // a TLS block of a dlopen'ed module, reached through a thread's DTV
+  anonymous,  // other anonymous writable memory that is neither heap nor a stack (custom mmaps, ld.so's own allocations)
+  exited_thread,  // the descriptor (struct pthread) of an exited thread glibc still keeps; its stack is dead
+  finalizer,  // what an exit handler, thread_local destructor or pthread key destructor will receive
+              // (runtime/libc_runtime.h); carved out of the roots above, so no byte counts twice
+};
+// "thread 3 (tid 1234)" for the thread at `index` of Image::threads() (numbered from 1, as debuggers do).
+std::string thread_label(const Image& image, std::uint32_t index);
+
+// "register", "stack", "global", "tls", "dynamic_tls", "anonymous", "exited_thread", "finalizer"
+const char* root_kind_name(RootKind k);
+
+struct RootRange {
+  RootKind kind = RootKind::global;
+  Address start = 0, end = 0;  // for registers: unused (values are in register_values)
+  std::uint32_t thread = 0;    // index into Image::threads() (registers, stack, tls, dynamic_tls)
+  std::uint32_t module = 0;    // index into Image::modules() (global)
+  // stack: the thread's stack pointer; dynamic_tls: the module id; exited_thread: pthread_t; finalizer: the
+  // registration (index into RootSet::finalizers)
+  Address anchor = 0;
+  bool in_stack_cache = false;  // exited_thread: detached or joined, its stack kept by glibc for reuse
+  std::string label;            // finalizer: "exit handler close_channel(void*) (cxa_atexit) argument"
+};
+
+struct RootSet {
+  std::vector<RootRange> ranges;
+  std::vector<FinalizerRegistration> finalizers;  // every registration, holding memory or not
+  std::vector<std::string> warnings;         // what the roots' own collection ran into
+  std::vector<std::string> finalizer_notes;  // how the finalizer lists were found without libc's symbols
+};
+
+// Collects the roots of an image. Heap memory (arena heaps and mmapped chunks) is never a root, and
+// neither is allocator metadata: only allocated blocks become graph targets. The stacks of exited threads
+// (glibc's thread list) are dead memory and no root either; only their descriptors are. A finalizer
+// registration's slot is taken out of whatever other root covered it; a slot inside a heap block (an
+// exit_function_list beyond the first, a second-level pthread key array, a dtor_list node) is a root and
+// stays an edge of that block as well.
+// The C library's thread list and registrations come in already read (the session reads them once; their
+// warnings are theirs, not the roots').
+RootSet collect_roots(const Image& image, const HeapModel& heap, const LibcThreads& threads,
+                      LibcFinalizers finalizers);
+
+// The label of a finalizer root: "exit handler close_channel(void*) (cxa_atexit) argument", "thread_local
+// destructor std::vector<char>::~vector() of t_feed in app (thread 1 (tid 42))", "pthread key 3 destructor
+// free_scratch(void*) data (thread 2 (tid 43))".
+std::string finalizer_label(const Image& image, const FinalizerRegistration& reg);
+
+// "register rbx, thread 3 (tid 1234)", "stack of thread 1 (tid 99), sp+0x40", "global g_list in app", ...
+// `word` is the address of the pointer inside the root (for registers: the Reg index). With the threads'
+// `frames` (Session::frames()), a stack word is named by the frame that holds it: "stack of thread 1
+// (tid 99) frame #3 process_batch() at worker.cpp:88 variable batch (sp+0x40)".
+std::string describe_root(const Image& image, const SymbolIndex& symbols, const RootRange& root, Address word,
+                          const std::vector<std::vector<Frame>>* frames = nullptr);
+
+// The registers a root scan reads: the general-purpose ones (segment registers and orig_rax excluded).
+const std::vector<Reg>& scanned_registers();
+
+}  // namespace heapscope

@@ -1,0 +1,49 @@
+#include "queries/block_refs.h"
+
+#include <fmt/format.h>
+
+
+namespace heapscope {
+
+BlockRef block_ref(Session& s, BlockId b) {
+  const Block& blk = s.heap().blocks[b];
+  return {blk.address(), blk.usable_size(), s.types().name(b, blk)};
+}
+
+RootRef root_ref(Session& s, std::size_t root, BlockId target) {
+  const RootRange& r = s.roots().ranges[root];
+  const std::vector<Address> sites = s.graph().root_edge_sites(root, target);
+  RootRef ref;
+  ref.kind = root_kind_name(r.kind);
+  if (r.kind == RootKind::registers) {
+    const Address reg = sites.empty() ? static_cast<Address>(Reg::rax) : sites.front();
+    ref.label = describe_root(s.image(), s.symbols(), r, reg);
+    return ref;
+  }
+  const Address found = sites.empty() ? 0 : sites.front();
+  ref.address = found;
+  if (r.kind == RootKind::global && found) ref.field = variable_field(s.image(), s.dwarf_types(), r.module, found);
+  // Unwinding costs a little; only a stack root needs the frames for its label.
+  ref.label = describe_root(s.image(), s.symbols(), r, found ? found : r.start,
+                            r.kind == RootKind::stack ? &s.frames() : nullptr);
+  return ref;
+}
+
+std::optional<std::uint64_t> pointer_offset(Session& s, BlockId from, BlockId to) {
+  const std::vector<Address> sites = s.graph().edge_sites(from, to);
+  if (sites.empty()) return std::nullopt;
+  return sites.front() - s.heap().blocks[from].address();
+}
+
+BlockId block_argument(Session& s, const std::string& text, Address* address) {
+  const Address a = s.evaluate_address(text);
+  if (address) *address = a;
+  const BlockId b = s.graph().index().find(a);
+  if (b != kNoBlock) return b;
+  if (const Block* any = s.heap().block_containing(a))
+    throw AnalysisError(fmt::format("0x{:x} is in a {} chunk at 0x{:x}, not an allocated block", a,
+                                    block_state_name(any->state), any->address()));
+  throw AnalysisError(fmt::format("0x{:x} is not in any heap block", a));
+}
+
+}  // namespace heapscope

@@ -1,0 +1,103 @@
+#include "queries/heap_snapshot.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "types/type_groups.h"
+#include "session/session.h"
+#include "base/phase_timer.h"
+
+namespace heapscope {
+
+namespace {
+
+// A root's name without what differs between two runs of one program (thread ids, addresses of
+// anonymous mappings, frame depths), so that the same root matches in cores of separate runs. Roots
+// that fold into one label (a recursive function's frames) are summed.
+std::string stable_root_label(const RootNode& n, const std::vector<std::vector<Frame>>& frames) {
+  const std::string thread = fmt::format("thread {}", n.thread + 1);
+  switch (n.kind) {
+    case RootKind::global: return n.label;
+    case RootKind::registers: return "registers of " + thread;
+    case RootKind::tls: return "static TLS of " + thread;
+    case RootKind::dynamic_tls: return "dynamic TLS of " + thread;
+    case RootKind::stack: {
+      if (n.frame == RootNode::kNoFrame || n.thread >= frames.size() || n.frame >= frames[n.thread].size())
+        return "stack of " + thread;
+      const std::string& function = frames[n.thread][n.frame].function;
+      return fmt::format("stack of {} in {}{}", thread, function.empty() ? "an unknown function" : function,
+                         n.variable.empty() ? "" : " variable " + n.variable);
+    }
+    case RootKind::anonymous: return "anonymous mappings";
+    case RootKind::exited_thread: return "descriptors of exited threads";
+    default: return n.label;  // finalizers: named by handler and variable
+  }
+}
+
+std::vector<SnapshotRootTotal> root_totals(Session& s) {
+  const Retention& r = s.retention();
+  const auto& frames = s.frames();
+  std::vector<SnapshotRootTotal> out;
+  std::unordered_map<std::string, std::size_t> by_label;
+  for (std::size_t i = 0; i < r.root_nodes().size(); ++i) {
+    const RootNode& n = r.root_nodes()[i];
+    const std::uint32_t node = r.root_node_id(i);
+    if (!r.reachable(node) || r.retained_blocks(node) == 0) continue;
+    std::string label = stable_root_label(n, frames);
+    auto [it, fresh] = by_label.try_emplace(label, out.size());
+    if (fresh) out.push_back({std::move(label), root_kind_name(n.kind), 0, 0});
+    out[it->second].blocks += r.retained_blocks(node);
+    out[it->second].bytes += r.retained_bytes(node);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const SnapshotRootTotal& a, const SnapshotRootTotal& b) { return a.bytes > b.bytes; });
+  return out;
+}
+
+}  // namespace
+
+HeapSnapshot take_snapshot(Session& s, std::string name) {
+  const HeapModel& heap = s.heap();
+  const BlockTypes& types = s.types();
+  std::vector<SnapshotRootTotal> roots = root_totals(s);
+  PhaseTimer timer("snapshot");
+  HeapSnapshot out;
+  out.name = std::move(name);
+  out.target = s.image().description();
+  out.pid = s.image().pid();
+  out.capture_time_ns = s.image().capture_time_ns();
+  out.warnings = s.warnings();
+  out.roots = std::move(roots);
+
+  TypeGroups groups(heap, types);
+  std::vector<std::uint32_t> snapshot_type;  // per group: index into out.types
+  for (BlockId b = 0; b < heap.blocks.size(); ++b) {
+    const Block& block = heap.blocks[b];
+    if (!is_allocated(block.state)) continue;
+    const std::uint32_t g = groups.of(b);
+    if (g >= snapshot_type.size()) snapshot_type.resize(g + 1, TypeGroups::kNone);
+    if (snapshot_type[g] == TypeGroups::kNone) {
+      snapshot_type[g] = static_cast<std::uint32_t>(out.types.size());
+      out.types.push_back({groups.name(g), 0, 0});
+    }
+    const std::uint32_t t = snapshot_type[g];
+    ++out.types[t].count;
+    out.types[t].bytes += block.usable_size();
+    ++out.in_use_blocks;
+    out.in_use_bytes += block.usable_size();
+    const std::uint32_t flag = block.state == BlockState::mmapped ? SnapshotBlock::kMmappedBit : 0;
+    out.blocks.push_back({block.address(), block.size_units, t | flag});
+  }
+  // The heap model keeps blocks in address order already; sorting again costs nothing then and keeps the
+  // same-address comparison correct whatever a future allocator walker does.
+  if (!std::is_sorted(out.blocks.begin(), out.blocks.end(),
+                      [](const SnapshotBlock& a, const SnapshotBlock& b) { return a.address < b.address; }))
+    std::sort(out.blocks.begin(), out.blocks.end(),
+              [](const SnapshotBlock& a, const SnapshotBlock& b) { return a.address < b.address; });
+  out.blocks.shrink_to_fit();
+  return out;
+}
+
+}  // namespace heapscope

@@ -1,0 +1,126 @@
+#include "queries/leak_report.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace heapscope {
+namespace {
+
+// What the image lacks that could hold pointers to heap blocks ("3 thread stacks and 8192 bytes of
+// writable memory"), empty when nothing.
+std::string unseen_memory(const Image& image) {
+  const std::size_t stacks = threads_without_stack(image).size();
+  const std::uint64_t bytes = missing_writable_bytes(image);
+  std::string parts;
+  if (stacks) parts = fmt::format("{} thread stack{}", stacks, stacks == 1 ? "" : "s");
+  if (bytes) parts += fmt::format("{}{} bytes of writable memory", parts.empty() ? "" : " and ", bytes);
+  return parts.empty() ? parts : parts + (stacks + (bytes ? 1 : 0) == 1 ? " is" : " are");
+}
+
+}  // namespace
+
+LeaksReport build_leaks_report(Session& s, std::size_t examples) {
+  const HeapModel& heap = s.heap();
+  const LeakVerdicts& v = s.verdicts();
+  const BlockTypes& types = s.types();
+  LeaksReport r;
+  std::map<std::pair<std::string, std::uint64_t>, LeakGroup> groups;
+  for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+    const Block& b = heap.blocks[i];
+    if (v.possibly[i]) r.possibly.add(b.usable_size());
+    if (!is_leaked(v.verdict[i])) continue;
+    const std::string type = types.name(i, b);
+    LeakGroup& g = groups[{type, b.usable_size()}];
+    g.type = type;
+    g.size = b.usable_size();
+    ++g.count;
+    g.bytes += b.usable_size();
+    r.leaked.add(b.usable_size());
+    switch (v.verdict[i]) {
+      case Verdict::direct_leak: ++g.direct; r.direct.add(b.usable_size()); break;
+      case Verdict::indirect_leak: ++g.indirect; r.indirect.add(b.usable_size()); break;
+      default: ++g.cycle; r.cycle.add(b.usable_size()); break;
+    }
+    // Direct leaks make the best examples: they are where each lost structure starts.
+    if (g.examples.size() < examples && (v.verdict[i] != Verdict::indirect_leak || g.direct == 0))
+      g.examples.push_back(b.address());
+  }
+  for (auto& [key, g] : groups) r.groups.push_back(std::move(g));
+  std::stable_sort(r.groups.begin(), r.groups.end(), [](auto& a, auto& b) { return a.bytes > b.bytes; });
+  // Say so first: the warnings below say where and why.
+  if (const std::string unseen = unseen_memory(s.image()); !unseen.empty()) {
+    r.partial = true;
+    r.warnings.insert(r.warnings.begin(), "partial result: " + unseen +
+                                              " missing from the image, so their pointers were not seen: blocks only "
+                                              "they point to are reported as leaked");
+  }
+  if (!s.heap().complete) {
+    r.partial = true;
+    r.warnings.insert(r.warnings.begin(), "partial result: the heap walk skipped damaged or unreadable parts of the "
+                                          "heap (run `verify` for details); blocks there are not in this report");
+  }
+  return r;
+}
+
+namespace {
+
+void add_block(HistogramRow& row, const Block& b, bool leaked) {
+  ++row.count;
+  row.bytes += b.usable_size();
+  if (!leaked) return;
+  ++row.leaked_count;
+  row.leaked_bytes += b.usable_size();
+}
+
+// Rows of one source location: each of its types' rows summed, its types listed by bytes.
+std::vector<HistogramRow> by_source(const std::vector<HistogramRow>& by_type) {
+  std::map<std::string, HistogramRow> rows;
+  for (const HistogramRow& t : by_type) {
+    HistogramRow& row = rows[t.source];
+    row.source = t.source;
+    row.types.push_back(t.type);
+    row.count += t.count;
+    row.bytes += t.bytes;
+    row.leaked_count += t.leaked_count;
+    row.leaked_bytes += t.leaked_bytes;
+  }
+  std::vector<HistogramRow> out;
+  for (auto& [source, row] : rows) out.push_back(std::move(row));
+  return out;
+}
+
+}  // namespace
+
+HistogramReport build_histogram(Session& s, const std::string& by) {
+  const HeapModel& heap = s.heap();
+  const LeakVerdicts& v = s.verdicts();
+  const BlockTypes& types = s.types();
+  HistogramReport r;
+  r.by = by;
+  std::map<std::string, HistogramRow> rows;
+  for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+    const Block& b = heap.blocks[i];
+    if (!is_allocated(b.state)) continue;
+    ++r.allocated_blocks;
+    const std::uint32_t type = types.type_id(i);
+    if (type != BlockTypes::kUnknown) ++r.typed_blocks;
+    HistogramRow& row = rows[types.name(i, b)];
+    row.source = types.source_of(type);
+    add_block(row, b, is_leaked(v.verdict[i]));
+  }
+  for (auto& [name, row] : rows) {
+    row.type = name;
+    r.rows.push_back(std::move(row));
+  }
+  auto most_bytes_first = [](auto& a, auto& b) { return a.bytes > b.bytes; };
+  std::stable_sort(r.rows.begin(), r.rows.end(), most_bytes_first);
+  if (by == "source") {
+    r.rows = by_source(r.rows);
+    std::stable_sort(r.rows.begin(), r.rows.end(), most_bytes_first);
+  }
+  return r;
+}
+
+}  // namespace heapscope

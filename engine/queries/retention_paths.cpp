@@ -1,0 +1,132 @@
+#include "queries/retention_paths.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "queries/block_fields.h"
+#include "queries/block_refs.h"
+#include "image/word_scan.h"
+
+namespace heapscope {
+
+namespace {
+
+// Follows `toward` (each block's next step towards the target) to build the path from `first`.
+RetainerPath make_path(Session& s, std::size_t root, BlockId first, const std::vector<BlockId>& toward) {
+  RetainerPath p;
+  p.root = root_ref(s, root, first);
+  const Retention& retention = s.retention();
+  for (BlockId b = first;; b = toward[b]) {
+    PathStep step;
+    step.block = block_ref(s, b);
+    step.retained = retention.retained_bytes(b);
+    const BlockId next = toward[b];
+    if (next != kNoBlock) step.offset = pointer_offset(s, b, next);
+    if (step.offset) step.field = field_at(s.dwarf_types(), s.dwarf_types().of_block(s.types(), b), *step.offset);
+    p.steps.push_back(std::move(step));
+    if (next == kNoBlock) break;
+  }
+  return p;
+}
+
+}  // namespace
+
+RetainersReport find_retainers(Session& s, BlockId target, Address query, std::size_t max_paths,
+                               std::size_t max_depth) {
+  const ReferenceGraph& g = s.graph();
+  RetainersReport r;
+  r.query = query;
+  r.target = block_ref(s, target);
+  r.verdict = verdict_name(s.verdicts().verdict[target]);
+
+  // Breadth-first backwards from the target: the first blocks found with a root pointing at them give
+  // the shortest paths.
+  constexpr BlockId kUnvisited = kNoBlock - 1;
+  std::vector<BlockId> toward(g.block_count(), kUnvisited);
+  toward[target] = kNoBlock;
+  std::vector<BlockId> level{target};
+  std::set<std::size_t> roots_used;
+  for (std::size_t depth = 1; !level.empty() && r.paths.size() < max_paths; ++depth) {
+    for (BlockId b : level) {
+      for (std::uint32_t root : g.in_root_edges(b)) {
+        if (r.paths.size() >= max_paths || !roots_used.insert(root).second) continue;
+        r.paths.push_back(make_path(s, root, b, toward));
+      }
+    }
+    if (depth >= max_depth) {
+      r.depth_limited = r.paths.size() < max_paths;
+      break;
+    }
+    std::vector<BlockId> next;
+    for (BlockId b : level)
+      for (std::uint32_t e : g.in_edges(b)) {
+        const BlockId from = edge_target(e);
+        if (toward[from] != kUnvisited) continue;
+        toward[from] = b;
+        next.push_back(from);
+      }
+    level = std::move(next);
+  }
+  return r;
+}
+
+std::optional<RetainerPath> shortest_retainer_path(Session& s, BlockId target) {
+  RetainersReport found = find_retainers(s, target, s.heap().blocks[target].address(), 1, kDefaultPathDepth);
+  if (found.paths.empty()) return std::nullopt;
+  return std::move(found.paths.front());
+}
+
+RefsReport find_referrers(Session& s, BlockId target, Address query) {
+  const ReferenceGraph& g = s.graph();
+  const auto& blocks = s.heap().blocks;
+  RefsReport r;
+  r.query = query;
+  r.target = block_ref(s, target);
+  std::set<BlockId> seen;
+  for (std::uint32_t e : g.in_edges(target)) {
+    const BlockId from = edge_target(e);
+    if (!seen.insert(from).second) continue;  // one entry per pointer word: the edge's sites
+    for (const Address at : g.edge_sites(from, target))
+      r.referrers.push_back({block_ref(s, from), at - blocks[from].address(), std::nullopt});
+  }
+  std::set<std::uint32_t> roots(g.in_root_edges(target).begin(), g.in_root_edges(target).end());
+  for (std::uint32_t root : roots) {
+    Referrer ref;
+    ref.root = root_ref(s, root, target);
+    r.referrers.push_back(std::move(ref));
+  }
+  return r;
+}
+
+DescribeReport describe_block(Session& s, BlockId target, Address query, std::size_t dump_bytes,
+                              std::size_t max_fields) {
+  const HeapModel& heap = s.heap();
+  const Block& b = heap.blocks[target];
+  DescribeReport r;
+  r.query = query;
+  r.block = block_ref(s, target);
+  r.chunk = b.chunk;
+  r.chunk_size = b.chunk_size();
+  r.state = block_state_name(b.state);
+  r.arena = b.arena == Block::kNoArena ? 0 : heap.arenas[b.arena].address;
+  r.verdict = verdict_name(s.verdicts().verdict[target]);
+  r.possibly = s.verdicts().possibly[target] != 0;
+  r.dump_address = b.address();
+  r.dump.resize(std::min<std::uint64_t>(dump_bytes, b.usable_size()));
+  r.dump.resize(s.image().read(b.address(), r.dump.data(), r.dump.size()));
+
+  for_each_word(s.image(), b.address(), b.address() + b.usable_size(), [&](Address at, std::uint64_t w) {
+    std::string where = pointer_target(s, w);
+    if (where.empty()) return;  // not a pointer to anything heapscope can name
+    r.pointers.push_back({at - b.address(), w, std::move(where)});
+  });
+  BlockFields fields = block_fields(s, target, max_fields);
+  r.fields_type = std::move(fields.type);
+  r.fields = std::move(fields.rows);
+  r.fields_truncated = fields.truncated;
+  return r;
+}
+
+}  // namespace heapscope

@@ -1,0 +1,375 @@
+#include "queries/retention_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <queue>
+#include <unordered_map>
+
+#include "queries/block_refs.h"
+#include "queries/retention_paths.h"
+#include "types/type_groups.h"
+#include "base/phase_timer.h"
+
+namespace heapscope {
+
+namespace {
+
+double percent_of_heap(const Retention& r, std::uint64_t bytes) {
+  return r.in_use_bytes() ? 100.0 * static_cast<double>(bytes) / static_cast<double>(r.in_use_bytes()) : 0;
+}
+
+RootNodeRef root_node_ref(Session& s, const RootNode& n) {
+  RootNodeRef ref;
+  ref.kind = root_kind_name(n.kind);
+  ref.label = n.label;
+  ref.symbol = n.symbol;
+  ref.module = n.module;
+  const auto& threads = s.image().threads();
+  if (n.thread < threads.size()) ref.tid = threads[n.thread].tid;
+  ref.address = n.address;
+  return ref;
+}
+
+Holder holder_of(Session& s, const Retention& r, std::uint32_t node) {
+  Holder h;
+  if (r.is_block(node)) h.block = block_ref(s, node);
+  else if (r.is_root(node)) h.root = root_node_ref(s, r.root(node));
+  return h;
+}
+
+// The retained bytes at which a node is a big retainer (at least 1 byte, so an empty heap has none).
+std::uint64_t big_retainer_threshold(const Retention& r) {
+  return std::max<std::uint64_t>(
+      1, static_cast<std::uint64_t>(std::ceil(static_cast<double>(r.in_use_bytes()) * kBigRetainerShare)));
+}
+
+// ---- top --by block / root / type ----
+
+std::vector<TopBlockRow> top_blocks(Session& s, const Retention& r, std::size_t count) {
+  using Entry = std::pair<std::uint64_t, BlockId>;  // (retained bytes, block)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> best;  // the smallest of the best on top
+  for (BlockId b = 0; b < r.block_count(); ++b) {
+    if (!r.reachable(b)) continue;
+    const std::uint64_t bytes = r.retained_bytes(b);
+    if (best.size() == count && bytes <= best.top().first) continue;
+    best.push({bytes, b});
+    if (best.size() > count) best.pop();
+  }
+  std::vector<TopBlockRow> rows(best.size());
+  for (std::size_t i = rows.size(); i-- > 0; best.pop()) {
+    rows[i].block = block_ref(s, best.top().second);
+    rows[i].retained = retained_of(r, best.top().second);
+  }
+  return rows;
+}
+
+std::vector<TopRootRow> top_roots(Session& s, const Retention& r, std::size_t count) {
+  std::vector<std::uint32_t> nodes;
+  for (std::size_t i = 0; i < r.root_nodes().size(); ++i) nodes.push_back(r.root_node_id(i));
+  std::stable_sort(nodes.begin(), nodes.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return r.retained_bytes(a) > r.retained_bytes(b); });
+  if (count && nodes.size() > count) nodes.resize(count);
+  std::vector<TopRootRow> rows;
+  for (std::uint32_t node : nodes) rows.push_back({root_node_ref(s, r.root(node)), retained_of(r, node)});
+  return rows;
+}
+
+// Per type: reachable instances, and what they retain. An instance dominated by another instance of its
+// type is inside that one's retained size already, so only the outermost ones count (a depth-first walk
+// of the dominator tree keeps, per type, how many instances are on the path from the super-root).
+std::vector<TopTypeRow> top_types(Session& s, const Retention& r, std::size_t count) {
+  const HeapModel& heap = s.heap();
+  TypeGroups groups(heap, s.types());
+  const std::span<const std::uint32_t> preorder = r.preorder();
+
+  std::vector<std::uint32_t> offsets(r.node_count() + 1, 0), children(preorder.empty() ? 0 : preorder.size() - 1);
+  for (std::size_t i = 1; i < preorder.size(); ++i) ++offsets[r.dominator(preorder[i]) + 1];
+  for (std::size_t i = 1; i < offsets.size(); ++i) offsets[i] += offsets[i - 1];
+  {
+    std::vector<std::uint32_t> fill(offsets.begin(), offsets.end() - 1);
+    for (std::size_t i = 1; i < preorder.size(); ++i) children[fill[r.dominator(preorder[i])]++] = preorder[i];
+  }
+
+  std::vector<TopTypeRow> rows;
+  std::vector<std::uint32_t> on_path;  // per group: instances on the current dominator-tree path
+  constexpr std::uint32_t kLeave = 0x80000000u;
+  std::vector<std::uint32_t> stack{r.super_root()};
+  while (!stack.empty()) {
+    const std::uint32_t item = stack.back();
+    stack.pop_back();
+    const std::uint32_t node = item & ~kLeave;
+    if (item & kLeave) {
+      --on_path[groups.of(node)];
+      continue;
+    }
+    if (r.is_block(node)) {
+      const std::uint32_t g = groups.of(node);
+      if (g >= rows.size()) {
+        rows.resize(g + 1);
+        on_path.resize(g + 1, 0);
+      }
+      TopTypeRow& row = rows[g];
+      ++row.count;
+      row.bytes += heap.blocks[node].usable_size();
+      if (on_path[g]++ == 0) {
+        row.retained.bytes += r.retained_bytes(node);
+        row.retained.blocks += r.retained_blocks(node);
+      }
+      stack.push_back(node | kLeave);
+    }
+    for (std::uint32_t i = offsets[node]; i < offsets[node + 1]; ++i) stack.push_back(children[i]);
+  }
+  for (std::uint32_t g = 0; g < rows.size(); ++g) {
+    rows[g].type = groups.name(g);
+    rows[g].retained.percent = percent_of_heap(r, rows[g].retained.bytes);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const TopTypeRow& a, const TopTypeRow& b) {
+    return a.retained.bytes != b.retained.bytes ? a.retained.bytes > b.retained.bytes : a.bytes > b.bytes;
+  });
+  if (rows.size() > count) rows.resize(count);
+  return rows;
+}
+
+// ---- suspects ----
+
+// Roots, and blocks no root alone dominates (held by several roots), that retain a large share of the
+// heap: the outermost big retainers. Largest first.
+std::vector<std::uint32_t> big_retainers(const Retention& r) {
+  const std::uint64_t threshold = big_retainer_threshold(r);
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t node = 0; node < r.node_count(); ++node) {  // in id order: sequential reads
+    if (!r.reachable(node) || r.retained_bytes(node) < threshold) continue;
+    const bool outermost = r.is_root(node) || (r.is_block(node) && !r.is_block(r.dominator(node)) &&
+                                                !r.is_root(r.dominator(node)));
+    if (outermost) out.push_back(node);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return r.retained_bytes(a) > r.retained_bytes(b); });
+  return out;
+}
+
+std::optional<RetainerPath> shortest_path(Session& s, const Retention& r, std::uint32_t node) {
+  if (!r.is_block(node)) return std::nullopt;
+  return shortest_retainer_path(s, node);
+}
+
+// The node `node` dominates that retains the most (kNoNode if it dominates nothing): one sequential
+// pass over the dominator array, cheap enough for the few suspects that ask.
+std::uint32_t largest_dominated(const Retention& r, std::uint32_t node) {
+  std::uint32_t best = kNoNode;
+  for (std::uint32_t v = 0; v < r.node_count(); ++v)
+    if (r.dominator(v) == node && (best == kNoNode || r.retained_bytes(v) > r.retained_bytes(best))) best = v;
+  return best;
+}
+
+// Eclipse MAT's accumulation point: going down from a big retainer through the node that retains the
+// most, the last one still holding most of it. The descent stops at a node whose largest child is of its
+// own type: a list or a tree is named by its first node, not somewhere along it.
+std::uint32_t accumulation_point(const Retention& r, const std::vector<std::uint32_t>& group, std::uint32_t holder) {
+  constexpr double kMostOf = 0.8;
+  constexpr int kMaxSteps = 32;
+  const auto enough = static_cast<std::uint64_t>(kMostOf * static_cast<double>(r.retained_bytes(holder)));
+  std::uint32_t at = holder;
+  for (int step = 0; step < kMaxSteps; ++step) {
+    const std::uint32_t next = largest_dominated(r, at);
+    if (next == kNoNode || r.retained_bytes(next) < enough) break;
+    if (r.is_block(at) && r.is_block(next) && group[at] == group[next]) break;
+    at = next;
+  }
+  return at;
+}
+
+struct GroupTotal {
+  std::uint64_t count = 0, bytes = 0;
+};
+
+// Big retainers first (largest first), then accumulations (most bytes first).
+class SuspectFinder {
+ public:
+  SuspectFinder(Session& s, const Retention& r)
+      : s_(s), r_(r), heap_(s.heap()), groups_(heap_, s.types()),
+        group_(group_per_block(groups_, r.block_count(), [&r](BlockId b) { return r.reachable(b); })),
+        big_(big_retainers(r)), threshold_(big_retainer_threshold(r)) {}
+
+  std::vector<Suspect> find() {
+    walk_dominator_tree();
+    std::vector<Suspect> out;
+    for (std::size_t i = 0; i < owned_.size(); ++i) out.push_back(big_retainer(i));
+    for (Suspect& sus : accumulations()) out.push_back(std::move(sus));
+    return out;
+  }
+
+ private:
+  static constexpr std::uint16_t kNoOwner = 0xffff;
+
+  // One pass, dominators first, finds for every reachable block the nearest dominator of another type
+  // (where instances of its type accumulate) and the big retainer it lies under, if any; the latter are
+  // totalled per type on the way.
+  void walk_dominator_tree() {
+    const std::size_t owners = std::min<std::size_t>(big_.size(), kNoOwner);
+    owned_.assign(owners, {});
+    std::vector<std::uint16_t> owner(r_.node_count(), kNoOwner);
+    for (std::size_t i = 0; i < owners; ++i) owner[big_[i]] = static_cast<std::uint16_t>(i);
+    accumulates_under_.assign(r_.block_count(), kNoNode);
+    accumulated_.assign(r_.node_count(), 0);
+    for (std::uint32_t node : r_.preorder().subspan(1)) {
+      const std::uint32_t up = r_.dominator(node);
+      if (owner[node] == kNoOwner) owner[node] = owner[up];
+      if (!r_.is_block(node)) continue;
+      accumulates_under_[node] = r_.is_block(up) && group_[up] == group_[node] ? accumulates_under_[up] : up;
+      ++accumulated_[accumulates_under_[node]];
+    }
+    // In block order: the block array is read sequentially.
+    for (BlockId b = 0; b < r_.block_count(); ++b) {
+      if (owner[b] == kNoOwner) continue;
+      auto& totals = owned_[owner[b]];
+      if (group_[b] >= totals.size()) totals.resize(group_[b] + 1);
+      ++totals[group_[b]].count;
+      totals[group_[b]].bytes += heap_.blocks[b].usable_size();
+    }
+  }
+
+  Suspect big_retainer(std::size_t i) {
+    Suspect sus;
+    sus.kind = Suspect::Kind::big_retainer;
+    sus.holder = holder_of(s_, r_, big_[i]);
+    sus.retained = retained_of(r_, big_[i]);
+    const std::uint32_t point = accumulation_point(r_, group_, big_[i]);
+    if (point != big_[i]) {
+      sus.accumulation_point = holder_of(s_, r_, point);
+      sus.accumulation_retained = retained_of(r_, point);
+    }
+    const std::vector<GroupTotal>& totals = owned_[i];
+    std::vector<std::uint32_t> order(totals.size());
+    for (std::uint32_t g = 0; g < order.size(); ++g) order[g] = g;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return totals[a].bytes > totals[b].bytes; });
+    for (std::uint32_t g : order) {
+      if (sus.retained_types.size() == kRetainedTypesPerSuspect || totals[g].count == 0) break;
+      TopTypeRow row;
+      row.type = groups_.name(g);
+      row.count = totals[g].count;
+      row.bytes = totals[g].bytes;
+      sus.retained_types.push_back(std::move(row));
+    }
+    sus.path = shortest_path(s_, r_, point);
+    return sus;
+  }
+
+  // Only under a block or a root (a kind or the super-root is no one dominator), and only where enough
+  // blocks accumulate for one type to possibly pass the bar.
+  std::vector<Suspect> accumulations() {
+    auto candidate = [&](std::uint32_t node) {
+      return (r_.is_block(node) || r_.is_root(node)) &&
+             (accumulated_[node] >= kAccumulationInstances || r_.retained_bytes(node) >= threshold_);
+    };
+    std::unordered_map<std::uint64_t, GroupTotal> piles;  // (dominator << 32 | group) → instances
+    for (BlockId b = 0; b < r_.block_count(); ++b) {
+      if (accumulates_under_[b] == kNoNode || !candidate(accumulates_under_[b])) continue;
+      GroupTotal& t = piles[std::uint64_t{accumulates_under_[b]} << 32 | group_[b]];
+      ++t.count;
+      t.bytes += heap_.blocks[b].usable_size();
+    }
+    std::vector<std::pair<std::uint64_t, GroupTotal>> found;
+    for (const auto& [key, t] : piles)
+      if (t.count >= kAccumulationInstances || (t.bytes >= threshold_ && t.count >= kAccumulationMinInstances))
+        found.emplace_back(key, t);
+    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+      return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes : a.first < b.first;
+    });
+    if (found.size() > kMaxAccumulationSuspects) found.resize(kMaxAccumulationSuspects);
+    std::vector<Suspect> out;
+    for (const auto& [key, t] : found) {
+      const auto holder = static_cast<std::uint32_t>(key >> 32);
+      Suspect sus;
+      sus.kind = Suspect::Kind::accumulation;
+      sus.holder = holder_of(s_, r_, holder);
+      sus.retained = retained_of(r_, holder);
+      sus.type = groups_.name(static_cast<std::uint32_t>(key & 0xffffffffu));
+      sus.instances = t.count;
+      sus.instance_bytes = t.bytes;
+      sus.path = shortest_path(s_, r_, holder);
+      out.push_back(std::move(sus));
+    }
+    return out;
+  }
+
+  Session& s_;
+  const Retention& r_;
+  const HeapModel& heap_;
+  TypeGroups groups_;
+  const std::vector<std::uint32_t> group_;  // per block
+  const std::vector<std::uint32_t> big_;
+  const std::uint64_t threshold_;
+  std::vector<std::vector<GroupTotal>> owned_;       // per big retainer, per group
+  std::vector<std::uint32_t> accumulates_under_;     // per block
+  std::vector<std::uint32_t> accumulated_;           // per node: blocks accumulating under it
+};
+
+}  // namespace
+
+Retained retained_of(const Retention& r, std::uint32_t node) {
+  return {r.retained_bytes(node), r.retained_blocks(node), percent_of_heap(r, r.retained_bytes(node))};
+}
+
+HeapTotals heap_totals(const Retention& r) {
+  HeapTotals t;
+  t.in_use_bytes = r.in_use_bytes();
+  t.in_use_blocks = r.in_use_blocks();
+  t.reachable_bytes = r.retained_bytes(r.super_root());
+  t.reachable_blocks = r.retained_blocks(r.super_root());
+  return t;
+}
+
+const char* top_by_name(TopBy by) {
+  switch (by) {
+    case TopBy::block: return "block";
+    case TopBy::type: return "type";
+    case TopBy::root: return "root";
+  }
+  return "?";
+}
+
+TopReport build_top_report(Session& s, TopBy by, std::size_t count) {
+  const Retention& r = s.retention();
+  PhaseTimer timer("top");
+  TopReport out;
+  out.by = top_by_name(by);
+  out.heap = heap_totals(r);
+  switch (by) {
+    case TopBy::block: out.blocks = top_blocks(s, r, count); break;
+    case TopBy::type: out.types = top_types(s, r, count); break;
+    case TopBy::root: out.roots = top_roots(s, r, count); break;
+  }
+  out.suspects = SuspectFinder(s, r).find();
+  return out;
+}
+
+RootsReport build_roots_report(Session& s, std::size_t count) {
+  const Retention& r = s.retention();
+  PhaseTimer timer("roots report");
+  RootsReport out;
+  out.heap = heap_totals(r);
+  std::vector<std::uint64_t> roots_of_kind(r.kind_count(), 0);
+  for (const RootNode& n : r.root_nodes()) ++roots_of_kind[static_cast<std::size_t>(n.kind)];
+  Retained by_kinds;
+  for (std::size_t k = 0; k < r.kind_count(); ++k) {
+    if (roots_of_kind[k] == 0) continue;
+    const auto kind = static_cast<RootKind>(k);
+    RootKindRow row{root_kind_name(kind), roots_of_kind[k], retained_of(r, r.kind_node_id(kind))};
+    by_kinds.bytes += row.retained.bytes;
+    by_kinds.blocks += row.retained.blocks;
+    out.kinds.push_back(std::move(row));
+  }
+  std::stable_sort(out.kinds.begin(), out.kinds.end(),
+                   [](const RootKindRow& a, const RootKindRow& b) { return a.retained.bytes > b.retained.bytes; });
+  out.shared.bytes = out.heap.reachable_bytes - by_kinds.bytes;
+  out.shared.blocks = out.heap.reachable_blocks - by_kinds.blocks;
+  out.shared.percent = percent_of_heap(r, out.shared.bytes);
+  out.roots = top_roots(s, r, count);
+  out.root_count = r.root_nodes().size();
+  return out;
+}
+
+}  // namespace heapscope

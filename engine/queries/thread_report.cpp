@@ -1,0 +1,251 @@
+#include "queries/thread_report.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "queries/block_refs.h"
+#include "queries/retention_paths.h"
+#include "image/word_scan.h"
+
+namespace heapscope {
+
+namespace {
+
+// A pthread's static TLS and descriptor sit at the top of its stack mapping, so the root scan sees them as
+// part of its stack. The DTV (tcbhead_t.dtv at tp+8, its length at dtv[-1], entries {val, to_free}) gives
+// where each module's static TLS block starts (to_free is null for those): the lowest such start inside
+// the mapping is where TLS begins; without one, the descriptor at the thread pointer is.
+Address static_tls_start(const Image& image, Address tp, Address mapping_start) {
+  constexpr std::uint64_t kMaxModules = 1 << 16;
+  Address lowest = tp;
+  const auto dtv = image.read_u64(tp + 8);
+  const auto length = dtv && *dtv ? image.read_u64(*dtv - 16) : std::nullopt;
+  if (!length || *length > kMaxModules) return lowest;
+  for (std::uint64_t modid = 1; modid <= *length; ++modid) {
+    const auto val = image.read_u64(*dtv + 16 * modid);
+    const auto to_free = image.read_u64(*dtv + 16 * modid + 8);
+    if (val && to_free && *to_free == 0 && *val >= mapping_start && *val < lowest) lowest = *val & ~Address{7};
+  }
+  return lowest;
+}
+
+// The blocks the words of [start, end) point to.
+std::unordered_set<BlockId> targets_of(Session& s, Address start, Address end) {
+  std::unordered_set<BlockId> out;
+  s.graph().for_each_pointer(start, end, [&](Address, BlockId b) { out.insert(b); });
+  return out;
+}
+
+// A pthread's stack root split in two at the start of its static TLS: blocks the stack node dominates and
+// only the TLS part points to are the TLS's.
+struct StackSplit {
+  std::uint32_t thread = 0;
+  std::unordered_set<BlockId> from_stack, from_tls;
+};
+
+std::vector<LiveThreadRow> live_threads(Session& s) {
+  const Image& image = s.image();
+  const Retention& r = s.retention();
+  std::vector<LiveThreadRow> rows;
+  for (const ThreadState& t : image.threads()) {
+    LiveThreadRow row;
+    row.tid = t.tid;
+    row.name = t.name;
+    if (const MemoryRegion* stack = image.region_at(t.sp())) {
+      row.stack_start = stack->start;
+      row.stack_end = stack->end;
+    }
+    rows.push_back(row);
+  }
+  std::unordered_map<std::uint32_t, std::uint32_t> stack_node_thread;  // stack root node → thread index
+  for (std::size_t i = 0; i < r.root_nodes().size(); ++i) {
+    const RootNode& n = r.root_nodes()[i];
+    if (n.thread >= rows.size()) continue;
+    const std::uint64_t bytes = r.retained_bytes(r.root_node_id(i));
+    LiveThreadRow& row = rows[n.thread];
+    if (n.kind == RootKind::registers) row.registers_retained += bytes;
+    // A thread's finalizer roots (thread_local objects with destructors, pthread key data) live in its
+    // static TLS or descriptor too.
+    if (n.kind == RootKind::tls || n.kind == RootKind::dynamic_tls || n.kind == RootKind::finalizer)
+      row.tls_retained += bytes;
+    if (n.kind == RootKind::stack) {
+      row.stack_retained += bytes;
+      stack_node_thread[r.root_node_id(i)] = n.thread;
+      if (n.frame != RootNode::kNoFrame && bytes > 0) row.frames.push_back({n.frame, n.label, n.variable, bytes});
+    }
+  }
+
+  std::unordered_map<std::uint32_t, StackSplit> splits;  // by stack root node
+  for (const RootRange& range : s.roots().ranges) {
+    if (range.kind != RootKind::stack) continue;
+    const Address tp = image.threads()[range.thread].fs_base();
+    const LiveThreadRow& row = rows[range.thread];
+    if (tp < row.stack_start || tp >= row.stack_end) continue;  // TLS elsewhere: a root of its own
+    const Address tls = std::max(range.start, static_tls_start(image, tp, row.stack_start));
+    for (const auto& [node, thread] : stack_node_thread) {
+      if (thread != range.thread) continue;
+      StackSplit& split = splits[node];
+      split.thread = thread;
+      // A stack carved around a finalizer root comes in pieces: their targets add up.
+      split.from_stack.merge(targets_of(s, range.start, tls));
+      split.from_tls.merge(targets_of(s, tls, range.end));
+    }
+  }
+  for (LiveThreadRow& row : rows)
+    std::stable_sort(row.frames.begin(), row.frames.end(), [](auto& a, auto& b) { return a.retained > b.retained; });
+  if (splits.empty()) return rows;
+  for (BlockId b = 0; b < r.block_count(); ++b) {
+    if (!r.reachable(b)) continue;
+    const auto it = splits.find(r.dominator(b));
+    if (it == splits.end()) continue;
+    const StackSplit& split = it->second;
+    if (!split.from_tls.contains(b) || split.from_stack.contains(b)) continue;
+    rows[split.thread].stack_retained -= r.retained_bytes(b);
+    rows[split.thread].tls_retained += r.retained_bytes(b);
+  }
+  return rows;
+}
+
+std::vector<ExitedThreadRow> exited_threads(Session& s) {
+  const Retention& r = s.retention();
+  std::map<Address, std::uint64_t> descriptor_retained;
+  for (std::size_t i = 0; i < r.root_nodes().size(); ++i) {
+    const RootNode& n = r.root_nodes()[i];
+    if (n.kind == RootKind::exited_thread) descriptor_retained[n.address] += r.retained_bytes(r.root_node_id(i));
+  }
+  std::vector<ExitedThreadRow> rows;
+  for (const LibcThread& t : s.libc_threads().threads) {
+    if (!t.exited() || t.stack_start == 0) continue;  // as the roots see them
+    ExitedThreadRow row;
+    row.pthread = t.descriptor;
+    row.stack_start = t.stack_start;
+    row.stack_end = t.stack_end;
+    row.in_stack_cache = t.list == LibcThread::List::cache;
+    row.descriptor_retained = descriptor_retained[t.descriptor];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// Finds every word equal to an exited thread's pthread_t, in allocated blocks and in roots. A descriptor
+// names itself (header.self, and joinid once detached): those words are no holders.
+class HandleScan {
+ public:
+  HandleScan(Session& s, std::vector<ExitedThreadRow>& exited) : s_(s), exited_(exited) {
+    for (std::size_t i = 0; i < exited.size(); ++i) by_handle_[exited[i].pthread] = i;
+  }
+
+  std::vector<HandleHolder> run(std::size_t max_depth) {
+    scan_blocks(max_depth);
+    scan_roots();
+    return std::move(holders_);
+  }
+
+ private:
+  void scan_blocks(std::size_t max_depth) {
+    const auto& blocks = s_.heap().blocks;
+    for (BlockId b = 0; b < blocks.size(); ++b) {
+      if (!is_allocated(blocks[b].state)) continue;
+      HandleHolder holder;
+      const Address start = blocks[b].address();
+      for_each_word(s_.image(), start, start + blocks[b].usable_size(),
+                    [&](Address, std::uint64_t word) { note(holder, word); });
+      if (holder.handles.empty()) continue;
+      holder.block = block_ref(s_, b);
+      RetainersReport paths = find_retainers(s_, b, start, 1, max_depth);
+      if (!paths.paths.empty()) holder.path = std::move(paths.paths.front());
+      holder.retained_by = dominating_root(b);
+      holders_.push_back(std::move(holder));
+    }
+  }
+
+  // The label of the root node the block hangs under in the dominator tree, if a single root holds it.
+  std::string dominating_root(BlockId b) {
+    const Retention& r = s_.retention();
+    std::uint32_t node = b;
+    while (r.is_block(node) && r.reachable(node)) node = r.dominator(node);
+    return r.is_block(node) || !r.is_root(node) ? std::string() : r.root(node).label;
+  }
+
+  void scan_roots() {
+    const Image& image = s_.image();
+    for (const RootRange& range : s_.roots().ranges) {
+      if (range.kind == RootKind::registers) {
+        for (Reg reg : scanned_registers()) {
+          HandleHolder holder;
+          note(holder, image.threads()[range.thread].reg(reg));
+          add_root_holder(std::move(holder), range, static_cast<Address>(reg), 0);
+        }
+        continue;
+      }
+      for_each_word(image, range.start, range.end, [&](Address at, std::uint64_t word) {
+        if (range.kind == RootKind::exited_thread && word == range.anchor) return;  // itself
+        HandleHolder holder;
+        note(holder, word);
+        add_root_holder(std::move(holder), range, at, at);
+      });
+    }
+  }
+
+  void add_root_holder(HandleHolder holder, const RootRange& range, Address word, Address address) {
+    if (holder.handles.empty()) return;
+    holder.root = RootRef{root_kind_name(range.kind), describe_root(s_.image(), s_.symbols(), range, word), address, {}};
+    holders_.push_back(std::move(holder));
+  }
+
+  void note(HandleHolder& holder, std::uint64_t word) {
+    const auto it = by_handle_.find(word);
+    if (it == by_handle_.end()) return;
+    ExitedThreadRow& thread = exited_[it->second];
+    if (std::find(holder.handles.begin(), holder.handles.end(), word) != holder.handles.end()) return;
+    holder.handles.push_back(word);
+    holder.stack_bytes += thread.stack_end - thread.stack_start;
+    ++thread.holders;
+  }
+
+  Session& s_;
+  std::vector<ExitedThreadRow>& exited_;
+  std::unordered_map<Address, std::size_t> by_handle_;
+  std::vector<HandleHolder> holders_;
+};
+
+std::vector<HandleHolderGroup> group_holders(const std::vector<HandleHolder>& holders) {
+  std::map<std::string, HandleHolderGroup> by_name;
+  for (const HandleHolder& h : holders) {
+    std::string name = h.root ? h.root->label : std::string();
+    if (h.block) name = h.retained_by.empty() ? h.block->type : h.block->type + " under " + h.retained_by;
+    HandleHolderGroup& g = by_name[name];
+    g.holder = name;
+    ++g.holders;
+    g.handles += h.handles.size();
+    g.stack_bytes += h.stack_bytes;
+  }
+  std::vector<HandleHolderGroup> groups;
+  for (auto& [name, g] : by_name) groups.push_back(std::move(g));
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const HandleHolderGroup& a, const HandleHolderGroup& b) { return a.stack_bytes > b.stack_bytes; });
+  return groups;
+}
+
+}  // namespace
+
+ThreadsReport build_threads_report(Session& s, std::size_t max_depth) {
+  ThreadsReport out;
+  out.threads = live_threads(s);
+  out.exited = exited_threads(s);
+  if (!out.exited.empty()) out.holders = HandleScan(s, out.exited).run(max_depth);
+  std::stable_sort(out.holders.begin(), out.holders.end(), [](const HandleHolder& a, const HandleHolder& b) {
+    return a.handles.size() > b.handles.size();
+  });
+  out.holder_groups = group_holders(out.holders);
+  for (const ExitedThreadRow& t : out.exited) {
+    out.exited_stack_bytes += t.stack_end - t.stack_start;
+    out.exited_descriptor_retained += t.descriptor_retained;
+    if (t.holders == 0) ++out.unheld_handles;
+  }
+  return out;
+}
+
+}  // namespace heapscope

@@ -1,0 +1,43 @@
+#include "runtime/allocator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace heapscope {
+
+MallocProvider find_malloc_provider(const Image& image, const SymbolIndex& symbols) {
+  // Lookup order: the dynamic linker's list; modules it does not list (a core without link_map) after,
+  // the executable first among them.
+  std::vector<const Module*> order;
+  for (const Module& m : image.modules()) order.push_back(&m);
+  std::stable_sort(order.begin(), order.end(), [](const Module* a, const Module* b) {
+    if (a->lookup_order != b->lookup_order) return a->lookup_order < b->lookup_order;
+    return a->is_main_executable && !b->is_main_executable;
+  });
+  for (const Module* m : order)
+    if (symbols.address_of(*m, "malloc")) return MallocProvider{m};
+  return {};
+}
+
+std::unique_ptr<LocatedAllocator> locate_allocator(const Image& image, const SymbolIndex& symbols,
+                                                   const std::vector<const AllocatorPlugin*>& plugins,
+                                                   std::string* error) {
+  const MallocProvider provider = find_malloc_provider(image, symbols);
+  std::vector<std::string> declined;
+  for (const AllocatorPlugin* plugin : plugins) {
+    std::string why_not;
+    if (auto located = plugin->locate(image, symbols, provider, &why_not)) return located;
+    declined.push_back(fmt::format("{}: {}", plugin->name(), why_not));
+  }
+  std::vector<std::string> names;
+  for (const AllocatorPlugin* plugin : plugins) names.emplace_back(plugin->name());
+  if (provider.module)
+    *error = fmt::format("unsupported allocator: {} serves malloc, and heapscope walks {} only", provider.name(),
+                         fmt::join(names, ", "));
+  else
+    *error = declined.size() == 1 ? declined.front() : fmt::format("no heap found ({})", fmt::join(declined, "; "));
+  return nullptr;
+}
+
+}  // namespace heapscope

@@ -1,0 +1,57 @@
+// The allocator boundary. Each allocator is a plug-in that decides itself whether it serves the process
+// (as LLDB's plug-ins do), and once located walks its heap into the allocator-neutral HeapModel. Nothing
+// above the runtime layer names a particular allocator: a new one is a new plug-in in runtime/<allocator>/
+// and one line in runtime/builtin/builtin_runtimes.cpp.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "heap/heap_check.h"
+#include "heap/heap_model.h"
+#include "image/image.h"
+#include "symbols/symbol_index.h"
+
+namespace heapscope {
+
+// The module whose `malloc` the process calls: the first module in symbol lookup order that defines it.
+// `module` is null when no module's symbols say (a stripped static executable, say).
+struct MallocProvider {
+  const Module* module = nullptr;
+  std::string name() const { return module ? std::string(module->name()) : std::string(); }
+};
+MallocProvider find_malloc_provider(const Image& image, const SymbolIndex& symbols);
+
+// One allocator found in one image: located once, then asked for its heap and its own checks.
+class LocatedAllocator {
+ public:
+  virtual ~LocatedAllocator() = default;
+  virtual std::string name() const = 0;  // "glibc"
+  // The walk: null with *error when nothing could be walked; otherwise a model whose warnings say what
+  // could not be (damaged chunks, unreadable memory), with `complete` false then.
+  virtual std::optional<HeapModel> walk(std::string* error) const = 0;
+  // Checks of the allocator's own structures (`verify`), over the model walk() gave; nothing when the
+  // allocator has no such checks.
+  virtual std::optional<HeapVerification> verify(const HeapModel& model) const = 0;
+};
+
+class AllocatorPlugin {
+ public:
+  virtual ~AllocatorPlugin() = default;
+  virtual std::string_view name() const = 0;  // "glibc malloc"
+  // Its allocator in `image`, or null with *why_not saying why this plug-in does not apply. `provider`
+  // is the module that serves malloc, when symbols tell.
+  virtual std::unique_ptr<LocatedAllocator> locate(const Image& image, const SymbolIndex& symbols,
+                                                   const MallocProvider& provider, std::string* why_not) const = 0;
+};
+
+// The first of `plugins` whose allocator is in the image. When none is, *error says why: which module
+// serves malloc and that no plug-in walks it ("unsupported allocator: …"), or why each plug-in declined.
+std::unique_ptr<LocatedAllocator> locate_allocator(const Image& image, const SymbolIndex& symbols,
+                                                   const std::vector<const AllocatorPlugin*>& plugins,
+                                                   std::string* error);
+
+}  // namespace heapscope

@@ -1,0 +1,24 @@
+#include "runtime/builtin/builtin_runtimes.h"
+
+#include "runtime/glibc/glibc_allocator.h"
+#include "runtime/glibc/glibc_finalizers.h"
+#include "runtime/glibc/glibc_threads.h"
+
+namespace heapscope {
+
+const std::vector<const AllocatorPlugin*>& builtin_allocator_plugins() {
+  static const std::vector<const AllocatorPlugin*> plugins{&glibc::allocator_plugin()};
+  return plugins;
+}
+
+// glibc is the one C library heapscope reads; another (musl) would be chosen here by what the image holds.
+LibcThreads read_libc_threads(const Image& image, const SymbolIndex& symbols) {
+  return find_glibc_threads(image, symbols);
+}
+
+LibcFinalizers read_libc_finalizers(const Image& image, const HeapModel& heap, const SymbolIndex& symbols,
+                                    const LibcThreads& threads) {
+  return find_glibc_finalizers(image, heap, symbols, threads);
+}
+
+}  // namespace heapscope

@@ -1,0 +1,21 @@
+// The runtimes heapscope knows, in one place: the allocator plug-ins, in the order they are asked, and the
+// C library readers. Adding an allocator is one line in builtin_runtimes.cpp.
+#pragma once
+
+#include <vector>
+
+#include "runtime/allocator.h"
+#include "runtime/libc_runtime.h"
+
+namespace heapscope {
+
+const std::vector<const AllocatorPlugin*>& builtin_allocator_plugins();
+
+// The process's thread descriptors, exited ones included (glibc's used and cache lists).
+LibcThreads read_libc_threads(const Image& image, const SymbolIndex& symbols);
+
+// Every exit handler, thread_local destructor and pthread key destructor registered, and what each holds.
+LibcFinalizers read_libc_finalizers(const Image& image, const HeapModel& heap, const SymbolIndex& symbols,
+                                    const LibcThreads& threads);
+
+}  // namespace heapscope

@@ -1,0 +1,325 @@
+#include "runtime/glibc/glibc_heap.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <unordered_set>
+
+#include "runtime/glibc/chunk_walk.h"
+#include "runtime/glibc/free_lists.h"
+#include "runtime/glibc/glibc_runtime.h"
+#include "runtime/glibc/mmapped_chunks.h"
+#include "base/phase_timer.h"
+
+namespace heapscope::glibc {
+
+namespace {
+
+// One contiguous piece of an arena to walk.
+struct SegmentJob {
+  std::uint16_t arena = 0;
+  HeapSegment range;
+  Address first_chunk = 0;
+  Address top = 0;  // when the arena's top chunk is in this segment
+  BlockSink sink;   // its slice of the model's block array
+  SegmentWalk result;
+};
+
+Address align16(Address a) { return (a + 15) & ~Address{15}; }
+
+// The sbrk heap of main_arena: from mp_.sbrk_base (or the start of the mapping that holds top) to the
+// end of the top chunk.
+void plan_main_arena(const Image& image, const Runtime& rt, Address top, std::uint16_t index,
+                     std::vector<SegmentJob>& jobs, ArenaInfo& arena, std::vector<std::string>& warnings) {
+  // With glibc.malloc.hugetlb, or when sbrk fails, main_arena takes memory with mmap instead
+  // ("non-contiguous"); it still starts at sbrk_base and ends at top while it has one region.
+  if (top == rt.layout.initial_top(rt.main_arena)) return;  // never used: nothing to walk
+  const auto top_size = image.read_u64(top + 8);
+  const MemoryRegion* region = image.region_at(top);
+  if (!top_size || !region) {
+    warnings.push_back(fmt::format("main arena: top chunk 0x{:x} is not in the image; its heap is skipped", top));
+    arena.complete = false;
+    return;
+  }
+  Address start = rt.params && rt.params->sbrk_base ? rt.params->sbrk_base : region->start;
+  Address end = top + (*top_size & ~kFlagMask);
+  if (start > top) start = region->start;
+  if (end > region->end || end < top) {
+    // A damaged top size: walk to the end of top's mapping, where the walk reports the damage, rather than
+    // sizing the walk's buffers by a garbage number.
+    warnings.push_back(fmt::format("main arena: top chunk 0x{:x} has size field 0x{:x}, past the end of its "
+                                   "mapping 0x{:x}", top, *top_size, region->end));
+    end = region->end;
+  }
+  SegmentJob job;
+  job.arena = index;
+  job.range = {start, end};
+  job.first_chunk = align16(start);
+  job.top = top;
+  jobs.push_back(job);
+  arena.overhead_bytes += job.first_chunk - start;
+}
+
+// A non-main arena's heaps: the newest holds top; heap_info.prev links back to the first, which holds the
+// arena itself.
+void plan_heap_arena(const Image& image, const Runtime& rt, Address arena_addr, Address top, std::uint16_t index,
+                     std::vector<SegmentJob>& jobs, ArenaInfo& arena, std::vector<std::string>& warnings) {
+  const std::uint64_t align = rt.heap_alignment();
+  Address heap = top & ~(align - 1);
+  std::unordered_set<Address> seen;
+  while (heap != 0) {
+    const auto ar_ptr = image.read_u64(heap);
+    const auto prev = image.read_u64(heap + 8);
+    const auto size = image.read_u64(heap + 16);
+    if (!ar_ptr || !prev || !size || *ar_ptr != arena_addr || *size > align || !seen.insert(heap).second) {
+      warnings.push_back(fmt::format("arena 0x{:x}: heap_info at 0x{:x} is unreadable or does not belong to "
+                                     "it; its remaining heaps are skipped", arena_addr, heap));
+      arena.complete = false;
+      return;
+    }
+    SegmentJob job;
+    job.arena = index;
+    job.range = {heap, heap + *size};
+    const bool first_heap = arena_addr == heap + rt.layout.heap_info_size;
+    job.first_chunk = first_heap ? align16(arena_addr + rt.layout.arena.size) : heap + rt.layout.heap_info_size;
+    job.top = (top >= heap && top < heap + *size) ? top : 0;
+    arena.overhead_bytes += job.first_chunk - heap;
+    jobs.push_back(job);
+    heap = *prev;
+  }
+}
+
+void run_in_parallel(std::vector<SegmentJob>& jobs, const Image& image) {
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    MemoryCursor mem(image);
+    for (std::size_t i = next++; i < jobs.size(); i = next++) {
+      SegmentJob& j = jobs[i];
+      j.result = walk_segment(mem, j.first_chunk, j.range.end, j.top, j.arena, j.sink);
+    }
+  };
+  const unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
+                                                     static_cast<unsigned>(jobs.size())));
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < n; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+}
+
+// Tcache and fastbin chunks look in use to the chunk walk (their successor's PREV_INUSE stays set).
+void mark_cached(HeapModel& model, const std::vector<Address>& chunks, BlockState state, const char* list) {
+  for (Address c : chunks) {
+    auto it = std::lower_bound(model.blocks.begin(), model.blocks.end(), c,
+                               [](const Block& b, Address a) { return b.chunk < a; });
+    if (it == model.blocks.end() || it->chunk != c) {
+      model.warnings.push_back(fmt::format("{} entry 0x{:x} is not a chunk of any walked heap", list, c + 16));
+      continue;
+    }
+    if (it->state != BlockState::in_use) {
+      model.warnings.push_back(fmt::format("{} entry 0x{:x} is listed twice or is also free in a bin "
+                                           "(double free or corruption?)", list, c + 16));
+      continue;
+    }
+    it->state = state;
+  }
+}
+
+void collect_free_lists(const Image& image, const Runtime& rt, HeapModel& model) {
+  if (rt.tcache_tp_offset) {
+    for (const ThreadState& t : image.threads()) {
+      if (t.fs_base() == 0) continue;
+      const auto tcache = image.read_u64(t.fs_base() + static_cast<std::uint64_t>(*rt.tcache_tp_offset));
+      if (!tcache || *tcache == 0) continue;
+      FreeListMembers m = tcache_members(image, rt.layout, *tcache, t.tid);
+      mark_cached(model, m.chunks, BlockState::tcache, "tcache");
+      model.warnings.insert(model.warnings.end(), m.warnings.begin(), m.warnings.end());
+    }
+  }
+  for (const ArenaInfo& a : model.arenas) {
+    FreeListMembers m = fastbin_members(image, rt.layout, a.address, model.blocks.size());
+    mark_cached(model, m.chunks, BlockState::fastbin, "fastbin");
+    model.warnings.insert(model.warnings.end(), m.warnings.begin(), m.warnings.end());
+  }
+}
+
+std::vector<HeapSegment> thread_stacks(const Image& image) {
+  std::vector<HeapSegment> out;
+  for (const ThreadState& t : image.threads())
+    if (const MemoryRegion* r = image.region_at(t.sp())) out.push_back({r->start, r->end});
+  return out;
+}
+
+void add_mmapped_chunks(const Image& image, const Runtime& rt, std::vector<SegmentJob>& jobs, HeapModel& model,
+                        std::vector<Block>& mmapped) {
+  std::vector<HeapSegment> exclude = thread_stacks(image);
+  for (const SegmentJob& j : jobs) exclude.push_back(j.range);
+  std::sort(exclude.begin(), exclude.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  MemoryCursor mem(image);
+  MmappedChunks found = find_mmapped_chunks(mem, exclude);
+  model.mmapped_total.blocks = found.blocks.size();
+  model.mmapped_total.bytes = found.mapped_bytes;
+  model.discovery.push_back({"mmapped chunks", 0, "scan"});
+  if (rt.params && (rt.params->n_mmaps != static_cast<int>(found.blocks.size()) ||
+                    rt.params->mmapped_mem != found.mapped_bytes))
+    model.warnings.push_back(fmt::format("mmapped chunks: found {} ({} bytes) but mp_ counts {} ({} bytes)",
+                                         found.blocks.size(), found.mapped_bytes, rt.params->n_mmaps,
+                                         rt.params->mmapped_mem));
+  mmapped = std::move(found.blocks);
+}
+
+// Every heap segment and mmapped block gets a slice of one block array, in address order, sized for
+// its worst case; the walkers fill their slices in parallel and compact() closes the gaps. No block is
+// copied between buffers, and untouched slack never becomes resident.
+struct Piece {
+  Address start = 0;
+  SegmentJob* job = nullptr;  // or a single mmapped block
+  Block mmapped;
+  std::size_t capacity = 1;
+};
+
+BlockArray lay_out_blocks(std::vector<SegmentJob>& jobs, const std::vector<Block>& mmapped,
+                          std::vector<Piece>& pieces) {
+  for (SegmentJob& j : jobs) pieces.push_back({j.range.start, &j, {}, max_chunks(j.first_chunk, j.range.end)});
+  for (const Block& b : mmapped) pieces.push_back({b.chunk, nullptr, b, 1});
+  std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.start < b.start; });
+  std::size_t total = 0;
+  for (const Piece& p : pieces) total += p.capacity;
+  BlockArray blocks(total);
+  std::size_t offset = 0;
+  for (Piece& p : pieces) {
+    if (p.job)
+      p.job->sink = {blocks.data() + offset, p.capacity, 0};
+    else
+      blocks.data()[offset] = p.mmapped;
+    offset += p.capacity;
+  }
+  return blocks;
+}
+
+void compact_blocks(const std::vector<Piece>& pieces, BlockArray& blocks) {
+  std::vector<BlockArray::Slice> slices;
+  std::size_t offset = 0;
+  for (const Piece& p : pieces) {
+    slices.push_back({offset, p.job ? p.job->sink.count : 1});
+    offset += p.capacity;
+  }
+  blocks.compact(slices);
+}
+
+void compute_totals_and_mallinfo(const Image& image, const Runtime& rt, HeapModel& model) {
+  for (const Block& b : model.blocks) {
+    if (b.arena != Block::kNoArena)
+      model.arenas[b.arena].totals[static_cast<int>(b.state)].add(b.chunk_size());
+    else
+      model.mmapped_chunks.add(b.chunk_size());
+  }
+  MallInfo& mi = model.mallinfo;
+  for (ArenaInfo& a : model.arenas) {
+    const auto& t = a.totals;
+    const auto bytes = [&](BlockState s) { return t[static_cast<int>(s)].bytes; };
+    const std::uint64_t avail = bytes(BlockState::free) + bytes(BlockState::fastbin) + bytes(BlockState::top);
+    mi.arena += a.system_bytes;
+    mi.ordblks += 1 + t[static_cast<int>(BlockState::free)].blocks;
+    mi.smblks += t[static_cast<int>(BlockState::fastbin)].blocks;
+    mi.fsmblks += bytes(BlockState::fastbin);
+    mi.fordblks += avail;
+    mi.uordblks += a.system_bytes - avail;
+    if (a.is_main) mi.keepcost = bytes(BlockState::top);
+    std::uint64_t walked = a.overhead_bytes;
+    for (const StateTotal& st : t) walked += st.bytes;
+    if (walked != a.system_bytes && a.complete) {
+      const auto flags = image.read_u32(a.address + rt.layout.arena.flags);
+      const bool noncontiguous = a.is_main && flags && (*flags & MallocStateLayout::kNonContiguousBit);
+      model.warnings.push_back(fmt::format(
+          "arena 0x{:x}: the walk accounts for {} bytes but the arena has {} from the system{}", a.address, walked,
+          a.system_bytes, noncontiguous ? " (it is non-contiguous: regions before its current one are not walked)" : ""));
+    }
+    const auto in_bins = regular_bin_count(image, rt.layout, a.address, model.blocks.size());
+    if (in_bins && *in_bins != t[static_cast<int>(BlockState::free)].blocks)
+      model.warnings.push_back(fmt::format("arena 0x{:x}: {} chunks are on its bins but the walk found {} free",
+                                           a.address, *in_bins, t[static_cast<int>(BlockState::free)].blocks));
+  }
+  mi.hblks = model.mmapped_total.blocks;
+  mi.hblkhd = model.mmapped_total.bytes;
+}
+
+}  // namespace
+
+HeapModel walk_heap(const Image& image, const Runtime& runtime) {
+  HeapModel model;
+  model.allocator = "glibc";
+  model.version = runtime.layout.minor ? runtime.layout.name() : "";
+  model.discovery = runtime.discovery;
+  model.warnings = runtime.warnings;
+  model.metadata.push_back({runtime.main_arena, runtime.main_arena + runtime.layout.arena.size});
+  if (runtime.params) model.trim = TrimSettings{runtime.params->trim_threshold, runtime.params->top_pad};
+  if (runtime.params)
+    model.metadata.push_back({runtime.params->address, runtime.params->address + runtime.layout.par.sbrk_base +
+                                                       runtime.layout.par.tcache_count_from_sbrk + 16});
+
+  std::vector<SegmentJob> jobs;
+  bool ring_closed = false;
+  const std::vector<Address> ring =
+      arena_ring(image, runtime.layout, runtime.main_arena, &model.warnings, 4096, &ring_closed);
+  if (!ring_closed) model.complete = false;  // arenas past the break are not walked
+  for (Address a : ring) {
+    const auto index = static_cast<std::uint16_t>(model.arenas.size());
+    ArenaInfo info;
+    info.address = a;
+    info.is_main = a == runtime.main_arena;
+    info.system_bytes = image.read_u64(a + runtime.layout.arena.system_mem).value_or(0);
+    const auto top = image.read_u64(a + runtime.layout.arena.top);
+    if (!top) {
+      model.warnings.push_back(fmt::format("arena 0x{:x} cannot be read; skipped", a));
+      model.complete = false;
+      continue;
+    }
+    if (info.is_main)
+      plan_main_arena(image, runtime, *top, index, jobs, info, model.warnings);
+    else {
+      plan_heap_arena(image, runtime, a, *top, index, jobs, info, model.warnings);
+      model.discovery.push_back({"arena", a, "arena-ring"});
+    }
+    model.arenas.push_back(std::move(info));
+  }
+
+  std::vector<Block> mmapped;
+  {
+    PhaseTimer t("walk: mmapped chunks");
+    add_mmapped_chunks(image, runtime, jobs, model, mmapped);
+  }
+  std::vector<Piece> pieces;
+  BlockArray blocks = lay_out_blocks(jobs, mmapped, pieces);
+  {
+    PhaseTimer t("walk: chunks");
+    run_in_parallel(jobs, image);
+  }
+  {
+    PhaseTimer t("walk: compact");
+    compact_blocks(pieces, blocks);
+    model.blocks = std::move(blocks);
+  }
+  for (SegmentJob& j : jobs) {
+    ArenaInfo& arena = model.arenas[j.arena];
+    arena.heaps.push_back(j.range);
+    arena.overhead_bytes += j.result.overhead_bytes;
+    if (!j.result.reached_end) arena.complete = false;
+    if (j.result.stopped_at) arena.walk_stops.push_back({j.range.start, j.result.stopped_at, j.result.last_good});
+    model.warnings.insert(model.warnings.end(), j.result.warnings.begin(), j.result.warnings.end());
+  }
+  for (ArenaInfo& a : model.arenas) {
+    std::sort(a.heaps.begin(), a.heaps.end(), [](auto& x, auto& y) { return x.start < y.start; });
+    model.complete = model.complete && a.complete;
+  }
+
+  {
+    PhaseTimer t("walk: free lists, totals");
+    collect_free_lists(image, runtime, model);
+    compute_totals_and_mallinfo(image, runtime, model);
+  }
+  return model;
+}
+
+}  // namespace heapscope::glibc

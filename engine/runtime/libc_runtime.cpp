@@ -1,0 +1,16 @@
+#include "runtime/libc_runtime.h"
+
+namespace heapscope {
+
+const char* finalizer_kind_name(FinalizerKind kind) {
+  switch (kind) {
+    case FinalizerKind::atexit: return "atexit";
+    case FinalizerKind::on_exit: return "on_exit";
+    case FinalizerKind::cxa_atexit: return "cxa_atexit";
+    case FinalizerKind::tls_dtor: return "tls_dtor";
+    case FinalizerKind::pthread_key: return "pthread_key";
+  }
+  return "?";
+}
+
+}  // namespace heapscope

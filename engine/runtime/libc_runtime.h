@@ -1,0 +1,64 @@
+// The C library's own records that roots and analyses need, in library-neutral terms: its list of thread
+// descriptors (which outlives the threads) and its exit-time registrations. glibc fills them
+// (runtime/glibc/glibc_threads, glibc_finalizers), chosen in runtime/builtin/; nothing above the runtime layer
+// names glibc.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "heap/heap_model.h"
+#include "image/image.h"
+#include "symbols/symbol_index.h"
+
+namespace heapscope {
+
+struct LibcThread {
+  enum class List { used, user, cache };
+  Address descriptor = 0;  // struct pthread: the pthread_t value
+  std::uint32_t tid = 0;   // 0 once the thread has exited (the kernel clears it)
+  List list = List::used;
+  Address stack_start = 0, stack_end = 0;  // the writable mapping holding it
+
+  // Its stack is dead memory: exited and not on a stack the application provided.
+  bool exited() const { return list == List::cache || (list == List::used && tid == 0); }
+};
+
+struct LibcThreads {
+  std::vector<LibcThread> threads;
+  std::uint64_t descriptor_size = 0;  // sizeof(struct pthread)
+  std::vector<std::string> warnings;
+};
+
+enum class FinalizerKind : std::uint8_t { atexit, on_exit, cxa_atexit, tls_dtor, pthread_key };
+
+// "atexit", "on_exit", "cxa_atexit", "tls_dtor", "pthread_key"
+const char* finalizer_kind_name(FinalizerKind kind);
+
+struct FinalizerRegistration {
+  static constexpr std::uint32_t kNoThread = 0xffffffffu;
+
+  FinalizerKind kind = FinalizerKind::cxa_atexit;
+  Address function = 0;         // the handler, demangled
+  std::string function_name;    // "close_channel(void*)", or the address when no symbol covers it
+  std::string module;           // the module holding the handler; empty when none does
+  Address object = 0;           // what the handler receives: argument, thread_local object, key data
+  // The memory through which the registration holds its object: the finalizer root's range. An
+  // argument's or key data's word; a thread_local variable (sized by its TLS symbol). Empty when the
+  // registration holds nothing (atexit).
+  Address slot_start = 0, slot_end = 0;
+  std::uint32_t thread = kNoThread;  // tls_dtor, pthread_key: the live thread (index into Image::threads())
+  Address exited_thread = 0;         // pthread_key of an exited thread glibc still keeps: its pthread_t
+  std::uint32_t key = 0;             // pthread_key: the key
+  std::string variable;              // tls_dtor: "t_feed in app", when a TLS symbol covers the object
+};
+
+struct LibcFinalizers {
+  std::vector<FinalizerRegistration> registrations;
+  std::vector<std::string> warnings;
+  // How lists were found when libc had no symbols: methods, not problems, so no warnings for every command.
+  std::vector<std::string> notes;
+};
+
+}  // namespace heapscope

@@ -1,0 +1,79 @@
+// Heap snapshots as data: what the heap held at one moment, kept as plain data so that it outlives the Session
+// it came from (a debugger makes a new Session at every stop) and can be compared with a later state.
+//
+// A snapshot holds totals per type and per root, and one 16-byte record per allocated block (address,
+// chunk size, type), sorted by address, for comparing addresses within one process.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "image/image.h"
+
+namespace heapscope {
+
+
+struct SnapshotTypeTotal {
+  std::string type;  // as TypeGroups names it: a DWARF or vtable type, or "unknown (N bytes)"
+  std::uint64_t count = 0, bytes = 0;  // allocated blocks and their usable bytes
+};
+
+struct SnapshotRootTotal {
+  std::string root;  // a label that names the same root in another core of the program (see stable_root_label)
+  std::string kind;  // root_kind_name()
+  std::uint64_t blocks = 0, bytes = 0;  // what the root alone retains (dominator tree), as `roots` reports it
+};
+
+// One allocated block: 16 bytes, so a snapshot of 5 million blocks costs 80 MB.
+struct SnapshotBlock {
+  static constexpr std::uint32_t kMmappedBit = 0x80000000u;
+
+  Address address = 0;          // what malloc returned
+  std::uint32_t size_units = 0;  // chunk size / 16
+  std::uint32_t type_and_flag = 0;  // index into HeapSnapshot::types; kMmappedBit for an mmapped chunk
+
+  std::uint32_t type() const { return type_and_flag & ~kMmappedBit; }
+  bool mmapped() const { return (type_and_flag & kMmappedBit) != 0; }
+  std::uint64_t chunk_size() const { return std::uint64_t{size_units} * 16; }
+  std::uint64_t usable_size() const { return chunk_size() - (mmapped() ? 16 : 8); }
+};
+static_assert(sizeof(SnapshotBlock) == 16);
+
+struct HeapSnapshot {
+  std::string name;
+  std::string target;  // Image::description()
+  int pid = 0;         // 0 when unknown
+  std::int64_t capture_time_ns = 0;  // Image::capture_time_ns()
+  std::uint64_t in_use_blocks = 0, in_use_bytes = 0;  // allocated blocks, usable bytes
+  std::vector<SnapshotTypeTotal> types;  // indexed by SnapshotBlock::type()
+  std::vector<SnapshotRootTotal> roots;  // most retained bytes first
+  std::vector<SnapshotBlock> blocks;     // by address
+  std::vector<std::string> warnings;     // the session's when it was taken: a damaged core's, say
+};
+
+// A report over snapshots repeats each one's own warnings, named after it, unless the current session
+// has the same: what was wrong with an earlier core is otherwise lost.
+void add_snapshot_warnings(const HeapSnapshot& snapshot, const std::vector<std::string>& current,
+                           std::vector<std::string>& out);
+
+// Named snapshots in the order they were saved. Shared by every Session of one target (SessionOptions),
+// so a debugger keeps them across stops; safe to use from several threads.
+class SnapshotStore {
+ public:
+  using Ptr = std::shared_ptr<const HeapSnapshot>;
+
+  // Saving under a name in use replaces that snapshot; it then counts as the newest.
+  void save(HeapSnapshot snapshot);
+  Ptr find(const std::string& name) const;  // null when there is none
+  bool drop(const std::string& name);       // false when there was none
+  std::vector<Ptr> all() const;             // oldest first
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<Ptr> snapshots_;
+};
+
+}  // namespace heapscope

@@ -1,0 +1,47 @@
+// Dense ids for the names blocks go by in reports: one per BlockTypes type, and one "unknown (N bytes)" per
+// usable size, so that untyped blocks of one size (a C list's nodes) count as one type. Lookups are table
+// reads for all but huge untyped blocks, since analyses look every block up.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/block_index.h"
+#include "heap/heap_model.h"
+#include "types/block_types.h"
+
+namespace heapscope {
+
+class TypeGroups {
+ public:
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+
+  TypeGroups(const HeapModel& heap, const BlockTypes& types) : heap_(heap), types_(types) {}
+
+  std::uint32_t of(BlockId b);
+  std::string name(std::uint32_t group) const;
+
+ private:
+  static constexpr std::size_t kDirectSizes = std::size_t{1} << 16;
+
+  std::uint32_t slot(std::vector<std::uint32_t>& table, std::size_t i, BlockId b);
+
+  const HeapModel& heap_;
+  const BlockTypes& types_;
+  std::vector<std::uint32_t> by_type_, by_small_size_;
+  std::unordered_map<std::uint64_t, std::uint32_t> by_large_size_;
+  std::vector<BlockId> examples_;  // a block of each group, for its name
+};
+
+// Every block's group where `keep(b)` holds, TypeGroups::kNone elsewhere: one sequential pass.
+template <typename Keep>
+std::vector<std::uint32_t> group_per_block(TypeGroups& groups, std::size_t block_count, Keep keep) {
+  std::vector<std::uint32_t> out(block_count, TypeGroups::kNone);
+  for (BlockId b = 0; b < block_count; ++b)
+    if (keep(b)) out[b] = groups.of(b);
+  return out;
+}
+
+}  // namespace heapscope

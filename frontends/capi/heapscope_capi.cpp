@@ -1,0 +1,256 @@
+// The C API over the engine: sessions over a core or a stopped live process, and command lines run
+// through the command table (engine/commands/command_line.h). Every entry point catches everything:
+// no C++ exception may unwind into a C or Python caller.
+#include "heapscope_capi.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands/command_line.h"
+#include "sources/elf_core_image.h"
+#include "sources/live_process_image.h"
+
+using namespace heapscope;
+
+struct hs_session {
+  std::unique_ptr<Session> session;
+};
+
+namespace {
+
+static_assert(HS_REGISTER_COUNT == static_cast<int>(Reg::count));
+static_assert(HS_FS_BASE == static_cast<int>(Reg::fs_base) && HS_RIP == static_cast<int>(Reg::rip) &&
+              HS_GS == static_cast<int>(Reg::gs));
+
+char* copy_string(const std::string& text) {
+  char* out = static_cast<char*>(std::malloc(text.size() + 1));
+  if (out) std::memcpy(out, text.c_str(), text.size() + 1);
+  return out;
+}
+
+void set_string(char** where, const std::string& text) {
+  if (where) *where = copy_string(text);
+}
+
+void clear(char** where) {
+  if (where) *where = nullptr;
+}
+
+// The CLI's target options, given as one string by a frontend.
+struct TargetOptions {
+  std::vector<std::string> debug_dirs;
+  bool no_debug_files = false;
+  std::string executable;
+};
+
+bool parse_target_options(const char* text, TargetOptions* options, std::string* error) {
+  if (!text || !*text) return true;
+  CLI::App app("target options", "heapscope");
+  app.add_option("--debug-dir", options->debug_dirs, "Where separate debug files live; repeatable");
+  app.add_flag("--no-debug-files", options->no_debug_files, "Use no separate debug files");
+  app.add_option("--exe", options->executable, "The program's executable");
+  std::vector<std::string> args = split_command_words(text);
+  std::reverse(args.begin(), args.end());  // CLI11 takes the words last-first
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    *error = std::string("bad options '") + text + "': " + e.what();
+    return false;
+  }
+  return true;
+}
+
+SessionOptions session_options(const TargetOptions& t) {
+  SessionOptions options;
+  if (!t.debug_dirs.empty()) options.symbols.debug_dirs = t.debug_dirs;
+  options.symbols.use_debug_files = !t.no_debug_files;
+  return options;
+}
+
+// Installs a frontend's evaluator for one run and removes it afterwards, also when the run throws.
+class ScopedEvaluator {
+ public:
+  ScopedEvaluator(Session& session, hs_evaluate_fn evaluate, void* ctx) : session_(session) {
+    if (!evaluate) return;
+    session_.set_address_evaluator([evaluate, ctx](const std::string& expression) -> Address {
+      std::uint64_t address = 0;
+      char* message = nullptr;
+      if (evaluate(ctx, expression.c_str(), &address, &message) == 0) return address;
+      throw AnalysisError(message && *message ? std::string(message) : "cannot evaluate '" + expression + "'");
+    });
+  }
+  ~ScopedEvaluator() { session_.set_address_evaluator(nullptr); }
+  ScopedEvaluator(const ScopedEvaluator&) = delete;
+  ScopedEvaluator& operator=(const ScopedEvaluator&) = delete;
+
+ private:
+  Session& session_;
+};
+
+// Named snapshots outlive each stop's session: GDB opens a new session whenever the process has run, so
+// the store is kept per target — a core by its canonical path, a live process by its pid and start time
+// (so a later process that reuses the pid starts empty).
+std::shared_ptr<SnapshotStore> snapshot_store_for(const std::string& target_key) {
+  static std::mutex mutex;
+  static auto* stores = new std::map<std::string, std::shared_ptr<SnapshotStore>>();  // never destroyed
+  std::lock_guard lock(mutex);
+  std::shared_ptr<SnapshotStore>& store = (*stores)[target_key];
+  if (!store) store = std::make_shared<SnapshotStore>();
+  return store;
+}
+
+std::string core_key(const std::string& core) {
+  std::error_code ignored;
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(core, ignored);
+  return "core " + (canonical.empty() ? core : canonical.string());
+}
+
+// Field 22 of /proc/PID/stat, the process's start time: the command name before it may hold spaces, so
+// the fields are counted from the last ')'.
+std::string process_key(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::string start_time;
+  if (const std::size_t close = text.rfind(')'); close != std::string::npos) {
+    std::istringstream fields(text.substr(close + 1));
+    std::string field;
+    for (int i = 3; i <= 22 && fields >> field; ++i)
+      if (i == 22) start_time = field;
+  }
+  return "pid " + std::to_string(pid) + " started " + start_time;
+}
+
+}  // namespace
+
+extern "C" {
+
+hs_session* hs_open_core(const char* core, const char* exe_or_null, const char* options_or_null, char** error) {
+  clear(error);
+  try {
+    if (!core || !*core) {
+      set_string(error, "no core file given");
+      return nullptr;
+    }
+    TargetOptions target;
+    std::string message;
+    if (!parse_target_options(options_or_null, &target, &message)) {
+      set_string(error, message);
+      return nullptr;
+    }
+    CoreOpenOptions open_options;
+    open_options.executable = exe_or_null && *exe_or_null ? exe_or_null : target.executable;
+    std::shared_ptr<ElfCoreImage> image = ElfCoreImage::open(core, open_options, &message);
+    if (!image) {
+      set_string(error, message);
+      return nullptr;
+    }
+    auto session = std::make_unique<hs_session>();
+    SessionOptions options = session_options(target);
+    options.snapshots = snapshot_store_for(core_key(core));
+    session->session = std::make_unique<Session>(image, options);
+    return session.release();
+  } catch (const std::exception& e) {
+    set_string(error, std::string("cannot open the core: ") + e.what());
+  } catch (...) {
+    set_string(error, "cannot open the core: unexpected failure");
+  }
+  return nullptr;
+}
+
+hs_session* hs_open_live(int pid, const hs_thread* threads, size_t count, char** error) {
+  clear(error);
+  try {
+    if (count > 0 && !threads) {
+      set_string(error, "threads is NULL but count is not 0");
+      return nullptr;
+    }
+    std::vector<ThreadState> states(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      states[i].tid = threads[i].tid;
+      std::copy(std::begin(threads[i].registers), std::end(threads[i].registers), states[i].regs.begin());
+    }
+    std::string message;
+    std::shared_ptr<LiveProcessImage> image = LiveProcessImage::open(pid, std::move(states), {}, &message);
+    if (!image) {
+      set_string(error, message);
+      return nullptr;
+    }
+    auto session = std::make_unique<hs_session>();
+    SessionOptions options;
+    options.snapshots = snapshot_store_for(process_key(pid));
+    session->session = std::make_unique<Session>(image, options);
+    return session.release();
+  } catch (const std::exception& e) {
+    set_string(error, std::string("cannot open the process: ") + e.what());
+  } catch (...) {
+    set_string(error, "cannot open the process: unexpected failure");
+  }
+  return nullptr;
+}
+
+int hs_run(hs_session* session, const char* command_line, hs_evaluate_fn evaluate, void* ctx, char** output,
+           char** error) {
+  clear(output);
+  clear(error);
+  if (!session || !session->session || !command_line) {
+    set_string(error, "hs_run needs a session and a command line");
+    return 1;
+  }
+  try {
+    ScopedEvaluator evaluator(*session->session, evaluate, ctx);
+    const CommandResult result = execute_command_line(*session->session, split_command_words(command_line));
+    if (result.exit_code != 0) {
+      set_string(error, result.error);
+      return result.exit_code;
+    }
+    set_string(output, result.output);
+    return 0;
+  } catch (const std::bad_alloc&) {
+    set_string(error, "out of memory while analysing the image");
+  } catch (const std::exception& e) {
+    set_string(error, e.what());
+  } catch (...) {
+    set_string(error, "unexpected failure");
+  }
+  return 1;
+}
+
+char* hs_help(const char* command_or_null) {
+  try {
+    return copy_string(command_help(command_or_null ? command_or_null : ""));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+char* hs_commands(void) {
+  try {
+    std::string out;
+    for (const CommandEntry& e : command_table()) out += std::string(e.name) + "\t" + e.description + "\n";
+    return copy_string(out);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void hs_free(char* text) { std::free(text); }
+
+void hs_close(hs_session* session) {
+  try {
+    delete session;
+  } catch (...) {
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,343 @@
+"""heapscope's GDB frontend: `heap <command>` inside GDB, on a core file or on a stopped live process.
+
+    (gdb) source /usr/local/share/heapscope/heapscope_gdb.py
+    (gdb) heap leaks
+    (gdb) heap retainers node->next
+
+Every command is the engine's (engine/commands): this file only adapts GDB to it. It loads
+libheapscope_capi.so (frontends/capi/heapscope_capi.h) through ctypes and gives the engine
+  - for a core file: the core's path, which the engine opens itself, and the program GDB loaded;
+  - for a live process: its pid and every thread's registers as GDB sees them (the process stays
+    stopped by GDB; the engine reads its memory through /proc/PID/mem and never writes it);
+  - address arguments, which GDB evaluates as expressions in the selected frame.
+The session (heap walk, pointer graph...) is kept until the process runs again or its memory or
+registers are changed from GDB.
+
+The library is $HEAPSCOPE_CAPI (the file, or its directory) when that is set; otherwise it is looked up
+next to this script (the build tree keeps a copy of the script beside it), in ../../lib/heapscope
+relative to it (an installed tree: share/heapscope and lib/heapscope), then in the source tree's build
+directory.
+"""
+
+import ctypes
+import os
+import re
+
+import gdb
+
+LIBRARY_NAME = "libheapscope_capi.so"
+# user_regs_struct order, the order of hs_thread.registers (heapscope_capi.h) and of heapscope::Reg.
+REGISTER_NAMES = ("r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax", "rcx", "rdx",
+                  "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss", "fs_base", "gs_base", "ds",
+                  "es", "fs", "gs")
+WORD_MASK = (1 << 64) - 1
+NO_TARGET_MESSAGE = ("heap: no process and no core file: start or attach to a program (run, attach PID), "
+                     "or load a core file (gdb PROGRAM CORE, or core-file CORE)")
+
+
+class _Thread(ctypes.Structure):
+    _fields_ = [("tid", ctypes.c_uint32), ("registers", ctypes.c_uint64 * len(REGISTER_NAMES))]
+
+
+# int (*)(void* ctx, const char* expression, uint64_t* address, char** error). The error is passed as a
+# void** so that this side can point it at a buffer it keeps alive until hs_run returns.
+_EVALUATE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64),
+                                ctypes.POINTER(ctypes.c_void_p))
+
+
+# ---- the library ----
+
+def _library_candidates():
+    configured = os.environ.get("HEAPSCOPE_CAPI")
+    if configured:  # said explicitly: nothing else is tried
+        yield os.path.join(configured, LIBRARY_NAME) if os.path.isdir(configured) else configured
+        return
+    here = os.path.dirname(os.path.realpath(__file__))
+    yield os.path.join(here, LIBRARY_NAME)
+    yield os.path.join(here, "..", "..", "lib", "heapscope", LIBRARY_NAME)
+    yield os.path.join(here, "..", "..", "build", "frontends", "capi", LIBRARY_NAME)  # frontends/gdb in the sources
+
+
+def _load_library():
+    tried = []
+    for path in _library_candidates():
+        path = os.path.normpath(path)
+        tried.append(path)
+        if os.path.isfile(path):
+            try:
+                return _declare(ctypes.CDLL(path)), None
+            except OSError as e:
+                return None, f"heap: cannot load {path}: {e}"
+    return None, (f"heap: {LIBRARY_NAME} was not found (looked in: {', '.join(tried)}); build heapscope, or set "
+                  f"HEAPSCOPE_CAPI to the library's path")
+
+
+def _declare(lib):
+    text = ctypes.c_void_p  # char* results are freed with hs_free, so they stay raw pointers
+    lib.hs_open_core.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(text)]
+    lib.hs_open_core.restype = ctypes.c_void_p
+    lib.hs_open_live.argtypes = [ctypes.c_int, ctypes.POINTER(_Thread), ctypes.c_size_t, ctypes.POINTER(text)]
+    lib.hs_open_live.restype = ctypes.c_void_p
+    lib.hs_run.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _EVALUATE_FN, ctypes.c_void_p, ctypes.POINTER(text),
+                           ctypes.POINTER(text)]
+    lib.hs_run.restype = ctypes.c_int
+    lib.hs_help.argtypes = [ctypes.c_char_p]
+    lib.hs_help.restype = text
+    lib.hs_commands.argtypes = []
+    lib.hs_commands.restype = text
+    lib.hs_free.argtypes = [text]
+    lib.hs_free.restype = None
+    lib.hs_close.argtypes = [ctypes.c_void_p]
+    lib.hs_close.restype = None
+    return lib
+
+
+_lib, _load_error = _load_library()
+
+
+def _take_string(pointer):
+    """The text of a char* heapscope returned, which is freed here."""
+    if not pointer:
+        return ""
+    try:
+        return ctypes.string_at(pointer).decode("utf-8", errors="replace")
+    finally:
+        _lib.hs_free(pointer)
+
+
+def _require_library():
+    if _lib is None:
+        raise gdb.GdbError(_load_error)
+
+
+# ---- what GDB is debugging ----
+
+def _target_kind(inferior):
+    """'core', 'native' (a live local process), another connection type, or None without a target."""
+    if inferior.pid == 0:
+        return None
+    connection = getattr(inferior, "connection", None)
+    if connection is not None and connection.type:
+        return connection.type
+    return "core" if _core_path() else "native"
+
+
+def _core_path():
+    info = gdb.execute("info target", to_string=True)
+    match = re.search(r"Local core dump file:\s*\n\s*`(.*)', file type", info)
+    return match.group(1) if match else None
+
+
+def _register(frame, name):
+    try:
+        return int(frame.read_register(name)) & WORD_MASK
+    except (gdb.error, ValueError, TypeError):
+        return 0  # not available for this thread: the engine treats it as holding no pointer
+
+
+def _live_threads(inferior):
+    """Every thread of the stopped inferior with the registers of its newest frame."""
+    selected_thread = gdb.selected_thread()
+    try:
+        selected_frame = gdb.selected_frame()
+    except gdb.error:
+        selected_frame = None
+    threads = []
+    try:
+        for thread in sorted(inferior.threads(), key=lambda t: t.num):  # the main thread first, like a core
+            if not thread.is_valid() or thread.is_exited():
+                continue
+            if thread.is_running():
+                raise gdb.GdbError("heap: the process is running; stop it first (interrupt, or a breakpoint)")
+            thread.switch()
+            frame = gdb.newest_frame()
+            record = _Thread()
+            pid, lwp, _ = thread.ptid
+            record.tid = lwp or pid
+            for index, name in enumerate(REGISTER_NAMES):
+                record.registers[index] = _register(frame, name)
+            threads.append(record)
+    finally:
+        if selected_thread is not None and selected_thread.is_valid():
+            selected_thread.switch()
+            if selected_frame is not None and selected_frame.is_valid():
+                selected_frame.select()
+    return threads
+
+
+# ---- address arguments ----
+
+def _address_of(value):
+    """The address an expression's value stands for: a pointer or integer itself, an array or function
+    where it lives."""
+    kind = value.type.strip_typedefs().code
+    if kind in (gdb.TYPE_CODE_PTR, gdb.TYPE_CODE_INT, gdb.TYPE_CODE_ENUM, gdb.TYPE_CODE_CHAR, gdb.TYPE_CODE_BOOL):
+        return int(value) & WORD_MASK
+    if kind in (gdb.TYPE_CODE_REF, gdb.TYPE_CODE_RVALUE_REF):
+        return _address_of(value.referenced_value())
+    if kind in (gdb.TYPE_CODE_ARRAY, gdb.TYPE_CODE_FUNC) and value.address is not None:
+        return int(value.address) & WORD_MASK
+    raise gdb.error(f"it is a {value.type}, not an address (take its address with &)")
+
+
+class _Evaluator:
+    """The evaluator given to hs_run: GDB expressions in the selected frame."""
+
+    def __init__(self):
+        self._messages = []  # error buffers heapscope may still read until hs_run returns
+        self.callback = _EVALUATE_FN(self._evaluate)
+
+    def _evaluate(self, _ctx, expression, address, error):
+        text = expression.decode("utf-8", errors="replace")
+        try:
+            address[0] = _address_of(gdb.parse_and_eval(text))
+            return 0
+        except Exception as e:  # anything raised here must not unwind into C
+            message = ctypes.create_string_buffer(f"cannot evaluate '{text}': {e}".encode("utf-8", "replace"))
+            self._messages.append(message)
+            error[0] = ctypes.addressof(message)
+            return 1
+
+
+# ---- sessions ----
+
+class _Sessions:
+    """One engine session for the current target, dropped when the process runs or is changed."""
+
+    def __init__(self):
+        self._handle = None
+        self._key = None
+        self._running_command = False
+        self._stale = False
+
+    def invalidate(self, *_event):
+        if self._running_command:  # an expression called a function in the process: drop it afterwards
+            self._stale = True
+            return
+        self._close()
+
+    def _close(self):
+        if self._handle:
+            _lib.hs_close(self._handle)
+        self._handle, self._key, self._stale = None, None, False
+
+    def run(self, command_line):
+        session = self._current()
+        evaluator = _Evaluator()
+        output, error = ctypes.c_void_p(), ctypes.c_void_p()
+        self._running_command = True
+        try:
+            status = _lib.hs_run(session, command_line.encode("utf-8"), evaluator.callback, None,
+                                 ctypes.byref(output), ctypes.byref(error))
+        finally:
+            self._running_command = False
+            if self._stale:
+                self._close()
+        text, message = _take_string(output.value), _take_string(error.value)
+        if status != 0:
+            raise gdb.GdbError("heap " + (message or "failed"))
+        return text
+
+    def _current(self):
+        inferior = gdb.selected_inferior()
+        kind = _target_kind(inferior)
+        if kind is None:
+            raise gdb.GdbError(NO_TARGET_MESSAGE)
+        if kind == "core":
+            key = ("core", _core_path(), gdb.current_progspace().filename)
+        elif kind == "native":
+            key = ("live", inferior.num, inferior.pid)
+        else:
+            raise gdb.GdbError(f"heap: GDB's target is a {kind} connection; heapscope reads a local live process "
+                               f"or a core file (for a remote program, take a core with gcore and load it)")
+        if self._handle and key == self._key:
+            return self._handle
+        self._close()
+        self._handle = self._open(kind, key, inferior)
+        self._key = key
+        return self._handle
+
+    @staticmethod
+    def _open(kind, key, inferior):
+        error = ctypes.c_void_p()
+        if kind == "core":
+            core, program = key[1], key[2]
+            if not core:
+                raise gdb.GdbError("heap: GDB did not say which core file it has loaded (info target)")
+            handle = _lib.hs_open_core(core.encode(), program.encode() if program else None, None,
+                                       ctypes.byref(error))
+        else:
+            threads = _live_threads(inferior)
+            array = (_Thread * len(threads))(*threads)
+            handle = _lib.hs_open_live(inferior.pid, array, len(threads), ctypes.byref(error))
+        if not handle:
+            raise gdb.GdbError("heap: " + (_take_string(error.value) or "cannot open the target"))
+        return handle
+
+
+_sessions = _Sessions()
+
+
+# ---- the commands ----
+
+def _asks_for_help(argument):
+    return any(word in ("--help", "-h") for word in gdb.string_to_argv(argument))
+
+
+class HeapCommand(gdb.Command):
+    """Find memory leaks and explain heap retention with heapscope.
+
+Usage: heap <command> [options]. Works on a core file and on a stopped live process.
+'help heap <command>' or 'heap <command> --help' shows a command's options."""
+
+    def __init__(self):
+        super().__init__("heap", gdb.COMMAND_DATA, gdb.COMPLETE_NONE, True)
+
+    def invoke(self, argument, from_tty):
+        _require_library()
+        if argument.strip():
+            raise gdb.GdbError(f"heap: unknown command '{argument.split()[0]}'; 'help heap' lists the commands")
+        if _target_kind(gdb.selected_inferior()) is None:
+            raise gdb.GdbError(NO_TARGET_MESSAGE)
+        gdb.write(_take_string(_lib.hs_help(None)))
+
+
+class HeapSubcommand(gdb.Command):
+    """One command of heapscope's command table; its help is the engine's."""
+
+    def __init__(self, name):
+        super().__init__("heap " + name, gdb.COMMAND_DATA, gdb.COMPLETE_EXPRESSION)
+        self._name = name
+
+    def invoke(self, argument, from_tty):
+        self.dont_repeat()
+        if _asks_for_help(argument):
+            gdb.write(_take_string(_lib.hs_help(self._name.encode())))
+            return
+        gdb.write(_sessions.run(f"{self._name} {argument}"))
+
+
+def _command_table():
+    lines = _take_string(_lib.hs_commands()).splitlines()
+    return [tuple(line.split("\t", 1)) for line in lines if "\t" in line]
+
+
+def _register_commands():
+    HeapCommand()
+    if _lib is None:
+        return
+    for name, description in _command_table():
+        help_text = _take_string(_lib.hs_help(name.encode())).strip() or description
+        subcommand = type(f"HeapSubcommand_{name}", (HeapSubcommand,), {"__doc__": help_text})
+        subcommand(name)
+
+
+def _connect_events():
+    for registry in ("cont", "exited", "memory_changed", "register_changed", "new_objfile", "clear_objfiles"):
+        events = getattr(gdb.events, registry, None)
+        if events is not None:
+            events.connect(_sessions.invalidate)
+
+
+_register_commands()
+_connect_events()

@@ -1,0 +1,216 @@
+// The LLDB plugin: `plugin load libheapscope_lldb.so` adds a `heap` command whose subcommands are the
+// engine's command table (engine/commands/command.h). Each subcommand only hands its words to
+// execute_command_line; what a command does and which options it takes is written once, in the engine.
+//
+// A session (the heap walk, the graph and the analyses over them) is kept while the process stays at
+// the same stop, so a second command is fast; it is dropped as soon as the process has run.
+//
+// Ctrl-C: while a command runs on the plug-in's own thread, this thread polls the command interpreter's
+// WasInterrupted() and the session stops before its next product (Session::set_interrupt_check); the
+// products already computed are kept for the next command on the same stop.
+#include <lldb/API/LLDB.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "commands/command_line.h"
+#include "frontends/lldb/address_expression.h"
+#include "frontends/lldb/lldb_image.h"
+#include "frontends/lldb/lldb_thread.h"
+
+namespace {
+
+using namespace heapscope;
+using namespace heapscope::lldb_plugin;
+
+constexpr const char* kRequiredVersion = "16.";
+constexpr const char* kNoProcess = "heap: no process; load a core (target create --core) or run/attach first";
+
+CommandResult failure(std::string message) {
+  CommandResult result;
+  result.exit_code = 1;
+  result.error = std::move(message);
+  return result;
+}
+
+bool asks_for_help(const std::vector<std::string>& words) {
+  return std::any_of(words.begin() + 1, words.end(), [](const std::string& w) { return w == "--help" || w == "-h"; });
+}
+
+// What the subcommands share: the session of the process's current stop, and the thread that talks
+// to LLDB while a command runs.
+class HeapCommands {
+ public:
+  CommandResult run(lldb::SBDebugger debugger, const std::vector<std::string>& words) {
+    std::lock_guard lock(mutex_);  // one heap command at a time, whichever thread LLDB runs it on
+    lldb_thread_.adopt_current_thread();
+    if (asks_for_help(words)) return CommandResult{0, command_help(words[0], "heap"), ""};
+    lldb::SBTarget target = debugger.GetSelectedTarget();
+    lldb::SBProcess process = target.IsValid() ? target.GetProcess() : lldb::SBProcess();
+    if (!process.IsValid()) return failure(kNoProcess);
+    switch (process.GetState()) {
+      case lldb::eStateStopped:
+      case lldb::eStateCrashed:
+      case lldb::eStateSuspended:
+        break;
+      case lldb::eStateRunning:
+      case lldb::eStateStepping:
+      case lldb::eStateLaunching:
+      case lldb::eStateAttaching:
+        return failure("heap: the process is running; stop it first (process interrupt)");
+      default:
+        return failure(kNoProcess);
+    }
+    Session& session = session_for(process);
+    lldb::SBFrame frame = process.GetSelectedThread().GetSelectedFrame();
+    session.set_address_evaluator([this, frame, target](const std::string& text) {
+      return evaluate_address_expression(lldb_thread_, frame, target, text);
+    });
+    // Ctrl-C: LLDB's driver marks the running command interrupted; the analysis stops at its next phase.
+    lldb::SBCommandInterpreter interpreter = debugger.GetCommandInterpreter();
+    std::atomic<bool> interrupted{false};
+    session.set_interrupt_check([&interrupted] { return interrupted.load(); });
+    struct ForgetCheck {
+      Session& s;
+      ~ForgetCheck() { s.set_interrupt_check({}); }
+    } forget_check{session};
+    CommandResult result;
+    lldb_thread_.run_serving([&] { result = execute_command_line(session, words); },
+                             [&] { interrupted = interrupted || interpreter.WasInterrupted(); });
+    if (result.exit_code != 0) result.error = "heap " + result.error;
+    return result;
+  }
+
+ private:
+  Session& session_for(lldb::SBProcess& process) {
+    const std::uint32_t process_id = process.GetUniqueID();
+    // Stops after expressions that ran code count too: `expr free(p)` changes the heap.
+    const std::uint32_t stop_id = process.GetStopID(/*include_expression_stops=*/true);
+    if (!session_ || process_id != session_process_ || stop_id != session_stop_) {
+      session_.reset();  // free the old stop's analyses before building the new image
+      auto image = std::make_shared<LldbImage>(process, lldb_thread_);
+      SessionOptions options;
+      options.snapshots = snapshots_for(process_id);
+      session_ = std::make_unique<Session>(image, options);
+      session_process_ = process_id;
+      session_stop_ = stop_id;
+    }
+    return *session_;
+  }
+
+  // One store of named snapshots per process, kept across stops: `heap snapshot save a`, `continue`,
+  // `heap snapshot diff a` compares two Sessions' heaps.
+  std::shared_ptr<SnapshotStore> snapshots_for(std::uint32_t process_id) {
+    std::shared_ptr<SnapshotStore>& store = snapshot_stores_[process_id];
+    if (!store) store = std::make_shared<SnapshotStore>();
+    return store;
+  }
+
+  std::mutex mutex_;
+  LldbThread lldb_thread_;
+  std::map<std::uint32_t, std::shared_ptr<SnapshotStore>> snapshot_stores_;  // by LLDB's process unique id
+  std::unique_ptr<Session> session_;
+  std::uint32_t session_process_ = 0;
+  std::uint32_t session_stop_ = 0;
+};
+
+// Never destroyed: LLDB may tear itself down before this library's static destructors would run, and
+// the session holds LLDB objects.
+HeapCommands& heap_commands() {
+  static HeapCommands* commands = new HeapCommands();
+  return *commands;
+}
+
+class HeapSubcommand : public lldb::SBCommandPluginInterface {
+ public:
+  explicit HeapSubcommand(std::string name) : name_(std::move(name)) {}
+
+  bool DoExecute(lldb::SBDebugger debugger, char** arguments, lldb::SBCommandReturnObject& result) override {
+    CommandResult outcome;
+    try {
+      std::vector<std::string> words{name_};
+      for (char** a = arguments; a && *a; ++a) words.emplace_back(*a);
+      outcome = heap_commands().run(debugger, words);
+    } catch (const std::bad_alloc&) {
+      outcome = failure("heap " + name_ + ": out of memory");
+    } catch (const std::exception& e) {
+      outcome = failure("heap " + name_ + ": " + e.what());
+    } catch (...) {
+      outcome = failure("heap " + name_ + ": unexpected failure");
+    }
+    if (outcome.exit_code != 0) {
+      result.SetError(outcome.error.c_str());
+      return false;
+    }
+    result.AppendMessage(outcome.output.c_str());
+    result.SetStatus(lldb::eReturnStatusSuccessFinishResult);
+    return true;
+  }
+
+ private:
+  std::string name_;
+};
+
+void report(lldb::SBDebugger& debugger, const std::string& message) {
+  const std::string line = "heapscope: " + message + "\n";
+  lldb::SBFile err = debugger.GetErrorFile();
+  std::size_t written = 0;
+  if (err.IsValid() && err.Write(reinterpret_cast<const std::uint8_t*>(line.data()), line.size(), &written).Success())
+    return;
+  std::fputs(line.c_str(), stderr);
+}
+
+bool register_heap_command(lldb::SBDebugger& debugger) {
+  lldb::SBCommandInterpreter interpreter = debugger.GetCommandInterpreter();
+  lldb::SBCommand heap =
+      interpreter.AddMultiwordCommand("heap", "Find memory leaks and explain heap retention (heapscope).");
+  if (!heap.IsValid()) {
+    report(debugger, "cannot add the 'heap' command");
+    return false;
+  }
+  heap.SetHelpLong(command_help("", "heap").c_str());
+  for (const CommandEntry& entry : command_table()) {
+    const std::string syntax = std::string("heap ") + entry.name + " [options]";
+    // Owned by LLDB's command from now on, for as long as LLDB lives.
+    auto* implementation = new HeapSubcommand(entry.name);
+    // An empty repeat command: pressing Enter again must not rerun a long analysis.
+    lldb::SBCommand sub = heap.AddCommand(entry.name, implementation, entry.description, syntax.c_str(), "");
+    if (!sub.IsValid()) {
+      report(debugger, std::string("cannot add 'heap ") + entry.name + "'");
+      return false;
+    }
+    sub.SetHelpLong(command_help(entry.name, "heap").c_str());
+  }
+  return true;
+}
+
+}  // namespace
+
+namespace lldb {
+
+// Called by `plugin load`. The plugin is built against LLDB 16's SB API and refuses any other LLDB.
+__attribute__((visibility("default"))) bool PluginInitialize(SBDebugger debugger) {
+  try {
+    const char* version = SBDebugger::GetVersionString();
+    if (!version || !std::strstr(version, kRequiredVersion)) {
+      report(debugger, std::string("this plugin is built for LLDB 16 and this is ") + (version ? version : "an unknown LLDB") +
+                           "; build heapscope against this LLDB, or load it into lldb-16");
+      return false;
+    }
+    return register_heap_command(debugger);
+  } catch (const std::exception& e) {
+    report(debugger, std::string("cannot load: ") + e.what());
+  } catch (...) {
+    report(debugger, "cannot load: unexpected failure");
+  }
+  return false;
+}
+
+}  // namespace lldb

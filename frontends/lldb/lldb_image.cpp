@@ -1,0 +1,316 @@
+#include "frontends/lldb/lldb_image.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <map>
+
+#include "elf/elf_file.h"
+#include "frontends/lldb/thread_pointers.h"
+
+namespace heapscope::lldb_plugin {
+
+namespace {
+
+constexpr Address kPageSize = 4096;
+
+Address page_down(Address a) { return a & ~(kPageSize - 1); }
+Address page_up(Address a) { return (a + kPageSize - 1) & ~(kPageSize - 1); }
+
+std::string path_of(const lldb::SBFileSpec& spec) {
+  if (!spec.IsValid()) return "";
+  char buffer[4096];
+  const std::uint32_t length = spec.GetPath(buffer, sizeof buffer);
+  return length > 0 && length < sizeof buffer ? std::string(buffer, length) : std::string();
+}
+
+// LLDB prints an ELF build-id as an upper-case UUID with dashes ("2367CAD6-115E-...").
+std::string build_id_of(const lldb::SBModule& module) {
+  const char* uuid = module.GetUUIDString();
+  std::string hex;
+  for (const char* c = uuid ? uuid : ""; *c; ++c)
+    if (*c != '-') hex += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
+  return hex;
+}
+
+// "[heap]", "[stack]", "[vdso]": /proc/PID/maps's names for memory no file backs.
+bool is_pseudo_file_name(const std::string& name) { return !name.empty() && name.front() == '['; }
+
+// LLDB's register names where they differ from the kernel's user_regs_struct's.
+const char* lldb_register_name(Reg r) { return r == Reg::eflags ? "rflags" : register_name(r); }
+
+std::map<std::string, std::uint64_t> general_registers(lldb::SBFrame frame) {
+  std::map<std::string, std::uint64_t> values;
+  lldb::SBValueList sets = frame.GetRegisters();
+  for (std::uint32_t s = 0; s < sets.GetSize(); ++s) {
+    lldb::SBValue set = sets.GetValueAtIndex(s);
+    const char* set_name = set.GetName();
+    // The general purpose set comes first; fs_base may sit in it or (in some LLDB versions) elsewhere.
+    const bool general = s == 0 || (set_name && std::string_view(set_name).find("General") != std::string_view::npos);
+    for (std::uint32_t i = 0; i < set.GetNumChildren(); ++i) {
+      lldb::SBValue reg = set.GetChildAtIndex(i);
+      const char* name = reg.GetName();
+      if (!name || (!general && std::string_view(name) != "fs_base" && std::string_view(name) != "gs_base")) continue;
+      lldb::SBError error;
+      const std::uint64_t value = reg.GetValueAsUnsigned(error, 0);
+      if (error.Success()) values.emplace(name, value);
+    }
+  }
+  return values;
+}
+
+}  // namespace
+
+LldbImage::LldbImage(lldb::SBProcess process, LldbThread& lldb_thread)
+    : process_(process), lldb_thread_(lldb_thread) {
+  const char* plugin = process_.GetPluginName();
+  is_core_ = plugin && std::string_view(plugin) == "elf-core";
+  pid_ = static_cast<int>(process_.GetProcessID());
+  read_regions();
+  cache_ = std::make_unique<PageCache>(
+      [this](Address addr, void* out, std::size_t len) { return read_from_lldb(addr, out, len); },
+      [this](Address addr) {
+        const MemoryRegion* r = region_at(addr);
+        return r ? r->end : addr;
+      });
+  read_modules();
+  name_file_backed_regions();
+  read_threads();
+  complete_thread_pointers();
+  if (!is_core_) read_live_auxv();
+  lldb::SBTarget target = process_.GetTarget();
+  const std::string executable = path_of(target.GetExecutable());
+  description_ = fmt::format("{} {} in LLDB{}", is_core_ ? "core of process" : "process", pid_,
+                             executable.empty() ? "" : " (" + executable + ")");
+}
+
+std::size_t LldbImage::read(Address addr, void* out, std::size_t len) const { return cache_->read(addr, out, len); }
+
+// Reads as much as LLDB has from addr on. A core's segments end where the process's mappings did, and
+// LLDB reads one segment at a time, so a short read is followed by another from where it stopped.
+std::size_t LldbImage::read_from_lldb(Address addr, void* out, std::size_t len) const {
+  std::size_t got = 0;
+  lldb_thread_.call([&] {
+    lldb::SBProcess process = process_;  // SB calls are not const
+    while (got < len) {
+      lldb::SBError error;
+      std::size_t n = process.ReadMemory(addr + got, static_cast<char*>(out) + got, len - got, error);
+      if (n == 0 && is_core_) {  // bytes the core left out may be in the module's file
+        lldb::SBTarget target = process.GetTarget();
+        n = target.ReadMemory(lldb::SBAddress(addr + got, target), static_cast<char*>(out) + got, len - got, error);
+      }
+      if (n == 0 || n > len - got) break;
+      got += n;
+    }
+  });
+  return got;
+}
+
+void LldbImage::read_regions() {
+  lldb::SBMemoryRegionInfoList list = process_.GetMemoryRegions();
+  for (std::uint32_t i = 0; i < list.GetSize(); ++i) {
+    lldb::SBMemoryRegionInfo info;
+    if (!list.GetMemoryRegionAtIndex(i, info) || !info.IsMapped()) continue;
+    MemoryRegion r;
+    r.start = info.GetRegionBase();
+    r.end = info.GetRegionEnd();
+    if (r.start >= r.end) continue;
+    r.readable = info.IsReadable();
+    r.writable = info.IsWritable();
+    r.executable = info.IsExecutable();
+    r.bytes_present = r.readable;
+    const char* name = info.GetName();
+    if (name && !is_pseudo_file_name(name)) r.backing_path = name;
+    regions_.push_back(std::move(r));
+  }
+  std::sort(regions_.begin(), regions_.end(), [](const MemoryRegion& a, const MemoryRegion& b) { return a.start < b.start; });
+  std::vector<MemoryRegion> disjoint;
+  for (MemoryRegion& r : regions_) {
+    if (!disjoint.empty() && r.start < disjoint.back().end) r.start = disjoint.back().end;
+    if (r.start < r.end) disjoint.push_back(std::move(r));
+  }
+  regions_ = std::move(disjoint);
+  if (regions_.empty()) warnings_.push_back("LLDB lists no memory regions of the process");
+  if (is_core_) mark_unreadable_core_bytes();
+}
+
+// Called on the LLDB thread, like the rest of the constructor.
+bool LldbImage::reads_at(Address addr) const {
+  lldb::SBProcess process = process_;  // SB calls are not const
+  char byte = 0;
+  lldb::SBError error;
+  return process.ReadMemory(addr, &byte, 1, error) == 1;
+}
+
+// LLDB lists a truncated core's segments whole but cannot read past the cut (a core is cut once, so each
+// writable region reads up to some page and no further). Each such region is split there, so analyses know
+// what they could not see: leaks marks its result partial, roots name the threads whose stacks are gone.
+void LldbImage::mark_unreadable_core_bytes() {
+  constexpr Address kPage = 4096;
+  std::vector<MemoryRegion> split;
+  std::uint64_t missing = 0;
+  for (const MemoryRegion& r : regions_) {
+    if (!r.writable || !r.bytes_present || r.size() < kPage || reads_at(r.end - 1)) {
+      split.push_back(r);
+      continue;
+    }
+    std::uint64_t readable_pages = 0, unreadable_from = r.size() / kPage;  // the answer lies in between
+    while (readable_pages < unreadable_from) {
+      const std::uint64_t middle = (readable_pages + unreadable_from) / 2;
+      if (reads_at(r.start + middle * kPage)) readable_pages = middle + 1;
+      else unreadable_from = middle;
+    }
+    const Address cut = r.start + readable_pages * kPage;
+    if (cut > r.start) {
+      MemoryRegion present = r;
+      present.end = cut;
+      split.push_back(present);
+    }
+    MemoryRegion absent = r;
+    absent.start = cut;
+    absent.bytes_present = false;
+    split.push_back(absent);
+    missing += r.end - cut;
+  }
+  regions_ = std::move(split);
+  if (missing)
+    warnings_.push_back(fmt::format("LLDB cannot read {} bytes of the core's writable memory (the core file is "
+                                    "truncated?): analyses treat them as missing",
+                                    missing));
+}
+
+void LldbImage::read_threads() {
+  const std::uint32_t count = process_.GetNumThreads();
+  for (std::uint32_t t = 0; t < count; ++t) {
+    lldb::SBThread thread = process_.GetThreadAtIndex(t);
+    if (!thread.IsValid()) continue;
+    ThreadState state;
+    state.tid = static_cast<std::uint32_t>(thread.GetThreadID());
+    if (const char* name = thread.GetName()) state.name = name;
+    const auto values = general_registers(thread.GetFrameAtIndex(0));
+    for (int r = 0; r < static_cast<int>(Reg::count); ++r)
+      if (auto it = values.find(lldb_register_name(static_cast<Reg>(r))); it != values.end()) state.regs[r] = it->second;
+    if (values.find("rip") == values.end())
+      warnings_.push_back(fmt::format("LLDB shows no registers of thread tid {}", state.tid));
+    thread_pointer_known_.push_back(values.count("fs_base") > 0);
+    threads_.push_back(std::move(state));
+  }
+}
+
+void LldbImage::read_modules() {
+  lldb::SBTarget target = process_.GetTarget();
+  const std::string executable = path_of(target.GetExecutable());
+  bool main_found = false;
+  for (std::uint32_t i = 0; i < target.GetNumModules(); ++i) {
+    lldb::SBModule module = target.GetModuleAtIndex(i);
+    const bool is_main = !main_found && !executable.empty() && path_of(module.GetFileSpec()) == executable;
+    main_found = main_found || is_main;
+    add_module(target, module, is_main);
+  }
+  std::sort(modules_.begin(), modules_.end(), [](const Module& a, const Module& b) { return a.start < b.start; });
+}
+
+// The load bias is where the module's ELF header is minus where the file says its first segment goes;
+// the extent and the file-backed stretches come from the file's PT_LOAD segments.
+void LldbImage::add_module(lldb::SBTarget& target, lldb::SBModule module, bool is_main_executable) {
+  lldb::SBAddress header = module.GetObjectFileHeaderAddress();
+  const lldb::addr_t header_load = header.GetLoadAddress(target);
+  if (header_load == LLDB_INVALID_ADDRESS) return;  // known to the target, not loaded in this process
+  Module m;
+  const std::string local_path = path_of(module.GetFileSpec());
+  m.path = path_of(module.GetPlatformFileSpec());
+  if (m.path.empty()) m.path = local_path;
+  m.build_id = build_id_of(module);
+  m.is_main_executable = is_main_executable;
+  m.load_bias = header_load - header.GetFileAddress();
+
+  std::unique_ptr<ElfFile> file;
+  if (!local_path.empty() && !is_pseudo_file_name(local_path)) {
+    std::string error;
+    file = ElfFile::open(local_path, &error);
+    if (!file) warnings_.push_back(fmt::format("symbols of {} are not loaded: {}", m.path, error));
+  }
+  if (file) {
+    const std::optional<std::string> file_id = file->build_id();
+    if (file_id && !m.build_id.empty() && *file_id != m.build_id) {
+      warnings_.push_back(fmt::format("build-id mismatch for {}: LLDB has {}, the file {} has {}; the file is not used",
+                                      m.path, m.build_id, local_path, *file_id));
+      file.reset();
+    } else {
+      m.build_id = file_id.value_or("");  // without a build-id, LLDB's UUID is a checksum of the file
+    }
+  }
+  if (file) {
+    m.file_on_disk = local_path;
+    if (const auto first_vaddr = file->first_load_vaddr()) m.load_bias = header_load - *first_vaddr;
+    bool first = true;
+    for (const GElf_Phdr& ph : file->program_headers()) {
+      if (ph.p_type != PT_LOAD) continue;
+      const Address start = page_down(m.load_bias + ph.p_vaddr);
+      m.start = first ? start : std::min(m.start, start);
+      m.end = std::max(m.end, m.load_bias + ph.p_vaddr + ph.p_memsz);
+      first = false;
+      if (ph.p_filesz > 0)
+        file_backed_.push_back({start, page_up(m.load_bias + ph.p_vaddr + ph.p_filesz), m.path, page_down(ph.p_offset)});
+    }
+  }
+  if (m.end == 0) {  // no usable file ([vdso], a missing library): the extent of its loaded sections
+    m.start = header_load;
+    m.end = header_load;
+    for (std::size_t s = 0; s < module.GetNumSections(); ++s) {
+      lldb::SBSection section = module.GetSectionAtIndex(s);
+      const lldb::addr_t load = section.GetLoadAddress(target);
+      if (load == LLDB_INVALID_ADDRESS || section.GetByteSize() == 0) continue;
+      m.start = std::min<Address>(m.start, load);
+      m.end = std::max<Address>(m.end, load + section.GetByteSize());
+    }
+  }
+  modules_.push_back(std::move(m));
+}
+
+// LLDB names no region of a core; those that hold a module's file-backed segments get its path.
+void LldbImage::name_file_backed_regions() {
+  for (MemoryRegion& r : regions_) {
+    if (!r.backing_path.empty()) continue;
+    for (const FileBackedRange& f : file_backed_) {
+      if (r.start < f.start || r.start >= f.end) continue;
+      r.backing_path = f.path;
+      r.file_offset = f.file_offset + (r.start - f.start);
+      break;
+    }
+  }
+}
+
+// Threads whose fs_base LLDB did not show get it from glibc's own thread list (thread_pointers.h).
+void LldbImage::complete_thread_pointers() {
+  if (std::all_of(thread_pointer_known_.begin(), thread_pointer_known_.end(), [](bool known) { return known; })) return;
+  std::string error;
+  const auto pointers = glibc_thread_pointers(process_.GetTarget(), memory_reader_for(*this), &error);
+  for (std::size_t i = 0; i < threads_.size(); ++i) {
+    if (thread_pointer_known_[i]) continue;
+    if (const auto it = pointers.find(threads_[i].tid); it != pointers.end()) {
+      threads_[i].regs[static_cast<int>(Reg::fs_base)] = it->second;
+      thread_pointer_known_[i] = true;
+      continue;
+    }
+    warnings_.push_back(fmt::format(
+        "the thread pointer (fs_base) of thread {} (tid {}) is unknown ({}), so its tcache and TLS are not read",
+        i + 1, threads_[i].tid, error.empty() ? "LLDB does not show it and glibc's thread list lacks the thread" : error));
+  }
+}
+
+// A live process on this machine shows its auxv in /proc (LLDB has no SB call for it). Only read when
+// LLDB runs the process through the host platform: a remote pid means another process here.
+void LldbImage::read_live_auxv() {
+  lldb::SBTarget target = process_.GetTarget();
+  lldb::SBPlatform platform = target.GetPlatform();
+  const char* platform_name = platform.GetName();
+  if (!platform_name || std::string_view(platform_name) != "host" || pid_ <= 0) return;
+  std::ifstream in(fmt::format("/proc/{}/auxv", pid_), std::ios::binary);
+  std::uint64_t pair[2];
+  while (in.read(reinterpret_cast<char*>(pair), sizeof pair) && pair[0] != 0) auxv_.push_back({pair[0], pair[1]});
+}
+
+}  // namespace heapscope::lldb_plugin

@@ -1,0 +1,74 @@
+// LldbImage: an Image over the process LLDB has stopped (a live process or a core loaded with
+// `target create --core`), read through the SB API.
+//
+// Regions, threads (frame 0 registers) and modules are read once when the image is made, on the LLDB
+// thread; memory is read on demand, from any thread, through a page cache (page_cache.h) whose misses
+// LLDB serves on its own thread (lldb_thread.h). An image describes one stop of the process: the
+// plugin makes a new one whenever the process has run.
+//
+// Where LLDB 16 falls short:
+//   - it shows no fs_base (x86-64 Linux, live or core); glibc's thread list supplies the thread
+//     pointers instead (thread_pointers.h);
+//   - it has no SB call for auxv; a live process on this host shows it in /proc, a core's is left out
+//     (nothing in the engine needs it once modules are known);
+//   - it names no mappings of a core; file-backed ones are named after the module whose segments they
+//     hold, so that they are not mistaken for anonymous memory;
+//   - a core leaves out read-only file-backed memory; such reads fall back to the module files
+//     (SBTarget::ReadMemory reads a section from the file).
+#pragma once
+
+#include <lldb/API/LLDB.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "image/collected_image.h"
+#include "frontends/lldb/lldb_thread.h"
+#include "frontends/lldb/page_cache.h"
+
+namespace heapscope::lldb_plugin {
+
+class LldbImage : public CollectedImage {
+ public:
+  // Call on the LLDB thread, with the process stopped.
+  LldbImage(lldb::SBProcess process, LldbThread& lldb_thread);
+
+  std::string description() const override { return description_; }
+  int pid() const override { return pid_; }
+
+  std::size_t read(Address addr, void* out, std::size_t len) const override;
+
+  bool is_core() const { return is_core_; }
+
+ private:
+  // A stretch of a module file mapped into the process, for naming the core's unnamed regions.
+  struct FileBackedRange {
+    Address start = 0;
+    Address end = 0;
+    std::string path;
+    std::uint64_t file_offset = 0;
+  };
+
+  void read_regions();
+  void mark_unreadable_core_bytes();
+  bool reads_at(Address addr) const;
+  void read_threads();
+  void read_modules();
+  void add_module(lldb::SBTarget& target, lldb::SBModule module, bool is_main_executable);
+  void name_file_backed_regions();
+  void complete_thread_pointers();
+  void read_live_auxv();
+  std::size_t read_from_lldb(Address addr, void* out, std::size_t len) const;
+
+  lldb::SBProcess process_;
+  LldbThread& lldb_thread_;
+  bool is_core_ = false;
+  int pid_ = 0;
+  std::string description_;
+  std::vector<bool> thread_pointer_known_;  // per thread: LLDB showed fs_base
+  std::vector<FileBackedRange> file_backed_;
+  mutable std::unique_ptr<PageCache> cache_;
+};
+
+}  // namespace heapscope::lldb_plugin

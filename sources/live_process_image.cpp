@@ -1,0 +1,233 @@
+#include "sources/live_process_image.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "image/module_layout.h"
+
+namespace heapscope {
+
+namespace {
+
+std::string proc_path(int pid, const std::string& entry) { return fmt::format("/proc/{}/{}", pid, entry); }
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// Why /proc/PID/<entry> could not be opened, as one sentence.
+std::string proc_open_error(int pid, const std::string& entry, int err) {
+  if (err == ENOENT || err == ESRCH)
+    return fmt::format("there is no process with pid {} (/proc/{} does not exist)", pid, pid);
+  if (err == EACCES || err == EPERM)
+    return fmt::format("permission denied reading {}: heapscope must run as the process's user and be allowed to "
+                       "trace it (root, or see /proc/sys/kernel/yama/ptrace_scope)",
+                       proc_path(pid, entry));
+  return fmt::format("cannot read {}: {}", proc_path(pid, entry), errno_text(err));
+}
+
+bool read_text_file(const std::string& path, std::string* out, int* err) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *err = errno != 0 ? errno : EIO;
+    return false;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  *out = text.str();
+  return true;
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// The kernel serves [vvar] (clock data) from pages /proc/PID/mem refuses to read; gcore leaves it out too.
+bool kernel_refuses_reads(const std::string& name) { return name.rfind("[vvar", 0) == 0 || name == "[vsyscall]"; }
+
+struct MapsLine {
+  MemoryRegion region;
+  std::string name;  // path, "[heap]", "[vdso]"..., or empty for anonymous memory
+};
+
+// One line of /proc/PID/maps: "start-end perms offset dev inode [name]". The name may contain spaces.
+std::optional<MapsLine> parse_maps_line(const std::string& line) {
+  unsigned long long start = 0, end = 0, offset = 0, inode = 0;
+  char perms[8] = {};
+  int name_pos = 0;
+  if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %llu %n", &start, &end, perms, &offset, &inode, &name_pos) < 5)
+    return std::nullopt;
+  if (start >= end || std::strlen(perms) < 3) return std::nullopt;
+  MapsLine m;
+  m.region.start = start;
+  m.region.end = end;
+  m.region.readable = perms[0] == 'r';
+  m.region.writable = perms[1] == 'w';
+  m.region.executable = perms[2] == 'x';
+  if (name_pos > 0 && static_cast<std::size_t>(name_pos) <= line.size()) m.name = line.substr(name_pos);
+  m.region.bytes_present = m.region.readable && !kernel_refuses_reads(m.name);
+  if (!m.name.empty() && m.name.front() == '/') {
+    m.region.backing_path = m.name;
+    m.region.file_offset = offset;
+  }
+  return m;
+}
+
+std::vector<AuxvEntry> parse_auxv(const std::string& bytes) {
+  std::vector<AuxvEntry> auxv;
+  for (std::size_t pos = 0; pos + 16 <= bytes.size(); pos += 16) {
+    AuxvEntry e;
+    std::memcpy(&e.type, bytes.data() + pos, 8);
+    std::memcpy(&e.value, bytes.data() + pos + 8, 8);
+    if (e.type == AT_NULL) break;
+    auxv.push_back(e);
+  }
+  return auxv;
+}
+
+}  // namespace
+
+std::unique_ptr<LiveProcessImage> LiveProcessImage::open(int pid, std::vector<ThreadState> threads,
+                                                         const LiveProcessOptions& opts, std::string* error) {
+  auto fail = [&](std::string why) -> std::unique_ptr<LiveProcessImage> {
+    if (error) *error = std::move(why);
+    return nullptr;
+  };
+  if (pid <= 0) return fail(fmt::format("{} is not a process id", pid));
+  std::unique_ptr<LiveProcessImage> image(new LiveProcessImage());
+  image->pid_ = pid;
+
+  std::string maps_text, auxv_bytes, comm;
+  int err = 0;
+  if (!read_text_file(proc_path(pid, "maps"), &maps_text, &err)) return fail(proc_open_error(pid, "maps", err));
+  image->mem_fd_ = ::open(proc_path(pid, "mem").c_str(), O_RDONLY | O_CLOEXEC);
+  if (image->mem_fd_ < 0) return fail(proc_open_error(pid, "mem", errno));
+  if (!read_text_file(proc_path(pid, "auxv"), &auxv_bytes, &err)) return fail(proc_open_error(pid, "auxv", err));
+  if (maps_text.empty())
+    return fail(fmt::format("process {} has no memory mappings (a zombie, or a kernel thread)", pid));
+  image->auxv_ = parse_auxv(auxv_bytes);
+  if (read_text_file(proc_path(pid, "comm"), &comm, &err)) image->process_name_ = first_line(comm);
+
+  std::vector<FileMapping> file_mappings;
+  std::optional<std::pair<Address, Address>> vdso_extent;
+  std::istringstream lines(maps_text);
+  std::size_t unparsed = 0;
+  for (std::string line; std::getline(lines, line);) {
+    auto m = parse_maps_line(line);
+    if (!m || (!image->regions_.empty() && m->region.start < image->regions_.back().end)) {
+      ++unparsed;
+      continue;
+    }
+    if (m->name == "[vdso]") vdso_extent = std::make_pair(m->region.start, m->region.end);
+    if (!m->region.backing_path.empty())
+      file_mappings.push_back(FileMapping{m->region.start, m->region.end, m->region.file_offset, m->name});
+    image->regions_.push_back(std::move(m->region));
+  }
+  if (unparsed > 0)
+    image->warnings_.push_back(fmt::format("{} lines of /proc/{}/maps could not be read and were ignored", unparsed, pid));
+
+  for (ThreadState& t : threads) {
+    std::string name;
+    if (t.name.empty() && read_text_file(proc_path(pid, fmt::format("task/{}/comm", t.tid)), &name, &err))
+      t.name = first_line(name);
+  }
+  image->threads_ = std::move(threads);
+  if (image->threads_.empty())
+    image->warnings_.push_back("no thread registers were given, so registers and stacks are not roots");
+
+  image->cache_ = std::make_unique<CacheLine[]>(kCacheLines);
+
+  ModuleLayoutInputs inputs;
+  inputs.read = memory_reader_for(*image);
+  inputs.mappings = std::move(file_mappings);
+  inputs.auxv = image->auxv_;
+  inputs.vdso_extent = vdso_extent;
+  inputs.executable = opts.executable;
+  // A program whose file was replaced or deleted since it started is still reachable through /proc.
+  const auto entry = image->auxv_value(AT_ENTRY);
+  const MemoryRegion* main_region = entry ? image->region_at(*entry) : nullptr;
+  if (inputs.executable.empty() && main_region && main_region->backing_path.ends_with(" (deleted)"))
+    inputs.executable = proc_path(pid, "exe");
+  inputs.path_map = opts.path_map;
+  inputs.source_noun = "process";
+  ModuleLayout layout = discover_modules(inputs, &image->warnings_);
+  image->modules_ = std::move(layout.modules);
+  image->link_map_ = std::move(layout.link_map);
+  return image;
+}
+
+LiveProcessImage::~LiveProcessImage() {
+  if (mem_fd_ >= 0) ::close(mem_fd_);
+}
+
+std::string LiveProcessImage::description() const {
+  return fmt::format("live process {} ({})", pid_, process_name_.empty() ? "?" : process_name_);
+}
+
+std::size_t LiveProcessImage::read(Address addr, void* out, std::size_t len) const {
+  auto* dst = static_cast<std::byte*>(out);
+  std::size_t done = 0;
+  while (done < len) {
+    const Address at = addr + done;
+    if (at < addr) break;  // wrapped around the address space
+    const MemoryRegion* region = region_at(at);
+    if (!region || !region->bytes_present) break;
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(len - done, region->end - at));
+    // Big reads (a block's words for the pointer scan) gain nothing from the cache and would evict it.
+    const std::size_t got = want >= kCacheLineSize / 4 ? read_uncached(at, dst + done, want)
+                                                       : read_cached(*region, at, dst + done, want);
+    done += got;
+    if (got < want) break;
+  }
+  return done;
+}
+
+std::span<const std::byte> LiveProcessImage::view(Address addr, std::size_t len) const {
+  (void)addr;
+  (void)len;
+  return {};
+}
+
+std::size_t LiveProcessImage::read_uncached(Address addr, void* out, std::size_t len) const {
+  auto* dst = static_cast<std::byte*>(out);
+  std::size_t done = 0;
+  while (done < len) {
+    const ssize_t got = ::pread(mem_fd_, dst + done, len - done, static_cast<off_t>(addr + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // EIO: a page the kernel cannot supply (past the end of a mapped file, say)
+    done += static_cast<std::size_t>(got);
+  }
+  return done;
+}
+
+std::size_t LiveProcessImage::read_cached(const MemoryRegion& region, Address addr, void* out, std::size_t len) const {
+  auto* dst = static_cast<std::byte*>(out);
+  std::size_t done = 0;
+  while (done < len) {
+    const Address at = addr + done;
+    const Address aligned = at & ~Address{kCacheLineSize - 1};
+    const Address line_start = std::max(aligned, region.start);
+    const Address line_end = std::min(aligned + kCacheLineSize, region.end);
+    CacheLine& line = cache_[(at / kCacheLineSize) % kCacheLines];
+    std::lock_guard lock(line.mutex);
+    if (at < line.start || at >= line.end) {
+      if (!line.bytes) line.bytes = std::make_unique<std::byte[]>(kCacheLineSize);
+      const std::size_t got = read_uncached(line_start, line.bytes.get(), line_end - line_start);
+      line.start = line_start;
+      line.end = line_start + got;
+      // An unreadable page before `at` cut the line short; `at` itself may still be readable.
+      if (at >= line.end) return done + read_uncached(at, dst + done, len - done);
+    }
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len - done, line.end - at));
+    std::memcpy(dst + done, line.bytes.get() + (at - line.start), n);
+    done += n;
+    if (done < len && line.end < line_end) break;  // the rest of the line is unreadable
+  }
+  return done;
+}
+
+}  // namespace heapscope
