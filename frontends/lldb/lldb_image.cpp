@@ -207,14 +207,17 @@ void LldbImage::read_modules() {
     lldb::SBModule module = target.GetModuleAtIndex(i);
     const bool is_main = !main_found && !executable.empty() && path_of(module.GetFileSpec()) == executable;
     main_found = main_found || is_main;
-    add_module(target, module, is_main);
+    add_module(target, module, is_main, i);
   }
   std::sort(modules_.begin(), modules_.end(), [](const Module& a, const Module& b) { return a.start < b.start; });
 }
 
 // The load bias is where the module's ELF header is minus where the file says its first segment goes;
 // the extent and the file-backed stretches come from the file's PT_LOAD segments.
-void LldbImage::add_module(lldb::SBTarget& target, lldb::SBModule module, bool is_main_executable) {
+// `position` is the module's place in the target's list: LLDB's dynamic loader adds modules in the order of
+// the dynamic linker's list after the executable, which is symbol lookup order.
+void LldbImage::add_module(lldb::SBTarget& target, lldb::SBModule module, bool is_main_executable,
+                           std::uint32_t position) {
   lldb::SBAddress header = module.GetObjectFileHeaderAddress();
   const lldb::addr_t header_load = header.GetLoadAddress(target);
   if (header_load == LLDB_INVALID_ADDRESS) return;  // known to the target, not loaded in this process
@@ -224,6 +227,7 @@ void LldbImage::add_module(lldb::SBTarget& target, lldb::SBModule module, bool i
   if (m.path.empty()) m.path = local_path;
   m.build_id = build_id_of(module);
   m.is_main_executable = is_main_executable;
+  m.lookup_order = position;
   m.load_bias = header_load - header.GetFileAddress();
 
   std::unique_ptr<ElfFile> file;

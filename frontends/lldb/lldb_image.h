@@ -55,7 +55,7 @@ class LldbImage : public CollectedImage {
   bool reads_at(Address addr) const;
   void read_threads();
   void read_modules();
-  void add_module(lldb::SBTarget& target, lldb::SBModule module, bool is_main_executable);
+  void add_module(lldb::SBTarget& target, lldb::SBModule module, bool is_main_executable, std::uint32_t position);
   void name_file_backed_regions();
   void complete_thread_pointers();
   void read_live_auxv();
