@@ -23,4 +23,20 @@ const Block* HeapModel::block_containing(Address addr) const {
   return addr < it->chunk + it->chunk_size() ? &*it : nullptr;
 }
 
+std::pair<std::size_t, std::size_t> HeapModel::blocks_between(Address start, Address end) const {
+  const Block* begin = blocks.begin();
+  const auto by_chunk = [](const Block& b, Address a) { return b.chunk < a; };
+  const Block* lo = std::lower_bound(begin, blocks.end(), start, by_chunk);
+  const Block* hi = std::lower_bound(lo, blocks.end(), end, by_chunk);
+  return {static_cast<std::size_t>(lo - begin), static_cast<std::size_t>(hi - begin)};
+}
+
+std::optional<std::size_t> HeapModel::top_of(std::size_t arena) const {
+  for (const HeapSegment& seg : arenas[arena].heaps) {
+    const auto [first, last] = blocks_between(seg.start, seg.end);
+    if (first < last && blocks[last - 1].state == BlockState::top) return last - 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace heapscope

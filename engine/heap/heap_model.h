@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "heap/block.h"
@@ -86,6 +87,10 @@ struct HeapModel {
   StateTotals totals() const;
   // The block whose chunk contains addr (header or user bytes), or null. O(log n).
   const Block* block_containing(Address addr) const;
+  // The blocks [first, last) whose chunks start in [start, end) (a heap segment's). O(log n).
+  std::pair<std::size_t, std::size_t> blocks_between(Address start, Address end) const;
+  // The index of arena `arena`'s top chunk, or nothing when the walk found none.
+  std::optional<std::size_t> top_of(std::size_t arena) const;
 };
 
 }  // namespace heapscope

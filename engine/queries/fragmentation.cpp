@@ -12,35 +12,7 @@ namespace heapscope {
 
 namespace {
 
-// glibc's MINSIZE and sizeof(struct malloc_chunk) on x86-64.
-constexpr std::uint64_t kMinChunkBytes = 32;
-constexpr std::uint64_t kFreeChunkHeaderBytes = 48;
-// glibc's DEFAULT_TRIM_THRESHOLD and the top pad its releases start with, for heaps whose mp_ was not found.
-constexpr TrimSettings kGlibcDefaultTrim{128 * 1024, 128 * 1024};
-
-std::uint64_t align_down(std::uint64_t v, std::uint64_t to) { return v - v % to; }
-std::uint64_t align_up(std::uint64_t v, std::uint64_t to) { return align_down(v + to - 1, to); }
-
-bool coalescable(BlockState s) { return s == BlockState::free || s == BlockState::fastbin; }
-
 std::uint64_t chunk_end(const Block& b) { return b.chunk + b.chunk_size(); }
-
-// Blocks [first, last) of the heap array that lie in [start, end).
-std::pair<std::size_t, std::size_t> blocks_in(const HeapModel& heap, Address start, Address end) {
-  const Block* begin = heap.blocks.begin();
-  const Block* lo = std::lower_bound(begin, heap.blocks.end(), start, [](const Block& b, Address a) { return b.chunk < a; });
-  const Block* hi = std::lower_bound(lo, heap.blocks.end(), end, [](const Block& b, Address a) { return b.chunk < a; });
-  return {static_cast<std::size_t>(lo - begin), static_cast<std::size_t>(hi - begin)};
-}
-
-// The arena's top chunk, or kNoBlock.
-BlockId top_of(const HeapModel& heap, std::size_t arena) {
-  for (const HeapSegment& seg : heap.arenas[arena].heaps) {
-    auto [first, last] = blocks_in(heap, seg.start, seg.end);
-    if (first < last && heap.blocks[last - 1].state == BlockState::top) return static_cast<BlockId>(last - 1);
-  }
-  return kNoBlock;
-}
 
 void add_state_bytes(ArenaFragmentation& out, const Block& b) {
   const std::uint64_t n = b.chunk_size();
@@ -54,71 +26,6 @@ void add_state_bytes(ArenaFragmentation& out, const Block& b) {
   }
   if (b.state == BlockState::free || b.state == BlockState::fastbin || b.state == BlockState::tcache)
     out.largest_free_chunk = std::max(out.largest_free_chunk, n);
-}
-
-// malloc_trim(0)'s madvise share of one segment: after malloc_consolidate, every run of adjacent free and
-// fastbin chunks is one free chunk; a run that reaches top joins top instead. Returns the bytes madvised and
-// where top would then start.
-std::pair<std::uint64_t, Address> consolidated_pages(const HeapModel& heap, std::size_t first, std::size_t last,
-                                                     std::uint64_t page) {
-  std::uint64_t madvised = 0;
-  Address run_start = 0, run_end = 0;
-  auto close_run = [&] {
-    if (run_end > run_start) madvised += madvisable_bytes(run_start, run_end - run_start, page);
-    run_start = run_end = 0;
-  };
-  Address top_start = 0;
-  for (std::size_t i = first; i < last; ++i) {
-    const Block& b = heap.blocks[i];
-    if (b.state == BlockState::top) {
-      top_start = (run_end == b.chunk) ? run_start : b.chunk;
-      if (run_end == b.chunk) run_start = run_end = 0;
-      continue;
-    }
-    if (!coalescable(b.state)) {
-      close_run();
-      continue;
-    }
-    if (run_end != b.chunk) {
-      close_run();
-      run_start = b.chunk;
-    }
-    run_end = chunk_end(b);
-  }
-  close_run();
-  return {madvised, top_start};
-}
-
-// Walks down from the top chunk of one segment: each in-use or tcache chunk is a blocker; freeing it and the
-// blockers above lets top reach down through the free chunks beneath it.
-void find_blockers(const HeapModel& heap, std::size_t first, BlockId top,
-                   std::uint64_t page, std::size_t max_blockers, ArenaFragmentation& out,
-                   std::vector<BlockId>* blocker_ids) {
-  const Block& t = heap.blocks[top];
-  const Address heap_end = chunk_end(t);
-  // Measured without a pad, as malloc_trim(0) trims: with free()'s top_pad (128 KiB by default) the first
-  // few blockers of a small heap would all read 0, hiding which of them matter.
-  const std::uint64_t now = trimmable_top_bytes(t.chunk_size(), 0, page);
-  std::size_t i = top;
-  while (i > first && out.blockers.size() < max_blockers) {
-    --i;
-    const Block& b = heap.blocks[i];
-    if (coalescable(b.state)) continue;
-    // Top would start at the lowest of the free chunks directly beneath this blocker.
-    std::size_t below = i;
-    while (below > first && coalescable(heap.blocks[below - 1].state) &&
-           chunk_end(heap.blocks[below - 1]) == heap.blocks[below].chunk)
-      --below;
-    const Address new_top = below < i ? heap.blocks[below].chunk : b.chunk;
-    TrimBlocker blocker;
-    blocker.state = block_state_name(b.state);
-    blocker.chunk = b.chunk;
-    blocker.chunk_bytes = b.chunk_size();
-    blocker.bytes_above = heap_end - b.chunk;
-    blocker.returnable_if_freed = trimmable_top_bytes(heap_end - new_top, 0, page) - now;
-    out.blockers.push_back(std::move(blocker));
-    if (blocker_ids) blocker_ids->push_back(static_cast<BlockId>(i));
-  }
 }
 
 }  // namespace
@@ -196,42 +103,33 @@ void OccupancyCounter::end_range() {
   open_ = false;
 }
 
-std::uint64_t trimmable_top_bytes(std::uint64_t top_bytes, std::uint64_t pad, std::uint64_t page_bytes) {
-  if (top_bytes <= pad + kMinChunkBytes + 1) return 0;
-  return align_down(top_bytes - pad - kMinChunkBytes - 1, page_bytes);
-}
-
-std::uint64_t madvisable_bytes(Address chunk, std::uint64_t chunk_bytes, std::uint64_t page_bytes) {
-  if (chunk_bytes <= page_bytes - 1 + kFreeChunkHeaderBytes) return 0;
-  const Address first_page = align_up(chunk + kFreeChunkHeaderBytes, page_bytes);
-  const Address end = chunk + chunk_bytes;
-  if (end <= first_page) return 0;
-  return align_down(end - first_page, page_bytes);
-}
-
-ArenaFragmentation arena_fragmentation(const HeapModel& heap, std::size_t arena, const TrimSettings& trim,
-                                       std::size_t max_blockers, std::vector<BlockId>* blocker_ids) {
+ArenaFragmentation arena_fragmentation(const HeapModel& heap, std::size_t arena, const std::optional<ArenaTrim>& trim,
+                                       std::vector<BlockId>* blocker_ids) {
   const ArenaInfo& info = heap.arenas[arena];
-  const std::uint64_t page = kFragmentationPageBytes;
   ArenaFragmentation out;
   out.address = info.address;
   out.is_main = info.is_main;
   out.heaps = info.heaps.size();
   out.system_bytes = info.system_bytes;
   out.overhead_bytes = info.overhead_bytes;
-  const BlockId top = top_of(heap, arena);
   for (const HeapSegment& seg : info.heaps) {
-    auto [first, last] = blocks_in(heap, seg.start, seg.end);
+    const auto [first, last] = heap.blocks_between(seg.start, seg.end);
     for (std::size_t i = first; i < last; ++i) add_state_bytes(out, heap.blocks[i]);
-    const auto [madvised, top_start] = consolidated_pages(heap, first, last, page);
-    out.malloc_trim_madvised += madvised;
-    if (top == kNoBlock || top < first || top >= last) continue;
-    const Block& t = heap.blocks[top];
-    if (t.chunk_size() >= trim.threshold) out.trim_on_free = trimmable_top_bytes(t.chunk_size(), trim.pad, page);
-    // heap_trim unmaps a non-main arena's newest heap when top is all it holds.
-    if (!info.is_main && first == top && &seg != &info.heaps.front()) out.trim_on_free = seg.end - seg.start;
-    if (info.is_main) out.malloc_trim_returned = trimmable_top_bytes(chunk_end(t) - top_start, 0, page);
-    find_blockers(heap, first, top, page, max_blockers, out, blocker_ids);
+  }
+  if (!trim) return out;
+  out.trim_on_free = trim->on_free;
+  out.malloc_trim_returned = trim->explicit_returned;
+  out.malloc_trim_madvised = trim->explicit_madvised;
+  for (const TrimBlockerEstimate& e : trim->blockers) {
+    const Block& b = heap.blocks[e.block];
+    TrimBlocker blocker;
+    blocker.state = block_state_name(b.state);
+    blocker.chunk = b.chunk;
+    blocker.chunk_bytes = b.chunk_size();
+    blocker.bytes_above = e.bytes_above;
+    blocker.returnable_if_freed = e.returnable_if_freed;
+    out.blockers.push_back(std::move(blocker));
+    if (blocker_ids) blocker_ids->push_back(e.block);
   }
   return out;
 }
@@ -239,7 +137,7 @@ ArenaFragmentation arena_fragmentation(const HeapModel& heap, std::size_t arena,
 void count_occupancy(const HeapModel& heap, OccupancyCounter& pages, OccupancyCounter& regions) {
   for (std::size_t a = 0; a < heap.arenas.size(); ++a)
     for (const HeapSegment& seg : heap.arenas[a].heaps) {
-      auto [first, last] = blocks_in(heap, seg.start, seg.end);
+      const auto [first, last] = heap.blocks_between(seg.start, seg.end);
       // The counted part of a heap ends where its top chunk starts.
       const Address end = (first < last && heap.blocks[last - 1].state == BlockState::top) ? heap.blocks[last - 1].chunk
                                                                                           : seg.end;
@@ -317,15 +215,17 @@ FragmentationReport build_fragmentation_report(Session& s, std::size_t type_rows
   if (heap.trim) {
     out.trim_threshold = heap.trim->threshold;
     out.top_pad = heap.trim->pad;
-  } else {
-    out.warnings.push_back("the allocator's trim settings are unknown (no mp_): glibc's defaults are assumed");
   }
-  const TrimSettings trim = heap.trim.value_or(kGlibcDefaultTrim);
+  const LocatedAllocator& allocator = s.allocator();
 
   TypeTallies blockers(groups, heap, samples);
   for (std::size_t a = 0; a < heap.arenas.size(); ++a) {
     std::vector<BlockId> ids;
-    ArenaFragmentation arena = arena_fragmentation(heap, a, trim, max_blockers, &ids);
+    const std::optional<ArenaTrim> trim = allocator.arena_trim(heap, a, max_blockers, kFragmentationPageBytes);
+    if (trim)
+      for (const std::string& w : trim->warnings)
+        if (std::find(out.warnings.begin(), out.warnings.end(), w) == out.warnings.end()) out.warnings.push_back(w);
+    ArenaFragmentation arena = arena_fragmentation(heap, a, trim, &ids);
     for (std::size_t i = 0; i < ids.size(); ++i) {
       arena.blockers[i].block = block_ref(s, ids[i]);
       if (heap.blocks[ids[i]].state == BlockState::in_use) blockers.add(ids[i]);

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "model/block_index.h"
 #include "heap/heap_model.h"
+#include "heap/trim_model.h"
 #include "reports/fragmentation_report.h"
 #include "session/session.h"
 
@@ -56,18 +58,11 @@ class OccupancyCounter {
   FillBuckets buckets_{};
 };
 
-// What glibc's trimming returns from a top chunk of `top_bytes` keeping `pad` bytes (systrim, heap_trim):
-// whole pages beyond pad + MINSIZE.
-std::uint64_t trimmable_top_bytes(std::uint64_t top_bytes, std::uint64_t pad, std::uint64_t page_bytes);
-
-// Whole pages malloc_trim(0) madvises inside one free chunk (glibc's mtrim: from the first page boundary
-// past the chunk's bin pointers to the chunk's end).
-std::uint64_t madvisable_bytes(Address chunk, std::uint64_t chunk_bytes, std::uint64_t page_bytes);
-
-// One arena's numbers and trim blockers (types and paths left empty; `blockers` at most `max_blockers`).
-// `trim` defaults to glibc's own defaults when the heap does not know it.
-ArenaFragmentation arena_fragmentation(const HeapModel& heap, std::size_t arena, const TrimSettings& trim,
-                                       std::size_t max_blockers, std::vector<BlockId>* blocker_ids);
+// One arena's numbers, and what its allocator's trimming would return (`trim`, the allocator's
+// arena_trim: absent when it has no trimming rules) with the blockers' block ids in `blocker_ids`; the
+// blockers' types and paths are left empty.
+ArenaFragmentation arena_fragmentation(const HeapModel& heap, std::size_t arena, const std::optional<ArenaTrim>& trim,
+                                       std::vector<BlockId>* blocker_ids);
 
 // The page and region histograms of every arena heap; `sparse` gets each live block that starts in a page
 // at most 10 % used.

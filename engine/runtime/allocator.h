@@ -12,6 +12,7 @@
 
 #include "heap/heap_check.h"
 #include "heap/heap_model.h"
+#include "heap/trim_model.h"
 #include "image/image.h"
 #include "symbols/symbol_index.h"
 
@@ -36,6 +37,10 @@ class LocatedAllocator {
   // Checks of the allocator's own structures (`verify`), over the model walk() gave; nothing when the
   // allocator has no such checks.
   virtual std::optional<HeapVerification> verify(const HeapModel& model) const = 0;
+  // What the allocator's own trimming would give back from arena `arena` of the model, with at most
+  // `max_blockers` blockers; nothing when the allocator has no trimming rules heapscope knows.
+  virtual std::optional<ArenaTrim> arena_trim(const HeapModel& model, std::size_t arena, std::size_t max_blockers,
+                                              std::uint64_t page_bytes) const = 0;
 };
 
 class AllocatorPlugin {

@@ -244,6 +244,23 @@ char* hs_commands(void) {
   }
 }
 
+// hs_thread.registers is heapscope::ThreadState::regs: the C enum must name the same order.
+static_assert(HS_REGISTER_COUNT == static_cast<int>(Reg::count));
+static_assert(HS_R15 == static_cast<int>(Reg::r15) && HS_RAX == static_cast<int>(Reg::rax) &&
+              HS_RDI == static_cast<int>(Reg::rdi) && HS_RIP == static_cast<int>(Reg::rip) &&
+              HS_RSP == static_cast<int>(Reg::rsp) && HS_FS_BASE == static_cast<int>(Reg::fs_base) &&
+              HS_GS == static_cast<int>(Reg::gs));
+
+char* hs_register_names(void) {
+  try {
+    std::string out;
+    for (int r = 0; r < static_cast<int>(Reg::count); ++r) out += std::string(register_name(static_cast<Reg>(r))) + "\n";
+    return copy_string(out);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 void hs_free(char* text) { std::free(text); }
 
 void hs_close(hs_session* session) {

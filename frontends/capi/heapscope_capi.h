@@ -62,6 +62,10 @@ HS_API char* hs_help(const char* command_or_null);
 /* The command table, one command a line: "<name>\t<one-line description>\n". */
 HS_API char* hs_commands(void);
 
+/* The names of hs_thread.registers, in order, one per line ("r15\nr14\n…"): a frontend that reads
+ * registers by name (GDB's Python) takes the order from here rather than keeping a copy. Free with hs_free. */
+HS_API char* hs_register_names(void);
+
 HS_API void hs_free(char* text);
 HS_API void hs_close(hs_session* session);
 

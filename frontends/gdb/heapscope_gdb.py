@@ -26,17 +26,9 @@ import re
 import gdb
 
 LIBRARY_NAME = "libheapscope_capi.so"
-# user_regs_struct order, the order of hs_thread.registers (heapscope_capi.h) and of heapscope::Reg.
-REGISTER_NAMES = ("r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax", "rcx", "rdx",
-                  "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss", "fs_base", "gs_base", "ds",
-                  "es", "fs", "gs")
 WORD_MASK = (1 << 64) - 1
 NO_TARGET_MESSAGE = ("heap: no process and no core file: start or attach to a program (run, attach PID), "
                      "or load a core file (gdb PROGRAM CORE, or core-file CORE)")
-
-
-class _Thread(ctypes.Structure):
-    _fields_ = [("tid", ctypes.c_uint32), ("registers", ctypes.c_uint64 * len(REGISTER_NAMES))]
 
 
 # int (*)(void* ctx, const char* expression, uint64_t* address, char** error). The error is passed as a
@@ -72,8 +64,21 @@ def _load_library():
                   f"HEAPSCOPE_CAPI to the library's path")
 
 
+def _thread_type(lib):
+    """hs_thread, its registers named and ordered as the library says (hs_register_names)."""
+    names = tuple(_take_string(lib.hs_register_names(), lib).split())
+    fields = [("tid", ctypes.c_uint32), ("registers", ctypes.c_uint64 * len(names))]
+    return names, type("_Thread", (ctypes.Structure,), {"_fields_": fields})
+
+
 def _declare(lib):
+    global REGISTER_NAMES, _Thread
     text = ctypes.c_void_p  # char* results are freed with hs_free, so they stay raw pointers
+    lib.hs_free.argtypes = [text]
+    lib.hs_free.restype = None
+    lib.hs_register_names.argtypes = []
+    lib.hs_register_names.restype = text
+    REGISTER_NAMES, _Thread = _thread_type(lib)
     lib.hs_open_core.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(text)]
     lib.hs_open_core.restype = ctypes.c_void_p
     lib.hs_open_live.argtypes = [ctypes.c_int, ctypes.POINTER(_Thread), ctypes.c_size_t, ctypes.POINTER(text)]
@@ -85,24 +90,23 @@ def _declare(lib):
     lib.hs_help.restype = text
     lib.hs_commands.argtypes = []
     lib.hs_commands.restype = text
-    lib.hs_free.argtypes = [text]
-    lib.hs_free.restype = None
     lib.hs_close.argtypes = [ctypes.c_void_p]
     lib.hs_close.restype = None
     return lib
 
 
-_lib, _load_error = _load_library()
-
-
-def _take_string(pointer):
+def _take_string(pointer, lib=None):
     """The text of a char* heapscope returned, which is freed here."""
     if not pointer:
         return ""
     try:
         return ctypes.string_at(pointer).decode("utf-8", errors="replace")
     finally:
-        _lib.hs_free(pointer)
+        (lib or _lib).hs_free(pointer)
+
+
+REGISTER_NAMES, _Thread = (), None  # from the library, once it is loaded (_declare)
+_lib, _load_error = _load_library()
 
 
 def _require_library():

@@ -5,8 +5,11 @@
 #include <numeric>
 
 #include "queries/fragmentation.h"
+#include "runtime/glibc/glibc_trim.h"
 
 using namespace heapscope;
+using glibc::madvisable_bytes;
+using glibc::trimmable_top_bytes;
 
 namespace {
 
@@ -42,6 +45,12 @@ struct ModelBuilder {
 };
 
 std::uint64_t sum(const FillBuckets& b) { return std::accumulate(b.begin(), b.end(), std::uint64_t{0}); }
+
+// One arena's numbers with glibc's trimming rules under `trim`, as the fragmentation query puts them together.
+ArenaFragmentation glibc_arena(const HeapModel& heap, TrimSettings trim, std::size_t max_blockers,
+                               std::vector<BlockId>* ids) {
+  return arena_fragmentation(heap, 0, glibc::arena_trim(heap, 0, trim, max_blockers, kPage), ids);
+}
 
 }  // namespace
 
@@ -111,7 +120,7 @@ TEST_CASE("arena numbers: bytes per state, largest free chunk, the free() trim a
   m.top(40 * kPage);
   const TrimSettings trim{128 * 1024, 0};
   std::vector<BlockId> ids;
-  ArenaFragmentation a = arena_fragmentation(m.heap, 0, trim, 5, &ids);
+  ArenaFragmentation a = glibc_arena(m.heap, trim, 5, &ids);
   CHECK(a.in_use_bytes == 0x290 + 0xd0);
   CHECK(a.in_use_blocks == 2);
   CHECK(a.free_bytes == 3 * kPage + 0x1000);
@@ -145,10 +154,10 @@ TEST_CASE("free()'s trim only runs once top reaches trim_threshold, and keeps to
   m.add(0xd0, BlockState::in_use);
   m.top(64 * kPage);  // 256 KiB
   std::vector<BlockId> ids;
-  CHECK(arena_fragmentation(m.heap, 0, {512 * 1024, 0}, 5, &ids).trim_on_free == 0);
-  CHECK(arena_fragmentation(m.heap, 0, {128 * 1024, 0}, 5, &ids).trim_on_free == 63 * kPage);
-  CHECK(arena_fragmentation(m.heap, 0, {128 * 1024, 128 * 1024}, 5, &ids).trim_on_free == 31 * kPage);
-  CHECK(arena_fragmentation(m.heap, 0, {128 * 1024, 0}, 0, &ids).blockers.empty());
+  CHECK(glibc_arena(m.heap, {512 * 1024, 0}, 5, &ids).trim_on_free == 0);
+  CHECK(glibc_arena(m.heap, {128 * 1024, 0}, 5, &ids).trim_on_free == 63 * kPage);
+  CHECK(glibc_arena(m.heap, {128 * 1024, 128 * 1024}, 5, &ids).trim_on_free == 31 * kPage);
+  CHECK(glibc_arena(m.heap, {128 * 1024, 0}, 0, &ids).blockers.empty());
 }
 
 TEST_CASE("count_occupancy: pages and regions of a heap up to its top chunk, live blocks only") {

@@ -5,6 +5,7 @@
 #include "base/phase_timer.h"
 #include "runtime/glibc/glibc_heap.h"
 #include "runtime/glibc/glibc_runtime.h"
+#include "runtime/glibc/glibc_trim.h"
 #include "runtime/glibc/glibc_verify.h"
 
 namespace heapscope::glibc {
@@ -19,6 +20,10 @@ class GlibcAllocator final : public LocatedAllocator {
   std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
   std::optional<HeapVerification> verify(const HeapModel& model) const override {
     return verify_heap(image_, runtime_, model);
+  }
+  std::optional<ArenaTrim> arena_trim(const HeapModel& model, std::size_t arena, std::size_t max_blockers,
+                                      std::uint64_t page_bytes) const override {
+    return glibc::arena_trim(model, arena, model.trim, max_blockers, page_bytes);
   }
 
  private:
