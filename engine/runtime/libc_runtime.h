@@ -5,11 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
 #include "heap/heap_model.h"
 #include "image/image.h"
+#include "image/link_map.h"
 #include "symbols/symbol_index.h"
 
 namespace heapscope {
@@ -60,5 +64,9 @@ struct LibcFinalizers {
   // How lists were found when libc had no symbols: methods, not problems, so no warnings for every command.
   std::vector<std::string> notes;
 };
+
+// A symbol's address in the process, by the start of its module's file name ("libc.so", "ld-linux") and its
+// name: how a reader that runs before an Image is complete (a debugger frontend's) finds the C library.
+using LibcSymbolLookup = std::function<std::optional<Address>(std::string_view module_prefix, std::string_view name)>;
 
 }  // namespace heapscope

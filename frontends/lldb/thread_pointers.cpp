@@ -1,94 +1,51 @@
 #include "frontends/lldb/thread_pointers.h"
 
-#include <fmt/format.h>
-
 #include <optional>
-#include <set>
+#include <string_view>
+
+#include "runtime/builtin/builtin_runtimes.h"
 
 namespace heapscope::lldb_plugin {
 
 namespace {
 
-// A libthread_db field descriptor: {size in bits, element count, byte offset}.
-struct FieldDescriptor {
-  std::uint32_t bits = 0;
-  std::uint32_t count = 0;
-  std::uint32_t offset = 0;
-};
-
-constexpr std::uint32_t kMaxFieldOffset = 1 << 16;  // glibc's structures are far smaller
-constexpr std::size_t kMaxThreads = 1 << 20;
-
-std::optional<Address> symbol_address(lldb::SBTarget& target, const char* name) {
-  lldb::SBSymbolContextList found = target.FindSymbols(name);
-  for (std::uint32_t i = 0; i < found.GetSize(); ++i) {
-    lldb::SBSymbol symbol = found.GetContextAtIndex(i).GetSymbol();
+// A symbol's load address in the first module whose file name starts with `module_prefix`.
+std::optional<Address> symbol_address(lldb::SBTarget& target, std::string_view module_prefix, std::string_view name) {
+  const std::string symbol_name(name);
+  for (std::uint32_t i = 0; i < target.GetNumModules(); ++i) {
+    lldb::SBModule module = target.GetModuleAtIndex(i);
+    const char* file = module.GetFileSpec().GetFilename();
+    if (!file || std::string_view(file).substr(0, module_prefix.size()) != module_prefix) continue;
+    lldb::SBSymbol symbol = module.FindSymbol(symbol_name.c_str());
+    if (!symbol.IsValid()) continue;
     const lldb::addr_t load = symbol.GetStartAddress().GetLoadAddress(target);
     if (load != LLDB_INVALID_ADDRESS) return load;
   }
   return std::nullopt;
 }
 
-class ThreadListReader {
- public:
-  ThreadListReader(lldb::SBTarget target, const MemoryReader& read) : target_(target), read_(read) {}
-
-  std::map<std::uint32_t, Address> read_all(std::string* error) {
-    const auto rtld_global = symbol_address(target_, "_rtld_global");
-    const auto stack_user = field("_thread_db_rtld_global__dl_stack_user", 128);
-    const auto stack_used = field("_thread_db_rtld_global__dl_stack_used", 128);
-    const auto list = field("_thread_db_pthread_list", 128);
-    const auto tid = field("_thread_db_pthread_tid", 32);
-    if (!rtld_global || !stack_user || !stack_used || !list || !tid) {
-      *error = "glibc's thread list cannot be followed (no _rtld_global or _thread_db_* symbols: a static or "
-               "non-glibc program?)";
-      return {};
-    }
-    std::map<std::uint32_t, Address> pointers;
-    for (const FieldDescriptor* head : {&*stack_user, &*stack_used})
-      follow(*rtld_global + head->offset, list->offset, tid->offset, pointers);
-    if (pointers.empty()) *error = "glibc's thread lists hold no thread";
-    return pointers;
-  }
-
- private:
-  std::optional<FieldDescriptor> field(const char* symbol, std::uint32_t expected_bits) {
-    const auto at = symbol_address(target_, symbol);
-    FieldDescriptor d;
-    if (!at || read_(*at, &d, sizeof d) != sizeof d) return std::nullopt;
-    if (d.bits != expected_bits || d.offset >= kMaxFieldOffset) return std::nullopt;
-    return d;
-  }
-
-  std::optional<std::uint64_t> u64(Address a) {
-    std::uint64_t v = 0;
-    return read_(a, &v, sizeof v) == sizeof v ? std::optional(v) : std::nullopt;
-  }
-
-  // A circular list_t of struct pthread's `list` fields; damage ends the walk, never loops.
-  void follow(Address head, std::uint32_t list_offset, std::uint32_t tid_offset,
-              std::map<std::uint32_t, Address>& pointers) {
-    std::set<Address> seen;
-    auto next = u64(head);
-    while (next && *next != head && *next > list_offset && seen.insert(*next).second && seen.size() < kMaxThreads) {
-      const Address descriptor = *next - list_offset;
-      std::uint32_t tid = 0;
-      const bool self_pointing = u64(descriptor) == descriptor && u64(descriptor + 16) == descriptor;
-      if (self_pointing && read_(descriptor + tid_offset, &tid, sizeof tid) == sizeof tid && tid != 0)
-        pointers.emplace(tid, descriptor);  // tid 0: a thread that has exited
-      next = u64(*next);
-    }
-  }
-
-  lldb::SBTarget target_;
-  const MemoryReader& read_;
-};
+std::optional<std::uint64_t> u64(const MemoryReader& read, Address a) {
+  std::uint64_t v = 0;
+  return read(a, &v, sizeof v) == sizeof v ? std::optional(v) : std::nullopt;
+}
 
 }  // namespace
 
 std::map<std::uint32_t, Address> glibc_thread_pointers(lldb::SBTarget target, const MemoryReader& read,
                                                        std::string* error) {
-  return ThreadListReader(target, read).read_all(error);
+  const LibcThreads threads = read_libc_threads(read, [&](std::string_view module, std::string_view name) {
+    return symbol_address(target, module, name);
+  });
+  std::map<std::uint32_t, Address> pointers;
+  for (const LibcThread& t : threads.threads) {
+    // tid 0: a thread that has exited. On x86-64 the descriptor starts with two pointers to itself
+    // (tcbhead_t.tcb and .self), which confirms each entry is a live thread's.
+    const bool self_pointing = u64(read, t.descriptor) == t.descriptor && u64(read, t.descriptor + 16) == t.descriptor;
+    if (t.tid != 0 && self_pointing) pointers.emplace(t.tid, t.descriptor);
+  }
+  if (pointers.empty())
+    *error = !threads.warnings.empty() ? threads.warnings.front() : "glibc's thread lists hold no live thread";
+  return pointers;
 }
 
 }  // namespace heapscope::lldb_plugin

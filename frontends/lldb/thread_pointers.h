@@ -2,12 +2,10 @@
 // or in a core (its register sets stop at the segment selectors), yet the heap walk needs it for each
 // thread's tcache and the roots for static TLS.
 //
-// glibc keeps every thread's descriptor, struct pthread, on two lists in ld.so's _rtld_global
-// (_dl_stack_user, which holds the main thread, and _dl_stack_used), and it publishes the layout of
-// both for libthread_db in exported _thread_db_* symbols (three words each: field size in bits, count,
-// offset). On x86-64 the descriptor is where fs_base points, and it starts with two pointers to itself
-// (tcbhead_t.tcb and .self), which confirms every entry. Following the lists gives each tid's thread
-// pointer the way a debugger's libthread_db would, needing only memory and the dynamic symbols.
+// glibc keeps every thread's descriptor, struct pthread, on lists in ld.so's _rtld_global, whose layout it
+// publishes for libthread_db; the engine's reader of those lists (read_libc_threads, the one the session
+// uses) runs here over LLDB's memory and symbols. On x86-64 the descriptor is where fs_base points, and it
+// starts with two pointers to itself (tcbhead_t.tcb and .self), which confirms every entry.
 #pragma once
 
 #include <lldb/API/LLDB.h>

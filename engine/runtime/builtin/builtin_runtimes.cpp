@@ -16,6 +16,10 @@ LibcThreads read_libc_threads(const Image& image, const SymbolIndex& symbols) {
   return find_glibc_threads(image, symbols);
 }
 
+LibcThreads read_libc_threads(const MemoryReader& read, const LibcSymbolLookup& lookup) {
+  return find_glibc_threads(read, lookup);
+}
+
 LibcFinalizers read_libc_finalizers(const Image& image, const HeapModel& heap, const SymbolIndex& symbols,
                                     const LibcThreads& threads) {
   return find_glibc_finalizers(image, heap, symbols, threads);

@@ -14,6 +14,10 @@ const std::vector<const AllocatorPlugin*>& builtin_allocator_plugins();
 // The process's thread descriptors, exited ones included (glibc's used and cache lists).
 LibcThreads read_libc_threads(const Image& image, const SymbolIndex& symbols);
 
+// The same from memory and symbols alone, stack ranges left empty: for a debugger frontend that needs the
+// thread pointers (descriptors) to complete its Image.
+LibcThreads read_libc_threads(const MemoryReader& read, const LibcSymbolLookup& lookup);
+
 // Every exit handler, thread_local destructor and pthread key destructor registered, and what each holds.
 LibcFinalizers read_libc_finalizers(const Image& image, const HeapModel& heap, const SymbolIndex& symbols,
                                     const LibcThreads& threads);

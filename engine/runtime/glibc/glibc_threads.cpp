@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <utility>
 #include <unordered_set>
 
 namespace heapscope {
@@ -10,11 +11,20 @@ namespace heapscope {
 namespace {
 
 constexpr std::size_t kMaxThreads = 1 << 20;
+constexpr std::uint32_t kMaxFieldOffset = 1 << 16;  // glibc's structures are far smaller
 
-std::optional<std::uint64_t> descriptor_offset(const Image& image, const SymbolIndex& symbols, const Module& libc,
-                                               std::string_view name) {
-  const auto d = thread_db_descriptor(image, symbols, libc, name);
-  return d ? std::optional<std::uint64_t>(d->offset) : std::nullopt;
+std::optional<std::uint64_t> read_u64(const MemoryReader& read, Address at) {
+  std::uint64_t v = 0;
+  return read(at, &v, sizeof v) == sizeof v ? std::optional(v) : std::nullopt;
+}
+
+// A `_thread_db_*` descriptor's offset, when its field has the size glibc gives it (a list_t, a pid_t).
+std::optional<std::uint64_t> field_offset(const MemoryReader& read, const LibcSymbolLookup& lookup,
+                                          std::string_view name, std::uint32_t bits) {
+  const auto at = lookup("libc.so", name);
+  std::uint32_t d[3];
+  if (!at || read(*at, d, sizeof d) != sizeof d || d[0] != bits || d[2] >= kMaxFieldOffset) return std::nullopt;
+  return d[2];
 }
 
 struct Layout {
@@ -23,45 +33,44 @@ struct Layout {
   std::uint64_t list = 0, tid = 0, size = 0;    // inside struct pthread
 };
 
-std::optional<Layout> find_layout(const Image& image, const SymbolIndex& symbols, std::vector<std::string>& warnings) {
-  const Module* libc = symbols.find_module("libc.so");
-  const Module* ld = symbols.find_module("ld-linux");
-  if (!libc || !ld) return std::nullopt;  // static executable or not glibc: no thread list to read
-  Layout l;
-  const auto rtld = symbols.address_of(*ld, "_rtld_global");
-  const auto used = descriptor_offset(image, symbols, *libc, "_thread_db_rtld_global__dl_stack_used");
-  const auto user = descriptor_offset(image, symbols, *libc, "_thread_db_rtld_global__dl_stack_user");
-  const auto list = descriptor_offset(image, symbols, *libc, "_thread_db_pthread_list");
-  const auto tid = descriptor_offset(image, symbols, *libc, "_thread_db_pthread_tid");
-  const auto size = thread_db_sizeof(image, symbols, *libc, "_thread_db_sizeof_pthread");
-  if (!rtld || !used || !user || !list || !tid || !size) {
+std::optional<Layout> find_layout(const MemoryReader& read, const LibcSymbolLookup& lookup,
+                                  std::vector<std::string>& warnings) {
+  const auto rtld = lookup("ld-linux", "_rtld_global");
+  const auto used = field_offset(read, lookup, "_thread_db_rtld_global__dl_stack_used", 128);
+  const auto user = field_offset(read, lookup, "_thread_db_rtld_global__dl_stack_user", 128);
+  const auto list = field_offset(read, lookup, "_thread_db_pthread_list", 128);
+  const auto tid = field_offset(read, lookup, "_thread_db_pthread_tid", 32);
+  const auto size_at = lookup("libc.so", "_thread_db_sizeof_pthread");
+  std::uint32_t size = 0;
+  if (!rtld || !used || !user || !list || !tid || !size_at || read(*size_at, &size, sizeof size) != sizeof size) {
     warnings.push_back("glibc's thread list cannot be located (no _rtld_global or _thread_db_* symbols): stacks "
                        "of exited threads are scanned as live memory");
     return std::nullopt;
   }
+  Layout l;
   l.rtld_global = *rtld;
   l.used = *used;
   l.user = *user;
   l.cache = *user + 16;  // _dl_stack_cache follows _dl_stack_user (ldsodefs.h, glibc 2.34 and later)
   l.list = *list;
   l.tid = *tid;
-  l.size = *size;
+  l.size = size;
   return l;
 }
 
 // Follows a circular list_t from its head; null when it is damaged (a link that cannot be read, a back
 // link that does not match, or more nodes than any process has threads).
-std::optional<std::vector<Address>> list_nodes(const Image& image, Address head) {
+std::optional<std::vector<Address>> list_nodes(const MemoryReader& read, Address head) {
   std::vector<Address> nodes;
   std::unordered_set<Address> seen;
   Address prev = head;
-  auto next = image.read_u64(head);
+  auto next = read_u64(read, head);
   while (next && *next != head) {
-    const auto back = image.read_u64(*next + 8);
+    const auto back = read_u64(read, *next + 8);
     if (!back || *back != prev || !seen.insert(*next).second || nodes.size() >= kMaxThreads) return std::nullopt;
     nodes.push_back(*next);
     prev = *next;
-    next = image.read_u64(*next);
+    next = read_u64(read, *next);
   }
   if (!next) return std::nullopt;
   return nodes;
@@ -83,9 +92,9 @@ std::optional<std::uint32_t> thread_db_sizeof(const Image& image, const SymbolIn
   return at ? image.read_u32(*at) : std::nullopt;
 }
 
-LibcThreads find_glibc_threads(const Image& image, const SymbolIndex& symbols) {
+LibcThreads find_glibc_threads(const MemoryReader& read, const LibcSymbolLookup& lookup) {
   LibcThreads out;
-  const auto layout = find_layout(image, symbols, out.warnings);
+  const auto layout = find_layout(read, lookup, out.warnings);
   if (!layout) return out;
   out.descriptor_size = layout->size;
   const std::pair<std::uint64_t, LibcThread::List> lists[] = {
@@ -94,7 +103,7 @@ LibcThreads find_glibc_threads(const Image& image, const SymbolIndex& symbols) {
       {layout->cache, LibcThread::List::cache},
   };
   for (const auto& [offset, kind] : lists) {
-    const auto nodes = list_nodes(image, layout->rtld_global + offset);
+    const auto nodes = list_nodes(read, layout->rtld_global + offset);
     if (!nodes) {
       out.warnings.push_back(fmt::format("glibc's thread list at 0x{:x} is damaged; its threads are not listed",
                                          layout->rtld_global + offset));
@@ -103,15 +112,28 @@ LibcThreads find_glibc_threads(const Image& image, const SymbolIndex& symbols) {
     for (Address node : *nodes) {
       LibcThread t;
       t.descriptor = node - layout->list;
-      t.tid = image.read_u32(t.descriptor + layout->tid).value_or(0);
+      std::uint32_t tid = 0;
+      if (read(t.descriptor + layout->tid, &tid, sizeof tid) == sizeof tid) t.tid = tid;
       t.list = kind;
-      if (const MemoryRegion* r = image.region_at(t.descriptor)) {
-        t.stack_start = r->start;
-        t.stack_end = r->end;
-      }
       out.threads.push_back(t);
     }
   }
+  return out;
+}
+
+LibcThreads find_glibc_threads(const Image& image, const SymbolIndex& symbols) {
+  const Module* libc = symbols.find_module("libc.so");
+  const Module* ld = symbols.find_module("ld-linux");
+  if (!libc || !ld) return {};  // static executable or not glibc: no thread list to read
+  const LibcSymbolLookup lookup = [&](std::string_view module, std::string_view name) {
+    return symbols.address_of(module == "libc.so" ? *libc : *ld, name);
+  };
+  LibcThreads out = find_glibc_threads(memory_reader_for(image), lookup);
+  for (LibcThread& t : out.threads)
+    if (const MemoryRegion* r = image.region_at(t.descriptor)) {
+      t.stack_start = r->start;
+      t.stack_end = r->end;
+    }
   return out;
 }
 

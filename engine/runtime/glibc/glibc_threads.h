@@ -18,6 +18,9 @@
 namespace heapscope {
 
 LibcThreads find_glibc_threads(const Image& image, const SymbolIndex& symbols);
+// The same from memory and symbol addresses alone, stack ranges left empty (what a debugger frontend can
+// give before its Image is complete).
+LibcThreads find_glibc_threads(const MemoryReader& read, const LibcSymbolLookup& lookup);
 
 // A `_thread_db_*` layout descriptor libc exports for libthread_db: {size in bits, count, offset} as three
 // uint32 (a structure member, an array or a variable).
