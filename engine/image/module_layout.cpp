@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <tuple>
 
@@ -114,7 +115,10 @@ class ModuleDiscovery {
     c.open_attempted = true;
     if (c.module.is_main_executable && !in_.executable.empty()) {
       c.file_path = in_.executable;
-      c.file_origin = ModuleFileOrigin::exe_option;
+      // A debugger hands over the program it loaded, usually the very file the process recorded.
+      std::error_code ec;
+      const bool same = std::filesystem::equivalent(in_.executable, c.module.path, ec) && !ec;
+      c.file_origin = same ? ModuleFileOrigin::recorded_path : ModuleFileOrigin::exe_option;
     } else {
       std::tie(c.file_path, c.file_origin) = mapped_path(c.module.path);
     }

@@ -11,9 +11,13 @@
 - --sysroot DIR: the module files under DIR are used, and one of another build is refused with a warning.
 - DEBUGINFOD_URLS at a loopback port nobody listens on: exactly one warning, and the run takes no longer
   than a few seconds.
-- The GDB frontend fetches through the same path, and `set debuginfod enabled off` turns it off.
+- The GDB frontend fetches through the same path, and `set debuginfod enabled off` turns it off; so does
+  the LLDB plugin, with `symbols.enable-external-lookup false` as its off switch and
+  target.debug-file-search-paths as debug directories.
+- `summary` gives a module without DWARF the apt command for its package's debug files.
 """
 
+import contextlib
 import json
 import os
 import pty
@@ -26,7 +30,8 @@ import time
 import unittest
 import urllib.request
 
-from heapscope_e2e import Capture, capture_program, fixture_path, heapscope_json, parse_ledger, run_heapscope, work_dir
+from heapscope_e2e import Capture, capture_fixture, capture_program, fixture_path, heapscope_json, parse_ledger, run_heapscope, work_dir
+from lldb_session import require_lldb_and_gdb, run_lldb
 from test_gdb import run_gdb
 
 SERVER_START_SECONDS = 60
@@ -145,17 +150,36 @@ class Scratch:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-class DebugFileFromServer(unittest.TestCase):
+class ServedFiles(unittest.TestCase):
+    """A scratch directory and a server for a test class: start_server(files) serves copies of `files`,
+    with a fresh cache in cls.env; both go at the end."""
+
+    @classmethod
+    def start_server(cls, name, files):
+        cls.scratch = Scratch(name)
+        served = cls.scratch.sub("served")
+        for source, served_name in files:
+            shutil.copy(source, os.path.join(served, served_name))
+        cls.server = DebuginfodServer(served, cls.scratch.path, expected_files=len(files))
+        cls.env = {"DEBUGINFOD_URLS": cls.server.url, "DEBUGINFOD_CACHE_PATH": cls.scratch.sub("cache")}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.scratch.remove()
+
+
+def split_debug_file():
+    return os.path.join(fixture_path("typed_c-debug"), "typed_c.debug"), "typed_c.debug"
+
+
+class DebugFileFromServer(ServedFiles):
     """The stripped program's DWARF comes from the server; the result is the unstripped program's."""
 
     @classmethod
     def setUpClass(cls):
         cls.capture = capture_stripped()
-        cls.scratch = Scratch("debuginfod-debug")
-        served = cls.scratch.sub("served")
-        shutil.copy(os.path.join(fixture_path("typed_c-debug"), "typed_c.debug"), served)
-        cls.server = DebuginfodServer(served, cls.scratch.path, expected_files=1)
-        cls.env = {"DEBUGINFOD_URLS": cls.server.url, "DEBUGINFOD_CACHE_PATH": cls.scratch.sub("cache")}
+        cls.start_server("debuginfod-debug", [split_debug_file()])
         cls.requests_before = cls.server.requests("debuginfo")
         cls.first = run_heapscope("summary", cls.capture.core, env=cls.env)
         cls.requests_after_first = cls.server.requests("debuginfo")
@@ -164,11 +188,6 @@ class DebugFileFromServer(unittest.TestCase):
         # The same core with the unstripped program (same build-id) in place of the stripped one.
         cls.unstripped = run_heapscope("summary", cls.capture.core, "--exe", fixture_path("typed_c"),
                                        "--no-debuginfod", env=cls.env)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-        cls.scratch.remove()
 
     def test_the_program_has_no_dwarf_and_no_local_debug_file(self):
         sections = subprocess.run(["readelf", "-S", self.capture.executable], capture_output=True, text=True,
@@ -253,29 +272,23 @@ def field_names(retainers):
             for p in retainers["paths"]]
 
 
-class ExecutableFromServer(unittest.TestCase):
+class ExecutableFromServer(ServedFiles):
     """The program is gone from this machine; the server has it (and its debug file)."""
 
     @classmethod
     def setUpClass(cls):
-        cls.scratch = Scratch("debuginfod-exe")
-        program = os.path.join(cls.scratch.sub("bin"), "typed_c_stripped")
+        cls.program_dir = tempfile.mkdtemp(prefix="debuginfod-program-", dir=work_dir())
+        program = os.path.join(cls.program_dir, "typed_c_stripped")
         shutil.copy2(fixture_path("typed_c_stripped"), program)
         os.utime(program)  # newer than any earlier capture under this key
         core, ledger_file = capture_program("typed_c_stripped_moved", program)
         cls.capture = Capture("typed_c_stripped_moved", program, core, parse_ledger(ledger_file))
-        os.rename(program, program + ".moved-away")
-        served = cls.scratch.sub("served")
-        shutil.copy(program + ".moved-away", os.path.join(served, "typed_c_stripped"))
-        shutil.copy(os.path.join(fixture_path("typed_c-debug"), "typed_c.debug"), served)
-        os.remove(program + ".moved-away")
-        cls.server = DebuginfodServer(served, cls.scratch.path, expected_files=2)
-        cls.env = {"DEBUGINFOD_URLS": cls.server.url, "DEBUGINFOD_CACHE_PATH": cls.scratch.sub("cache")}
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-        cls.scratch.remove()
+        moved = program + ".moved-away"
+        os.rename(program, moved)
+        try:
+            cls.start_server("debuginfod-exe", [(moved, "typed_c_stripped"), split_debug_file()])
+        finally:
+            shutil.rmtree(cls.program_dir)  # the program's directory is gone too
 
     def test_without_the_server_the_program_is_missing(self):
         self.assertFalse(os.path.exists(self.capture.executable))
@@ -345,7 +358,10 @@ class UnreachableServer(unittest.TestCase):
         try:
             env = {"DEBUGINFOD_URLS": f"http://127.0.0.1:{free_port()}", "DEBUGINFOD_CACHE_PATH": scratch.sub("cache")}
             started = time.monotonic()
-            result = run_heapscope("summary", capture.core, "--json", env=env, timeout=UNREACHABLE_RUN_SECONDS * 4)
+            # With no local debug directory, the program, libc and ld.so all lack DWARF: three lookups, had
+            # the first failure not stopped the rest.
+            result = run_heapscope("summary", capture.core, "--debug-dir", scratch.sub("no-debug-files"), "--json",
+                                   env=env, timeout=UNREACHABLE_RUN_SECONDS * 4)
             elapsed = time.monotonic() - started
             self.assertEqual(result.returncode, 0, result.stderr)
             summary = json.loads(result.stdout)
@@ -353,38 +369,41 @@ class UnreachableServer(unittest.TestCase):
             self.assertEqual(len(warnings), 1, summary["warnings"])
             self.assertIn(env["DEBUGINFOD_URLS"], warnings[0])
             self.assertLess(elapsed, UNREACHABLE_RUN_SECONDS)
-            self.assertEqual(module_named(self, summary, "typed_c_stripped")["dwarf_source"], "none")
+            without_dwarf = [m for m in summary["modules"] if m["file"]["path"] and m["dwarf_source"] == "none"]
+            self.assertGreaterEqual(len(without_dwarf), 3, summary["modules"])
         finally:
             scratch.remove()
 
 
-class GdbFrontend(unittest.TestCase):
+@contextlib.contextmanager
+def debugger_environment_for(urls, cache):
+    """DEBUGINFOD_URLS and DEBUGINFOD_CACHE_PATH for a debugger the helpers start from os.environ."""
+    saved = {name: os.environ.get(name) for name in ("DEBUGINFOD_URLS", "DEBUGINFOD_CACHE_PATH")}
+    os.environ.update(DEBUGINFOD_URLS=urls, DEBUGINFOD_CACHE_PATH=cache)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class GdbFrontend(ServedFiles):
     """`heap summary` in GDB fetches through the same path; gdb's `set debuginfod enabled off` stops it."""
 
     @classmethod
     def setUpClass(cls):
         cls.capture = capture_stripped()
-        cls.scratch = Scratch("debuginfod-gdb")
-        served = cls.scratch.sub("served")
-        shutil.copy(os.path.join(fixture_path("typed_c-debug"), "typed_c.debug"), served)
-        cls.server = DebuginfodServer(served, cls.scratch.path, expected_files=1)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-        cls.scratch.remove()
+        cls.start_server("debuginfod-gdb", [split_debug_file()])
 
     def gdb_summary(self, cache, *settings):
         """`heap summary --json` in gdb -batch after `settings`, with a fresh cache named `cache`. gdb -batch
         answers its own debuginfod question ("ask") with no when it loads the program, so a test that wants
         it on says so."""
-        os.environ["DEBUGINFOD_URLS"] = self.server.url
-        os.environ["DEBUGINFOD_CACHE_PATH"] = self.scratch.sub(cache)
-        try:
+        with debugger_environment_for(self.server.url, self.scratch.sub(cache)):
             result = run_gdb([*settings, "heap summary --json"], self.capture.executable, self.capture.core)
-        finally:
-            os.environ["DEBUGINFOD_URLS"] = ""
-            del os.environ["DEBUGINFOD_CACHE_PATH"]
         self.assertEqual(result.returncode, 0, result.stderr)
         start = result.stdout.index('{\n  "command": "summary"')
         return json.JSONDecoder().raw_decode(result.stdout[start:])[0]
@@ -402,6 +421,66 @@ class GdbFrontend(unittest.TestCase):
         summary = self.gdb_summary("cache-off", "set debuginfod enabled off")
         self.assertEqual(module_named(self, summary, "typed_c_stripped")["dwarf_source"], "none")
         self.assertEqual(self.server.requests("debuginfo"), before)
+
+
+class LldbFrontend(ServedFiles):
+    """The LLDB plugin fetches through the same path, and follows LLDB's settings: external lookups off
+    keeps it from debuginfod, target.debug-file-search-paths adds debug directories."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_lldb_and_gdb()
+        cls.capture = capture_stripped()
+        cls.start_server("debuginfod-lldb", [split_debug_file()])
+
+    def lldb_summary(self, cache, *settings, urls=None):
+        with debugger_environment_for(self.server.url if urls is None else urls, self.scratch.sub(cache)):
+            run = run_lldb([*settings, f"target create {self.capture.executable} --core {self.capture.core}",
+                            "heap summary --json"])
+        return module_named(self, run.json_of("heap summary --json"), "typed_c_stripped")
+
+    def test_lldb_fetches_the_debug_file(self):
+        module = self.lldb_summary("cache-on")
+        self.assertEqual(module["dwarf_source"], "debuginfod")
+        self.assertTrue(module["debug_file"].startswith(self.scratch.sub("cache-on")), module)
+
+    def test_external_lookup_off_keeps_heapscope_from_debuginfod(self):
+        module = self.lldb_summary("cache-off", "settings set symbols.enable-external-lookup false")
+        self.assertEqual(module["dwarf_source"], "none")
+        fetched = [root for root, _, files in os.walk(self.scratch.sub("cache-off")) if "debuginfo" in files]
+        self.assertEqual(fetched, [], "nothing was fetched into libdebuginfod's cache")
+
+    def test_debug_file_search_paths_are_debug_directories(self):
+        debug_dir = fixture_path("typed_c-debug")
+        module = self.lldb_summary("cache-paths", f"settings set target.debug-file-search-paths /nonexistent {debug_dir}",
+                                   urls="")
+        self.assertEqual(module["dwarf_source"], "build-id")
+        self.assertTrue(module["debug_file"].startswith(debug_dir + "/.build-id/"), module)
+
+
+class InstallHints(unittest.TestCase):
+    """A module without DWARF that a Debian package installed gets the command that installs its DWARF."""
+
+    def test_glibc_points_at_libc6_dbg(self):
+        capture = capture_stripped()
+        summary = heapscope_json("summary", capture.core, "--no-debug-files", "--no-debuginfod")
+        libc = next(m for m in summary["modules"] if os.path.basename(m["path"]).startswith("libc.so"))
+        self.assertIn("DWARF", libc["missing"])
+        self.assertEqual(libc["install_hint"], "apt install libc6-dbg")
+        self.assertEqual(module_named(self, summary, "typed_c_stripped")["install_hint"], "",
+                         "no package owns the fixture")
+        text = run_heapscope("summary", capture.core, "--no-debug-files", "--no-debuginfod").stdout
+        self.assertRegex(text, r"missing: (symbol table, )?DWARF — apt install libc6-dbg")
+        with_debug = heapscope_json("summary", capture.core, "--no-debuginfod")
+        libc = next(m for m in with_debug["modules"] if os.path.basename(m["path"]).startswith("libc.so"))
+        self.assertEqual((libc["dwarf_source"], libc["missing"], libc["install_hint"]), ("build-id", [], ""))
+
+    def test_other_libraries_point_at_their_dbgsym_package(self):
+        capture = capture_fixture("typed_containers")
+        summary = heapscope_json("summary", capture.core, "--no-debuginfod")
+        (libstdcxx,) = [m for m in summary["modules"] if os.path.basename(m["path"]).startswith("libstdc++.so")]
+        self.assertIn("DWARF", libstdcxx["missing"])
+        self.assertEqual(libstdcxx["install_hint"], "apt install libstdc++6-dbgsym")
 
 
 if __name__ == "__main__":
