@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "image/module_layout.h"
+#include "symbols/debuginfod_fetch.h"
 
 namespace heapscope {
 
@@ -441,6 +443,8 @@ class ElfCoreImage::Builder {
     inputs.vdso_extent = find_vdso_extent();
     inputs.executable = opts_.executable;
     inputs.path_map = opts_.path_map;
+    inputs.sysroot = opts_.sysroot;
+    if (opts_.use_debuginfod) inputs.fetch_by_build_id = fetch_module_file;
     inputs.source_noun = "core";
     inputs.use_verified_file = [this](const FileMapping& m, const ElfFile& file) {
       overlay_module_file(m.start, m.end, file, m.file_offset);
@@ -449,6 +453,14 @@ class ElfCoreImage::Builder {
     img_.modules_ = std::move(layout.modules);
     img_.link_map_ = std::move(layout.link_map);
     for (auto& file : layout.verified_files) img_.module_files_.push_back(std::move(file));
+  }
+
+  static std::string fetch_module_file(const std::string& build_id, const std::string& module_path,
+                                       std::string* warning) {
+    const std::string name = std::filesystem::path(module_path).filename().string();
+    DebuginfodFetch fetched = debuginfod_fetch(DebuginfodFile::executable, build_id, name);
+    *warning = std::move(fetched.warning);
+    return fetched.path;
   }
 
   // The whole segment the vdso (AT_SYSINFO_EHDR) lives in.

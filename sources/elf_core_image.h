@@ -25,6 +25,12 @@ struct CoreOpenOptions {
   // Prefix substitutions applied to module paths before opening them (first match wins), e.g.
   // {"/usr/lib", "/sysroot/usr/lib"} to read a core from another machine against a copy of its files.
   std::vector<std::pair<std::string, std::string>> path_map;
+  // --sysroot: module files by their recorded paths under this directory (a copy of the machine the core
+  // came from); empty: the paths as they are.
+  std::string sysroot;
+  // A module whose file is missing or another build is fetched by build-id from debuginfod (when
+  // DEBUGINFOD_URLS names servers).
+  bool use_debuginfod = true;
 };
 
 // A file's modification time in nanoseconds since the Unix epoch; nullopt when it cannot be read. A core's

@@ -1,9 +1,12 @@
 #include "frames/unwind.h"
 
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <dwarf.h>
@@ -66,18 +69,20 @@ bool set_initial_registers(Dwfl_Thread* thread, void* thread_arg) {
 const Dwfl_Thread_Callbacks kThreadCallbacks = {next_thread, nullptr, memory_read, set_initial_registers,
                                                  nullptr,     nullptr};
 
-// Separate debug files through libdw's standard search, but never through debuginfod: a network lookup
-// could stall the user's debugger. Debug info inside the module file itself is used either way.
-int find_local_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
-                         const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,
-                         char** debuginfo_file_name) {
-  const char* urls = std::getenv("DEBUGINFOD_URLS");
-  if (urls && *urls) return -1;
-  return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
-                                      debuginfo_file_name);
+// A module's separate debug file is the one its symbols were loaded with (found locally or fetched from
+// debuginfod by SymbolIndex, under the session's options), handed over as the module's userdata; libdw
+// calls this only when the module file itself has no DWARF. It never searches on its own.
+int use_symbols_debug_file(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, const char*, const char*,
+                           GElf_Word, char** debuginfo_file_name) {
+  const auto* path = static_cast<const std::string*>(*userdata);
+  if (!path || path->empty()) return -1;
+  const int fd = ::open(path->c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  *debuginfo_file_name = ::strdup(path->c_str());
+  return fd;
 }
 
-const Dwfl_Callbacks kDwflCallbacks = {dwfl_build_id_find_elf, find_local_debuginfo, dwfl_offline_section_address,
+const Dwfl_Callbacks kDwflCallbacks = {dwfl_build_id_find_elf, use_symbols_debug_file, dwfl_offline_section_address,
                                        nullptr};
 
 struct DwflDeleter {
@@ -315,15 +320,24 @@ int unwind_one_thread(Dwfl_Thread* thread, void* arg) {
   return c.timed_out ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
 
-DwflPtr report_modules(const Image& image, std::vector<std::string>* warnings) {
+DwflPtr report_modules(const Image& image, const SymbolIndex& symbols, std::vector<std::string>* warnings) {
   DwflPtr dwfl(dwfl_begin(&kDwflCallbacks));
   if (!dwfl) return dwfl;
   dwfl_report_begin(dwfl.get());
   for (const Module& m : image.modules()) {
     if (m.file_on_disk.empty()) continue;
     const std::string name(m.name());
-    if (!dwfl_report_elf(dwfl.get(), name.c_str(), m.file_on_disk.c_str(), -1, m.load_bias, true) && warnings)
-      warnings->push_back(fmt::format("unwinding: cannot use {} ({})", m.file_on_disk, dwfl_errmsg(-1)));
+    Dwfl_Module* mod = dwfl_report_elf(dwfl.get(), name.c_str(), m.file_on_disk.c_str(), -1, m.load_bias, true);
+    if (!mod) {
+      if (warnings) warnings->push_back(fmt::format("unwinding: cannot use {} ({})", m.file_on_disk, dwfl_errmsg(-1)));
+      continue;
+    }
+    // The string lives in the SymbolIndex, which outlives the unwind.
+    const ModuleSymbols* module_symbols = symbols.symbols_for(m);
+    void** userdata = nullptr;
+    if (module_symbols && !module_symbols->debug_file().empty() &&
+        dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr) && userdata)
+      *userdata = const_cast<std::string*>(&module_symbols->debug_file());
   }
   if (dwfl_report_end(dwfl.get(), nullptr, nullptr) != 0) return nullptr;
   return dwfl;
@@ -336,7 +350,7 @@ std::vector<std::vector<Frame>> unwind_threads(const Image& image, const SymbolI
   const auto& threads = image.threads();
   std::vector<std::vector<Frame>> frames(threads.size());
   if (threads.empty()) return frames;
-  DwflPtr dwfl = report_modules(image, warnings);
+  DwflPtr dwfl = report_modules(image, symbols, warnings);
   ProcessArg process{&image, {}};
   for (std::size_t i = 0; i < threads.size(); ++i) process.threads.push_back({&image, i});
   if (!dwfl || !dwfl_attach_state(dwfl.get(), nullptr, image.pid() > 0 ? image.pid() : 1, &kThreadCallbacks,

@@ -52,9 +52,14 @@ struct ThreadState {
   std::uint64_t sp() const { return reg(Reg::rsp); }
 };
 
+// Where Module::file_on_disk came from: the path the process recorded, the --exe option, that path under
+// a --sysroot (or another path substitution), or a download by build-id from debuginfod.
+enum class ModuleFileOrigin { recorded_path, exe_option, sysroot, debuginfod };
+
 struct Module {
   std::string path;           // as the process saw it (NT_FILE / link_map)
   std::string file_on_disk;   // file actually opened for symbols and omitted bytes; empty if unusable
+  ModuleFileOrigin file_origin = ModuleFileOrigin::recorded_path;
   Address load_bias = 0;      // runtime address = file vaddr + load_bias
   Address start = 0;          // lowest mapped address
   Address end = 0;            // end of highest mapping

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <filesystem>
 #include <map>
+#include <tuple>
 
 namespace heapscope {
 
@@ -29,6 +31,7 @@ struct ModuleCandidate {
   std::optional<MappedElfInfo> in_memory;
   std::unique_ptr<ElfFile> file;  // opened; kept only once verified
   std::string file_path;
+  ModuleFileOrigin file_origin = ModuleFileOrigin::recorded_path;
   std::string open_error;
   bool open_attempted = false;
   bool file_verified = false;
@@ -97,17 +100,49 @@ class ModuleDiscovery {
     return c.file != nullptr;
   }
 
-  std::string mapped_path(const std::string& path) const {
+  // The path to open for a module's recorded path, and what it came from.
+  std::pair<std::string, ModuleFileOrigin> mapped_path(const std::string& path) const {
     for (const auto& [from, to] : in_.path_map)
-      if (!from.empty() && path.compare(0, from.size(), from) == 0) return to + path.substr(from.size());
-    return path;
+      if (!from.empty() && path.compare(0, from.size(), from) == 0)
+        return {to + path.substr(from.size()), ModuleFileOrigin::sysroot};
+    if (!in_.sysroot.empty() && !path.empty() && path.front() == '/')
+      return {in_.sysroot + path, ModuleFileOrigin::sysroot};
+    return {path, ModuleFileOrigin::recorded_path};
   }
 
   void open_file(ModuleCandidate& c) {
     if (c.open_attempted) return;
     c.open_attempted = true;
-    c.file_path = c.module.is_main_executable && !in_.executable.empty() ? in_.executable : mapped_path(c.module.path);
+    if (c.module.is_main_executable && !in_.executable.empty()) {
+      c.file_path = in_.executable;
+      // A debugger hands over the program it loaded, usually the very file the process recorded.
+      std::error_code ec;
+      const bool same = std::filesystem::equivalent(in_.executable, c.module.path, ec) && !ec;
+      c.file_origin = same ? ModuleFileOrigin::recorded_path : ModuleFileOrigin::exe_option;
+    } else {
+      std::tie(c.file_path, c.file_origin) = mapped_path(c.module.path);
+    }
     c.file = ElfFile::open(c.file_path, &c.open_error);
+  }
+
+  // The file the process ran, fetched by its build-id, when the one at hand is missing or another build.
+  bool fetch_by_build_id(ModuleCandidate& c, const std::string& build_id) {
+    if (!in_.fetch_by_build_id || build_id.empty()) return false;
+    std::string warning;
+    const std::string path = in_.fetch_by_build_id(build_id, c.module.path, &warning);
+    if (!warning.empty()) warn(warning);
+    if (path.empty()) return false;
+    std::string error;
+    auto file = ElfFile::open(path, &error);
+    if (!file || file->build_id() != build_id) {
+      warn(fmt::format("the file fetched for {} by build-id {} ({}) is unusable: {}", c.module.path, build_id, path,
+                       file ? "it has another build-id" : error));
+      return false;
+    }
+    c.file = std::move(file);
+    c.file_path = path;
+    c.file_origin = ModuleFileOrigin::debuginfod;
+    return true;
   }
 
   static std::string file_label(const ModuleCandidate& c) {
@@ -115,12 +150,22 @@ class ModuleDiscovery {
   }
 
   // The build-id in process memory decides whether a file on disk is the one the process ran; a file
-  // that does not match is never used, neither for bytes nor for symbols.
+  // that does not match is never used, neither for bytes nor for symbols. A missing or mismatched file
+  // is replaced by the right one fetched by build-id, when that is possible.
   void verify_and_attach_file(ModuleCandidate& c) {
     open_file(c);
     const std::optional<std::string> memory_id = c.in_memory ? c.in_memory->build_id : std::nullopt;
     c.module.build_id = memory_id.value_or("");
+    const bool memory_knows_id = c.in_memory && c.in_memory->notes_readable;
+    if (c.file && memory_knows_id && memory_id != c.file->build_id()) {
+      warn(fmt::format("build-id mismatch for {}: {} has {}, file has {} — its symbols and bytes are not used",
+                       file_label(c), in_.source_noun, memory_id.value_or("none"), c.file->build_id().value_or("none")));
+      c.file.reset();
+      c.open_error.clear();
+    }
+    if (!c.file && memory_knows_id && fetch_by_build_id(c, c.module.build_id)) c.open_error.clear();
     if (!c.file) {
+      if (c.open_error.empty()) return;  // the mismatch said it
       const std::string consequence =
           in_.use_verified_file
               ? fmt::format("bytes the {} omits for it are unavailable and its symbols are not loaded", in_.source_noun)
@@ -129,13 +174,6 @@ class ModuleDiscovery {
       return;
     }
     const std::optional<std::string> file_id = c.file->build_id();
-    const bool memory_knows_id = c.in_memory && c.in_memory->notes_readable;
-    if (memory_knows_id && memory_id != file_id) {
-      warn(fmt::format("build-id mismatch for {}: {} has {}, file has {} — its symbols and bytes are not used",
-                       file_label(c), in_.source_noun, memory_id.value_or("none"), file_id.value_or("none")));
-      c.file.reset();
-      return;
-    }
     if (!memory_knows_id)
       warn(fmt::format("the {} does not hold the build-id of {}, so the file cannot be checked; it is used as is",
                        in_.source_noun, file_label(c)));
@@ -143,6 +181,7 @@ class ModuleDiscovery {
       warn(fmt::format("{} has no build-id, so its file cannot be checked; it is used as is", file_label(c)));
     if (c.module.build_id.empty()) c.module.build_id = file_id.value_or("");
     c.module.file_on_disk = c.file_path;
+    c.module.file_origin = c.file_origin;
     c.file_verified = true;
     if (in_.use_verified_file)
       for (const FileMapping& m : c.mappings) in_.use_verified_file(m, *c.file);

@@ -38,6 +38,14 @@ struct ModuleLayoutInputs {
   std::string executable;  // file to use for the main executable instead of its recorded path
   // Prefix substitutions applied to module paths before opening them (first match wins).
   std::vector<std::pair<std::string, std::string>> path_map;
+  // A directory holding a copy of the process's machine: module paths not substituted above are looked
+  // up under it (gdb's `set sysroot`). Empty: the paths as they are.
+  std::string sysroot;
+  // Fetches a module's file by the build-id the process had, for a module whose file is missing or another
+  // build (debuginfod): the path of the fetched file, or empty, with *warning set when the fetch itself
+  // failed. May be empty.
+  std::function<std::string(const std::string& build_id, const std::string& module_path, std::string* warning)>
+      fetch_by_build_id;
   // How warnings name the source of memory: "core" or "process".
   std::string source_noun = "core";
   // Called for each mapping of a module whose file matched the build-id in memory, before the link_map

@@ -1,5 +1,7 @@
 #include "queries/process_summary.h"
 
+#include "symbols/debug_packages.h"
+
 namespace heapscope {
 
 namespace {
@@ -10,6 +12,48 @@ std::string symbol_source(const Session& s, const Module& m) {
   if (!syms) return "unreadable";
   if (!syms->debug_file().empty()) return "debug file " + syms->debug_file();
   return syms->has_local_symbols() ? "symtab" : "dynsym only";
+}
+
+const char* file_origin_name(ModuleFileOrigin origin) {
+  switch (origin) {
+    case ModuleFileOrigin::exe_option: return "--exe";
+    case ModuleFileOrigin::sysroot: return "sysroot";
+    case ModuleFileOrigin::debuginfod: return "debuginfod";
+    case ModuleFileOrigin::recorded_path: break;
+  }
+  return "path";
+}
+
+// A pseudo-module ([vdso]) has no file to miss.
+bool is_pseudo_module(const Module& m) { return !m.path.empty() && m.path.front() == '['; }
+
+// Where the module's file, symbols and DWARF came from, what is missing, and what would install it.
+ModuleRow module_row(const Session& s, const Module& m) {
+  ModuleRow row;
+  row.path = m.path;
+  row.load_bias = m.load_bias;
+  row.build_id = m.build_id;
+  row.symbols = symbol_source(s, m);
+  row.file = m.file_on_disk;
+  row.file_origin = m.file_on_disk.empty() ? "none" : file_origin_name(m.file_origin);
+  row.symtab_source = row.dwarf_source = "none";
+  const ModuleSymbols* syms = m.file_on_disk.empty() ? nullptr : s.symbols().symbols_for(m);
+  if (syms) {
+    row.debug_file = syms->debug_file();
+    row.symtab_source = syms->symtab_source() != DebugSource::none ? debug_source_name(syms->symtab_source()) : "dynsym";
+    row.dwarf_source = debug_source_name(syms->dwarf_source());
+  }
+  if (is_pseudo_module(m)) return row;
+  if (!syms) {
+    row.missing.push_back("module file");
+    return row;
+  }
+  if (syms->symtab_source() == DebugSource::none) row.missing.push_back("symbol table");
+  if (syms->dwarf_source() == DebugSource::none) {
+    row.missing.push_back("DWARF");
+    row.install_hint = debug_package_hint(m.path);
+  }
+  return row;
 }
 
 TypedShare typed_share(const HeapModel& heap, const BlockTypes& types) {
@@ -35,7 +79,7 @@ SummaryReport build_summary_report(Session& s) {
   r.pid = image.pid();
   if (const Module* exe = image.main_executable()) r.executable = exe->path;
   for (const ThreadState& t : image.threads()) r.threads.push_back({t.tid, t.name});
-  for (const Module& m : image.modules()) r.modules.push_back({m.path, m.load_bias, m.build_id, symbol_source(s, m)});
+  for (const Module& m : image.modules()) r.modules.push_back(module_row(s, m));
   try {
     const HeapModel& heap = s.heap();
     r.allocator = heap.allocator;

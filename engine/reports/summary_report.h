@@ -19,6 +19,15 @@ struct ModuleRow {
   Address load_bias = 0;
   std::string build_id;
   std::string symbols;  // "debug file /usr/lib/debug/...", "symtab", "dynsym only", "no file"
+  std::string file;         // the file read for the module; empty when none
+  std::string file_origin;  // "path" (as recorded), "--exe", "sysroot", "debuginfod", "none"
+  std::string debug_file;   // the separate debug file in use; empty when none
+  // Where the full symbol table and the DWARF came from: "file", "build-id", "debuglink", "debuginfod",
+  // "none" ("dynsym" for the symbol table when only the dynamic symbols are there).
+  std::string symtab_source;
+  std::string dwarf_source;
+  std::vector<std::string> missing;  // "module file", "symbol table", "DWARF"
+  std::string install_hint;          // "apt install libc6-dbg" when a package with the DWARF is known
 };
 
 // How much of the heap carries a type (vtables, std::function managers, coroutine frames, DWARF): over

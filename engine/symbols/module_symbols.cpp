@@ -11,6 +11,8 @@
 #include <functional>
 #include <unordered_map>
 
+#include "symbols/debuginfod_fetch.h"
+
 namespace heapscope {
 
 namespace {
@@ -153,22 +155,30 @@ std::optional<std::uint32_t> debuglink_crc(const ElfFile& file) {
   return crc;
 }
 
-void add_unique(std::vector<std::string>& list, std::string item) {
-  if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(std::move(item));
+struct DebugFileCandidate {
+  std::string path;
+  DebugSource source;
+};
+
+void add_unique(std::vector<DebugFileCandidate>& list, std::string path, DebugSource source) {
+  for (const DebugFileCandidate& c : list)
+    if (c.path == path) return;
+  list.push_back({std::move(path), source});
 }
 
 // Where GDB's conventions put a module's debug file: by build-id under each debug directory first, then
 // by debuglink name next to the module, in its .debug/ subdirectory, and mirrored under each debug
 // directory. The module's directory is tried both as given and with symlinks resolved (on merged-/usr
 // systems /lib/x86_64-linux-gnu and /usr/lib/x86_64-linux-gnu are the same place).
-std::vector<std::string> debug_file_candidates(const std::string& module_path,
-                                               const std::optional<std::string>& build_id,
-                                               const std::optional<std::string>& debuglink,
-                                               const SymbolSearchOptions& options) {
-  std::vector<std::string> out;
+std::vector<DebugFileCandidate> debug_file_candidates(const std::string& module_path,
+                                                      const std::optional<std::string>& build_id,
+                                                      const std::optional<std::string>& debuglink,
+                                                      const SymbolSearchOptions& options) {
+  std::vector<DebugFileCandidate> out;
   if (build_id && build_id->size() > 2) {
     const fs::path by_id = fs::path(".build-id") / build_id->substr(0, 2) / (build_id->substr(2) + ".debug");
-    for (const std::string& dir : options.debug_dirs) add_unique(out, (fs::path(dir) / by_id).string());
+    for (const std::string& dir : options.debug_dirs)
+      add_unique(out, (fs::path(dir) / by_id).string(), DebugSource::build_id_directory);
   }
   if (!debuglink) return out;
   std::error_code ec;
@@ -179,13 +189,21 @@ std::vector<std::string> debug_file_candidates(const std::string& module_path,
   if (!ec && (module_dirs.empty() || canonical.parent_path() != module_dirs.front()))
     module_dirs.push_back(canonical.parent_path());
   for (const fs::path& dir : module_dirs) {
-    add_unique(out, (dir / *debuglink).string());
-    add_unique(out, (dir / ".debug" / *debuglink).string());
+    add_unique(out, (dir / *debuglink).string(), DebugSource::debuglink);
+    add_unique(out, (dir / ".debug" / *debuglink).string(), DebugSource::debuglink);
   }
   for (const std::string& debug_dir : options.debug_dirs)
     for (const fs::path& dir : module_dirs)
-      add_unique(out, (fs::path(debug_dir) / dir.relative_path() / *debuglink).string());
+      add_unique(out, (fs::path(debug_dir) / dir.relative_path() / *debuglink).string(), DebugSource::debuglink);
   return out;
+}
+
+// DWARF is there when .debug_info has bytes (a stripped file has none; a debug file's code sections are
+// NOBITS, its .debug_info is not).
+bool has_dwarf(const ElfFile& file) {
+  Elf_Scn* scn = file.section(".debug_info");
+  GElf_Shdr header;
+  return scn && gelf_getshdr(scn, &header) && header.sh_type != SHT_NOBITS && header.sh_size > 0;
 }
 
 bool same_file(const std::string& a, const std::string& b) {
@@ -392,7 +410,10 @@ struct ModuleSymbols::Impl {
   std::string path;
   std::string build_id;
   std::string debug_file;
+  DebugSource debug_source = DebugSource::none;
   bool has_local_symbols = false;
+  DebugSource symtab_source = DebugSource::none;
+  DebugSource dwarf_source = DebugSource::none;
   std::unique_ptr<ElfFile> elf;
   std::vector<Symbol> symbols;  // sorted by value, most presentable alias first
   // Function and object symbols in `symbols` order, with the furthest end reached by any of them up to
@@ -405,30 +426,50 @@ struct ModuleSymbols::Impl {
   std::vector<std::string> warnings;
 
   void load_debug_file(const SymbolSearchOptions& options);
+  bool use_debug_file(const std::string& candidate, DebugSource source, const std::optional<std::string>& id,
+                      const std::optional<std::uint32_t>& crc);
   void index_symbols();
   void load_relocations();
 };
 
+// The local places first; debuginfod only for a module with a build-id and no DWARF of its own (gdb
+// asks no server for what the file already has).
 void ModuleSymbols::Impl::load_debug_file(const SymbolSearchOptions& options) {
   const std::optional<std::string> id = build_id.empty() ? std::nullopt : std::optional(build_id);
   const auto crc = debuglink_crc(*elf);
-  for (const std::string& candidate : debug_file_candidates(path, id, elf->debuglink(), options)) {
-    if (!exists(candidate) || same_file(candidate, path)) continue;
-    std::string error;
-    auto debug = ElfFile::open(candidate, &error);
-    if (!debug) {
-      warnings.push_back("ignoring debug file " + candidate + ": " + error);
-      continue;
-    }
-    std::string why;
-    if (!debug_file_matches(*debug, id, crc, &why)) {
-      warnings.push_back("ignoring debug file " + candidate + " for " + path + ": " + why);
-      continue;
-    }
-    if (read_symbols(*debug, symbols)) has_local_symbols = true;
-    debug_file = candidate;
-    return;
+  for (const DebugFileCandidate& candidate : debug_file_candidates(path, id, elf->debuglink(), options)) {
+    if (!exists(candidate.path) || same_file(candidate.path, path)) continue;
+    if (use_debug_file(candidate.path, candidate.source, id, crc)) return;
   }
+  if (!options.use_debuginfod || !id || has_dwarf(*elf)) return;
+  const DebuginfodFetch fetched =
+      debuginfod_fetch(DebuginfodFile::debuginfo, *id, fs::path(path).filename().string());
+  if (!fetched.warning.empty()) warnings.push_back(fetched.warning);
+  if (!fetched.path.empty()) use_debug_file(fetched.path, DebugSource::debuginfod, id, crc);
+}
+
+bool ModuleSymbols::Impl::use_debug_file(const std::string& candidate, DebugSource source,
+                                         const std::optional<std::string>& id,
+                                         const std::optional<std::uint32_t>& crc) {
+  std::string error;
+  auto debug = ElfFile::open(candidate, &error);
+  if (!debug) {
+    warnings.push_back("ignoring debug file " + candidate + ": " + error);
+    return false;
+  }
+  std::string why;
+  if (!debug_file_matches(*debug, id, crc, &why)) {
+    warnings.push_back("ignoring debug file " + candidate + " for " + path + ": " + why);
+    return false;
+  }
+  if (read_symbols(*debug, symbols)) {
+    has_local_symbols = true;
+    if (symtab_source == DebugSource::none) symtab_source = source;
+  }
+  debug_file = candidate;
+  debug_source = source;
+  dwarf_source = has_dwarf(*debug) ? source : DebugSource::none;
+  return true;
 }
 
 void ModuleSymbols::Impl::index_symbols() {
@@ -469,6 +510,8 @@ std::unique_ptr<ModuleSymbols> ModuleSymbols::load(const std::string& path,
   if (auto cut = truncation(*impl->elf)) return fail("truncated file: " + *cut);
   impl->build_id = impl->elf->build_id().value_or("");
   impl->has_local_symbols = read_symbols(*impl->elf, impl->symbols);
+  if (impl->has_local_symbols) impl->symtab_source = DebugSource::module_file;
+  if (has_dwarf(*impl->elf)) impl->dwarf_source = DebugSource::module_file;
   if (options.use_debug_files) impl->load_debug_file(options);
   impl->index_symbols();
   impl->load_relocations();
@@ -481,7 +524,10 @@ ModuleSymbols::~ModuleSymbols() = default;
 const std::string& ModuleSymbols::path() const { return impl_->path; }
 const std::string& ModuleSymbols::build_id() const { return impl_->build_id; }
 const std::string& ModuleSymbols::debug_file() const { return impl_->debug_file; }
+DebugSource ModuleSymbols::debug_file_source() const { return impl_->debug_source; }
 bool ModuleSymbols::has_local_symbols() const { return impl_->has_local_symbols; }
+DebugSource ModuleSymbols::symtab_source() const { return impl_->symtab_source; }
+DebugSource ModuleSymbols::dwarf_source() const { return impl_->dwarf_source; }
 const ElfFile& ModuleSymbols::elf() const { return *impl_->elf; }
 const std::vector<Symbol>& ModuleSymbols::symbols() const { return impl_->symbols; }
 const std::vector<RelativeRelocation>& ModuleSymbols::relative_relocations() const { return impl_->relative; }
@@ -519,6 +565,17 @@ std::optional<Address> ModuleSymbols::find_bytes(std::string_view needle) const 
     if (hit) return ph.p_vaddr + static_cast<Address>(static_cast<const std::byte*>(hit) - bytes.data());
   }
   return std::nullopt;
+}
+
+const char* debug_source_name(DebugSource source) {
+  switch (source) {
+    case DebugSource::module_file: return "file";
+    case DebugSource::build_id_directory: return "build-id";
+    case DebugSource::debuglink: return "debuglink";
+    case DebugSource::debuginfod: return "debuginfod";
+    case DebugSource::none: break;
+  }
+  return "none";
 }
 
 std::string demangle(std::string_view name) {

@@ -44,12 +44,23 @@ struct SymbolSearchOptions {
   // Where separate debug files are looked for (.build-id/xx/yyyy.debug, and debuglink names).
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   bool use_debug_files = true;
+  // Whether a debug file found nowhere on this machine is fetched by build-id from the debuginfod servers
+  // of DEBUGINFOD_URLS (and only then: without URLs nothing is asked).
+  bool use_debuginfod = true;
 };
+
+// Where a module's symbols or DWARF come from, in the order they are looked for (gdb's order): the
+// module file itself, a debug file by build-id under a debug directory, one named by .gnu_debuglink, one
+// fetched from debuginfod.
+enum class DebugSource { none, module_file, build_id_directory, debuglink, debuginfod };
+// "none", "file", "build-id", "debuglink", "debuginfod".
+const char* debug_source_name(DebugSource source);
 
 class ModuleSymbols {
  public:
   // Loads .symtab and .dynsym of `path` and, when options allow, of its separate debug file found by
-  // build-id then .gnu_debuglink; the debug file is used only if its build-id matches. Returns null
+  // build-id, then .gnu_debuglink, then (when `path` has no DWARF of its own) debuginfod; the debug file is
+  // used only if its build-id matches. Returns null
   // (with a reason in *error) when `path` cannot be read as an ELF file.
   static std::unique_ptr<ModuleSymbols> load(const std::string& path, const SymbolSearchOptions& options,
                                              std::string* error);
@@ -58,7 +69,13 @@ class ModuleSymbols {
   const std::string& path() const;
   const std::string& build_id() const;       // hex; empty when the file has none
   const std::string& debug_file() const;     // separate debug file in use, empty if none
+  DebugSource debug_file_source() const;     // how debug_file() was found; none without one
   bool has_local_symbols() const;            // a .symtab (file or debug file) was loaded
+  // Where the full symbol table (.symtab) came from; none when only the dynamic symbols are known.
+  DebugSource symtab_source() const;
+  // Where the DWARF the type and frame readers use comes from: the debug file when there is one, else
+  // the module file; none when that file has no .debug_info.
+  DebugSource dwarf_source() const;
   const ElfFile& elf() const;                // the module file itself
 
   const Symbol* find(std::string_view name) const;        // exact (mangled) name; prefers defined symbols

@@ -20,9 +20,15 @@ void add_process(Page& page, const SummaryReport& r, int level) {
   for (const ThreadRow& t : r.threads) threads.row({number_cell(t.tid), text_cell(t.name)});
   page.append(threads.html());
   Table modules("summary.modules");
-  modules.column("load bias", Table::Kind::number).column("path").column("symbols").column("build-id");
-  for (const ModuleRow& m : r.modules)
-    modules.row({address_cell(m.load_bias), text_cell(m.path), text_cell(m.symbols), text_cell(m.build_id)});
+  modules.column("load bias", Table::Kind::number).column("path").column("symbols").column("DWARF").column("missing")
+      .column("build-id");
+  for (const ModuleRow& m : r.modules) {
+    std::string missing;
+    for (const std::string& what : m.missing) missing += (missing.empty() ? "" : ", ") + what;
+    if (!m.install_hint.empty()) missing += " (" + m.install_hint + ")";
+    modules.row({address_cell(m.load_bias), text_cell(m.path), text_cell(m.symbols), text_cell(m.dwarf_source),
+                  text_cell(missing), text_cell(m.build_id)});
+  }
   page.append(modules.html());
 }
 

@@ -61,8 +61,16 @@ std::string render_json(const SummaryReport& r) {
   for (const ThreadRow& t : r.threads) out["threads"].push_back({{"tid", t.tid}, {"name", t.name}});
   out["modules"] = ordered_json::array();
   for (const ModuleRow& m : r.modules)
-    out["modules"].push_back(
-        {{"path", m.path}, {"load_bias", m.load_bias}, {"build_id", m.build_id}, {"symbols", m.symbols}});
+    out["modules"].push_back({{"path", m.path},
+                              {"load_bias", m.load_bias},
+                              {"build_id", m.build_id},
+                              {"symbols", m.symbols},
+                              {"file", {{"path", m.file}, {"origin", m.file_origin}}},
+                              {"debug_file", m.debug_file},
+                              {"symtab_source", m.symtab_source},
+                              {"dwarf_source", m.dwarf_source},
+                              {"missing", m.missing},
+                              {"install_hint", m.install_hint}});
   out["heap"] = heap_json(r);
   if (r.typed)
     out["typed"] = {{"blocks", r.typed->blocks},

@@ -7,6 +7,24 @@ namespace {
 
 std::string state_cell(const StateTotal& t) { return fmt::format("{} / {}", t.blocks, text::bytes(t.bytes)); }
 
+// "  0x7f…  /usr/lib/…/libc.so.6  [symbols: build-id, DWARF: build-id]", the file and the debug file in
+// use when they are not the obvious ones, then what is missing and what would install it.
+void append_module(std::string& out, const ModuleRow& m) {
+  const std::string indent(21, ' ');
+  if (m.file_origin == "none") {
+    out += fmt::format("  {:<18} {}  [no file]\n", text::hex(m.load_bias), m.path);
+  } else {
+    out += fmt::format("  {:<18} {}  [symbols: {}, DWARF: {}]\n", text::hex(m.load_bias), m.path, m.symtab_source,
+                       m.dwarf_source);
+    if (m.file_origin != "path") out += fmt::format("{}file ({}): {}\n", indent, m.file_origin, m.file);
+    if (!m.debug_file.empty()) out += fmt::format("{}debug file: {}\n", indent, m.debug_file);
+  }
+  if (m.missing.empty()) return;
+  std::string missing;
+  for (const std::string& what : m.missing) missing += (missing.empty() ? "" : ", ") + what;
+  out += fmt::format("{}missing: {}{}\n", indent, missing, m.install_hint.empty() ? "" : " — " + m.install_hint);
+}
+
 void append_process(std::string& out, const SummaryReport& r) {
   out += fmt::format("Target:   {}\n", r.target);
   std::string tids;
@@ -14,8 +32,7 @@ void append_process(std::string& out, const SummaryReport& r) {
   if (r.threads.size() > 16) tids += ", ...";
   out += fmt::format("Threads:  {} (tid {})\n", r.threads.size(), tids);
   out += fmt::format("Modules:  {}\n", r.modules.size());
-  for (const ModuleRow& m : r.modules)
-    out += fmt::format("  {:<18} {}  [{}]\n", text::hex(m.load_bias), m.path, m.symbols);
+  for (const ModuleRow& m : r.modules) append_module(out, m);
 }
 
 void append_heap(std::string& out, const SummaryReport& r) {

@@ -20,6 +20,7 @@
 #include "commands/command_line.h"
 #include "sources/elf_core_image.h"
 #include "sources/live_process_image.h"
+#include "frontends/common/target_options.h"
 
 using namespace heapscope;
 
@@ -47,19 +48,11 @@ void clear(char** where) {
   if (where) *where = nullptr;
 }
 
-// The CLI's target options, given as one string by a frontend.
-struct TargetOptions {
-  std::vector<std::string> debug_dirs;
-  bool no_debug_files = false;
-  std::string executable;
-};
-
+// The CLI's target options (frontends/common/target_options.h), given as one string by a frontend.
 bool parse_target_options(const char* text, TargetOptions* options, std::string* error) {
   if (!text || !*text) return true;
   CLI::App app("target options", "heapscope");
-  app.add_option("--debug-dir", options->debug_dirs, "Where separate debug files live; repeatable");
-  app.add_flag("--no-debug-files", options->no_debug_files, "Use no separate debug files");
-  app.add_option("--exe", options->executable, "The program's executable");
+  add_target_options(app, *options);
   std::vector<std::string> args = split_command_words(text);
   std::reverse(args.begin(), args.end());  // CLI11 takes the words last-first
   try {
@@ -69,13 +62,6 @@ bool parse_target_options(const char* text, TargetOptions* options, std::string*
     return false;
   }
   return true;
-}
-
-SessionOptions session_options(const TargetOptions& t) {
-  SessionOptions options;
-  if (!t.debug_dirs.empty()) options.symbols.debug_dirs = t.debug_dirs;
-  options.symbols.use_debug_files = !t.no_debug_files;
-  return options;
 }
 
 // Installs a frontend's evaluator for one run and removes it afterwards, also when the run throws.
@@ -148,9 +134,8 @@ hs_session* hs_open_core(const char* core, const char* exe_or_null, const char* 
       set_string(error, message);
       return nullptr;
     }
-    CoreOpenOptions open_options;
-    open_options.executable = exe_or_null && *exe_or_null ? exe_or_null : target.executable;
-    std::shared_ptr<ElfCoreImage> image = ElfCoreImage::open(core, open_options, &message);
+    if (exe_or_null && *exe_or_null) target.executable = exe_or_null;
+    std::shared_ptr<ElfCoreImage> image = ElfCoreImage::open(core, core_open_options(target), &message);
     if (!image) {
       set_string(error, message);
       return nullptr;
@@ -169,8 +154,19 @@ hs_session* hs_open_core(const char* core, const char* exe_or_null, const char* 
 }
 
 hs_session* hs_open_live(int pid, const hs_thread* threads, size_t count, char** error) {
+  return hs_open_live_with_options(pid, threads, count, nullptr, error);
+}
+
+hs_session* hs_open_live_with_options(int pid, const hs_thread* threads, size_t count, const char* options_or_null,
+                                      char** error) {
   clear(error);
   try {
+    TargetOptions target;
+    std::string message;
+    if (!parse_target_options(options_or_null, &target, &message)) {
+      set_string(error, message);
+      return nullptr;
+    }
     if (count > 0 && !threads) {
       set_string(error, "threads is NULL but count is not 0");
       return nullptr;
@@ -180,14 +176,15 @@ hs_session* hs_open_live(int pid, const hs_thread* threads, size_t count, char**
       states[i].tid = threads[i].tid;
       std::copy(std::begin(threads[i].registers), std::end(threads[i].registers), states[i].regs.begin());
     }
-    std::string message;
-    std::shared_ptr<LiveProcessImage> image = LiveProcessImage::open(pid, std::move(states), {}, &message);
+    LiveProcessOptions open_options;
+    open_options.executable = target.executable;
+    std::shared_ptr<LiveProcessImage> image = LiveProcessImage::open(pid, std::move(states), open_options, &message);
     if (!image) {
       set_string(error, message);
       return nullptr;
     }
     auto session = std::make_unique<hs_session>();
-    SessionOptions options;
+    SessionOptions options = session_options(target);
     options.snapshots = snapshot_store_for(process_key(pid));
     session->session = std::make_unique<Session>(image, options);
     return session.release();

@@ -42,13 +42,18 @@ typedef struct hs_thread {
 typedef int (*hs_evaluate_fn)(void* ctx, const char* expression, uint64_t* address, char** error);
 
 /* Opens a core file. exe_or_null replaces the main executable's recorded path. options_or_null holds
- * the CLI's target options as one string: "--no-debug-files", "--debug-dir DIR" (repeatable). */
+ * the CLI's target options as one string: "--no-debug-files", "--debug-dir DIR" (repeatable),
+ * "--no-debuginfod", "--sysroot DIR", "--exe FILE". */
 HS_API hs_session* hs_open_core(const char* core, const char* exe_or_null, const char* options_or_null, char** error);
 
 /* Opens a live process that the caller keeps stopped (it is the process's tracer) for as long as the
  * session is used; memory is read through /proc/PID/mem, never written. threads: every thread with
  * its registers. */
 HS_API hs_session* hs_open_live(int pid, const hs_thread* threads, size_t count, char** error);
+
+/* hs_open_live with target options as for hs_open_core ("--no-debuginfod", "--debug-dir DIR", ...). */
+HS_API hs_session* hs_open_live_with_options(int pid, const hs_thread* threads, size_t count,
+                                             const char* options_or_null, char** error);
 
 /* Runs one command line against the session. evaluate (may be NULL: then addresses are numbers) is the
  * session's address evaluator for this call only. Returns 0 with *output set (the rendered report), or

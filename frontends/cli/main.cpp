@@ -16,40 +16,30 @@
 #include "sources/elf_core_image.h"
 #include "sources/live_process_image.h"
 #include "sources/ptrace_attach.h"
+#include "frontends/common/target_options.h"
 #include "queries/heap_snapshot.h"
 
 namespace {
 
 using namespace heapscope;
 
-struct TargetOptions {
+// The shared target options and, for commands on a core, the core.
+struct CoreTarget : TargetOptions {
   std::string core;
-  std::string executable;
-  std::vector<std::string> debug_dirs;
-  bool no_debug_files = false;
 };
 
 enum class Target { core, live_process };
 
-void add_target_options(CLI::App& sub, TargetOptions& t, Target target) {
+void add_target_options(CLI::App& sub, CoreTarget& t, Target target) {
   if (target == Target::core)
     sub.add_option("CORE", t.core, "Core file of the process (capture one with scripts/capture-core or gdb's gcore)")
         ->required();
-  sub.add_option("--exe", t.executable, "The program's executable, when it is not at the path the core or process records");
-  sub.add_option("--debug-dir", t.debug_dirs, "Where separate debug files live (default /usr/lib/debug); repeatable");
-  sub.add_flag("--no-debug-files", t.no_debug_files, "Use no separate debug files (as on a machine without them)");
+  heapscope::add_target_options(sub, static_cast<TargetOptions&>(t));
 }
 
 int fail(const std::string& message) {
   std::cerr << "heapscope: " << message << "\n";
   return 1;
-}
-
-SessionOptions session_options(const TargetOptions& t) {
-  SessionOptions options;
-  if (!t.debug_dirs.empty()) options.symbols.debug_dirs = t.debug_dirs;
-  options.symbols.use_debug_files = !t.no_debug_files;
-  return options;
 }
 
 CommandResult analyse(std::shared_ptr<const Image> image, Command& command, const TargetOptions& t,
@@ -67,12 +57,10 @@ int report(const CommandEntry& entry, const CommandResult& result) {
 // Null with *error set when the core cannot be used. A truncated core opens with what it holds: its
 // warning says what is missing, and analyses that lose roots or heap to it say their result is partial.
 std::shared_ptr<ElfCoreImage> open_core(const std::string& core, const TargetOptions& t, std::string* error) {
-  CoreOpenOptions open_options;
-  open_options.executable = t.executable;
-  return ElfCoreImage::open(core, open_options, error);
+  return ElfCoreImage::open(core, core_open_options(t), error);
 }
 
-int run(const CommandEntry& entry, Command& command, const TargetOptions& t, const OutputOptions& output) {
+int run(const CommandEntry& entry, Command& command, const CoreTarget& t, const OutputOptions& output) {
   std::string error;
   std::shared_ptr<ElfCoreImage> image = open_core(t.core, t, &error);
   if (!image) return fail(error);
@@ -83,7 +71,7 @@ int run(const CommandEntry& entry, Command& command, const TargetOptions& t, con
 
 struct SeriesOptions {
   std::vector<std::string> cores;
-  TargetOptions target;
+  CoreTarget target;
   OutputOptions output;
   bool keep_order = false;
 };
@@ -180,7 +168,7 @@ int main(int argc, char** argv) {
   struct Invocation {
     const CommandEntry* entry;
     std::unique_ptr<Command> command;
-    TargetOptions target;
+    CoreTarget target;
     OutputOptions output;
     CLI::App* app;
     std::vector<std::string> earlier_cores;  // report: earlier cores of the program, for its evolution part

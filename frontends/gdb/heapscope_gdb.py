@@ -22,6 +22,7 @@ directory.
 import ctypes
 import os
 import re
+import shlex
 
 import gdb
 
@@ -83,6 +84,9 @@ def _declare(lib):
     lib.hs_open_core.restype = ctypes.c_void_p
     lib.hs_open_live.argtypes = [ctypes.c_int, ctypes.POINTER(_Thread), ctypes.c_size_t, ctypes.POINTER(text)]
     lib.hs_open_live.restype = ctypes.c_void_p
+    lib.hs_open_live_with_options.argtypes = [ctypes.c_int, ctypes.POINTER(_Thread), ctypes.c_size_t, ctypes.c_char_p,
+                                              ctypes.POINTER(text)]
+    lib.hs_open_live_with_options.restype = ctypes.c_void_p
     lib.hs_run.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _EVALUATE_FN, ctypes.c_void_p, ctypes.POINTER(text),
                            ctypes.POINTER(text)]
     lib.hs_run.restype = ctypes.c_int
@@ -203,6 +207,33 @@ class _Evaluator:
             return 1
 
 
+# ---- gdb's settings as heapscope's target options ----
+
+def _parameter(name):
+    try:
+        return gdb.parameter(name)
+    except (gdb.error, RuntimeError):
+        return None  # a gdb built without that setting
+
+
+def _target_options():
+    """heapscope's target options from gdb's own settings, so that heapscope finds files where gdb does:
+    `set debuginfod enabled off` is --no-debuginfod (on and ask both let heapscope ask the servers of
+    DEBUGINFOD_URLS: the user who types a heap command has asked for the analysis), each directory of
+    `set debug-file-directory` a --debug-dir, and a `set sysroot` directory (not gdb's "target:") the
+    --sysroot."""
+    words = []
+    if _parameter("debuginfod enabled") == "off":
+        words.append("--no-debuginfod")
+    for directory in (_parameter("debug-file-directory") or "").split(os.pathsep):
+        if directory:
+            words += ["--debug-dir", shlex.quote(directory)]
+    sysroot = _parameter("sysroot") or ""
+    if sysroot and not sysroot.startswith("target:") and sysroot != "/":
+        words += ["--sysroot", shlex.quote(sysroot)]
+    return " ".join(words)
+
+
 # ---- sessions ----
 
 class _Sessions:
@@ -248,9 +279,9 @@ class _Sessions:
         if kind is None:
             raise gdb.GdbError(NO_TARGET_MESSAGE)
         if kind == "core":
-            key = ("core", _core_path(), gdb.current_progspace().filename)
+            key = ("core", _core_path(), gdb.current_progspace().filename, _target_options())
         elif kind == "native":
-            key = ("live", inferior.num, inferior.pid)
+            key = ("live", inferior.num, inferior.pid, _target_options())
         else:
             raise gdb.GdbError(f"heap: GDB's target is a {kind} connection; heapscope reads a local live process "
                                f"or a core file (for a remote program, take a core with gcore and load it)")
@@ -268,12 +299,13 @@ class _Sessions:
             core, program = key[1], key[2]
             if not core:
                 raise gdb.GdbError("heap: GDB did not say which core file it has loaded (info target)")
-            handle = _lib.hs_open_core(core.encode(), program.encode() if program else None, None,
+            handle = _lib.hs_open_core(core.encode(), program.encode() if program else None, key[3].encode(),
                                        ctypes.byref(error))
         else:
             threads = _live_threads(inferior)
             array = (_Thread * len(threads))(*threads)
-            handle = _lib.hs_open_live(inferior.pid, array, len(threads), ctypes.byref(error))
+            handle = _lib.hs_open_live_with_options(inferior.pid, array, len(threads), key[3].encode(),
+                                                    ctypes.byref(error))
         if not handle:
             raise gdb.GdbError("heap: " + (_take_string(error.value) or "cannot open the target"))
         return handle

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,50 @@ CommandResult failure(std::string message) {
 
 bool asks_for_help(const std::vector<std::string>& words) {
   return std::any_of(words.begin() + 1, words.end(), [](const std::string& w) { return w == "--help" || w == "-h"; });
+}
+
+// LLDB 16 gives a list setting as one string, "  [0]: /a  [1]: /b c"; a scalar as itself ("true").
+std::vector<std::string> split_list_setting(const std::string& text) {
+  static const std::regex item(R"(\s*\[\d+\]: )");
+  std::vector<std::string> values;
+  std::sregex_iterator it(text.begin(), text.end(), item), end;
+  if (it == end) {
+    if (!text.empty()) values.push_back(text);
+    return values;
+  }
+  for (; it != end; ++it) {
+    const auto start = static_cast<std::size_t>(it->position() + it->length());
+    auto next = std::next(it);
+    const std::size_t stop = next == end ? text.size() : static_cast<std::size_t>(next->position());
+    std::string value = text.substr(start, stop - start);
+    while (!value.empty() && value.back() == ' ') value.pop_back();
+    if (!value.empty()) values.push_back(std::move(value));
+  }
+  return values;
+}
+
+std::vector<std::string> setting_values(lldb::SBDebugger& debugger, const char* name) {
+  std::vector<std::string> values;
+  lldb::SBStringList list = debugger.GetInternalVariableValue(name, debugger.GetInstanceName());
+  for (std::uint32_t i = 0; i < list.GetSize(); ++i)
+    if (const char* text = list.GetStringAtIndex(i); text && *text)
+      for (std::string& value : split_list_setting(text)) values.push_back(std::move(value));
+  return values;
+}
+
+// Debug files where LLDB looks for them: `settings set target.debug-file-search-paths` adds directories
+// before /usr/lib/debug, and `settings set symbols.enable-external-lookup false` (LLDB's switch for
+// looking symbols up outside the machine's files) keeps heapscope from asking debuginfod too.
+SymbolSearchOptions symbol_search_options(lldb::SBDebugger debugger) {
+  SymbolSearchOptions options;
+  std::vector<std::string> dirs = setting_values(debugger, "target.debug-file-search-paths");
+  if (!dirs.empty()) {
+    dirs.insert(dirs.end(), options.debug_dirs.begin(), options.debug_dirs.end());
+    options.debug_dirs = std::move(dirs);
+  }
+  const std::vector<std::string> external = setting_values(debugger, "symbols.enable-external-lookup");
+  if (!external.empty() && external.front() == "false") options.use_debuginfod = false;
+  return options;
 }
 
 // What the subcommands share: the session of the process's current stop, and the thread that talks
@@ -97,6 +142,7 @@ class HeapCommands {
       session_.reset();  // free the old stop's analyses before building the new image
       auto image = std::make_shared<LldbImage>(process, lldb_thread_);
       SessionOptions options;
+      options.symbols = symbol_search_options(process.GetTarget().GetDebugger());
       options.snapshots = snapshots_for(process_id);
       session_ = std::make_unique<Session>(image, options);
       session_process_ = process_id;

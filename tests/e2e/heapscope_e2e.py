@@ -194,14 +194,16 @@ def capture_fixture(name, tunables=""):
 
 # ---- running heapscope ----
 
-def run_heapscope(*args, timeout=HEAPSCOPE_TIMEOUT_SECONDS):
-    """Runs the CLI; returns the CompletedProcess (text mode) whatever its exit code."""
-    return subprocess.run([heapscope_path(), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+def run_heapscope(*args, timeout=HEAPSCOPE_TIMEOUT_SECONDS, env=None):
+    """Runs the CLI; returns the CompletedProcess (text mode) whatever its exit code. `env` adds variables
+    to its environment."""
+    return subprocess.run([heapscope_path(), *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **env) if env else None)
 
 
-def heapscope_json(*args):
+def heapscope_json(*args, env=None):
     """Runs the CLI with --json and returns the parsed output; fails the test on a non-zero exit."""
-    result = run_heapscope(*args, "--json")
+    result = run_heapscope(*args, "--json", env=env)
     command_line = " ".join(["heapscope", *map(str, args), "--json"])
     if result.returncode != 0:
         raise AssertionError(f"`{command_line}` exited {result.returncode}: {result.stderr.strip()}")

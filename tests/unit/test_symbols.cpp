@@ -146,9 +146,11 @@ std::unique_ptr<ModuleSymbols> load_or_fail(const fs::path& path, const SymbolSe
   return symbols;
 }
 
+// Local files only: a DEBUGINFOD_URLS in the environment must not send these tests to a server.
 SymbolSearchOptions debug_dirs(std::vector<std::string> dirs) {
   SymbolSearchOptions options;
   options.debug_dirs = std::move(dirs);
+  options.use_debuginfod = false;
   return options;
 }
 
@@ -358,6 +360,9 @@ TEST_CASE("a stripped module gets its local symbols from the debuglink file besi
   const auto symbols = load_or_fail(builds.stripped, debug_dirs({}));
   CHECK(symbols->debug_file() == builds.debug.string());
   CHECK(symbols->has_local_symbols());
+  CHECK(symbols->debug_file_source() == DebugSource::debuglink);
+  CHECK(symbols->symtab_source() == DebugSource::debuglink);
+  CHECK(symbols->dwarf_source() == DebugSource::debuglink);
   REQUIRE(symbols->find("helper"));
   CHECK(symbols->find("helper")->kind == SymbolKind::function);
   REQUIRE(symbols->find("static_table"));
@@ -368,9 +373,17 @@ TEST_CASE("a stripped module gets its local symbols from the debuglink file besi
   const auto bare = load_or_fail(builds.stripped, no_debug);
   CHECK(bare->debug_file().empty());
   CHECK_FALSE(bare->has_local_symbols());
+  CHECK(bare->debug_file_source() == DebugSource::none);
+  CHECK(bare->symtab_source() == DebugSource::none);
+  CHECK(bare->dwarf_source() == DebugSource::none);
   CHECK(bare->find("helper") == nullptr);
   CHECK(bare->find("static_table") == nullptr);
   CHECK(bare->find("g_cache") != nullptr);  // exported: in .dynsym
+
+  // The unstripped build has all of it in itself.
+  const auto whole = load_or_fail(builds.plain, debug_dirs({}));
+  CHECK(whole->symtab_source() == DebugSource::module_file);
+  CHECK(whole->dwarf_source() == DebugSource::module_file);
 }
 
 TEST_CASE("debuglink files are found in .debug/ and mirrored under a debug directory", "[symbols][debug]") {
@@ -410,6 +423,9 @@ TEST_CASE("a debug file is found by build-id under a debug directory", "[symbols
   const auto symbols =
       load_or_fail(module, debug_dirs({(builds.root / "empty-dir").string(), debug_root.string()}));
   CHECK(symbols->debug_file() == by_id.string());
+  CHECK(symbols->debug_file_source() == DebugSource::build_id_directory);
+  CHECK(symbols->dwarf_source() == DebugSource::build_id_directory);
+  CHECK(std::string(debug_source_name(symbols->dwarf_source())) == "build-id");
   REQUIRE(symbols->find("helper"));
   CHECK(symbols->find("static_table") != nullptr);
 }

@@ -1,0 +1,52 @@
+#include "frontends/common/target_options.h"
+
+namespace heapscope {
+
+namespace {
+
+// "/srv/box/" and "/srv/box" name the same sysroot; module paths are appended to it.
+std::string without_trailing_slashes(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir == "/" ? "" : dir;
+}
+
+}  // namespace
+
+void add_target_options(CLI::App& app, TargetOptions& t) {
+  app.add_option("--exe", t.executable,
+                 "The program's executable, when it is not at the path the core or process records");
+  app.add_option("--debug-dir", t.debug_dirs, "Where separate debug files live (default /usr/lib/debug); repeatable");
+  app.add_flag("--no-debug-files", t.no_debug_files,
+               "Use no separate debug files (as on a machine without them), local or from debuginfod");
+  app.add_flag("--no-debuginfod", t.no_debuginfod,
+               "Fetch nothing from the debuginfod servers of DEBUGINFOD_URLS (debug files, or the module files of "
+               "a core from another machine)");
+  app.add_option("--sysroot", t.sysroot,
+                 "A copy of the core's machine: module files are read at their recorded paths under DIR, and "
+                 "debug files are also looked for under DIR/usr/lib/debug")
+      ->type_name("DIR");
+}
+
+CoreOpenOptions core_open_options(const TargetOptions& t) {
+  CoreOpenOptions options;
+  options.executable = t.executable;
+  options.sysroot = without_trailing_slashes(t.sysroot);
+  options.use_debuginfod = !t.no_debuginfod;
+  return options;
+}
+
+SessionOptions session_options(const TargetOptions& t) {
+  SessionOptions options;
+  if (!t.debug_dirs.empty()) options.symbols.debug_dirs = t.debug_dirs;
+  // As gdb does with a sysroot: each debug directory is looked in on this machine, then under the sysroot.
+  if (const std::string sysroot = without_trailing_slashes(t.sysroot); !sysroot.empty()) {
+    const std::vector<std::string> local = options.symbols.debug_dirs;
+    for (const std::string& dir : local)
+      if (!dir.empty() && dir.front() == '/') options.symbols.debug_dirs.push_back(sysroot + dir);
+  }
+  options.symbols.use_debug_files = !t.no_debug_files;
+  options.symbols.use_debuginfod = !t.no_debuginfod;
+  return options;
+}
+
+}  // namespace heapscope

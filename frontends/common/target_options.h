@@ -1,0 +1,32 @@
+// The target options of the frontends outside a debugger — the CLI and the C API (whose GDB frontend
+// fills them from gdb's own settings): where the executable, the module files and the debug files of the
+// analysed process are, and whether debuginfod may be asked for what is missing. Declared once here so
+// that every frontend takes the same words.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "sources/elf_core_image.h"
+#include "session/session.h"
+
+namespace heapscope {
+
+struct TargetOptions {
+  std::string executable;               // --exe
+  std::vector<std::string> debug_dirs;  // --debug-dir (repeatable); empty: /usr/lib/debug
+  bool no_debug_files = false;          // --no-debug-files
+  bool no_debuginfod = false;           // --no-debuginfod
+  std::string sysroot;                  // --sysroot
+};
+
+// Adds --exe, --debug-dir, --no-debug-files, --no-debuginfod and --sysroot to `app`.
+void add_target_options(CLI::App& app, TargetOptions& options);
+
+// How modules are opened for a core, and how their symbols are searched, under these options.
+CoreOpenOptions core_open_options(const TargetOptions& options);
+SessionOptions session_options(const TargetOptions& options);
+
+}  // namespace heapscope

@@ -1,0 +1,487 @@
+"""debuginfod: what a stripped program's core lacks, fetched by build-id from a real `debuginfod` server
+(Debian's package) started on 127.0.0.1 for these tests.
+
+- typed_c_stripped's core with DEBUGINFOD_URLS at a server holding only typed_c's split debug file and a
+  fresh DEBUGINFOD_CACHE_PATH: `summary`'s typed line and the retainer paths' field names are those of the
+  unstripped typed_c (the same core read with --exe typed_c), `summary --json` says the symbols and DWARF
+  came from debuginfod, and a second run takes the file from the cache without a request (the server's
+  /metrics count requests); a progress line shows when stderr is a terminal; --no-debuginfod asks nothing.
+- A copy of typed_c_stripped run from a scratch directory and removed after its core was taken: the core
+  is analysed with the executable fetched by build-id (and its debug file after it).
+- --sysroot DIR: the module files under DIR are used, and one of another build is refused with a warning.
+- DEBUGINFOD_URLS at a loopback port nobody listens on: exactly one warning, and the run takes no longer
+  than a few seconds.
+- The GDB frontend fetches through the same path, and `set debuginfod enabled off` turns it off; so does
+  the LLDB plugin, with `symbols.enable-external-lookup false` as its off switch and
+  target.debug-file-search-paths as debug directories.
+- `summary` gives a module without DWARF the apt command for its package's debug files.
+"""
+
+import contextlib
+import json
+import os
+import pty
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+from heapscope_e2e import Capture, capture_fixture, capture_program, fixture_path, heapscope_json, parse_ledger, run_heapscope, work_dir
+from lldb_session import require_lldb_and_gdb, run_lldb
+from test_gdb import run_gdb
+
+SERVER_START_SECONDS = 60
+# A run against a server that does not answer: the walk of typed_c's heap takes about a second; a client
+# that waited for each module, or for libdebuginfod's 90-second default timeout, would take far longer.
+UNREACHABLE_RUN_SECONDS = 30
+TYPED_LINE = re.compile(r"^Typed:.*$", re.MULTILINE)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class DebuginfodServer:
+    """`debuginfod -F DIR` on a free loopback port, with its database and log in `scratch`; started, and
+    waited for until it has indexed DIR's files."""
+
+    def __init__(self, directory, scratch, expected_files):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = os.path.join(scratch, "debuginfod.log")
+        self._log = open(self.log_path, "w")
+        self.process = subprocess.Popen(
+            ["debuginfod", "-v", "-F", directory, "-p", str(self.port), "-d", os.path.join(scratch, "index.sqlite"),
+             "-t", "0", "-g", "0"],
+            stdout=self._log, stderr=subprocess.STDOUT)
+        try:
+            self._wait_until_indexed(expected_files)
+        except BaseException:
+            self.stop()
+            raise
+
+    def metrics(self):
+        with urllib.request.urlopen(self.url + "/metrics", timeout=5) as response:
+            text = response.read().decode()
+        values = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                values[name] = float(value)
+        return values
+
+    def requests(self, kind):
+        """Requests for build-id lookups of `kind` ("debuginfo", "executable") so far."""
+        return self.metrics().get(f'http_requests_total{{type="{kind}"}}', 0)
+
+    def _wait_until_indexed(self, expected_files):
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"debuginfod exited with {self.process.returncode}: {self.log()}")
+            try:
+                m = self.metrics()
+                if (m.get("ready") == 1 and m.get('thread_work_total{role="traverse"}', 0) >= 1
+                        and m.get('thread_work_pending{role="scan"}', 1) == 0
+                        and m.get('thread_busy{role="scan"}', 1) == 0
+                        and m.get('scanned_files_total{source="file"}', 0) >= expected_files):
+                    return
+            except OSError:
+                pass  # not listening yet
+            time.sleep(0.2)
+        raise RuntimeError(f"debuginfod did not index its {expected_files} files in {SERVER_START_SECONDS} s: "
+                           f"{self.log()}")
+
+    def log(self):
+        self._log.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+
+def capture_stripped():
+    executable = fixture_path("typed_c_stripped")
+    core, ledger_file = capture_program("typed_c_stripped", executable)
+    return Capture("typed_c_stripped", executable, core, parse_ledger(ledger_file))
+
+
+def typed_line(test, summary_text):
+    match = TYPED_LINE.search(summary_text)
+    test.assertIsNotNone(match, f"`summary` prints a Typed: line:\n{summary_text}")
+    return match.group(0)
+
+
+def module_named(test, summary, name):
+    (module,) = [m for m in summary["modules"] if os.path.basename(m["path"]) == name]
+    return module
+
+
+def debuginfod_warnings(warnings):
+    return [w for w in warnings if "debuginfod" in w]
+
+
+class Scratch:
+    """A fresh directory under the work directory, removed at the end."""
+
+    def __init__(self, name):
+        self.path = tempfile.mkdtemp(prefix=name + "-", dir=work_dir())
+
+    def sub(self, name):
+        path = os.path.join(self.path, name)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def remove(self):
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+class ServedFiles(unittest.TestCase):
+    """A scratch directory and a server for a test class: start_server(files) serves copies of `files`,
+    with a fresh cache in cls.env; both go at the end."""
+
+    @classmethod
+    def start_server(cls, name, files):
+        cls.scratch = Scratch(name)
+        served = cls.scratch.sub("served")
+        for source, served_name in files:
+            shutil.copy(source, os.path.join(served, served_name))
+        cls.server = DebuginfodServer(served, cls.scratch.path, expected_files=len(files))
+        cls.env = {"DEBUGINFOD_URLS": cls.server.url, "DEBUGINFOD_CACHE_PATH": cls.scratch.sub("cache")}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.scratch.remove()
+
+
+def split_debug_file():
+    return os.path.join(fixture_path("typed_c-debug"), "typed_c.debug"), "typed_c.debug"
+
+
+class DebugFileFromServer(ServedFiles):
+    """The stripped program's DWARF comes from the server; the result is the unstripped program's."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.capture = capture_stripped()
+        cls.start_server("debuginfod-debug", [split_debug_file()])
+        cls.requests_before = cls.server.requests("debuginfo")
+        cls.first = run_heapscope("summary", cls.capture.core, env=cls.env)
+        cls.requests_after_first = cls.server.requests("debuginfo")
+        cls.second = run_heapscope("summary", cls.capture.core, env=cls.env)
+        cls.requests_after_second = cls.server.requests("debuginfo")
+        # The same core with the unstripped program (same build-id) in place of the stripped one.
+        cls.unstripped = run_heapscope("summary", cls.capture.core, "--exe", fixture_path("typed_c"),
+                                       "--no-debuginfod", env=cls.env)
+
+    def test_the_program_has_no_dwarf_and_no_local_debug_file(self):
+        sections = subprocess.run(["readelf", "-S", self.capture.executable], capture_output=True, text=True,
+                                  check=True).stdout
+        self.assertNotIn(".debug_info", sections)
+        alone = heapscope_json("summary", self.capture.core, "--no-debuginfod", env=self.env)
+        self.assertEqual(module_named(self, alone, "typed_c_stripped")["dwarf_source"], "none")
+        self.assertIn("DWARF", module_named(self, alone, "typed_c_stripped")["missing"])
+
+    def test_the_typed_share_is_the_unstripped_programs(self):
+        for run in (self.first, self.second, self.unstripped):
+            self.assertEqual(run.returncode, 0, run.stderr)
+        expected = typed_line(self, self.unstripped.stdout)
+        self.assertEqual(typed_line(self, self.first.stdout), expected)
+        self.assertEqual(typed_line(self, self.second.stdout), expected)
+        alone = run_heapscope("summary", self.capture.core, "--no-debuginfod", env=self.env)
+        self.assertNotEqual(typed_line(self, alone.stdout), expected, "without the debug file fewer bytes are typed")
+
+    def test_summary_says_the_symbols_and_dwarf_came_from_debuginfod(self):
+        summary = heapscope_json("summary", self.capture.core, env=self.env)
+        module = module_named(self, summary, "typed_c_stripped")
+        self.assertEqual(module["symtab_source"], "debuginfod")
+        self.assertEqual(module["dwarf_source"], "debuginfod")
+        self.assertTrue(module["debug_file"].startswith(self.env["DEBUGINFOD_CACHE_PATH"]), module)
+        self.assertEqual(module["missing"], [])
+        self.assertEqual(module["file"]["origin"], "path")
+        self.assertRegex(self.first.stdout, r"typed_c_stripped  \[symbols: debuginfod, DWARF: debuginfod\]")
+
+    def test_the_retainer_paths_name_the_unstripped_programs_fields(self):
+        ledger = self.capture.ledger
+        nodes = [a for a in ledger.live if a.how == "node"]
+        entries = [a for a in ledger.live if a.how == "entry"]
+        records = [a for a in ledger.live if a.how == "record[]"]
+        for address in (nodes[2].address, entries[-1].address, records[0].address):
+            fetched = heapscope_json("retainers", self.capture.core, hex(address), "--paths", "5", env=self.env)
+            unstripped = heapscope_json("retainers", self.capture.core, hex(address), "--paths", "5",
+                                        "--exe", fixture_path("typed_c"), "--no-debuginfod", env=self.env)
+            names = field_names(fetched)
+            self.assertEqual(names, field_names(unstripped))
+            self.assertTrue(any(field for path in names for field in path[1:]), f"fields are named: {names}")
+
+    def test_the_second_run_takes_the_file_from_the_cache_without_a_request(self):
+        self.assertEqual(self.requests_after_first - self.requests_before, 1, self.server.log())
+        self.assertEqual(self.requests_after_second, self.requests_after_first, self.server.log())
+
+    def test_no_debuginfod_sends_no_request(self):
+        before = self.server.requests("debuginfo")
+        env = dict(self.env, DEBUGINFOD_CACHE_PATH=self.scratch.sub("cache-unused"))
+        summary = heapscope_json("summary", self.capture.core, "--no-debuginfod", env=env)
+        self.assertEqual(self.server.requests("debuginfo"), before)
+        self.assertEqual(module_named(self, summary, "typed_c_stripped")["dwarf_source"], "none")
+
+    def test_a_progress_line_shows_on_a_terminal(self):
+        env = dict(os.environ, **dict(self.env, DEBUGINFOD_CACHE_PATH=self.scratch.sub("cache-terminal")))
+        primary, secondary = pty.openpty()
+        try:
+            process = subprocess.Popen([os.environ["HEAPSCOPE"], "summary", self.capture.core], env=env,
+                                       stdout=subprocess.DEVNULL, stderr=secondary)
+            os.close(secondary)
+            output = b""
+            while True:
+                try:
+                    chunk = os.read(primary, 4096)
+                except OSError:  # the terminal's other end closed: heapscope has exited
+                    break
+                if not chunk:
+                    break
+                output += chunk
+            self.assertEqual(process.wait(timeout=60), 0)
+        finally:
+            os.close(primary)
+        text = output.decode(errors="replace")
+        self.assertIn(f"fetching the debug info of typed_c_stripped from {self.server.url}", text)
+        piped = run_heapscope("summary", self.capture.core,
+                              env=dict(self.env, DEBUGINFOD_CACHE_PATH=self.scratch.sub("cache-piped")))
+        self.assertNotIn("fetching", piped.stderr, "no progress line on a pipe")
+
+
+def field_names(retainers):
+    """Per path: the root's label, its field, then each step's field."""
+    return [[p["root"]["label"], p["root"].get("field", "")] + [s.get("field", "") for s in p["steps"]]
+            for p in retainers["paths"]]
+
+
+class ExecutableFromServer(ServedFiles):
+    """The program is gone from this machine; the server has it (and its debug file)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.program_dir = tempfile.mkdtemp(prefix="debuginfod-program-", dir=work_dir())
+        program = os.path.join(cls.program_dir, "typed_c_stripped")
+        shutil.copy2(fixture_path("typed_c_stripped"), program)
+        os.utime(program)  # newer than any earlier capture under this key
+        core, ledger_file = capture_program("typed_c_stripped_moved", program)
+        cls.capture = Capture("typed_c_stripped_moved", program, core, parse_ledger(ledger_file))
+        moved = program + ".moved-away"
+        os.rename(program, moved)
+        try:
+            cls.start_server("debuginfod-exe", [(moved, "typed_c_stripped"), split_debug_file()])
+        finally:
+            shutil.rmtree(cls.program_dir)  # the program's directory is gone too
+
+    def test_without_the_server_the_program_is_missing(self):
+        self.assertFalse(os.path.exists(self.capture.executable))
+        summary = heapscope_json("summary", self.capture.core, "--no-debuginfod", env=self.env)
+        module = module_named(self, summary, "typed_c_stripped")
+        self.assertEqual(module["file"]["origin"], "none")
+        self.assertIn("module file", module["missing"])
+        self.assertTrue(any("typed_c_stripped cannot be used" in w for w in summary["warnings"]), summary["warnings"])
+
+    def test_the_core_is_analysed_with_the_executable_fetched_by_build_id(self):
+        before = self.server.requests("executable")
+        summary = heapscope_json("summary", self.capture.core, env=self.env)
+        self.assertEqual(self.server.requests("executable"), before + 1)
+        module = module_named(self, summary, "typed_c_stripped")
+        self.assertEqual(module["file"]["origin"], "debuginfod")
+        self.assertTrue(module["file"]["path"].startswith(self.env["DEBUGINFOD_CACHE_PATH"]), module)
+        self.assertEqual(module["dwarf_source"], "debuginfod")
+        self.assertEqual(module["missing"], [])
+        self.assertFalse([w for w in summary["warnings"] if "typed_c_stripped" in w], summary["warnings"])
+        self.assertGreaterEqual(summary["typed"]["bytes_percent"], 90)
+        leaks = heapscope_json("leaks", self.capture.core, env=self.env)
+        self.assertFalse([w for w in leaks.get("warnings", []) if "cannot be used" in w])
+
+
+class Sysroot(unittest.TestCase):
+    """--sysroot DIR: module files at their recorded paths under DIR; a file there of another build is
+    refused for that module alone, with a warning."""
+
+    def test_files_under_the_sysroot_are_used_and_a_mismatch_is_refused(self):
+        capture = capture_stripped()
+        local = heapscope_json("summary", capture.core, "--no-debuginfod")
+        paths = {os.path.basename(m["path"]): m["path"] for m in local["modules"] if m["path"].startswith("/")}
+        libc = next(path for name, path in paths.items() if name.startswith("libc.so"))
+        loader = next(path for name, path in paths.items() if name.startswith("ld-linux"))
+        scratch = Scratch("sysroot")
+        try:
+            def plant(recorded, source):
+                target = scratch.path + recorded
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                shutil.copy(source, target)
+                return target
+            program = plant(capture.executable, fixture_path("typed_c"))  # same build-id, with its DWARF
+            plant(libc, libc)
+            wrong_loader = plant(loader, fixture_path("typed_c_stripped"))  # another build
+            summary = heapscope_json("summary", capture.core, "--sysroot", scratch.path + "/", "--no-debuginfod")
+            modules = {os.path.basename(m["path"]): m for m in summary["modules"]}
+            self.assertEqual(modules["typed_c_stripped"]["file"], {"path": program, "origin": "sysroot"})
+            self.assertEqual(modules["typed_c_stripped"]["dwarf_source"], "file")
+            self.assertEqual(modules[os.path.basename(libc)]["file"]["origin"], "sysroot")
+            self.assertEqual(modules[os.path.basename(loader)]["file"]["origin"], "none")
+            self.assertIn("module file", modules[os.path.basename(loader)]["missing"])
+            mismatches = [w for w in summary["warnings"] if w.startswith("build-id mismatch")]
+            self.assertEqual(len(mismatches), 1, summary["warnings"])
+            self.assertIn(wrong_loader, mismatches[0])
+            self.assertEqual(summary["typed"], heapscope_json("summary", capture.core, "--exe", fixture_path("typed_c"),
+                                                              "--no-debuginfod")["typed"])
+        finally:
+            scratch.remove()
+
+
+class UnreachableServer(unittest.TestCase):
+    """Nobody listens at the URL: one warning, and no waiting."""
+
+    def test_one_warning_and_no_hang(self):
+        capture = capture_stripped()
+        scratch = Scratch("debuginfod-unreachable")
+        try:
+            env = {"DEBUGINFOD_URLS": f"http://127.0.0.1:{free_port()}", "DEBUGINFOD_CACHE_PATH": scratch.sub("cache")}
+            started = time.monotonic()
+            # With no local debug directory, the program, libc and ld.so all lack DWARF: three lookups, had
+            # the first failure not stopped the rest.
+            result = run_heapscope("summary", capture.core, "--debug-dir", scratch.sub("no-debug-files"), "--json",
+                                   env=env, timeout=UNREACHABLE_RUN_SECONDS * 4)
+            elapsed = time.monotonic() - started
+            self.assertEqual(result.returncode, 0, result.stderr)
+            summary = json.loads(result.stdout)
+            warnings = debuginfod_warnings(summary["warnings"])
+            self.assertEqual(len(warnings), 1, summary["warnings"])
+            self.assertIn(env["DEBUGINFOD_URLS"], warnings[0])
+            self.assertLess(elapsed, UNREACHABLE_RUN_SECONDS)
+            without_dwarf = [m for m in summary["modules"] if m["file"]["path"] and m["dwarf_source"] == "none"]
+            self.assertGreaterEqual(len(without_dwarf), 3, summary["modules"])
+        finally:
+            scratch.remove()
+
+
+@contextlib.contextmanager
+def debugger_environment_for(urls, cache):
+    """DEBUGINFOD_URLS and DEBUGINFOD_CACHE_PATH for a debugger the helpers start from os.environ."""
+    saved = {name: os.environ.get(name) for name in ("DEBUGINFOD_URLS", "DEBUGINFOD_CACHE_PATH")}
+    os.environ.update(DEBUGINFOD_URLS=urls, DEBUGINFOD_CACHE_PATH=cache)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class GdbFrontend(ServedFiles):
+    """`heap summary` in GDB fetches through the same path; gdb's `set debuginfod enabled off` stops it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.capture = capture_stripped()
+        cls.start_server("debuginfod-gdb", [split_debug_file()])
+
+    def gdb_summary(self, cache, *settings):
+        """`heap summary --json` in gdb -batch after `settings`, with a fresh cache named `cache`. gdb -batch
+        answers its own debuginfod question ("ask") with no when it loads the program, so a test that wants
+        it on says so."""
+        with debugger_environment_for(self.server.url, self.scratch.sub(cache)):
+            result = run_gdb([*settings, "heap summary --json"], self.capture.executable, self.capture.core)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        start = result.stdout.index('{\n  "command": "summary"')
+        return json.JSONDecoder().raw_decode(result.stdout[start:])[0]
+
+    def test_gdb_fetches_the_debug_file(self):
+        before = self.server.requests("debuginfo")
+        summary = self.gdb_summary("cache-on", "set debuginfod enabled on")
+        self.assertEqual(module_named(self, summary, "typed_c_stripped")["dwarf_source"], "debuginfod")
+        self.assertGreaterEqual(self.server.requests("debuginfo"), before + 1)
+        expected = heapscope_json("summary", self.capture.core, "--exe", fixture_path("typed_c"), "--no-debuginfod")
+        self.assertEqual(summary["typed"], expected["typed"])
+
+    def test_debuginfod_enabled_off_in_gdb_turns_it_off(self):
+        before = self.server.requests("debuginfo")
+        summary = self.gdb_summary("cache-off", "set debuginfod enabled off")
+        self.assertEqual(module_named(self, summary, "typed_c_stripped")["dwarf_source"], "none")
+        self.assertEqual(self.server.requests("debuginfo"), before)
+
+
+class LldbFrontend(ServedFiles):
+    """The LLDB plugin fetches through the same path, and follows LLDB's settings: external lookups off
+    keeps it from debuginfod, target.debug-file-search-paths adds debug directories."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_lldb_and_gdb()
+        cls.capture = capture_stripped()
+        cls.start_server("debuginfod-lldb", [split_debug_file()])
+
+    def lldb_summary(self, cache, *settings, urls=None):
+        with debugger_environment_for(self.server.url if urls is None else urls, self.scratch.sub(cache)):
+            run = run_lldb([*settings, f"target create {self.capture.executable} --core {self.capture.core}",
+                            "heap summary --json"])
+        return module_named(self, run.json_of("heap summary --json"), "typed_c_stripped")
+
+    def test_lldb_fetches_the_debug_file(self):
+        module = self.lldb_summary("cache-on")
+        self.assertEqual(module["dwarf_source"], "debuginfod")
+        self.assertTrue(module["debug_file"].startswith(self.scratch.sub("cache-on")), module)
+
+    def test_external_lookup_off_keeps_heapscope_from_debuginfod(self):
+        module = self.lldb_summary("cache-off", "settings set symbols.enable-external-lookup false")
+        self.assertEqual(module["dwarf_source"], "none")
+        fetched = [root for root, _, files in os.walk(self.scratch.sub("cache-off")) if "debuginfo" in files]
+        self.assertEqual(fetched, [], "nothing was fetched into libdebuginfod's cache")
+
+    def test_debug_file_search_paths_are_debug_directories(self):
+        debug_dir = fixture_path("typed_c-debug")
+        module = self.lldb_summary("cache-paths", f"settings set target.debug-file-search-paths /nonexistent {debug_dir}",
+                                   urls="")
+        self.assertEqual(module["dwarf_source"], "build-id")
+        self.assertTrue(module["debug_file"].startswith(debug_dir + "/.build-id/"), module)
+
+
+class InstallHints(unittest.TestCase):
+    """A module without DWARF that a Debian package installed gets the command that installs its DWARF."""
+
+    def test_glibc_points_at_libc6_dbg(self):
+        capture = capture_stripped()
+        summary = heapscope_json("summary", capture.core, "--no-debug-files", "--no-debuginfod")
+        libc = next(m for m in summary["modules"] if os.path.basename(m["path"]).startswith("libc.so"))
+        self.assertIn("DWARF", libc["missing"])
+        self.assertEqual(libc["install_hint"], "apt install libc6-dbg")
+        self.assertEqual(module_named(self, summary, "typed_c_stripped")["install_hint"], "",
+                         "no package owns the fixture")
+        text = run_heapscope("summary", capture.core, "--no-debug-files", "--no-debuginfod").stdout
+        self.assertRegex(text, r"missing: (symbol table, )?DWARF — apt install libc6-dbg")
+        with_debug = heapscope_json("summary", capture.core, "--no-debuginfod")
+        libc = next(m for m in with_debug["modules"] if os.path.basename(m["path"]).startswith("libc.so"))
+        self.assertEqual((libc["dwarf_source"], libc["missing"], libc["install_hint"]), ("build-id", [], ""))
+
+    def test_other_libraries_point_at_their_dbgsym_package(self):
+        capture = capture_fixture("typed_containers")
+        summary = heapscope_json("summary", capture.core, "--no-debuginfod")
+        (libstdcxx,) = [m for m in summary["modules"] if os.path.basename(m["path"]).startswith("libstdc++.so")]
+        self.assertIn("DWARF", libstdcxx["missing"])
+        self.assertEqual(libstdcxx["install_hint"], "apt install libstdc++6-dbgsym")
+
+
+if __name__ == "__main__":
+    unittest.main()
