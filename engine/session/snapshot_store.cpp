@@ -34,4 +34,11 @@ void add_snapshot_warnings(const HeapSnapshot& snapshot, const std::vector<std::
     if (std::find(current.begin(), current.end(), w) == current.end()) out.push_back(snapshot.name + ": " + w);
 }
 
+std::shared_ptr<SnapshotStore> SnapshotRegistry::store_for(const std::string& target_key) {
+  std::lock_guard lock(mutex_);
+  std::shared_ptr<SnapshotStore>& store = stores_[target_key];
+  if (!store) store = std::make_shared<SnapshotStore>();
+  return store;
+}
+
 }  // namespace heapscope

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -74,6 +75,18 @@ class SnapshotStore {
  private:
   mutable std::mutex mutex_;
   std::vector<Ptr> snapshots_;
+};
+
+// The snapshot stores of every target a frontend has opened, by a key naming the target (a core's path, a
+// process's pid and start time, a debugger's process id): a frontend makes a new Session at every stop, and
+// the store of its target outlives them all. Safe to use from several threads.
+class SnapshotRegistry {
+ public:
+  std::shared_ptr<SnapshotStore> store_for(const std::string& target_key);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<SnapshotStore>> stores_;
 };
 
 }  // namespace heapscope

@@ -88,12 +88,8 @@ class ScopedEvaluator {
 // the store is kept per target — a core by its canonical path, a live process by its pid and start time
 // (so a later process that reuses the pid starts empty).
 std::shared_ptr<SnapshotStore> snapshot_store_for(const std::string& target_key) {
-  static std::mutex mutex;
-  static auto* stores = new std::map<std::string, std::shared_ptr<SnapshotStore>>();  // never destroyed
-  std::lock_guard lock(mutex);
-  std::shared_ptr<SnapshotStore>& store = (*stores)[target_key];
-  if (!store) store = std::make_shared<SnapshotStore>();
-  return store;
+  static auto* registry = new SnapshotRegistry();  // never destroyed: GDB may unload us at any time
+  return registry->store_for(target_key);
 }
 
 std::string core_key(const std::string& core) {

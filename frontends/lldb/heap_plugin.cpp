@@ -143,7 +143,7 @@ class HeapCommands {
       auto image = std::make_shared<LldbImage>(process, lldb_thread_);
       SessionOptions options;
       options.symbols = symbol_search_options(process.GetTarget().GetDebugger());
-      options.snapshots = snapshots_for(process_id);
+      options.snapshots = snapshots_.store_for("lldb process " + std::to_string(process_id));
       session_ = std::make_unique<Session>(image, options);
       session_process_ = process_id;
       session_stop_ = stop_id;
@@ -151,17 +151,11 @@ class HeapCommands {
     return *session_;
   }
 
-  // One store of named snapshots per process, kept across stops: `heap snapshot save a`, `continue`,
-  // `heap snapshot diff a` compares two Sessions' heaps.
-  std::shared_ptr<SnapshotStore> snapshots_for(std::uint32_t process_id) {
-    std::shared_ptr<SnapshotStore>& store = snapshot_stores_[process_id];
-    if (!store) store = std::make_shared<SnapshotStore>();
-    return store;
-  }
-
   std::mutex mutex_;
   LldbThread lldb_thread_;
-  std::map<std::uint32_t, std::shared_ptr<SnapshotStore>> snapshot_stores_;  // by LLDB's process unique id
+  // Named snapshots per process (LLDB's process unique id), kept across stops: `heap snapshot save a`,
+  // `continue`, `heap snapshot diff a` compares two Sessions' heaps.
+  SnapshotRegistry snapshots_;
   std::unique_ptr<Session> session_;
   std::uint32_t session_process_ = 0;
   std::uint32_t session_stop_ = 0;
