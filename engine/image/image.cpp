@@ -65,11 +65,13 @@ const Module* Image::main_executable() const {
   return nullptr;
 }
 
-std::optional<std::uint64_t> Image::auxv_value(std::uint64_t type) const {
-  for (const AuxvEntry& e : auxv())
+std::optional<std::uint64_t> auxv_lookup(const std::vector<AuxvEntry>& auxv, std::uint64_t type) {
+  for (const AuxvEntry& e : auxv)
     if (e.type == type) return e.value;
   return std::nullopt;
 }
+
+std::optional<std::uint64_t> Image::auxv_value(std::uint64_t type) const { return auxv_lookup(auxv(), type); }
 
 std::uint64_t missing_writable_bytes(const Image& image) {
   std::uint64_t missing = 0;

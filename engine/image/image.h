@@ -83,6 +83,9 @@ struct AuxvEntry {
   std::uint64_t value = 0;
 };
 
+// The value of the first auxv entry of `type` (AT_ENTRY, AT_PHDR…), for sources still building an Image.
+std::optional<std::uint64_t> auxv_lookup(const std::vector<AuxvEntry>& auxv, std::uint64_t type);
+
 class Image {
  public:
   virtual ~Image() = default;

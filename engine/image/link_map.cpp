@@ -103,12 +103,6 @@ std::optional<Address> find_dt_debug_value(const MemoryReader& read, Address dyn
   return std::nullopt;
 }
 
-std::optional<std::uint64_t> auxv_lookup(const std::vector<AuxvEntry>& auxv, std::uint64_t type) {
-  for (const AuxvEntry& e : auxv)
-    if (e.type == type) return e.value;
-  return std::nullopt;
-}
-
 }  // namespace
 
 MemoryReader memory_reader_for(const Image& image) {

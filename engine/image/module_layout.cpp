@@ -17,12 +17,6 @@ constexpr std::uint64_t kPageSize = 4096;
 
 std::uint64_t page_down(std::uint64_t v) { return v & ~(kPageSize - 1); }
 
-std::optional<std::uint64_t> auxv_lookup(const std::vector<AuxvEntry>& auxv, std::uint64_t type) {
-  for (const AuxvEntry& e : auxv)
-    if (e.type == type) return e.value;
-  return std::nullopt;
-}
-
 // A module being assembled: its mappings (or mappings derived from its file's program headers when only
 // link_map knows it), what its in-memory ELF header says, and the file that may back it.
 struct ModuleCandidate {
