@@ -35,6 +35,9 @@ struct LeaksReport {
   // Some heap, stack or writable memory could not be read: leaks there are missed, and blocks only it
   // points to are reported (the first warnings say what is missing).
   bool partial = false;
+  // Modules whose file could not be used: blocks they type and globals they name stay unnamed (said
+  // first: the verdicts do not depend on it, since their memory is scanned all the same).
+  std::vector<std::string> modules_without_symbols;
   std::vector<std::string> warnings;
 };
 

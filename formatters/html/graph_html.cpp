@@ -66,6 +66,7 @@ std::vector<TreeNode> merged_path_trees(const std::vector<RetainerPath>& paths) 
 
 void add_leaks(Page& page, const LeaksReport& r, int level) {
   page.section("Leaked blocks by type", level);
+  if (!r.modules_without_symbols.empty()) page.paragraph(text::missing_symbols_note(r.modules_without_symbols));
   page.paragraph(fmt::format("Leaked: {} in {} blocks (direct {} in {}, indirect {} in {}, in cycles {} in {})",
                              text::bytes(r.leaked.bytes), r.leaked.blocks, text::bytes(r.direct.bytes), r.direct.blocks,
                              text::bytes(r.indirect.bytes), r.indirect.blocks, text::bytes(r.cycle.bytes),

@@ -25,6 +25,7 @@ std::string render_json(const LeaksReport& r) {
                    {"indirect", total_json(r.indirect)}, {"cycle", total_json(r.cycle)},
                    {"possibly", total_json(r.possibly)}};
   out["partial"] = r.partial;
+  out["modules_without_symbols"] = r.modules_without_symbols;
   return json::finish(std::move(out), r.warnings);
 }
 

@@ -7,7 +7,7 @@ namespace heapscope {
 using text::block_line;
 
 std::string render_text(const LeaksReport& r) {
-  std::string out;
+  std::string out = text::missing_symbols_note(r.modules_without_symbols);
   if (r.groups.empty()) out += std::string(no_leaks_sentence(r)) + "\n";
   for (const LeakGroup& g : r.groups) {
     std::string kinds;
