@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "commands/command.h"
+#include "commands/option_checks.h"
 
 namespace heapscope {
 
@@ -58,6 +59,7 @@ class BlocksCommand final : public Command {
                                "reachable", "possibly", "direct", "indirect", "cycle"}))
         ->capture_default_str();
     app.add_option("--min-size", min_size_, "Only blocks with at least this many usable bytes")
+        ->check(whole_number())
         ->capture_default_str();
   }
 

@@ -1,5 +1,6 @@
 #include "analysis/leak_report.h"
 #include "commands/command.h"
+#include "commands/option_checks.h"
 
 namespace heapscope {
 
@@ -8,7 +9,7 @@ namespace {
 class LeaksCommand final : public Command {
  public:
   void add_options(CLI::App& app) override {
-    app.add_option("--examples", examples_, "Example addresses per group")->capture_default_str();
+    app.add_option("--examples", examples_, "Example addresses per group")->check(whole_number())->capture_default_str();
   }
   Report run(Session& s) override { return build_leaks_report(s, examples_); }
 

@@ -38,7 +38,8 @@ std::string render_text(const RetainersReport& r) {
     out += r.depth_limited ? "No path from a root within --max-depth.\n" : "leaked: no path from any root\n";
   for (std::size_t i = 0; i < r.paths.size(); ++i) {
     const RetainerPath& p = r.paths[i];
-    out += fmt::format("\nPath {} ({} steps):\n  {}\n", i + 1, p.steps.size(), text::root_line(p.root));
+    out += fmt::format("\nPath {} ({} step{}):\n  {}\n", i + 1, p.steps.size(), p.steps.size() == 1 ? "" : "s",
+                       text::root_line(p.root));
     for (const PathStep& s : p.steps)
       out += fmt::format("  → {}, retains {}{}\n", block_line(s.block), text::bytes(s.retained), text::pointer_place(s));
   }
