@@ -35,7 +35,7 @@ class SnapshotCommand final : public Command {
     app.add_option("-n,--count", count_, "diff: rows per table, most growth first (0: all)")
         ->check(whole_number())
         ->capture_default_str();
-    app.add_option("--sample", samples_, "diff: new blocks shown with their retainers, per type that grew most")
+    app.add_option("--sample", samples_, "diff: new blocks shown with their retainers, per type of largest net growth (new less gone bytes)")
         ->check(whole_number())
         ->capture_default_str();
   }
