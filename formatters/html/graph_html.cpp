@@ -74,8 +74,10 @@ void add_leaks(Page& page, const LeaksReport& r, int level) {
   if (r.possibly.blocks)
     page.paragraph(fmt::format("Possibly leaked (reachable only through interior pointers): {} in {} blocks",
                                text::bytes(r.possibly.bytes), r.possibly.blocks));
-  if (r.groups.empty()) {
+  if (r.groups.empty()) {  // the sentence alone: a table with no rows would say nothing more
     page.paragraph(no_leaks_sentence(r));
+    page.warnings(r.warnings);
+    return;
   } else {
     std::vector<Bar> bars;
     for (std::size_t i = 0; i < r.groups.size() && i < kChartedGroups; ++i) {
