@@ -68,7 +68,8 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
 
 namespace {
 
-void add_block(HistogramRow& row, const Block& b, bool leaked) {
+void add_block(HistogramRow& row, const Block& b, bool leaked, std::size_t examples) {
+  if (row.examples.size() < examples) row.examples.push_back(b.address());
   ++row.count;
   row.bytes += b.usable_size();
   if (!leaked) return;
@@ -77,7 +78,7 @@ void add_block(HistogramRow& row, const Block& b, bool leaked) {
 }
 
 // Rows of one source location: each of its types' rows summed, its types listed by bytes.
-std::vector<HistogramRow> by_source(const std::vector<HistogramRow>& by_type) {
+std::vector<HistogramRow> by_source(const std::vector<HistogramRow>& by_type, std::size_t examples) {
   std::map<std::string, HistogramRow> rows;
   for (const HistogramRow& t : by_type) {
     HistogramRow& row = rows[t.source];
@@ -87,15 +88,20 @@ std::vector<HistogramRow> by_source(const std::vector<HistogramRow>& by_type) {
     row.bytes += t.bytes;
     row.leaked_count += t.leaked_count;
     row.leaked_bytes += t.leaked_bytes;
+    row.examples.insert(row.examples.end(), t.examples.begin(), t.examples.end());
   }
   std::vector<HistogramRow> out;
-  for (auto& [source, row] : rows) out.push_back(std::move(row));
+  for (auto& [source, row] : rows) {
+    std::sort(row.examples.begin(), row.examples.end());
+    if (row.examples.size() > examples) row.examples.resize(examples);
+    out.push_back(std::move(row));
+  }
   return out;
 }
 
 }  // namespace
 
-HistogramReport build_histogram(Session& s, const std::string& by) {
+HistogramReport build_histogram(Session& s, const std::string& by, std::size_t examples) {
   const HeapModel& heap = s.heap();
   const LeakVerdicts& v = s.verdicts();
   const BlockTypes& types = s.types();
@@ -110,7 +116,7 @@ HistogramReport build_histogram(Session& s, const std::string& by) {
     if (type != BlockTypes::kUnknown) ++r.typed_blocks;
     HistogramRow& row = rows[types.name(i, b)];
     row.source = types.source_of(type);
-    add_block(row, b, is_leaked(v.verdict[i]));
+    add_block(row, b, is_leaked(v.verdict[i]), examples);
   }
   for (auto& [name, row] : rows) {
     row.type = name;
@@ -119,7 +125,7 @@ HistogramReport build_histogram(Session& s, const std::string& by) {
   auto most_bytes_first = [](auto& a, auto& b) { return a.bytes > b.bytes; };
   std::stable_sort(r.rows.begin(), r.rows.end(), most_bytes_first);
   if (by == "source") {
-    r.rows = by_source(r.rows);
+    r.rows = by_source(r.rows, examples);
     std::stable_sort(r.rows.begin(), r.rows.end(), most_bytes_first);
   }
   r.warnings = s.warnings();

@@ -122,6 +122,7 @@ struct HistogramRow {
   std::string source;  // where the type was declared (DWARF), empty when unknown
   std::vector<std::string> types;  // by source: the types declared there, most bytes first
   std::uint64_t count = 0, bytes = 0, leaked_count = 0, leaked_bytes = 0;
+  std::vector<Address> examples;  // the first blocks of the row, lowest addresses first (--examples)
 };
 
 struct HistogramReport {

@@ -102,6 +102,11 @@ std::string render_text(const HistogramReport& r) {
       what += "  [" + h.source + "]";
     }
     out += fmt::format("{:>10} {:>12} {:>10} {:>12}  {}\n", h.count, h.bytes, h.leaked_count, h.leaked_bytes, what);
+    if (!h.examples.empty()) {
+      std::string examples;
+      for (Address a : h.examples) examples += (examples.empty() ? "" : " ") + text::hex(a);
+      out += fmt::format("{:>10} e.g. {}\n", "", examples);
+    }
   }
   out += fmt::format("{} allocated blocks, {} with a known type\n", r.allocated_blocks, r.typed_blocks);
   text::append_warnings(out, r.warnings);
