@@ -13,10 +13,14 @@ namespace {
 std::string unseen_memory(const Image& image) {
   const std::size_t stacks = threads_without_stack(image).size();
   const std::uint64_t bytes = missing_writable_bytes(image);
-  std::string parts;
-  if (stacks) parts = fmt::format("{} thread stack{}", stacks, stacks == 1 ? "" : "s");
-  if (bytes) parts += fmt::format("{}{} bytes of writable memory", parts.empty() ? "" : " and ", bytes);
-  return parts.empty() ? parts : parts + (stacks + (bytes ? 1 : 0) == 1 ? " is" : " are");
+  std::vector<std::string> parts;
+  // A core without thread notes (cut before them) has no registers at all.
+  if (image.threads().empty()) parts.push_back("every thread's registers (the image has no threads)");
+  if (stacks) parts.push_back(fmt::format("{} thread stack{}", stacks, stacks == 1 ? "" : "s"));
+  if (bytes) parts.push_back(fmt::format("{} bytes of writable memory", bytes));
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? "" : " and ") + parts[i];
+  return out.empty() ? out : out + (parts.size() == 1 && !image.threads().empty() ? " is" : " are");
 }
 
 }  // namespace

@@ -7,7 +7,6 @@ import json
 import os
 import unittest
 
-from core_layout import PT_NOTE, program_headers
 from heapscope_e2e import capture_fixture, run_heapscope, work_dir
 from test_leaks import capture_leak_fixture
 
@@ -15,14 +14,6 @@ TIME_LIMIT_SECONDS = 30
 CRASH_SIGNS = ("Traceback", "terminate called", "Segmentation fault", "Assertion", "AddressSanitizer",
                "core dumped", "what():")
 COMMANDS = (["summary"], ["blocks"], ["summary", "--json"], ["blocks", "--state", "all", "--json"])
-
-
-def first_note_segment(core):
-    """(file offset, size) of the first PT_NOTE of a core (gdb writes it last)."""
-    note = next((h for h in program_headers(core) if h[0] == PT_NOTE), None)
-    if note is None:
-        raise AssertionError("the fixture core has no PT_NOTE")
-    return note[2], note[5]
 
 
 class CliErrorTests(unittest.TestCase):
@@ -70,12 +61,10 @@ class CliErrorTests(unittest.TestCase):
         core = capture_fixture("walk_fixture_c").core
         with open(core, "rb") as f:
             data = f.read()
-        note_offset, _ = first_note_segment(data)
+        # A gdb core cut in its memory or just before its notes opens without threads (test_damaged_cores).
         cuts = {
             "in the ELF header": 40,
             "in the program headers": 200,
-            "in the memory (and so before the notes, which gdb writes last)": len(data) // 2,
-            "just before the notes": note_offset,
         }
         for where, length in cuts.items():
             with self.subTest(cut=where, length=length):
