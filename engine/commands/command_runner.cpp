@@ -72,8 +72,9 @@ CommandResult run_command(Session& session, Command& command, const OutputOption
   } catch (const AnalysisError& e) {
     result.exit_code = 1;
     result.error = e.what();
+    // What is wrong with the image comes first: it is why the analysis failed.
     if (const std::string damage = session.image().damage(); !damage.empty())
-      result.error += fmt::format(" ({})", damage);
+      result.error = fmt::format("{} (and so: {})", damage, e.what());
   } catch (const UnsupportedFormat& e) {
     result.exit_code = 1;
     result.error = e.what();

@@ -22,6 +22,7 @@ import unittest
 from heapscope_e2e import heapscope_json, work_dir
 from lldb_session import LiveScenario, require_lldb_and_gdb, run_lldb
 from test_leaks import PATHS_WANTED, capture_leak_fixture, leak_fixture_path, parse_leak_ledger
+from test_wrong_executable import capture_moved_away
 
 FIXTURE = "leak_shapes"
 # The commands' JSON fields that say something about the process (warnings name the image source).
@@ -237,6 +238,24 @@ class CommandTests(PluginTestCase):
                 if not line.startswith("  -"):
                     # The rest of a wrapped description stays in the description column.
                     self.assertGreaterEqual(len(line) - len(line.lstrip()), column, f"{command}:\n" + "\n".join(lines))
+
+    def test_a_core_with_the_wrong_or_no_executable_says_what_lldb_lacks(self):
+        capture = capture_leak_fixture(FIXTURE)
+        other_program = leak_fixture_path("all_reachable")
+        moved_away_core, _ = capture_moved_away()  # its executable is gone: LLDB finds none
+        for name, create in (("wrong executable", f"target create {other_program} --core {capture.core}"),
+                             ("missing executable", f"target create --core {moved_away_core}")):
+            with self.subTest(name):
+                run = run_lldb([create, "heap leaks"])
+                errors = [line for line in run.stderr.splitlines() if line.startswith("error: heap leaks:")]
+                self.assertEqual(len(errors), 1, run.stderr[-2000:])
+                message = errors[0]
+                self.assertIn("LLDB loaded no shared libraries for this core", message)
+                self.assertIn("target create /path/to/PROGRAM --core CORE", message)
+                self.assertIn("image search-paths", message)
+                # The cause comes first, before what the heap walk could not find.
+                self.assertLess(message.index("LLDB loaded no shared libraries"), message.find("libc") if "libc" in message
+                                else len(message))
 
     def test_a_bad_expression_is_a_command_error(self):
         capture = capture_leak_fixture(FIXTURE)
