@@ -55,17 +55,20 @@ namespace {
 // Why an address inside a chunk names no allocated block: it is in malloc's header in front of a block,
 // or in a chunk malloc holds as free.
 std::string why_not_a_block(const Block& chunk, Address a) {
-  if (is_allocated(chunk.state))
+  if (is_allocated(chunk.state) && a < chunk.address())
     return fmt::format("is in malloc's chunk header, {} bytes before the block at 0x{:x}: give an address inside "
                        "the block",
                        chunk.address() - a, chunk.address());
   switch (chunk.state) {
-    case BlockState::top: return fmt::format("is in the top chunk at 0x{:x} (free space at the arena's end), not an allocated block", chunk.address());
+    case BlockState::top:
+      return fmt::format("is in the top chunk at 0x{:x} (free space at the arena's end), not an allocated block",
+                         chunk.address());
     case BlockState::tcache:
     case BlockState::fastbin:
       return fmt::format("is in a free chunk at 0x{:x} (on a {} list), not an allocated block", chunk.address(),
                          block_state_name(chunk.state));
-    default: return fmt::format("is in a free chunk at 0x{:x}, not an allocated block", chunk.address());
+    case BlockState::free: return fmt::format("is in a free chunk at 0x{:x}, not an allocated block", chunk.address());
+    default: return fmt::format("is in the chunk at 0x{:x}, but not inside its block", chunk.address());
   }
 }
 
