@@ -117,7 +117,7 @@ class SkippedEntries {
     for (const ArenaInfo& a : model.arenas)
       for (const WalkStop& stop : a.walk_stops)
         for (const HeapSegment& seg : a.heaps)
-          if (seg.start == stop.heap) stops_.push_back({stop.chunk, seg.end});
+          if (seg.start == stop.heap) stops_.push_back({stop.chunk, seg.end, {}, {}});
   }
 
   // True when the chunk lies past a damaged chunk in its heap; it is then counted.
