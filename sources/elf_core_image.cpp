@@ -80,6 +80,7 @@ class ElfCoreImage::Builder {
     if (!read_notes(error)) return false;
     add_segments();
     add_unsaved_file_mappings();
+    if (notes_lost_) recover_auxv_from_memory();
     discover_modules();
     build_regions();
     warn_about_missing_stacks();
@@ -161,11 +162,15 @@ class ElfCoreImage::Builder {
       return false;
     }
     if (!any_note_bytes) {
-      if (error)
-        *error = fmt::format("{} is truncated: the file ends at byte {}, before its notes (threads, mappings), so "
-                             "it cannot be read",
-                             img_.core_path_, img_.core_->bytes().size());
-      return false;
+      // gdb writes the notes after the memory: a gdb core cut anywhere has lost them all, while the memory
+      // before the cut, the ELF headers of the modules among it, is still there to read.
+      notes_lost_ = true;
+      warn(fmt::format("core file {} is truncated before its notes (the file ends at byte {}): its threads, "
+                       "registers, mapped files and auxiliary vector are unknown. Modules are found from the "
+                       "executable's ELF header in memory and the dynamic linker's list; stacks are scanned as "
+                       "plain memory, without registers or frames",
+                       img_.core_path_, img_.core_->bytes().size()));
+      return true;
     }
     if (img_.threads_.empty()) warn("the core has no thread (NT_PRSTATUS) notes");
     if (img_.pid_ == 0 && !img_.threads_.empty()) img_.pid_ = static_cast<int>(img_.threads_.front().tid);
@@ -431,6 +436,48 @@ class ElfCoreImage::Builder {
     }
   }
 
+  // ---- a core without notes -------------------------------------------------------------------------
+
+  // The executable among the ELF headers at the start of the core's segments: the object with an
+  // interpreter (PT_INTERP) whose dynamic section has a set DT_DEBUG (libc has PT_INTERP too, but no
+  // DT_DEBUG). Its program headers stand in for the lost auxiliary vector: AT_PHDR, AT_PHNUM and AT_ENTRY
+  // are what the dynamic linker's list and the main executable's place are found by.
+  void recover_auxv_from_memory() {
+    const MemoryReader read = memory_reader_for(img_);
+    for (const Origin& origin : img_.origins_) {
+      Elf64_Ehdr eh;
+      if (!origin.permissions_known || img_.read(origin.start, &eh, sizeof eh) != sizeof eh) continue;
+      if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+          (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) || eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 128)
+        continue;
+      std::vector<Elf64_Phdr> phdrs(eh.e_phnum);
+      const std::size_t table = phdrs.size() * sizeof(Elf64_Phdr);
+      if (img_.read(origin.start + eh.e_phoff, phdrs.data(), table) != table) continue;
+      const auto interp = std::find_if(phdrs.begin(), phdrs.end(), [](auto& ph) { return ph.p_type == PT_INTERP; });
+      const auto dynamic = std::find_if(phdrs.begin(), phdrs.end(), [](auto& ph) { return ph.p_type == PT_DYNAMIC; });
+      const auto info = inspect_mapped_elf(read, origin.start);
+      if (interp == phdrs.end() || dynamic == phdrs.end() || !info ||
+          !has_dt_debug(info->load_bias + dynamic->p_vaddr, dynamic->p_memsz))
+        continue;
+      img_.auxv_ = {{AT_PHDR, origin.start + eh.e_phoff},
+                    {AT_PHENT, sizeof(Elf64_Phdr)},
+                    {AT_PHNUM, eh.e_phnum},
+                    {AT_ENTRY, info->load_bias + eh.e_entry}};
+      return;
+    }
+    warn("no executable's ELF header with a dynamic linker's list was found in the core's memory, so its modules "
+         "(libc among them) are unknown");
+  }
+
+  bool has_dt_debug(Address dynamic, std::uint64_t size) const {
+    for (std::uint64_t at = 0; at + sizeof(Elf64_Dyn) <= std::min<std::uint64_t>(size, 4096); at += sizeof(Elf64_Dyn)) {
+      Elf64_Dyn dyn;
+      if (img_.read(dynamic + at, &dyn, sizeof dyn) != sizeof dyn || dyn.d_tag == DT_NULL) return false;
+      if (dyn.d_tag == DT_DEBUG) return dyn.d_un.d_ptr != 0;
+    }
+    return false;
+  }
+
   // ---- modules -------------------------------------------------------------------------------------
 
   // Grouping by file, build-id checks, link_map and the vdso are shared with the other image sources;
@@ -519,6 +566,7 @@ class ElfCoreImage::Builder {
   ElfCoreImage& img_;
   const CoreOpenOptions& opts_;
   std::vector<FileMapping> file_mappings_;  // sorted by start
+  bool notes_lost_ = false;                 // the file ends before any of its notes
 };
 
 std::string ElfCoreImage::damage() const {

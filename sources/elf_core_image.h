@@ -40,7 +40,9 @@ std::optional<std::int64_t> file_mtime_ns(const std::string& path);
 class ElfCoreImage : public CollectedImage {
  public:
   // Null with a one-sentence *error when the file is missing, not an ELF core, not x86-64, or has no
-  // readable notes. A truncated core opens (truncated() == true, a warning, missing bytes absent).
+  // note segment. A truncated core opens (truncated() == true, a warning, missing bytes absent), even one
+  // cut before all its notes (gdb writes them last): then it has no threads, and its modules are found
+  // from the executable's ELF header in its memory.
   static std::unique_ptr<ElfCoreImage> open(const std::string& core_path, const CoreOpenOptions& opts,
                                             std::string* error);
   ~ElfCoreImage() override;

@@ -3,6 +3,7 @@
 #include "queries/block_refs.h"
 #include "queries/retention_paths.h"
 #include "commands/command.h"
+#include "commands/option_checks.h"
 
 namespace heapscope {
 
@@ -17,8 +18,8 @@ class RetainersCommand final : public Command {
  public:
   void add_options(CLI::App& app) override {
     add_address(app, address_);
-    app.add_option("--paths", paths_, "How many paths to show (from different roots)")->capture_default_str();
-    app.add_option("--max-depth", depth_, "Longest path to look for, in blocks")->capture_default_str();
+    app.add_option("--paths", paths_, "How many paths to show (from different roots)")->check(whole_number(1))->capture_default_str();
+    app.add_option("--max-depth", depth_, "Longest path to look for, in blocks")->check(whole_number(1))->capture_default_str();
   }
   Report run(Session& s) override {
     Address query = 0;
@@ -49,8 +50,9 @@ class DescribeCommand final : public Command {
  public:
   void add_options(CLI::App& app) override {
     add_address(app, address_);
-    app.add_option("--bytes", bytes_, "How many bytes of the block to dump")->capture_default_str();
+    app.add_option("--bytes", bytes_, "How many bytes of the block to dump")->check(whole_number())->capture_default_str();
     app.add_option("--fields", fields_, "How many fields of a DWARF-typed block to show, nested ones included")
+        ->check(whole_number())
         ->capture_default_str();
   }
   Report run(Session& s) override {

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "commands/command.h"
+#include "commands/option_checks.h"
 
 namespace heapscope {
 
@@ -58,6 +59,13 @@ class BlocksCommand final : public Command {
                                "reachable", "possibly", "direct", "indirect", "cycle"}))
         ->capture_default_str();
     app.add_option("--min-size", min_size_, "Only blocks with at least this many usable bytes")
+        ->check(whole_number())
+        ->capture_default_str();
+    app.add_option("--type", type_,
+                   "Only allocated blocks of this type, named as histogram and leaks name it (\"Node\", "
+                   "\"unknown (56 bytes)\")");
+    app.add_option("--limit", limit_, "List at most this many blocks, lowest addresses first (0: all)")
+        ->check(whole_number())
         ->capture_default_str();
   }
 
@@ -77,16 +85,42 @@ class BlocksCommand final : public Command {
       for (std::size_t i = 0; i < heap.blocks.size(); ++i)
         if (matches(heap.blocks[i].state, state_) && heap.blocks[i].usable_size() >= min_size_) selected.push_back(i);
     }
+    if (!type_.empty()) keep_type(s, selected, r.verdicts, r.possibly);
+    r.matched = selected.size();
+    if (limit_ && selected.size() > limit_) {
+      selected.resize(limit_);
+      if (!r.verdicts.empty()) r.verdicts.resize(limit_), r.possibly.resize(limit_);
+    }
     for (std::size_t i : selected) r.blocks.push_back(heap.blocks[i]);
     add_types(s, selected, r);
     for (const ArenaInfo& a : heap.arenas) r.arena_addresses.push_back(a.address);
-    r.selection = fmt::format("{} blocks{}", state_, min_size_ ? fmt::format(" of at least {} bytes", min_size_) : "");
+    r.selection = fmt::format("{} blocks{}{}", state_, type_.empty() ? "" : " of type " + type_,
+                              min_size_ ? fmt::format(" of at least {} bytes", min_size_) : "");
     return r;
   }
 
  private:
+  // Keeps the allocated blocks named type_ (and their verdicts, when listed by verdict).
+  void keep_type(Session& s, std::vector<std::size_t>& selected, std::vector<const char*>& verdicts,
+                 std::vector<bool>& possibly) const {
+    const auto& blocks = s.heap().blocks;
+    const BlockTypes& types = s.types();
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k < selected.size(); ++k) {
+      const std::size_t i = selected[k];
+      if (!is_allocated(blocks[i].state) || types.name(i, blocks[i]) != type_) continue;
+      selected[kept] = i;
+      if (!verdicts.empty()) verdicts[kept] = verdicts[k], possibly[kept] = possibly[k];
+      ++kept;
+    }
+    selected.resize(kept);
+    if (!verdicts.empty()) verdicts.resize(kept), possibly.resize(kept);
+  }
+
   std::string state_ = "used";
   std::uint64_t min_size_ = 0;
+  std::string type_;
+  std::size_t limit_ = 0;
 };
 
 }  // namespace

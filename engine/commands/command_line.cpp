@@ -1,4 +1,5 @@
 #include "commands/command_line.h"
+#include "commands/option_checks.h"
 
 #include <fmt/format.h>
 
@@ -47,7 +48,9 @@ CommandResult execute_command_line(Session& session, const std::vector<std::stri
   const CommandEntry* entry = find_command(words[0]);
   if (!entry) {
     result.exit_code = 1;
-    result.error = fmt::format("unknown command '{}'; 'heap help' lists the commands", words[0]);
+    std::vector<std::string> names;
+    for (const CommandEntry& e : command_table()) names.emplace_back(e.name);
+    result.error = unknown_command_message(words[0], names, "'heap help' lists the commands");
     return result;
   }
   Parsed p = make_app(*entry, "heap");

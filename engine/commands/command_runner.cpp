@@ -32,14 +32,20 @@ void add_output_options(CLI::App& app, OutputOptions& options) {
 OutputFormat OutputOptions::effective_format() const {
   if (format) return *format;
   const std::size_t dot = path.rfind('.');
-  if (dot != std::string::npos && path.find('/', dot) == std::string::npos) {
-    std::string extension = CLI::detail::to_lower(path.substr(dot + 1));
-    if (extension == "htm") extension = "html";
-    if (extension == "gv") extension = "dot";
-    for (OutputFormat f : kOutputFormats)
-      if (extension == format_name(f)) return f;
-  }
-  return OutputFormat::text;
+  if (dot == std::string::npos || path.find('/', dot) != std::string::npos) return OutputFormat::text;
+  std::string extension = CLI::detail::to_lower(path.substr(dot + 1));
+  if (extension == "htm") extension = "html";
+  if (extension == "gv") extension = "dot";
+  if (extension == "txt" || extension == "log" || extension == "out") return OutputFormat::text;
+  for (OutputFormat f : kOutputFormats)
+    if (extension == format_name(f)) return f;
+  // A picture or document format heapscope does not write (x.png, x.pdf): text under that name would
+  // only fail to open later.
+  throw UnsupportedFormat(fmt::format(
+      "cannot write {}: heapscope writes text (.txt), JSON (.json), HTML (.html), Graphviz (.dot) and SVG (.svg), "
+      "not .{} files; for a PNG, write .dot or .svg and convert it (dot -Tpng), or give --format to write that "
+      "format under this name",
+      path, path.substr(dot + 1)));
 }
 
 namespace {
@@ -68,8 +74,9 @@ CommandResult run_command(Session& session, Command& command, const OutputOption
   } catch (const AnalysisError& e) {
     result.exit_code = 1;
     result.error = e.what();
+    // What is wrong with the image comes first: it is why the analysis failed.
     if (const std::string damage = session.image().damage(); !damage.empty())
-      result.error += fmt::format(" ({})", damage);
+      result.error = fmt::format("{} (and so: {})", damage, e.what());
   } catch (const UnsupportedFormat& e) {
     result.exit_code = 1;
     result.error = e.what();

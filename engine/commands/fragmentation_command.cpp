@@ -2,6 +2,7 @@
 // blocks stand in the way (queries/fragmentation.h).
 #include "queries/fragmentation.h"
 #include "commands/command.h"
+#include "commands/option_checks.h"
 
 namespace heapscope {
 
@@ -10,9 +11,10 @@ namespace {
 class FragmentationCommand final : public Command {
  public:
   void add_options(CLI::App& app) override {
-    app.add_option("-n,--count", count_, "How many types to list per table (0: all)")->capture_default_str();
-    app.add_option("--sample", samples_, "Blocks per type shown with a retainer path")->capture_default_str();
+    app.add_option("-n,--count", count_, "How many types to list per table (0: all)")->check(whole_number())->capture_default_str();
+    app.add_option("--sample", samples_, "Blocks per type shown with a retainer path")->check(whole_number())->capture_default_str();
     app.add_option("--blockers", blockers_, "Trim blockers listed per arena, nearest the heap's end first")
+        ->check(whole_number())
         ->capture_default_str();
   }
   Report run(Session& s) override { return build_fragmentation_report(s, count_, samples_, blockers_); }

@@ -1,5 +1,6 @@
 #include "queries/leak_report.h"
 #include "commands/command.h"
+#include "commands/option_checks.h"
 
 namespace heapscope {
 
@@ -8,7 +9,7 @@ namespace {
 class LeaksCommand final : public Command {
  public:
   void add_options(CLI::App& app) override {
-    app.add_option("--examples", examples_, "Example addresses per group")->capture_default_str();
+    app.add_option("--examples", examples_, "Example addresses per group")->check(whole_number())->capture_default_str();
   }
   Report run(Session& s) override { return build_leaks_report(s, examples_); }
 
@@ -22,11 +23,15 @@ class HistogramCommand final : public Command {
     app.add_option("--by", by_, "Group by type name, or by the source line that declares the type (DWARF)")
         ->check(CLI::IsMember({"type", "source"}))
         ->capture_default_str();
+    app.add_option("--examples", examples_, "Example addresses per row (blocks --type T lists them all)")
+        ->check(whole_number())
+        ->capture_default_str();
   }
-  Report run(Session& s) override { return build_histogram(s, by_); }
+  Report run(Session& s) override { return build_histogram(s, by_, examples_); }
 
  private:
   std::string by_ = "type";
+  std::size_t examples_ = 3;
 };
 
 }  // namespace

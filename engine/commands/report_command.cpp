@@ -8,6 +8,7 @@
 #include "queries/process_summary.h"
 #include "queries/retention_report.h"
 #include "commands/command.h"
+#include "commands/option_checks.h"
 
 namespace heapscope {
 
@@ -23,12 +24,12 @@ void with_session_warnings(const Session& s, std::optional<Part>& part) {
 class ReportCommand final : public Command {
  public:
   void add_options(CLI::App& app) override {
-    app.add_option("--examples", examples_, "Example addresses per leak group")->capture_default_str();
+    app.add_option("--examples", examples_, "Example addresses per leak group")->check(whole_number())->capture_default_str();
     app.add_option("--top-by", top_by_, "What the top part ranks by retained bytes: blocks, types or roots")
         ->check(CLI::IsMember({"block", "type", "root"}))
         ->capture_default_str();
-    app.add_option("-n,--count", count_, "How many rows the top and roots parts list")
-        ->check(CLI::PositiveNumber)
+    app.add_option("-n,--count", count_, "How many rows the top and roots parts list (0: all)")
+        ->check(whole_number())
         ->capture_default_str();
   }
 

@@ -2,6 +2,7 @@
 // root kind and per root).
 #include "queries/retention_report.h"
 #include "commands/command.h"
+#include "commands/option_checks.h"
 
 namespace heapscope {
 
@@ -13,7 +14,7 @@ class TopCommand final : public Command {
     app.add_option("--by", by_, "Rank blocks, types (outermost instances) or roots by retained bytes")
         ->check(CLI::IsMember({"block", "type", "root"}))
         ->capture_default_str();
-    app.add_option("-n,--count", count_, "How many to list")->check(CLI::PositiveNumber)->capture_default_str();
+    app.add_option("-n,--count", count_, "How many to list (0: all)")->check(whole_number())->capture_default_str();
   }
   Report run(Session& s) override {
     const TopBy by = by_ == "type" ? TopBy::type : by_ == "root" ? TopBy::root : TopBy::block;
@@ -28,7 +29,9 @@ class TopCommand final : public Command {
 class RootsCommand final : public Command {
  public:
   void add_options(CLI::App& app) override {
-    app.add_option("-n,--count", count_, "How many roots to list, largest first (0: all)")->capture_default_str();
+    app.add_option("-n,--count", count_, "How many roots to list, largest first (0: all)")
+        ->check(whole_number())
+        ->capture_default_str();
   }
   Report run(Session& s) override { return build_roots_report(s, count_); }
 

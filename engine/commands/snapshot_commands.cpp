@@ -8,6 +8,7 @@
 #include "queries/snapshot_diff.h"
 #include "queries/snapshot_file.h"
 #include "commands/command.h"
+#include "commands/option_checks.h"
 
 namespace heapscope {
 
@@ -31,8 +32,11 @@ class SnapshotCommand final : public Command {
     app.add_option("FILE", load_path_, "load: the snapshot file to read");
     app.add_option("--file", save_path_, "save: also write the snapshot to this JSON file (docs/json.md)")
         ->option_text("PATH");
-    app.add_option("-n,--count", count_, "diff: rows per table, most growth first (0: all)")->capture_default_str();
-    app.add_option("--sample", samples_, "diff: new blocks shown with their retainers, per type that grew most")
+    app.add_option("-n,--count", count_, "diff: rows per table, most growth first (0: all)")
+        ->check(whole_number())
+        ->capture_default_str();
+    app.add_option("--sample", samples_, "diff: new blocks shown with their retainers, per type of largest net growth (new less gone bytes)")
+        ->check(whole_number())
         ->capture_default_str();
   }
 
@@ -87,6 +91,7 @@ class EvolutionCommand final : public Command {
  public:
   void add_options(CLI::App& app) override {
     app.add_option("-n,--count", count_, "How many types to follow (0: all); steady growers come first")
+        ->check(whole_number())
         ->capture_default_str();
     app.add_option("--by", by_, "The other types by bytes at the last point (final) or by growth since the first")
         ->check(CLI::IsMember({"final", "growth"}))

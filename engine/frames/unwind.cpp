@@ -110,6 +110,14 @@ std::string function_name(const FrameCollector& c, Dwfl_Module* mod, Address pc)
   return resolved.symbol ? demangle(resolved.symbol->name) : std::string();
 }
 
+// "clangd+0x12e7a2": where a pc no symbol covers lies in its module (the offset from the module's
+// link-time base, as objdump and addr2line take it); empty outside every module.
+std::string module_offset(const FrameCollector& c, Address pc) {
+  const ResolvedSymbol resolved = c.symbols.resolve(pc);
+  if (!resolved.module) return {};
+  return fmt::format("{}+0x{:x}", resolved.module->name(), pc - resolved.module->load_bias);
+}
+
 bool read_call_site(Dwarf_Die* cu, Dwarf_Die* inlined, Frame& frame) {
   Dwarf_Attribute attr;
   Dwarf_Word file_index = 0, line = 0;
@@ -224,6 +232,7 @@ int collect_frame(Dwfl_Frame* state, void* arg) {
   const Address lookup = frame.is_activation || frame.pc == 0 ? frame.pc : frame.pc - 1;
   Dwfl_Module* mod = dwfl_addrmodule(c.dwfl, lookup);
   frame.function = function_name(c, mod, lookup);
+  if (frame.function.empty()) frame.module_offset = module_offset(c, frame.pc);
   add_source_line(mod, lookup, frame);
   c.out->push_back(std::move(frame));
   return c.out->size() >= kMaxFramesPerThread ? DWARF_CB_ABORT : DWARF_CB_OK;
@@ -366,8 +375,9 @@ std::vector<std::vector<Frame>> unwind_threads(const Image& image, const SymbolI
 }
 
 std::string Frame::describe() const {
-  std::string out = function.empty() ? fmt::format("0x{:x}", pc)
-                                     : function.find('(') == std::string::npos ? function + "()" : function;
+  std::string out = !function.empty()        ? (function.find('(') == std::string::npos ? function + "()" : function)
+                    : !module_offset.empty() ? module_offset
+                                             : fmt::format("0x{:x}", pc);
   if (!file.empty()) {
     const auto slash = file.rfind('/');
     out += fmt::format(" at {}:{}", slash == std::string::npos ? file : file.substr(slash + 1), line);

@@ -23,6 +23,7 @@ struct Frame {
   Address sp_low = 0;    // the frame's stack pointer
   Address sp_high = 0;   // the caller's stack pointer (exclusive); for the outermost frame the stack's end
   std::string function;  // demangled; empty when unknown
+  std::string module_offset;  // when no symbol covers pc: "clangd+0x12e7a2" (pc less the module's load bias)
   std::string file;      // source file as the line table names it; empty when unknown
   int line = 0;          // 0 when unknown
   bool is_activation = false;  // pc is the current instruction (innermost or signal frame), not a return address
@@ -31,7 +32,8 @@ struct Frame {
   std::vector<FrameVariable> variables;
 
   bool covers(Address a) const { return a >= sp_low && a < sp_high; }
-  // "process_batch() at worker.cpp:88", or the pc in hex when the function is unknown. C names get "()";
+  // "process_batch() at worker.cpp:88"; when the function is unknown, its module and offset
+  // ("clangd+0x12e7a2"), or the pc in hex outside every module. C names get "()";
   // demangled C++ names carry their parameter lists already.
   std::string describe() const;
   // The variable whose memory holds `a`, or null.

@@ -89,4 +89,11 @@ std::vector<std::uint32_t> threads_without_stack(const Image& image) {
   return tids;
 }
 
+std::vector<std::string> modules_without_file(const Image& image) {
+  std::vector<std::string> names;
+  for (const Module& m : image.modules())
+    if (m.file_on_disk.empty() && !m.path.starts_with("[")) names.emplace_back(m.name());  // not the vdso
+  return names;
+}
+
 }  // namespace heapscope

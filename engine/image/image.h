@@ -132,5 +132,8 @@ class Image {
 std::uint64_t missing_writable_bytes(const Image& image);
 // The threads whose stack memory (at their stack pointer) the image lacks: a filtered or cut-off core's.
 std::vector<std::uint32_t> threads_without_stack(const Image& image);
+// The names of the modules whose file could not be used (missing, unreadable, another program's build):
+// their symbols, DWARF types and unwind tables are unknown, while their memory is read and scanned as usual.
+std::vector<std::string> modules_without_file(const Image& image);
 
 }  // namespace heapscope

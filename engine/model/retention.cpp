@@ -83,7 +83,10 @@ class RootNodeBuilder {
         n.label = fmt::format("dynamic TLS of {}, module id {}", thread_label(image_, r.thread), r.anchor);
         return node({kind, r.thread, r.anchor}, std::move(n));
       case RootKind::global:
-        return module_globals_node(r.module, nullptr);
+        if (r.module != RootRange::kNoModule) return module_globals_node(r.module, nullptr);
+        n.address = r.start;
+        n.label = fmt::format("writable mapping of {}", r.label);
+        return node({kind, RootRange::kNoModule, r.start}, std::move(n));
       case RootKind::finalizer:
         n.thread = r.thread;
         n.finalizer = static_cast<std::uint32_t>(r.anchor);

@@ -97,8 +97,8 @@ void add_module_roots(const Image& image, std::vector<RootRange>& out, Ranges& c
     if (mod.file_on_disk.empty()) continue;
     std::string error;
     auto elf = ElfFile::open(mod.file_on_disk, &error);
-    if (!elf) {
-      warnings.push_back(fmt::format("globals of {} are not scanned: {}", mod.path, error));
+    if (!elf) {  // its writable mappings are still roots (add_unclaimed_file_roots), just without names
+      warnings.push_back(fmt::format("global variables of {} cannot be named: {}", mod.path, error));
       continue;
     }
     for (const GElf_Phdr& ph : elf->program_headers()) {
@@ -170,6 +170,27 @@ void add_anonymous_roots(const Image& image, std::vector<RootRange>& out, Ranges
     a.start = r.start;
     a.end = r.end;
     add_minus(out, a, claimed);
+  }
+}
+
+// Writable file-backed memory the image holds that no module's program headers claimed: the data of a
+// module whose file is missing or is another program's (a wrong --exe, a build-id mismatch), and private
+// file mappings a program wrote to. Its words are the process's own whether or not the file opens, so it
+// is a root like the globals it holds; only their names are unknown.
+void add_unclaimed_file_roots(const Image& image, std::vector<RootRange>& out, Ranges claimed, const Ranges& heap) {
+  claimed.insert(claimed.end(), heap.begin(), heap.end());
+  std::sort(claimed.begin(), claimed.end(), [](auto& x, auto& y) { return x.start < y.start; });
+  const auto& modules = image.modules();
+  for (const MemoryRegion& r : image.regions()) {
+    if (!r.readable || !r.writable || !r.bytes_present || r.backing_path.empty()) continue;
+    RootRange g;
+    g.kind = RootKind::global;
+    g.start = r.start;
+    g.end = r.end;
+    const Module* mod = image.module_at(r.start);
+    g.module = mod ? static_cast<std::uint32_t>(mod - modules.data()) : RootRange::kNoModule;
+    g.label = r.backing_path;
+    add_minus(out, g, claimed);
   }
 }
 
@@ -259,6 +280,7 @@ RootSet collect_roots(const Image& image, const HeapModel& heap, const LibcThrea
   add_module_roots(image, roots.ranges, claimed, heap_r, roots.warnings);
   add_tls_roots(image, roots.ranges, claimed, heap_r);
   add_dynamic_tls_roots(image, heap, roots.ranges);
+  add_unclaimed_file_roots(image, roots.ranges, claimed, heap_r);
   add_anonymous_roots(image, roots.ranges, claimed, heap_r);
   roots.finalizers = std::move(finalizers.registrations);
   roots.finalizer_notes = std::move(finalizers.notes);
@@ -296,6 +318,9 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
     case RootKind::stack:
       return describe_stack_word(image, root, word, frames);
     case RootKind::global: {
+      if (root.module == RootRange::kNoModule)
+        return fmt::format("writable mapping of {} 0x{:x}-0x{:x} at +0x{:x}", root.label, root.start, root.end,
+                           word - root.start);
       // Through the root's own module: .bss past the file's last page lies outside the module's mappings.
       const Module& mod = image.modules()[root.module];
       const std::string module(mod.name());

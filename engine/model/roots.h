@@ -17,7 +17,7 @@ namespace heapscope {
 enum class RootKind : std::uint8_t {
   registers,  // a thread's general registers
   stack,      // a thread's stack, from its stack pointer (less the red zone) to the end of the mapping
-  global,     // writable PT_LOAD ranges (.data, .bss) of a module
+  global,     // writable PT_LOAD ranges (.data, .bss) of a module, and writable file mappings no module file claimed
   tls,        // a thread's static TLS and thread control block
   dynamic_tls,  // a TLS block of a dlopen'ed module, reached through a thread's DTV
   anonymous,  // other anonymous writable memory that is neither heap nor a stack (custom mmaps, ld.so's own allocations)
@@ -35,12 +35,15 @@ struct RootRange {
   RootKind kind = RootKind::global;
   Address start = 0, end = 0;  // for registers: unused (values are in register_values)
   std::uint32_t thread = 0;    // index into Image::threads() (registers, stack, tls, dynamic_tls)
-  std::uint32_t module = 0;    // index into Image::modules() (global)
+  static constexpr std::uint32_t kNoModule = ~std::uint32_t{0};
+  // index into Image::modules() (global); kNoModule for a writable file mapping no module holds (then
+  // `label` is the mapped file's path)
+  std::uint32_t module = 0;
   // stack: the thread's stack pointer; dynamic_tls: the module id; exited_thread: pthread_t; finalizer: the
   // registration (index into RootSet::finalizers)
   Address anchor = 0;
   bool in_stack_cache = false;  // exited_thread: detached or joined, its stack kept by glibc for reuse
-  std::string label;            // finalizer: "exit handler close_channel(void*) (cxa_atexit) argument"
+  std::string label;  // finalizer: "exit handler close_channel(void*) (cxa_atexit) argument"; global: see module
 };
 
 struct RootSet {

@@ -35,14 +35,37 @@ std::optional<std::uint64_t> pointer_offset(Session& s, BlockId from, BlockId to
   return sites.front() - s.heap().blocks[from].address();
 }
 
+namespace {
+
+// Why an address inside a chunk names no allocated block: it is in malloc's header in front of a block,
+// or in a chunk malloc holds as free.
+std::string why_not_a_block(const Block& chunk, Address a) {
+  if (is_allocated(chunk.state) && a < chunk.address())
+    return fmt::format("is in malloc's chunk header, {} bytes before the block at 0x{:x}: give an address inside "
+                       "the block",
+                       chunk.address() - a, chunk.address());
+  switch (chunk.state) {
+    case BlockState::top:
+      return fmt::format("is in the top chunk at 0x{:x} (free space at the arena's end), not an allocated block",
+                         chunk.address());
+    case BlockState::tcache:
+    case BlockState::fastbin:
+      return fmt::format("is in a free chunk at 0x{:x} (on a {} list), not an allocated block", chunk.address(),
+                         block_state_name(chunk.state));
+    case BlockState::free: return fmt::format("is in a free chunk at 0x{:x}, not an allocated block", chunk.address());
+    default: return fmt::format("is in the chunk at 0x{:x}, but not inside its block", chunk.address());
+  }
+}
+
+}  // namespace
+
 BlockId block_argument(Session& s, const std::string& text, Address* address) {
   const Address a = s.evaluate_address(text);
   if (address) *address = a;
   const BlockId b = s.graph().index().find(a);
   if (b != kNoBlock) return b;
   if (const Block* any = s.heap().block_containing(a))
-    throw AnalysisError(fmt::format("0x{:x} is in a {} chunk at 0x{:x}, not an allocated block", a,
-                                    block_state_name(any->state), any->address()));
+    throw AnalysisError(fmt::format("0x{:x} {}", a, why_not_a_block(*any, a)));
   throw AnalysisError(fmt::format("0x{:x} is not in any heap block", a));
 }
 

@@ -1,6 +1,7 @@
 #include "queries/coroutine_report.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "queries/retention_paths.h"
@@ -137,6 +138,7 @@ std::vector<AsyncStack> async_stacks(Session& s, const CoroutineFrames& c, std::
 }  // namespace
 
 CoroutinesReport build_coroutines_report(Session& s, bool with_stacks, std::size_t limit) {
+  if (limit == 0) limit = std::numeric_limits<std::size_t>::max();  // -n 0: all
   const CoroutineFrames& c = s.coroutines();
   CoroutinesReport r;
   r.functions = function_rows(s, c);

@@ -1,6 +1,9 @@
 #include "queries/fragmentation.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include "queries/block_refs.h"
@@ -134,13 +137,30 @@ ArenaFragmentation arena_fragmentation(const HeapModel& heap, std::size_t arena,
   return out;
 }
 
+// Where the walk of a heap segment stopped at damage, or nullopt when it reached the segment's end.
+std::optional<Address> walk_stop_in(const ArenaInfo& arena, const HeapSegment& seg) {
+  for (const WalkStop& stop : arena.walk_stops)
+    if (stop.heap == seg.start) return stop.chunk;
+  return std::nullopt;
+}
+
+std::uint64_t skipped_heap_bytes(const HeapModel& heap) {
+  std::uint64_t bytes = 0;
+  for (const ArenaInfo& arena : heap.arenas)
+    for (const HeapSegment& seg : arena.heaps)
+      if (const auto stop = walk_stop_in(arena, seg)) bytes += seg.end - std::clamp(*stop, seg.start, seg.end);
+  return bytes;
+}
+
 void count_occupancy(const HeapModel& heap, OccupancyCounter& pages, OccupancyCounter& regions) {
   for (std::size_t a = 0; a < heap.arenas.size(); ++a)
     for (const HeapSegment& seg : heap.arenas[a].heaps) {
       const auto [first, last] = heap.blocks_between(seg.start, seg.end);
-      // The counted part of a heap ends where its top chunk starts.
-      const Address end = (first < last && heap.blocks[last - 1].state == BlockState::top) ? heap.blocks[last - 1].chunk
-                                                                                          : seg.end;
+      // The counted part of a heap ends where its top chunk starts, or where its walk stopped at damage:
+      // the skipped part's blocks are unknown, and counting its pages as empty would invent fragmentation.
+      Address end = (first < last && heap.blocks[last - 1].state == BlockState::top) ? heap.blocks[last - 1].chunk
+                                                                                    : seg.end;
+      if (const auto stop = walk_stop_in(heap.arenas[a], seg)) end = std::clamp(*stop, seg.start, end);
       pages.begin_range(seg.start, end);
       regions.begin_range(seg.start, end);
       for (std::size_t i = first; i < last; ++i) {
@@ -212,6 +232,15 @@ FragmentationReport build_fragmentation_report(Session& s, std::size_t type_rows
   FragmentationReport out;
   out.page_bytes = kFragmentationPageBytes;
   out.region_bytes = kFragmentationRegionBytes;
+  if (!heap.complete) {
+    out.partial = true;
+    out.skipped_bytes = skipped_heap_bytes(heap);
+    out.warnings.insert(out.warnings.begin(),
+                        fmt::format("partial result: the heap walk skipped {} bytes of damaged or unreadable heap (run "
+                                    "`verify` for details); their pages are not counted, and the arenas' byte totals "
+                                    "and what trimming returns leave them out",
+                                    out.skipped_bytes));
+  }
   if (heap.trim) {
     out.trim_threshold = heap.trim->threshold;
     out.top_pad = heap.trim->pad;

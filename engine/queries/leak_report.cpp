@@ -13,10 +13,14 @@ namespace {
 std::string unseen_memory(const Image& image) {
   const std::size_t stacks = threads_without_stack(image).size();
   const std::uint64_t bytes = missing_writable_bytes(image);
-  std::string parts;
-  if (stacks) parts = fmt::format("{} thread stack{}", stacks, stacks == 1 ? "" : "s");
-  if (bytes) parts += fmt::format("{}{} bytes of writable memory", parts.empty() ? "" : " and ", bytes);
-  return parts.empty() ? parts : parts + (stacks + (bytes ? 1 : 0) == 1 ? " is" : " are");
+  std::vector<std::string> parts;
+  // A core without thread notes (cut before them) has no registers at all.
+  if (image.threads().empty()) parts.push_back("every thread's registers (the image has no threads)");
+  if (stacks) parts.push_back(fmt::format("{} thread stack{}", stacks, stacks == 1 ? "" : "s"));
+  if (bytes) parts.push_back(fmt::format("{} bytes of writable memory", bytes));
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? "" : " and ") + parts[i];
+  return out.empty() ? out : out + (parts.size() == 1 && !image.threads().empty() ? " is" : " are");
 }
 
 }  // namespace
@@ -49,6 +53,7 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   }
   for (auto& [key, g] : groups) r.groups.push_back(std::move(g));
   std::stable_sort(r.groups.begin(), r.groups.end(), [](auto& a, auto& b) { return a.bytes > b.bytes; });
+  r.modules_without_symbols = modules_without_file(s.image());
   // Say so first: the warnings below say where and why.
   if (const std::string unseen = unseen_memory(s.image()); !unseen.empty()) {
     r.partial = true;
@@ -66,7 +71,8 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
 
 namespace {
 
-void add_block(HistogramRow& row, const Block& b, bool leaked) {
+void add_block(HistogramRow& row, const Block& b, bool leaked, std::size_t examples) {
+  if (row.examples.size() < examples) row.examples.push_back(b.address());
   ++row.count;
   row.bytes += b.usable_size();
   if (!leaked) return;
@@ -75,7 +81,7 @@ void add_block(HistogramRow& row, const Block& b, bool leaked) {
 }
 
 // Rows of one source location: each of its types' rows summed, its types listed by bytes.
-std::vector<HistogramRow> by_source(const std::vector<HistogramRow>& by_type) {
+std::vector<HistogramRow> by_source(const std::vector<HistogramRow>& by_type, std::size_t examples) {
   std::map<std::string, HistogramRow> rows;
   for (const HistogramRow& t : by_type) {
     HistogramRow& row = rows[t.source];
@@ -85,15 +91,20 @@ std::vector<HistogramRow> by_source(const std::vector<HistogramRow>& by_type) {
     row.bytes += t.bytes;
     row.leaked_count += t.leaked_count;
     row.leaked_bytes += t.leaked_bytes;
+    row.examples.insert(row.examples.end(), t.examples.begin(), t.examples.end());
   }
   std::vector<HistogramRow> out;
-  for (auto& [source, row] : rows) out.push_back(std::move(row));
+  for (auto& [source, row] : rows) {
+    std::sort(row.examples.begin(), row.examples.end());
+    if (row.examples.size() > examples) row.examples.resize(examples);
+    out.push_back(std::move(row));
+  }
   return out;
 }
 
 }  // namespace
 
-HistogramReport build_histogram(Session& s, const std::string& by) {
+HistogramReport build_histogram(Session& s, const std::string& by, std::size_t examples) {
   const HeapModel& heap = s.heap();
   const LeakVerdicts& v = s.verdicts();
   const BlockTypes& types = s.types();
@@ -108,7 +119,7 @@ HistogramReport build_histogram(Session& s, const std::string& by) {
     if (type != BlockTypes::kUnknown) ++r.typed_blocks;
     HistogramRow& row = rows[types.name(i, b)];
     row.source = types.source_of(type);
-    add_block(row, b, is_leaked(v.verdict[i]));
+    add_block(row, b, is_leaked(v.verdict[i]), examples);
   }
   for (auto& [name, row] : rows) {
     row.type = name;
@@ -117,7 +128,7 @@ HistogramReport build_histogram(Session& s, const std::string& by) {
   auto most_bytes_first = [](auto& a, auto& b) { return a.bytes > b.bytes; };
   std::stable_sort(r.rows.begin(), r.rows.end(), most_bytes_first);
   if (by == "source") {
-    r.rows = by_source(r.rows);
+    r.rows = by_source(r.rows, examples);
     std::stable_sort(r.rows.begin(), r.rows.end(), most_bytes_first);
   }
   return r;

@@ -1,6 +1,7 @@
 #include "queries/retention_report.h"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <functional>
 #include <queue>
@@ -332,6 +333,7 @@ const char* top_by_name(TopBy by) {
 }
 
 TopReport build_top_report(Session& s, TopBy by, std::size_t count) {
+  if (count == 0) count = std::numeric_limits<std::size_t>::max();  // -n 0: all
   const Retention& r = s.retention();
   PhaseTimer timer("top");
   TopReport out;

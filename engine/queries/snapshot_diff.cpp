@@ -146,6 +146,10 @@ void compare_addresses(const HeapSnapshot& before, const HeapSnapshot& after, co
       row.gone_count += gone_rows[t].gone_count;
       row.gone_bytes += gone_rows[t].gone_bytes;
     }
+  // Net growth per type name, new bytes less gone ones: a type that churns (790 new, 776 gone) did not grow.
+  std::map<std::string, std::int64_t> net_growth;
+  for (const auto& [name, row] : by_name)
+    net_growth[name] = static_cast<std::int64_t>(row.new_bytes) - static_cast<std::int64_t>(row.gone_bytes);
   for (auto& [name, row] : by_name) {
     row.type = name;
     report.new_by_type.push_back(std::move(row));
@@ -156,11 +160,13 @@ void compare_addresses(const HeapSnapshot& before, const HeapSnapshot& after, co
                    });
 
   if (sample_addresses) {
+    // Sampled: the new blocks of the types with the largest net growth, and of no type that did not grow.
+    auto net = [&](std::uint32_t t) { return net_growth[after.types[t].type]; };
     std::vector<std::uint32_t> sampled_types;
     for (std::uint32_t t = 0; t < after.types.size(); ++t)
-      if (new_rows[t].new_count) sampled_types.push_back(t);
+      if (new_rows[t].new_count && net(t) > 0) sampled_types.push_back(t);
     std::stable_sort(sampled_types.begin(), sampled_types.end(),
-                     [&](std::uint32_t a, std::uint32_t b) { return new_rows[a].new_bytes > new_rows[b].new_bytes; });
+                     [&](std::uint32_t a, std::uint32_t b) { return net(a) > net(b); });
     if (sampled_types.size() > kSampledTypes) sampled_types.resize(kSampledTypes);
     for (std::uint32_t t : sampled_types)
       sample_addresses->insert(sample_addresses->end(), samples[t].begin(), samples[t].end());

@@ -11,6 +11,7 @@ struct BlocksReport {
   std::vector<Block> blocks;             // the selected blocks, in address order
   std::vector<Address> arena_addresses;  // Block::arena indexes this
   std::string selection;                 // e.g. "used blocks of at least 64 bytes"
+  std::uint64_t matched = 0;             // blocks the selection matched; more than listed under --limit
   // Filled when the selection is by leak verdict: per listed block, its verdict name and possibly flag.
   std::vector<const char*> verdicts;
   std::vector<bool> possibly;

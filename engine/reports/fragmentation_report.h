@@ -78,6 +78,10 @@ struct FragmentationReport {
   std::vector<FragmentationTypeRow> sparse_types;   // most blocks first; at most -n rows
   // Live trim blockers of every arena, by type.
   std::vector<FragmentationTypeRow> blocker_types;  // most bytes first; at most -n rows
+  // The heap walk skipped damaged or unreadable parts (skipped_bytes of heap): their pages are not
+  // counted and the figures cover only what was walked (the first warning says so).
+  bool partial = false;
+  std::uint64_t skipped_bytes = 0;
   std::vector<std::string> warnings;
 };
 

@@ -35,6 +35,9 @@ struct LeaksReport {
   // Some heap, stack or writable memory could not be read: leaks there are missed, and blocks only it
   // points to are reported (the first warnings say what is missing).
   bool partial = false;
+  // Modules whose file could not be used: blocks they type and globals they name stay unnamed (said
+  // first: the verdicts do not depend on it, since their memory is scanned all the same).
+  std::vector<std::string> modules_without_symbols;
   std::vector<std::string> warnings;
 };
 
@@ -119,6 +122,7 @@ struct HistogramRow {
   std::string source;  // where the type was declared (DWARF), empty when unknown
   std::vector<std::string> types;  // by source: the types declared there, most bytes first
   std::uint64_t count = 0, bytes = 0, leaked_count = 0, leaked_bytes = 0;
+  std::vector<Address> examples;  // the first blocks of the row, lowest addresses first (--examples)
 };
 
 struct HistogramReport {

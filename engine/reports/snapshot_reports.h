@@ -59,7 +59,7 @@ struct DiffReport {
   bool addresses_compared = false;
   std::uint64_t new_blocks = 0, new_bytes = 0, gone_blocks = 0, gone_bytes = 0, kept_blocks = 0;
   std::vector<AddressDiffRow> new_by_type;  // most new bytes first; at most -n of them
-  std::vector<NewBlockSample> samples;      // new blocks of the types that grew most (--sample per type)
+  std::vector<NewBlockSample> samples;      // new blocks of the types with the largest net growth (--sample per type)
   std::vector<std::string> warnings;
 };
 

@@ -67,6 +67,9 @@ void add_type_rows(Page& page, const std::vector<FragmentationTypeRow>& rows, co
 }  // namespace
 
 void add_fragmentation(Page& page, const FragmentationReport& r, int level) {
+  if (r.partial)
+    page.paragraph(fmt::format("PARTIAL: {} of damaged heap were not walked and are not counted (see the warnings).",
+                               text::bytes(r.skipped_bytes)));
   page.section("Arenas", level);
   page.append(arena_table(r).html());
   page.section("Page occupancy", level);

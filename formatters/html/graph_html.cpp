@@ -66,6 +66,7 @@ std::vector<TreeNode> merged_path_trees(const std::vector<RetainerPath>& paths) 
 
 void add_leaks(Page& page, const LeaksReport& r, int level) {
   page.section("Leaked blocks by type", level);
+  if (!r.modules_without_symbols.empty()) page.paragraph(text::missing_symbols_note(r.modules_without_symbols));
   page.paragraph(fmt::format("Leaked: {} in {} blocks (direct {} in {}, indirect {} in {}, in cycles {} in {})",
                              text::bytes(r.leaked.bytes), r.leaked.blocks, text::bytes(r.direct.bytes), r.direct.blocks,
                              text::bytes(r.indirect.bytes), r.indirect.blocks, text::bytes(r.cycle.bytes),
@@ -73,8 +74,10 @@ void add_leaks(Page& page, const LeaksReport& r, int level) {
   if (r.possibly.blocks)
     page.paragraph(fmt::format("Possibly leaked (reachable only through interior pointers): {} in {} blocks",
                                text::bytes(r.possibly.bytes), r.possibly.blocks));
-  if (r.groups.empty()) {
+  if (r.groups.empty()) {  // the sentence alone: a table with no rows would say nothing more
     page.paragraph(no_leaks_sentence(r));
+    page.warnings(r.warnings);
+    return;
   } else {
     std::vector<Bar> bars;
     for (std::size_t i = 0; i < r.groups.size() && i < kChartedGroups; ++i) {

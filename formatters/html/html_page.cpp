@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 
 #include "formatters/text/text_util.h"
@@ -60,11 +61,42 @@ std::string svg_open(std::string_view css_class, int width, int height, std::str
                      css_class, width, height, escape(title));
 }
 
-// Long labels are cut in the picture; the whole text stays in the bar's tooltip.
-std::string short_label(const std::string& label, std::size_t max_chars) {
-  if (label.size() <= max_chars) return label;
-  std::size_t cut = max_chars - 1;
-  while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+// Chart text is laid out before any browser sees it, so its width is estimated from each character's
+// width in em, on the wide side of common sans-serif fonts (DejaVu Sans, Liberation Sans, Segoe UI), with
+// a margin: a label that is given room for its estimate fits wherever the page is opened.
+double em_width(char32_t c) {
+  if (c == ' ' || c == '.' || c == ',' || c == ':' || c == ';' || c == '\'' || c == '|' || c == '!' || c == 'i' ||
+      c == 'j' || c == 'l')
+    return 0.36;
+  if (c == 'f' || c == 't' || c == 'r' || c == 'I' || c == '(' || c == ')' || c == '[' || c == ']' || c == '/' ||
+      c == '-')
+    return 0.45;
+  if (c == 'm' || c == 'w' || c == 'M' || c == 'W' || c == '@' || c == '%' || c > 0x2000) return 1.0;
+  if (c >= 'A' && c <= 'Z') return 0.78;
+  return 0.66;  // digits, other lowercase letters, <, >, _ and the rest
+}
+
+// The estimated width in pixels of `text` (UTF-8) at `font_px`.
+double text_width(std::string_view text, double font_px) {
+  constexpr double kMargin = 1.08;
+  double em = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const unsigned char byte = static_cast<unsigned char>(text[i]);
+    if ((byte & 0xC0) == 0x80) continue;  // inside a UTF-8 character, counted at its first byte
+    em += em_width(byte < 0x80 ? static_cast<char32_t>(byte) : (byte >= 0xE0 ? 0x2026 : 0xC0));
+  }
+  return em * font_px * kMargin;
+}
+
+// Long labels are cut to fit `room` pixels in the picture; the whole text stays in the bar's tooltip.
+std::string fitted_label(const std::string& label, double room, double font_px) {
+  if (text_width(label, font_px) <= room) return label;
+  const double ellipsis = text_width("\u2026", font_px);
+  std::size_t cut = label.size();
+  while (cut > 0 && text_width(std::string_view(label).substr(0, cut), font_px) + ellipsis > room) {
+    --cut;
+    while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+  }
   return label.substr(0, cut) + "\u2026";
 }
 
@@ -80,9 +112,21 @@ double bar_length(double value, double top, double room) {
   return std::max(1.0, room * value / top);
 }
 
+// Font sizes of chart text (the page's style: svg.chart 11px, its values 10px).
+constexpr double kLabelFont = 11, kValueFont = 10;
+
+// Labels get the room their longest one needs, up to kMaxLabelWidth (longer ones are cut); values right of
+// their bars get the room the widest one needs, so "1.1 GiB in 21014736" is never clipped to "…in 2101".
 std::string horizontal_bars(const std::vector<Bar>& bars, std::string_view title) {
-  constexpr int kLabelWidth = 230, kBarRoom = 320, kValueWidth = 90, kRow = 22;
-  const int width = kLabelWidth + kBarRoom + kValueWidth, height = kRow * static_cast<int>(bars.size()) + 4;
+  constexpr int kMaxLabelWidth = 300, kBarRoom = 320, kRow = 22, kGap = 6;
+  double label_room = 40, value_room = 20;
+  for (const Bar& b : bars) {
+    label_room = std::max(label_room, std::min<double>(kMaxLabelWidth, text_width(b.label, kLabelFont)));
+    value_room = std::max(value_room, text_width(b.shown, kLabelFont));
+  }
+  const int label_width = static_cast<int>(std::ceil(label_room)) + kGap;
+  const int width = label_width + kBarRoom + 4 + static_cast<int>(std::ceil(value_room)) + kGap;
+  const int height = kRow * static_cast<int>(bars.size()) + 4;
   const double top = largest(bars);
   std::string out = svg_open("chart bars", width, height, title) + "\n";
   for (std::size_t i = 0; i < bars.size(); ++i) {
@@ -93,15 +137,19 @@ std::string horizontal_bars(const std::vector<Bar>& bars, std::string_view title
         "<g><title>{0}: {1}</title><text x=\"{2}\" y=\"{3}\" text-anchor=\"end\">{4}</text>"
         "<rect x=\"{5}\" y=\"{6}\" width=\"{7:.1f}\" height=\"{8}\"/>"
         "<text x=\"{9:.1f}\" y=\"{3}\">{1}</text></g>\n",
-        escape(b.label), escape(b.shown), kLabelWidth - 6, y + 15, escape(short_label(b.label, 34)), kLabelWidth,
-        y + 3, length, kRow - 6, kLabelWidth + length + 4);
+        escape(b.label), escape(b.shown), label_width - kGap, y + 15, escape(fitted_label(b.label, label_room, kLabelFont)),
+        label_width, y + 3, length, kRow - 6, label_width + length + 4);
   }
   return out + "</svg>\n";
 }
 
+// Columns are as wide as their widest value (drawn above each column) needs; labels below are cut to a column.
 std::string vertical_bars(const std::vector<Bar>& bars, std::string_view title) {
-  constexpr int kPlotHeight = 160, kLabelHeight = 34, kTop = 18;
-  const int column = std::max(14, 560 / std::max<int>(1, static_cast<int>(bars.size())));
+  constexpr int kPlotHeight = 160, kLabelHeight = 34, kTop = 18, kGap = 4;
+  double value_room = 10;
+  for (const Bar& b : bars) value_room = std::max(value_room, text_width(b.shown, kValueFont));
+  const int fair_share = 560 / std::max<int>(1, static_cast<int>(bars.size()));
+  const int column = std::max({14, fair_share, static_cast<int>(std::ceil(value_room)) + kGap});
   const int width = column * static_cast<int>(bars.size()) + 8, height = kTop + kPlotHeight + kLabelHeight;
   const double top = largest(bars);
   std::string out = svg_open("chart columns", width, height, title) + "\n";
@@ -115,7 +163,7 @@ std::string vertical_bars(const std::vector<Bar>& bars, std::string_view title) 
         "<text x=\"{6:.1f}\" y=\"{7:.1f}\" text-anchor=\"middle\" class=\"value\">{1}</text>"
         "<text x=\"{6:.1f}\" y=\"{8}\" text-anchor=\"middle\">{9}</text></g>\n",
         escape(b.label), escape(b.shown), x + 1, y, column - 2, length, middle, y - 4, kTop + kPlotHeight + 14,
-        escape(short_label(b.label, static_cast<std::size_t>(std::max(3, column / 6)))));
+        escape(fitted_label(b.label, column - kGap, kLabelFont)));
   }
   out += fmt::format("<line x1=\"2\" x2=\"{0}\" y1=\"{1}\" y2=\"{1}\" class=\"axis\"/>\n", width - 2, kTop + kPlotHeight);
   return out + "</svg>\n";

@@ -86,7 +86,8 @@ void add_diff(Page& page, const DiffReport& r, int level) {
       samples.push_back(s.path ? path_tree_node(*s.path)
                                : TreeNode{escape(text::block_line(s.block) + ": no path from a root"), {}});
     if (!samples.empty()) {
-      page.paragraph("New blocks and what holds them now:");
+      page.paragraph("New blocks of the types with the largest net growth (new bytes less gone bytes), and what "
+                     "holds them now:");
       page.append(tree(samples, "diff.samples"));
     }
   }

@@ -82,10 +82,11 @@ void add_arenas(Page& page, const SummaryReport& r, int level) {
 
 }  // namespace
 
+// The heap first; the long per-thread and per-module tables last.
 void add_summary(Page& page, const SummaryReport& r, int level) {
-  add_process(page, r, level);
   add_heap_overview(page, r, level);
   if (r.heap_error.empty()) add_arenas(page, r, level);
+  add_process(page, r, level);
   page.warnings(r.warnings);
 }
 

@@ -30,8 +30,8 @@ std::string render_json(const BlocksReport& r) {
                        i ? "," : "", b.address(), b.chunk, b.usable_size(), b.chunk_size(),
                        block_state_name(b.state), r.arena_of(b), verdict, type);
   }
-  out += fmt::format("\n  ],\n  \"count\": {},\n  \"bytes\": {},\n  \"warnings\": {}\n}}\n", r.blocks.size(), bytes,
-                     nlohmann::json(r.warnings).dump());
+  out += fmt::format("\n  ],\n  \"count\": {},\n  \"matched\": {},\n  \"bytes\": {},\n  \"warnings\": {}\n}}\n",
+                     r.blocks.size(), r.matched, bytes, nlohmann::json(r.warnings).dump());
   return out;
 }
 

@@ -67,7 +67,9 @@ std::string render_json(const FragmentationReport& r) {
                       {"sparse_bytes", r.sparse_bytes},
                       {"sparse_type_count", r.sparse_type_count},
                       {"sparse_types", type_rows_json(r.sparse_types)},
-                      {"blocker_types", type_rows_json(r.blocker_types)}};
+                      {"blocker_types", type_rows_json(r.blocker_types)},
+                      {"partial", r.partial},
+                      {"skipped_bytes", r.skipped_bytes}};
   return json::finish(std::move(out), r.warnings);
 }
 

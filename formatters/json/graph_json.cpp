@@ -25,6 +25,7 @@ std::string render_json(const LeaksReport& r) {
                    {"indirect", total_json(r.indirect)}, {"cycle", total_json(r.cycle)},
                    {"possibly", total_json(r.possibly)}};
   out["partial"] = r.partial;
+  out["modules_without_symbols"] = r.modules_without_symbols;
   return json::finish(std::move(out), r.warnings);
 }
 
@@ -86,6 +87,7 @@ std::string render_json(const HistogramReport& r) {
     row["bytes"] = h.bytes;
     row["leaked_count"] = h.leaked_count;
     row["leaked_bytes"] = h.leaked_bytes;
+    row["examples"] = h.examples;
     rows.push_back(std::move(row));
   }
   ordered_json out = {{"command", "histogram"}, {"by", r.by}, {r.by == "source" ? "sources" : "types", rows},

@@ -15,6 +15,8 @@ std::string render_text(const BlocksReport& r) {
                        block_state_name(b.state), b.arena == Block::kNoArena ? "-" : text::hex(r.arena_of(b)), verdict);
   }
   out += fmt::format("{} {}, {} in chunks\n", r.blocks.size(), r.selection, text::bytes(bytes));
+  if (r.matched > r.blocks.size())
+    out += fmt::format("(the first {} of {} matching blocks: --limit)\n", r.blocks.size(), r.matched);
   text::append_warnings(out, r.warnings);
   return out;
 }

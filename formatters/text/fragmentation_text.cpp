@@ -80,6 +80,9 @@ std::string render_text(const FragmentationReport& r) {
   if (r.trim_threshold && r.top_pad)
     out += fmt::format(" (trim threshold {}, top pad {})", text::bytes(*r.trim_threshold), text::bytes(*r.top_pad));
   out += "\n";
+  if (r.partial)
+    out += fmt::format("PARTIAL: {} of damaged heap were not walked and are not counted below (see the warnings)\n",
+                       text::bytes(r.skipped_bytes));
   append_arena_table(out, r);
   append_release_table(out, r);
   for (const ArenaFragmentation& a : r.arenas) append_blockers(out, a);

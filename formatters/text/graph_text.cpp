@@ -7,7 +7,7 @@ namespace heapscope {
 using text::block_line;
 
 std::string render_text(const LeaksReport& r) {
-  std::string out;
+  std::string out = text::missing_symbols_note(r.modules_without_symbols);
   if (r.groups.empty()) out += std::string(no_leaks_sentence(r)) + "\n";
   for (const LeakGroup& g : r.groups) {
     std::string kinds;
@@ -38,7 +38,8 @@ std::string render_text(const RetainersReport& r) {
     out += r.depth_limited ? "No path from a root within --max-depth.\n" : "leaked: no path from any root\n";
   for (std::size_t i = 0; i < r.paths.size(); ++i) {
     const RetainerPath& p = r.paths[i];
-    out += fmt::format("\nPath {} ({} steps):\n  {}\n", i + 1, p.steps.size(), text::root_line(p.root));
+    out += fmt::format("\nPath {} ({} step{}):\n  {}\n", i + 1, p.steps.size(), p.steps.size() == 1 ? "" : "s",
+                       text::root_line(p.root));
     for (const PathStep& s : p.steps)
       out += fmt::format("  → {}, retains {}{}\n", block_line(s.block), text::bytes(s.retained), text::pointer_place(s));
   }
@@ -101,6 +102,11 @@ std::string render_text(const HistogramReport& r) {
       what += "  [" + h.source + "]";
     }
     out += fmt::format("{:>10} {:>12} {:>10} {:>12}  {}\n", h.count, h.bytes, h.leaked_count, h.leaked_bytes, what);
+    if (!h.examples.empty()) {
+      std::string examples;
+      for (Address a : h.examples) examples += (examples.empty() ? "" : " ") + text::hex(a);
+      out += fmt::format("{:>10} e.g. {}\n", "", examples);
+    }
   }
   out += fmt::format("{} allocated blocks, {} with a known type\n", r.allocated_blocks, r.typed_blocks);
   text::append_warnings(out, r.warnings);

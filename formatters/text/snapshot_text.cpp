@@ -58,7 +58,8 @@ std::string render_text(const DiffReport& r) {
     for (const AddressDiffRow& row : r.new_by_type)
       out += fmt::format("  {:>8} {:>10} {:>8} {:>10}  {}\n", row.new_count, text::bytes(row.new_bytes), row.gone_count,
                          text::bytes(row.gone_bytes), row.type);
-    if (!r.samples.empty()) out += "\nNew blocks of the types that grew most, and what holds them now:\n";
+    if (!r.samples.empty()) out += "\nNew blocks of the types with the largest net growth (new bytes less gone bytes), and what holds "
+                                  "them now:\n";
     for (std::size_t i = 0; i < r.samples.size(); ++i) {
       out += fmt::format("  {}. {}\n", i + 1, text::block_line(r.samples[i].block));
       if (r.samples[i].path) text::append_path(out, r.samples[i].path);

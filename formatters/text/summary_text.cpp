@@ -25,6 +25,23 @@ void append_module(std::string& out, const ModuleRow& m) {
   out += fmt::format("{}missing: {}{}\n", indent, missing, m.install_hint.empty() ? "" : " — " + m.install_hint);
 }
 
+// What modules without symbols or debug info cost, and how to get them, after the module list.
+void append_without_debug_info(std::string& out, const SummaryReport& r) {
+  std::string names;
+  for (const ModuleRow& m : r.modules) {
+    if (m.symbols != "dynsym only" && m.symbols != "no file") continue;
+    const auto slash = m.path.rfind('/');
+    names += (names.empty() ? "" : ", ") + (slash == std::string::npos ? m.path : m.path.substr(slash + 1));
+  }
+  if (names.empty()) return;
+  out += fmt::format(
+      "Without debug info: {}. Their frames show as module+offset (app+0x12e7a2, for addr2line -e FILE), "
+      "their globals as module+offset, and their heap blocks are typed only by C++ vtables. For names, types and "
+      "source lines, install their debug files (Debian: the -dbgsym or -dbg packages, or debuginfod) or give "
+      "--debug-dir DIR; for a module with no file, give the right file (--exe for the program).\n",
+      names);
+}
+
 void append_process(std::string& out, const SummaryReport& r) {
   out += fmt::format("Target:   {}\n", r.target);
   std::string tids;
@@ -33,6 +50,7 @@ void append_process(std::string& out, const SummaryReport& r) {
   out += fmt::format("Threads:  {} (tid {})\n", r.threads.size(), tids);
   out += fmt::format("Modules:  {}\n", r.modules.size());
   for (const ModuleRow& m : r.modules) append_module(out, m);
+  append_without_debug_info(out, r);
 }
 
 void append_heap(std::string& out, const SummaryReport& r) {

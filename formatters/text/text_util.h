@@ -48,6 +48,19 @@ inline void append_path(std::string& out, const std::optional<RetainerPath>& p) 
   for (const PathStep& s : p->steps) out += fmt::format("       → {}{}\n", block_line(s.block), pointer_place(s));
 }
 
+// What a report without some modules' files lacks, said before the report: "No symbols for app (its file is
+// missing or is not the one the process ran; see the warnings): ...". Empty when every module has its file.
+inline std::string missing_symbols_note(const std::vector<std::string>& modules) {
+  if (modules.empty()) return {};
+  std::string names;
+  for (const std::string& m : modules) names += (names.empty() ? "" : ", ") + m;
+  return fmt::format("No symbols for {} (the file is missing or is not the one the process ran; see the "
+                     "warnings): types and global variables from {} are unnamed. Every writable mapping in the "
+                     "image is still scanned, so the leak verdicts stand. Give the right file with --exe, or "
+                     "open the core where the program's files are.\n\n",
+                     names, modules.size() == 1 ? "it" : "them");
+}
+
 inline void append_warnings(std::string& out, const std::vector<std::string>& warnings) {
   if (warnings.empty()) return;
   out += fmt::format("\nWarnings ({}):\n", warnings.size());

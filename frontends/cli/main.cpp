@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "commands/command_runner.h"
+#include "commands/option_checks.h"
 #include "sources/elf_core_image.h"
 #include "sources/live_process_image.h"
 #include "sources/ptrace_attach.h"
@@ -156,6 +157,44 @@ int run_attached(int pid, const CommandEntry& entry, Command& command, const Tar
   return report(entry, *result);
 }
 
+std::vector<std::string> subcommand_names(CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+  return names;
+}
+
+CLI::App* subcommand_named(CLI::App& app, const std::string& name) {
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    if (sub->get_name() == name) return sub;
+  return nullptr;
+}
+
+// `heapscope help [COMMAND]` prints what `--help` would; a mistyped command (`heapscope leak CORE`) is an
+// error that names the command meant, where CLI11 alone would only say that a subcommand is required.
+// Returns the exit code when it handled the command line.
+std::optional<int> help_or_unknown_command(CLI::App& app, CLI::App& attach, int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  auto unknown = [](CLI::App& parent, const std::string& word, const std::string& prefix) {
+    return fail(unknown_command_message(word, subcommand_names(parent), "'" + prefix + " --help' lists the commands"));
+  };
+  if (!args.empty() && args[0] == "help") {
+    if (args.size() == 1) {
+      std::cout << app.help();
+      return 0;
+    }
+    CLI::App* sub = subcommand_named(app, args[1]);
+    if (!sub) return unknown(app, args[1], "heapscope");
+    CLI::App* attached = args[1] == "attach" && args.size() > 2 ? subcommand_named(attach, args[2]) : nullptr;
+    std::cout << (attached ? attached->help() : sub->help());
+    return 0;
+  }
+  if (!args.empty() && !args[0].starts_with("-") && !subcommand_named(app, args[0]))
+    return unknown(app, args[0], "heapscope");
+  if (args.size() > 2 && args[0] == "attach" && !args[2].starts_with("-") && !subcommand_named(attach, args[2]))
+    return unknown(attach, args[2], "heapscope attach");
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -225,10 +264,12 @@ int main(int argc, char** argv) {
   evolution_command->add_options(*evolution_app);
   add_output_options(*evolution_app, evolution.output);
 
+  if (const std::optional<int> handled = help_or_unknown_command(app, *attach, argc, argv)) return *handled;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return fail(std::string(e.what()) + " (--help lists the options)");
   }
   if (diff_app->parsed()) {
     // The table's snapshot command, given `diff OLD` and the options that followed the cores.

@@ -207,6 +207,56 @@ void report(lldb::SBDebugger& debugger, const std::string& message) {
   std::fputs(line.c_str(), stderr);
 }
 
+// Where a help line's wrapped rest should start: an option line's description column ("  -n,--count UINT
+// [20]   How many…" continues under "How"), else the line's own indentation.
+std::size_t hanging_indent(const std::string& line) {
+  constexpr std::size_t kDescriptionColumn = 30;  // CLI11's help column, where option descriptions start
+  const std::size_t text = line.find_first_not_of(' ');
+  if (text == std::string::npos) return 0;
+  const std::size_t gap = line.find("  ", text);
+  // An option whose name and type are too long for the column: its rest goes under the descriptions.
+  if (gap == std::string::npos && text <= 8 && line[text] == '-') return kDescriptionColumn;
+  if (text > 8 || gap == std::string::npos) return text;
+  const std::size_t column = line.find_first_not_of(' ', gap);
+  return column == std::string::npos ? text : column;
+}
+
+// LLDB re-wraps every help line longer than the terminal and starts the rest at that line's own
+// indentation, which pulls an option's wrapped description back under the option names. Wrapping the
+// text first, each rest indented to its description column, leaves LLDB nothing to re-wrap.
+std::string fit_help_to_width(const std::string& help, std::size_t width) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < help.size()) {
+    std::size_t end = help.find('\n', start);
+    if (end == std::string::npos) end = help.size();
+    std::string line = help.substr(start, end - start);
+    start = end + 1;
+    const std::size_t indent = std::min(hanging_indent(line), width / 2);
+    while (line.size() > width) {
+      // At the last space that fits; a word longer than the line (an option's list of choices) is cut
+      // after its last comma that fits, or at the width.
+      std::size_t cut = line.rfind(' ', width);
+      std::size_t keep = cut;
+      if (cut == std::string::npos || cut <= indent) {
+        const std::size_t comma = line.rfind(',', width - 1);
+        cut = keep = comma != std::string::npos && comma > indent ? comma + 1 : width;
+      }
+      out += line.substr(0, keep) + "\n";
+      const std::size_t rest = line.find_first_not_of(' ', cut);
+      line = rest == std::string::npos ? std::string() : std::string(indent, ' ') + line.substr(rest);
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+// The width LLDB wraps help text to (its terminal width, 80 in batch mode), less a column for safety.
+std::size_t help_width(lldb::SBDebugger& debugger) {
+  const std::uint32_t terminal = debugger.GetTerminalWidth();
+  return std::clamp<std::size_t>(terminal ? terminal : 80, 40, 200) - 1;
+}
+
 bool register_heap_command(lldb::SBDebugger& debugger) {
   lldb::SBCommandInterpreter interpreter = debugger.GetCommandInterpreter();
   lldb::SBCommand heap =
@@ -215,7 +265,14 @@ bool register_heap_command(lldb::SBDebugger& debugger) {
     report(debugger, "cannot add the 'heap' command");
     return false;
   }
-  heap.SetHelpLong(command_help("", "heap").c_str());
+  // LLDB lists the subcommands itself, after this text; the engine's overview would list them twice.
+  const std::size_t width = help_width(debugger);
+  heap.SetHelpLong(fit_help_to_width(
+                       "heap <command> [options] runs a heapscope analysis on the process or core LLDB has "
+                       "stopped. Address arguments are LLDB expressions. 'help heap <command>' (or 'heap "
+                       "<command> --help') shows a command's options.",
+                       width)
+                       .c_str());
   for (const CommandEntry& entry : command_table()) {
     const std::string syntax = std::string("heap ") + entry.name + " [options]";
     // Owned by LLDB's command from now on, for as long as LLDB lives.
@@ -226,7 +283,7 @@ bool register_heap_command(lldb::SBDebugger& debugger) {
       report(debugger, std::string("cannot add 'heap ") + entry.name + "'");
       return false;
     }
-    sub.SetHelpLong(command_help(entry.name, "heap").c_str());
+    sub.SetHelpLong(fit_help_to_width(command_help(entry.name, "heap"), width).c_str());
   }
   return true;
 }

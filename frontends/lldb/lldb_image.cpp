@@ -86,6 +86,26 @@ LldbImage::LldbImage(lldb::SBProcess process, LldbThread& lldb_thread)
                              executable.empty() ? "" : " (" + executable + ")");
 }
 
+std::string LldbImage::damage() const {
+  if (!is_core_) return {};
+  const bool any_library = std::any_of(modules_.begin(), modules_.end(), [](const Module& m) {
+    return !m.is_main_executable && !is_pseudo_file_name(m.path) && m.path.find(".so") != std::string::npos;
+  });
+  if (any_library) return {};
+  lldb::SBTarget target = process_.GetTarget();
+  const std::string executable = path_of(target.GetExecutable());
+  const std::string why =
+      executable.empty()
+          ? "the target has no executable (the core was loaded without the program, or its file is missing)"
+          : fmt::format("its executable {} is not the program that wrote the core, or not the same build, so "
+                        "LLDB's dynamic loader could not follow the core's list of libraries",
+                        executable);
+  return fmt::format("LLDB loaded no shared libraries for this core: {}. Load the core with the program that "
+                     "wrote it: `target create /path/to/PROGRAM --core CORE`; when the program's libraries are "
+                     "not where they were, map their directory with `image search-paths add OLD NEW`",
+                     why);
+}
+
 std::size_t LldbImage::read(Address addr, void* out, std::size_t len) const { return cache_->read(addr, out, len); }
 
 // Reads as much as LLDB has from addr on. A core's segments end where the process's mappings did, and

@@ -35,6 +35,9 @@ class LldbImage : public CollectedImage {
   LldbImage(lldb::SBProcess process, LldbThread& lldb_thread);
 
   std::string description() const override { return description_; }
+  // For a core with no shared library loaded (LLDB's dynamic loader found none: the executable is missing
+  // or another program's), why, and what to run instead; empty otherwise.
+  std::string damage() const override;
   int pid() const override { return pid_; }
 
   std::size_t read(Address addr, void* out, std::size_t len) const override;

@@ -6,8 +6,9 @@ that lost stacks, globals or heap are marked partial before anything else, never
 The same cores through LLDB: lldb does not crash and `heap` prints a result or a message.
 
 gdb writes a core's notes after its memory, so a gdb core cut anywhere in its memory has lost its threads
-and mappings: it must be refused. The kernel writes the notes first; cut there, the memory before the cut
-is still usable. Such cores are made here from the gdb core by moving its notes to the front (the
+and mappings: it opens with the memory before the cut, its modules found from the executable's ELF header
+and the dynamic linker's list, without threads, and leaks says its result is partial. The kernel writes the
+notes first; cut there, the memory before the cut is still usable. Such cores are made here from the gdb core by moving its notes to the front (the
 segments' bytes are copied unchanged; only file offsets move), since the tests must not depend on the
 kernel's core pattern.
 """
@@ -70,6 +71,7 @@ def cut_cores(capture):
     cuts = {
         # gdb's layout: memory, then notes, then section headers.
         "gdb-in-memory": (gdb_layout, len(gdb_layout) // 2, False),
+        "gdb-before-notes": (gdb_layout, gdb_note[2], True),
         "gdb-in-notes": (gdb_layout, gdb_note[2] + gdb_note[5] // 2, True),
         "gdb-last-byte": (gdb_layout, len(gdb_layout) - 1, True),
         # The kernel's layout: notes, then memory.
@@ -163,12 +165,26 @@ class CutCores(DamagedCoreTestCase):
             with self.subTest(command=" ".join(map(os.path.basename, args))):
                 self.assert_clean_outcome(args, result)
 
-    def test_a_gdb_core_cut_in_its_memory_has_lost_its_notes_and_is_refused(self):
+    def test_a_gdb_core_cut_before_its_notes_opens_with_its_memory(self):
+        path, _ = self.cores["gdb-before-notes"]
+        summary = json.loads(run_heapscope("summary", path, "--json", timeout=COMMAND_TIME_LIMIT_SECONDS).stdout)
+        self.assertEqual(summary["threads"], [])
+        self.assertTrue(any("truncated before its notes" in w for w in summary["warnings"]), summary["warnings"])
+        self.assertTrue(any(m["path"].endswith("libc.so.6") for m in summary["modules"]), summary["modules"])
+        leaks = json.loads(run_heapscope("leaks", path, "--json", timeout=COMMAND_TIME_LIMIT_SECONDS).stdout)
+        self.assertTrue(leaks["partial"])
+        self.assertTrue(leaks["warnings"][0].startswith("partial result"), leaks["warnings"][:2])
+        self.assertIn("registers", leaks["warnings"][0])
+        # Every designed leak is still found: only blocks the registers held can join them.
+        expected = {e.address for e in self.capture.expectations if e.verdict == "leaked"}
+        leaked = {b["address"] for b in json.loads(run_heapscope("blocks", path, "--state", "leaked", "--json").stdout)["blocks"]}
+        self.assertLessEqual(expected, leaked)
+
+    def test_a_gdb_core_cut_in_its_memory_opens_and_says_so(self):
         path, _ = self.cores["gdb-in-memory"]
-        result = run_heapscope("leaks", path, timeout=COMMAND_TIME_LIMIT_SECONDS)
-        self.assertEqual(result.returncode, 1)
-        self.assertIn("is truncated", result.stderr)
-        self.assertIn("before its notes", result.stderr)
+        result = run_heapscope("summary", path, timeout=COMMAND_TIME_LIMIT_SECONDS)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("truncated before its notes", result.stdout)
 
     def test_a_core_missing_only_its_section_headers_gives_the_full_result(self):
         path, _ = self.cores["gdb-last-byte"]

@@ -3,18 +3,43 @@ opened in headless Chromium (headless_chromium.py): every table has the rows of 
 every chart has an area on screen (the occupancy columns one bar per non-empty bucket, the evolution chart
 one line per type, one sparkline per table row), and the console stays free of errors.
 
-Cores: scattered_blocks' scattered stop (test_fragmentation) and growing_cache's three stops
-(test_snapshots).
+Layout: no chart text overflows its SVG (every label and value of every bar and column chart lies inside
+its chart's box, so "1.2 MiB in 25827" never shows as "1.2 MiB in 258": typed_c's core has 24576 records,
+so its block counts have five digits); the report leads with its findings (leaks, top, roots,
+fragmentation, then the summary with its long thread and module tables); a core without leaks says
+"No leaks" with no empty table under it.
+
+Cores: scattered_blocks' scattered stop (test_fragmentation), growing_cache's three stops (test_snapshots),
+typed_c, and leak_shapes and all_reachable (tests/fixtures/leaks).
 """
 
 import os
+import re
 import unittest
 
 import headless_chromium
-from heapscope_e2e import heapscope_json, run_heapscope, work_dir
+from heapscope_e2e import capture_fixture, heapscope_json, run_heapscope, work_dir
 from test_fragmentation import capture_both_stops
-from test_html_report import SVG_BOXES_SCRIPT, TABLE_ROWS_SCRIPT
+from test_html_report import SVG_BOXES_SCRIPT, TABLE_ROWS_SCRIPT, sections_of
+from test_leaks import capture_leak_fixture
 from test_snapshots import capture_stops
+
+# Every chart text whose box (in the chart's own units) leaves the chart's viewBox.
+OVERFLOW_SCRIPT = """
+var out = [];
+document.querySelectorAll("svg.chart").forEach(function (svg) {
+  var box = svg.viewBox.baseVal;
+  svg.querySelectorAll("text").forEach(function (text) {
+    var b = text.getBBox();
+    if (b.x < -0.5 || b.y < -0.5 || b.x + b.width > box.width + 0.5 || b.y + b.height > box.height + 0.5)
+      out.push({chart: svg.getAttribute("aria-label"), text: text.textContent,
+                x: b.x, width: b.width, chart_width: box.width});
+  });
+});
+return out;"""
+
+CHART_TEXT_SCRIPT = """
+return Array.prototype.map.call(document.querySelectorAll("svg.chart text"), function (t) { return t.textContent; });"""
 
 SVG_CHART_LINES_SCRIPT = """
 var chart = document.querySelector("figure.chart svg");
@@ -95,6 +120,39 @@ class HtmlViews(unittest.TestCase):
         rows, _ = self.opened(report)
         self.assertIn("fragmentation.arenas", rows)
         self.assertEqual(rows["evolution.types"], len(evolution["series"]))
+
+
+    # ---- layout ----
+
+    def test_no_chart_text_overflows_its_chart(self):
+        many_blocks = capture_fixture("typed_c").core
+        pages = {"report": self.written("layout-report.html", "report", many_blocks),
+                 "summary": self.written("layout-summary.html", "summary", many_blocks),
+                 "fragmentation": self.written("layout-fragmentation.html", "fragmentation", many_blocks),
+                 "leaks": self.written("layout-leaks.html", "leaks", capture_leak_fixture("leak_shapes").core)}
+        for name, path in pages.items():
+            with self.subTest(page=name):
+                self.opened(path)
+                texts = self.browser.run_script(CHART_TEXT_SCRIPT)
+                self.assertTrue(texts, "the page has charts")
+                if name == "summary":  # five-digit block counts, shown whole
+                    self.assertTrue(any(re.search(r" in \d{5}$", t) for t in texts), texts)
+                self.assertEqual(self.browser.run_script(OVERFLOW_SCRIPT), [])
+
+    def test_the_report_leads_with_its_findings(self):
+        with open(self.written("layout-order.html", "report", self.scattered), encoding="utf-8") as f:
+            page = f.read()
+        parts = [s for s in sections_of(page) if s in ("leaks", "top", "roots", "fragmentation", "summary")]
+        self.assertEqual(parts, ["leaks", "top", "roots", "fragmentation", "summary"])
+        self.assertLess(page.index('id="leaks"'), page.index('data-table="summary.threads"'))
+        self.assertLess(page.index('data-table="summary.arenas"'), page.index('data-table="summary.modules"'))
+
+    def test_no_leaks_is_a_sentence_without_an_empty_table(self):
+        with open(self.written("layout-no-leaks.html", "leaks", capture_leak_fixture("all_reachable").core),
+                  encoding="utf-8") as f:
+            page = f.read()
+        self.assertIn("No leaks", page)
+        self.assertNotIn('data-table="leaks.groups"', page)
 
 
 if __name__ == "__main__":

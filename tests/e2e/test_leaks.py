@@ -38,7 +38,7 @@ VERDICT_OF_SHAPE = {
 }
 ROOT_KINDS = frozenset({"register", "stack", "global", "tls", "dynamic_tls", "anonymous"})
 # Every global of leak_shapes and libleak_anchor.so that anchors a block.
-ANCHORING_GLOBALS = ("g_table", "g_kept_list", "g_middle_of_block", "g_leak_anchor")
+ANCHORING_GLOBALS = ("g_table", "g_kept_list", "g_middle_of_block", "g_data_anchor", "g_leak_anchor")
 ANCHOR_LIBRARY = "libleak_anchor.so"
 # How many retention paths to ask for: more than any fixture block has, so "some path" means any of them.
 PATHS_WANTED = 8

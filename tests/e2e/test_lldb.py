@@ -22,6 +22,7 @@ import unittest
 from heapscope_e2e import heapscope_json, work_dir
 from lldb_session import LiveScenario, require_lldb_and_gdb, run_lldb
 from test_leaks import PATHS_WANTED, capture_leak_fixture, leak_fixture_path, parse_leak_ledger
+from test_wrong_executable import capture_moved_away
 
 FIXTURE = "leak_shapes"
 # The commands' JSON fields that say something about the process (warnings name the image source).
@@ -204,21 +205,57 @@ class CommandTests(PluginTestCase):
         self.assertIn("error: heap: no process; load a core (target create --core) or run/attach first", run.stderr)
         self.assertIn(run.returncode, (0, 1), f"lldb ended by a signal or crashed:\n{run.stderr[-2000:]}")
 
-    def test_help_heap_lists_every_command_of_the_table(self):
-        run = run_lldb(["help heap", "help heap retainers"])
+    def test_help_heap_lists_every_command_of_the_table_once(self):
+        run = run_lldb(["help heap", "help heap retainers", "help heap fragmentation"])
         text = run.output_of("help heap")
-        engine_part, _, lldb_part = text.partition("The following subcommands are supported:")
+        own_part, _, lldb_part = text.partition("The following subcommands are supported:")
         self.assertTrue(lldb_part, text)
-        # The engine's overview (command_help) and LLDB's list of the registered subcommands.
-        # (LLDB wraps long lines; a wrapped line's rest has no second column.)
-        engine_commands = {match.group(1) for match in
-                           re.finditer(r"^  (\S+)  +\S", engine_part.partition("Commands:")[2], re.MULTILINE)}
-        lldb_commands = {line.split()[0] for line in lldb_part.splitlines() if " -- " in line}
-        self.assertEqual(lldb_commands, engine_commands)
-        self.assertTrue({"summary", "blocks", "leaks", "retainers", "refs", "describe", "histogram"} <= lldb_commands)
+        lldb_commands = [line.split()[0] for line in lldb_part.splitlines() if " -- " in line]
+        self.assertEqual(len(lldb_commands), len(set(lldb_commands)), lldb_part)
+        self.assertTrue({"summary", "blocks", "leaks", "retainers", "refs", "describe", "histogram"} <= set(lldb_commands))
+        # Listed once: LLDB's list is the only one; the text before it names no command in a list of its own.
+        for command in lldb_commands:
+            self.assertNotRegex(own_part, rf"(?m)^\s+{command}\s{{2,}}\S", own_part)
         retainers_help = run.output_of("help heap retainers")
         self.assertIn("ADDR", retainers_help)
         self.assertIn("--paths", retainers_help)
+
+    def test_help_heap_command_keeps_the_option_columns(self):
+        run = run_lldb(["help heap fragmentation", "help heap blocks"])
+        for command in ("help heap fragmentation", "help heap blocks"):
+            lines = run.output_of(command).splitlines()
+            options = [line for line in lines if re.match(r"^  -", line)]
+            self.assertGreater(len(options), 3, lines)
+            column = min(re.match(r"^  \S.*?  +(?=\S)", line).end() for line in options if re.match(r"^  \S.*?  +\S", line))
+            in_options = False
+            for line in lines:
+                if line.startswith("OPTIONS:") or line.startswith("Options:"):
+                    in_options = True
+                    continue
+                if not in_options or not line.strip():
+                    continue
+                self.assertLessEqual(len(line), 80, line)
+                if not line.startswith("  -"):
+                    # The rest of a wrapped description stays in the description column.
+                    self.assertGreaterEqual(len(line) - len(line.lstrip()), column, f"{command}:\n" + "\n".join(lines))
+
+    def test_a_core_with_the_wrong_or_no_executable_says_what_lldb_lacks(self):
+        capture = capture_leak_fixture(FIXTURE)
+        other_program = leak_fixture_path("all_reachable")
+        moved_away_core, _ = capture_moved_away()  # its executable is gone: LLDB finds none
+        for name, create in (("wrong executable", f"target create {other_program} --core {capture.core}"),
+                             ("missing executable", f"target create --core {moved_away_core}")):
+            with self.subTest(name):
+                run = run_lldb([create, "heap leaks"])
+                errors = [line for line in run.stderr.splitlines() if line.startswith("error: heap leaks:")]
+                self.assertEqual(len(errors), 1, run.stderr[-2000:])
+                message = errors[0]
+                self.assertIn("LLDB loaded no shared libraries for this core", message)
+                self.assertIn("target create /path/to/PROGRAM --core CORE", message)
+                self.assertIn("image search-paths", message)
+                # The cause comes first, before what the heap walk could not find.
+                self.assertLess(message.index("LLDB loaded no shared libraries"), message.find("libc") if "libc" in message
+                                else len(message))
 
     def test_a_bad_expression_is_a_command_error(self):
         capture = capture_leak_fixture(FIXTURE)

@@ -17,6 +17,7 @@ verify` gives the findings a core taken right after gives, and leaves every byte
 
 import json
 import os
+import re
 import unittest
 
 from heapscope_e2e import (CHUNK_HEADER, Capture, capture_fixture, capture_program, debug_flags, fixture_path,
@@ -144,6 +145,38 @@ class UseAfterFreeLinkTests(DamagedHeapChecks, unittest.TestCase):
         report = self.check_verify_names_the_damage()
         [finding] = self.findings_naming_the_damage(report)
         self.assertTrue(finding["where"].startswith("tcache bin 4 (96-byte chunks)"), finding["where"])
+
+
+class OverflowWithConsequencesTests(DamagedHeapChecks, unittest.TestCase):
+    """overflow-busy: 28 blocks freed into the tcache lie past the damaged chunk. Their entries are
+    consequences of the one damage: one warning counts them under it, and fragmentation says PARTIAL
+    instead of counting the skipped heap as empty pages."""
+
+    mode = "overflow-busy"
+    FREED_AFTER_THE_DAMAGE = 28
+
+    def test_consequences_are_one_warning_under_their_cause(self):
+        report = verify_json(self.capture.core)
+        cause = f"because of the heap damage at chunk {self.damaged_chunk:#x}:"
+        grouped = [w for w in report["warnings"] if w.startswith(cause)]
+        self.assertEqual(len(grouped), 1, report["warnings"])
+        counted = sum(int(n) for n in re.findall(r"(\d+) (?:tcache|fastbin) entr", grouped[0]))
+        self.assertGreaterEqual(counted, self.FREED_AFTER_THE_DAMAGE, grouped[0])
+        self.assertFalse([w for w in report["warnings"] if "is not a chunk of any walked heap" in w], report["warnings"])
+        self.assertLess(len(report["warnings"]), 8, report["warnings"])
+
+    def test_fragmentation_is_marked_partial(self):
+        result = run_heapscope("fragmentation", self.capture.core, "--json", timeout=COMMAND_TIMEOUT_SECONDS)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        report = json.loads(result.stdout)
+        self.assertTrue(report["partial"])
+        self.assertGreater(report["skipped_bytes"], 0)
+        self.assertTrue(report["warnings"][0].startswith("partial result"), report["warnings"])
+        # The skipped part is not counted: the pages counted end before it.
+        self.assertLessEqual(report["pages"] * report["page_bytes"],
+                             sum(a["system_bytes"] for a in report["arenas"]) - report["skipped_bytes"] + 4096)
+        text = run_heapscope("fragmentation", self.capture.core, timeout=COMMAND_TIMEOUT_SECONDS).stdout
+        self.assertIn("PARTIAL:", text.splitlines()[1])
 
 
 class CleanHeapTests(unittest.TestCase):

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -464,7 +465,7 @@ TEST_CASE("ElfCoreImage: a truncated core opens with the missing bytes marked", 
   CHECK(image->view(kC + 0x17f8, 16).empty());
 }
 
-TEST_CASE("ElfCoreImage: a core truncated before its notes is refused", "[coredump]") {
+TEST_CASE("ElfCoreImage: a core truncated before its notes opens with its memory and no threads", "[coredump]") {
   CoreBuilder core;
   core.process(14, "demo").thread(14);
   core.segment(kA, 0x1000);
@@ -472,8 +473,12 @@ TEST_CASE("ElfCoreImage: a core truncated before its notes is refused", "[coredu
   const CoreLayout layout = core.write(file.path());
   truncate_file(file.path(), layout.notes_offset);
   auto [image, error] = open_core(file.path());
-  CHECK_FALSE(image);
-  CHECK(error.find("truncated") != std::string::npos);
+  REQUIRE(image);
+  CHECK(image->threads().empty());
+  CHECK(image->truncated());
+  CHECK(std::any_of(image->warnings().begin(), image->warnings().end(),
+                    [](const std::string& w) { return w.find("truncated before its notes") != std::string::npos; }));
+  CHECK(image->region_at(kA));  // its bytes depend on where the builder put them; the e2e test reads a real one
 
   truncate_file(file.path(), 100);  // inside the program headers
   auto [image2, error2] = open_core(file.path());

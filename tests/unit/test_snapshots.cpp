@@ -129,8 +129,36 @@ TEST_CASE("same-address rule: a reused address with another type or size holds a
   CHECK(request->gone_count == 0);
   CHECK(address_row(d, "Other") == nullptr);
   CHECK(d.new_by_type.front().type == "Entry");  // most new bytes first
-  // Samples: the types with the most new bytes first, each in address order.
-  CHECK(samples == std::vector<Address>{0x400, 0x600, 0x300});
+  // Samples: the types with the largest net growth first (Request +56 bytes, Entry +144 − 136), each in
+  // address order.
+  CHECK(samples == std::vector<Address>{0x300, 0x400, 0x600});
+}
+
+TEST_CASE("diff samples the types of largest net growth, never one that only churns") {
+  // Churn: 8 blocks freed and 8 others allocated (the most new bytes, no growth); Growth: 2 more blocks.
+  std::vector<std::tuple<Address, std::uint64_t, std::string>> old_blocks, new_blocks;
+  for (Address i = 0; i < 8; ++i) {
+    old_blocks.emplace_back(0x1000 + i * 0x100, 256, "Churn");
+    new_blocks.emplace_back(0x9000 + i * 0x100, 256, "Churn");
+  }
+  old_blocks.emplace_back(0x20000, 64, "Growth");
+  new_blocks.emplace_back(0x20000, 64, "Growth");
+  new_blocks.emplace_back(0x21000, 64, "Growth");
+  new_blocks.emplace_back(0x22000, 64, "Growth");
+  DiffOptions options;
+  options.compare_addresses = true;
+  options.samples_per_type = 3;
+  std::vector<Address> samples;
+  const DiffReport d = diff_snapshots(snapshot_of("a", 5, old_blocks), snapshot_of("b", 5, new_blocks), options, &samples);
+  REQUIRE(address_row(d, "Churn"));
+  CHECK(address_row(d, "Churn")->new_count == 8);
+  CHECK(samples == std::vector<Address>{0x21000, 0x22000});
+
+  // The report says how the samples were chosen.
+  DiffReport shown = d;
+  shown.samples.push_back({BlockRef{0x21000, 56, "Growth"}, std::nullopt});
+  const std::string text = render(shown, OutputFormat::text);
+  CHECK(text.find("New blocks of the types with the largest net growth (new bytes less gone bytes)") != std::string::npos);
 }
 
 TEST_CASE("same-address rule: blocks of one size and type at one address are the same block") {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <atomic>
 #include <thread>
 #include <unordered_set>
@@ -108,13 +109,62 @@ void run_in_parallel(std::vector<SegmentJob>& jobs, const Image& image) {
   for (auto& t : threads) t.join();
 }
 
+// List entries that lie in the part of a heap its walk skipped after damage: consequences of that one
+// damage, counted under it rather than warned about one by one.
+class SkippedEntries {
+ public:
+  explicit SkippedEntries(const HeapModel& model) {
+    for (const ArenaInfo& a : model.arenas)
+      for (const WalkStop& stop : a.walk_stops)
+        for (const HeapSegment& seg : a.heaps)
+          if (seg.start == stop.heap) stops_.push_back({stop.chunk, seg.end, {}, {}});
+  }
+
+  // True when the chunk lies past a damaged chunk in its heap; it is then counted.
+  bool take(Address chunk, const char* list) {
+    for (Stop& s : stops_) {
+      if (chunk < s.damage || chunk >= s.heap_end) continue;
+      ++s.entries[list];
+      if (s.examples.size() < 3) s.examples.push_back(chunk + 16);
+      return true;
+    }
+    return false;
+  }
+
+  void warn(std::vector<std::string>& warnings) const {
+    for (const Stop& s : stops_) {
+      if (s.entries.empty()) continue;
+      std::string counts, examples;
+      std::uint64_t total = 0;
+      for (const auto& [list, n] : s.entries) {
+        counts += fmt::format("{}{} {} entr{}", counts.empty() ? "" : " and ", n, list, n == 1 ? "y" : "ies");
+        total += n;
+      }
+      for (Address e : s.examples) examples += fmt::format("{}0x{:x}", examples.empty() ? "" : " ", e);
+      warnings.push_back(fmt::format("because of the heap damage at chunk 0x{:x}: {} lie in the part of its heap that "
+                                     "was skipped, so {} not shown as free (e.g. {})",
+                                     s.damage, counts, total == 1 ? "it is" : "they are", examples));
+    }
+  }
+
+ private:
+  struct Stop {
+    Address damage = 0, heap_end = 0;
+    std::map<std::string, std::uint64_t> entries;  // by list name
+    std::vector<Address> examples;
+  };
+  std::vector<Stop> stops_;
+};
+
 // Tcache and fastbin chunks look in use to the chunk walk (their successor's PREV_INUSE stays set).
-void mark_cached(HeapModel& model, const std::vector<Address>& chunks, BlockState state, const char* list) {
+void mark_cached(HeapModel& model, const std::vector<Address>& chunks, BlockState state, const char* list,
+                 SkippedEntries& skipped) {
   for (Address c : chunks) {
     auto it = std::lower_bound(model.blocks.begin(), model.blocks.end(), c,
                                [](const Block& b, Address a) { return b.chunk < a; });
     if (it == model.blocks.end() || it->chunk != c) {
-      model.warnings.push_back(fmt::format("{} entry 0x{:x} is not a chunk of any walked heap", list, c + 16));
+      if (!skipped.take(c, list))
+        model.warnings.push_back(fmt::format("{} entry 0x{:x} is not a chunk of any walked heap", list, c + 16));
       continue;
     }
     if (it->state != BlockState::in_use) {
@@ -127,21 +177,23 @@ void mark_cached(HeapModel& model, const std::vector<Address>& chunks, BlockStat
 }
 
 void collect_free_lists(const Image& image, const Runtime& rt, HeapModel& model) {
+  SkippedEntries skipped(model);
   if (rt.tcache_tp_offset) {
     for (const ThreadState& t : image.threads()) {
       if (t.fs_base() == 0) continue;
       const auto tcache = image.read_u64(t.fs_base() + static_cast<std::uint64_t>(*rt.tcache_tp_offset));
       if (!tcache || *tcache == 0) continue;
       FreeListMembers m = tcache_members(image, rt.layout, *tcache, t.tid);
-      mark_cached(model, m.chunks, BlockState::tcache, "tcache");
+      mark_cached(model, m.chunks, BlockState::tcache, "tcache", skipped);
       model.warnings.insert(model.warnings.end(), m.warnings.begin(), m.warnings.end());
     }
   }
   for (const ArenaInfo& a : model.arenas) {
     FreeListMembers m = fastbin_members(image, rt.layout, a.address, model.blocks.size());
-    mark_cached(model, m.chunks, BlockState::fastbin, "fastbin");
+    mark_cached(model, m.chunks, BlockState::fastbin, "fastbin", skipped);
     model.warnings.insert(model.warnings.end(), m.warnings.begin(), m.warnings.end());
   }
+  skipped.warn(model.warnings);
 }
 
 std::vector<HeapSegment> thread_stacks(const Image& image) {
@@ -238,8 +290,12 @@ void compute_totals_and_mallinfo(const Image& image, const Runtime& rt, HeapMode
     }
     const auto in_bins = regular_bin_count(image, rt.layout, a.address, model.blocks.size());
     if (in_bins && *in_bins != t[static_cast<int>(BlockState::free)].blocks)
-      model.warnings.push_back(fmt::format("arena 0x{:x}: {} chunks are on its bins but the walk found {} free",
-                                           a.address, *in_bins, t[static_cast<int>(BlockState::free)].blocks));
+      model.warnings.push_back(fmt::format("arena 0x{:x}: {} chunks are on its bins but the walk found {} free{}",
+                                           a.address, *in_bins, t[static_cast<int>(BlockState::free)].blocks,
+                                           a.walk_stops.empty() ? ""
+                                                                : fmt::format(" (because of the heap damage at chunk "
+                                                                              "0x{:x}: the rest of its heap was skipped)",
+                                                                              a.walk_stops.front().chunk)));
   }
   mi.hblks = model.mmapped_total.blocks;
   mi.hblkhd = model.mmapped_total.bytes;
