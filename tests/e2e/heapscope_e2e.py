@@ -44,6 +44,11 @@ def heapscope_path():
     return _setting("HEAPSCOPE")
 
 
+def build_dir():
+    """The build tree, from the CLI's place in it (build/frontends/cli/heapscope)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(heapscope_path()))))
+
+
 def fixture_path(name):
     return os.path.join(_setting("HEAPSCOPE_FIXTURES"), name)
 

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import unittest
 
-from heapscope_e2e import DEBUGGER_ONLY_VARIABLES, debugger_environment, heapscope_path, work_dir
+from heapscope_e2e import DEBUGGER_ONLY_VARIABLES, build_dir, debugger_environment, work_dir
 
 LLDB = "lldb-16"
 GDB = "gdb"
@@ -27,8 +27,7 @@ def plugin_path():
     explicit = os.environ.get("HEAPSCOPE_LLDB_PLUGIN")
     if explicit:
         return explicit
-    build_dir = os.path.dirname(os.path.dirname(os.path.dirname(heapscope_path())))  # HEAPSCOPE is build/frontends/cli/heapscope
-    return os.path.join(build_dir, "frontends", "lldb", "libheapscope_lldb.so")
+    return os.path.join(build_dir(), "frontends", "lldb", "libheapscope_lldb.so")
 
 
 def require_lldb_and_gdb():

@@ -15,7 +15,7 @@ import re
 import subprocess
 import unittest
 
-from heapscope_e2e import DEBUGGER_ONLY_VARIABLES, debugger_environment, fixture_path, heapscope_json, heapscope_path, run_heapscope, work_dir
+from heapscope_e2e import DEBUGGER_ONLY_VARIABLES, build_dir, debugger_environment, fixture_path, heapscope_json, run_heapscope, work_dir
 from test_leaks import capture_leak_fixture, leak_fixture_path
 
 GDB_TIMEOUT_SECONDS = 180
@@ -30,8 +30,7 @@ def source_script():
 
 def capi_directory():
     """build/frontends/capi, found from the CLI's place in the build tree (build/frontends/cli/heapscope)."""
-    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(heapscope_path()))))
-    return os.path.join(build, "frontends", "capi")
+    return os.path.join(build_dir(), "frontends", "capi")
 
 
 def run_gdb(commands, *target, script=None, library=None):

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import unittest
 
-from heapscope_e2e import DEBUGGER_ONLY_VARIABLES, debugger_environment, heapscope_path, work_dir
+from heapscope_e2e import DEBUGGER_ONLY_VARIABLES, build_dir, debugger_environment, work_dir
 from lldb_session import parked_fixture, require_lldb_and_gdb
 from test_leaks import capture_leak_fixture, leak_fixture_path
 
@@ -26,10 +26,6 @@ INSTALLED = ("bin/heapscope", "lib/heapscope/libheapscope_lldb.so", "lib/heapsco
 
 def source_dir():
     return os.environ["HEAPSCOPE_SOURCE_DIR"]
-
-
-def build_dir():
-    return os.path.dirname(os.path.dirname(os.path.realpath(heapscope_path())))
 
 
 def readme_examples():
