@@ -38,6 +38,18 @@ struct TypedShare {
   double bytes_percent() const { return in_use_bytes ? 100.0 * static_cast<double>(bytes) / static_cast<double>(in_use_bytes) : 0; }
 };
 
+// Writable anonymous memory that no allocator walk accounts for: not a heap segment, not an mmapped chunk,
+// not a thread's stack. Another allocator's arenas (CPython's pymalloc, a pool), a cache mmap'ed by hand.
+struct AnonymousMapping {
+  Address start = 0, end = 0;
+  std::uint64_t outside_bytes = 0;  // of it, the bytes no walk accounts for
+};
+struct OutsideMalloc {
+  std::uint64_t bytes = 0;
+  std::uint64_t mappings = 0;
+  std::vector<AnonymousMapping> largest;  // most outside bytes first, a few
+};
+
 struct SummaryReport {
   std::string target;  // Image::description()
   int pid = 0;
@@ -55,6 +67,7 @@ struct SummaryReport {
   StateTotals totals{};
   MallInfo mallinfo;
   std::optional<TypedShare> typed;  // absent when the heap was not walked
+  std::optional<OutsideMalloc> outside_malloc;  // likewise
 
   std::vector<std::string> warnings;
 };

@@ -83,9 +83,24 @@ void add_arenas(Page& page, const SummaryReport& r, int level) {
 }  // namespace
 
 // The heap first; the long per-thread and per-module tables last.
+// Writable anonymous memory no allocator walk accounts for, with its largest mappings.
+void add_outside_malloc(Page& page, const OutsideMalloc& o, int level) {
+  page.section("Memory outside malloc", level);
+  page.paragraph(fmt::format("{} in {} anonymous mapping{} that no allocator walk accounts for: not a heap, not an "
+                             "mmapped chunk, not a thread's stack (another allocator's arenas, a pool, data mmap'ed "
+                             "by hand).",
+                             text::bytes(o.bytes), o.mappings, o.mappings == 1 ? "" : "s"));
+  Table largest("summary.outside_malloc");
+  largest.column("mapping").column("end").column("outside malloc", Table::Kind::number);
+  for (const AnonymousMapping& m : o.largest)
+    largest.row({address_cell(m.start), address_cell(m.end), bytes_cell(m.outside_bytes)});
+  page.append(largest.html());
+}
+
 void add_summary(Page& page, const SummaryReport& r, int level) {
   add_heap_overview(page, r, level);
   if (r.heap_error.empty()) add_arenas(page, r, level);
+  if (r.outside_malloc && r.outside_malloc->bytes) add_outside_malloc(page, *r.outside_malloc, level);
   add_process(page, r, level);
   page.warnings(r.warnings);
 }

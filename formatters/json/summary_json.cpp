@@ -78,6 +78,13 @@ std::string render_json(const SummaryReport& r) {
                     {"allocated_blocks", r.typed->in_use_blocks},
                     {"allocated_bytes", r.typed->in_use_bytes},
                     {"bytes_percent", json::rounded_percent(r.typed->bytes_percent())}};
+  if (r.outside_malloc) {
+    ordered_json largest = ordered_json::array();
+    for (const AnonymousMapping& m : r.outside_malloc->largest)
+      largest.push_back({{"start", m.start}, {"end", m.end}, {"bytes", m.outside_bytes}});
+    out["outside_malloc"] = {
+        {"bytes", r.outside_malloc->bytes}, {"mappings", r.outside_malloc->mappings}, {"largest", largest}};
+  }
   out["warnings"] = r.warnings;
   return out.dump(2) + "\n";
 }

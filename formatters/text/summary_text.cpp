@@ -88,6 +88,14 @@ void append_heap(std::string& out, const SummaryReport& r) {
     out += fmt::format("Typed:    {:.1f}% of allocated bytes ({} of {}), {} of {} blocks\n", r.typed->bytes_percent(),
                        text::bytes(r.typed->bytes), text::bytes(r.typed->in_use_bytes), r.typed->blocks,
                        r.typed->in_use_blocks);
+  if (r.outside_malloc && r.outside_malloc->bytes) {
+    const OutsideMalloc& o = *r.outside_malloc;
+    const AnonymousMapping& big = o.largest.front();
+    out += fmt::format("Outside malloc: {} in {} anonymous mapping{} no allocator walk accounts for (another "
+                       "allocator's arenas, a pool, data mmap'ed by hand); largest {}-{}, {}\n",
+                       text::bytes(o.bytes), o.mappings, o.mappings == 1 ? "" : "s", text::hex(big.start),
+                       text::hex(big.end), text::bytes(big.outside_bytes));
+  }
 }
 
 }  // namespace
