@@ -72,6 +72,9 @@ def expected_report_rows(report):
         "fragmentation.blockers": sum(len(a["blockers"]) for a in report["fragmentation"]["arenas"]),
         "fragmentation.blocker_types": len(report["fragmentation"]["blocker_types"]),
     }
+    outside = summary.get("outside_malloc")
+    if outside and outside["bytes"]:
+        rows["summary.outside_malloc"] = len(outside["largest"])
     for number, suspect in enumerate(top["suspects"], 1):
         if suspect["kind"] == "big_retainer" and suspect["retained_types"]:
             rows[f"top.suspect{number}.types"] = len(suspect["retained_types"])
