@@ -1,7 +1,5 @@
 #include "model/reference_graph.h"
 
-#include "image/word_scan.h"
-
 #include <algorithm>
 #include <stdexcept>
 #include <thread>
@@ -9,16 +7,6 @@
 namespace heapscope {
 
 namespace {
-
-// Calls fn(edge) for every aligned word in [start, end) that points into an allocated block.
-template <typename Fn>
-void scan_words(const Image& image, const BlockIndex& index, Address start, Address end, Fn&& fn) {
-  for_each_word(image, start, end, [&](Address, std::uint64_t word) {
-    const BlockId target = index.find(word);
-    if (target == kNoBlock) return;
-    fn(target | (word != index.blocks()[target].address() ? kInteriorBit : 0u));
-  });
-}
 
 unsigned worker_count(unsigned requested, std::size_t blocks) {
   unsigned n = requested ? requested : std::max(1u, std::thread::hardware_concurrency());
@@ -53,8 +41,8 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
     for (BlockId b = part.first; b < part.last; ++b) {
       const Block& blk = blocks[b];
       if (is_allocated(blk.state))
-        scan_words(image, index_, blk.address(), blk.address() + blk.usable_size(),
-                   [&](std::uint32_t e) { part.edges.push_back(e); });
+        for_each_pointer(blk.address(), blk.address() + blk.usable_size(),
+                         [&](Address, std::uint64_t word, BlockId target) { part.edges.push_back(edge_to(target, word)); });
       if (part.edges.size() >= 0xffffffffu) throw std::length_error("more than 2^32 edges in one slice");
       part.offsets.push_back(static_cast<std::uint32_t>(part.edges.size()));
     }
@@ -68,16 +56,9 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
 
   root_offsets_.push_back(0);
   for (const RootRange& r : roots.ranges) {
-    auto add = [&](std::uint32_t e) { root_targets_.push_back(e); };
-    if (r.kind == RootKind::registers) {
-      const ThreadState& t = image.threads()[r.thread];
-      for (Reg reg : scanned_registers()) {
-        const BlockId target = index_.find(t.reg(reg));
-        if (target != kNoBlock) add(target | (t.reg(reg) != blocks[target].address() ? kInteriorBit : 0u));
-      }
-    } else {
-      scan_words(image, index_, r.start, r.end, add);
-    }
+    for_each_root_pointer(r, [&](Address, std::uint64_t word, BlockId target) {
+      root_targets_.push_back(edge_to(target, word));
+    });
     root_offsets_.push_back(static_cast<std::uint32_t>(root_targets_.size()));
   }
 }
@@ -85,7 +66,7 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
 std::vector<Address> ReferenceGraph::edge_sites(BlockId from, BlockId to) const {
   std::vector<Address> sites;
   const Block& b = index_.blocks()[from];
-  for_each_pointer(b.address(), b.address() + b.usable_size(), [&](Address at, BlockId target) {
+  for_each_pointer(b.address(), b.address() + b.usable_size(), [&](Address at, std::uint64_t, BlockId target) {
     if (target == to) sites.push_back(at);
   });
   return sites;
@@ -93,14 +74,7 @@ std::vector<Address> ReferenceGraph::edge_sites(BlockId from, BlockId to) const 
 
 std::vector<Address> ReferenceGraph::root_edge_sites(std::size_t root, BlockId to) const {
   std::vector<Address> sites;
-  const RootRange& r = roots_.ranges[root];
-  if (r.kind == RootKind::registers) {
-    const ThreadState& t = image_.threads()[r.thread];
-    for (Reg reg : scanned_registers())
-      if (index_.find(t.reg(reg)) == to) sites.push_back(static_cast<Address>(reg));
-    return sites;
-  }
-  for_each_pointer(r.start, r.end, [&](Address at, BlockId target) {
+  for_each_root_pointer(roots_.ranges[root], [&](Address at, std::uint64_t, BlockId target) {
     if (target == to) sites.push_back(at);
   });
   return sites;

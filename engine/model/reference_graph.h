@@ -49,8 +49,9 @@ class ReferenceGraph {
   // Every word of root range `root` that points into block `to`; for a thread's registers, the Reg of
   // each register that does (as an Address).
   std::vector<Address> root_edge_sites(std::size_t root, BlockId to) const;
-  // Calls fn(word address, block) for every word of [start, end) that points into an allocated block:
-  // how a root range's pointers are split among the variables or frames it holds.
+  // Calls fn(word address, word, block) for every word of [start, end) that points into an allocated
+  // block: the scan that builds the graph, and how a root range's pointers are split among the variables
+  // or frames it holds.
   template <typename Fn>
   void for_each_pointer(Address start, Address end, Fn&& fn) const;
 
@@ -61,6 +62,13 @@ class ReferenceGraph {
     std::vector<std::uint32_t> edges;
   };
   void build_reverse() const;
+  // for_each_pointer over a root range; a thread's registers give the Reg (as an Address) for the word's place.
+  template <typename Fn>
+  void for_each_root_pointer(const RootRange& root, Fn&& fn) const;
+  // The edge to `target` that `word` makes: the block, marked interior when the word points past its start.
+  std::uint32_t edge_to(BlockId target, std::uint64_t word) const {
+    return target | (word != index_.blocks()[target].address() ? kInteriorBit : 0u);
+  }
 
   const Image& image_;
   const RootSet& roots_;
@@ -79,8 +87,16 @@ class ReferenceGraph {
 template <typename Fn>
 void ReferenceGraph::for_each_pointer(Address start, Address end, Fn&& fn) const {
   for_each_word(image_, start, end, [&](Address at, std::uint64_t word) {
-    if (const BlockId b = index_.find(word); b != kNoBlock) fn(at, b);
+    if (const BlockId b = index_.find(word); b != kNoBlock) fn(at, word, b);
   });
+}
+
+template <typename Fn>
+void ReferenceGraph::for_each_root_pointer(const RootRange& root, Fn&& fn) const {
+  if (root.kind != RootKind::registers) return for_each_pointer(root.start, root.end, fn);
+  const ThreadState& t = image_.threads()[root.thread];
+  for (Reg reg : scanned_registers())
+    if (const BlockId b = index_.find(t.reg(reg)); b != kNoBlock) fn(static_cast<Address>(reg), t.reg(reg), b);
 }
 
 }  // namespace heapscope

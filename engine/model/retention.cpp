@@ -140,7 +140,7 @@ class RootNodeBuilder {
     const ModuleSymbols* syms = symbols_for(r.module);
     if (!syms) return false;
     const Address bias = image_.modules()[r.module].load_bias;
-    graph_.for_each_pointer(r.start, r.end, [&](Address at, BlockId target) {
+    graph_.for_each_pointer(r.start, r.end, [&](Address at, std::uint64_t, BlockId target) {
       edges_.emplace_back(module_globals_node(r.module, syms->covering(at - bias)), target);
     });
     return true;
@@ -151,7 +151,7 @@ class RootNodeBuilder {
   bool split_by_frame(const RootRange& r) {
     if (!frames_ || r.thread >= frames_->size() || (*frames_)[r.thread].empty()) return false;
     const std::vector<Frame>& frames = (*frames_)[r.thread];
-    graph_.for_each_pointer(r.start, r.end, [&](Address at, BlockId target) {
+    graph_.for_each_pointer(r.start, r.end, [&](Address at, std::uint64_t, BlockId target) {
       std::size_t f = 0;
       const Frame* frame = frame_covering(frames, at, &f);
       edges_.emplace_back(frame ? frame_node(r.thread, f, *frame, frame->variable_at(at)) : node_for_range(r), target);

@@ -34,7 +34,7 @@ Address static_tls_start(const Image& image, Address tp, Address mapping_start) 
 // The blocks the words of [start, end) point to.
 std::unordered_set<BlockId> targets_of(Session& s, Address start, Address end) {
   std::unordered_set<BlockId> out;
-  s.graph().for_each_pointer(start, end, [&](Address, BlockId b) { out.insert(b); });
+  s.graph().for_each_pointer(start, end, [&](Address, std::uint64_t, BlockId b) { out.insert(b); });
   return out;
 }
 
