@@ -36,6 +36,7 @@ struct Block {
 
   Address address() const { return chunk + kHeaderSize; }  // what malloc returned
   std::uint64_t chunk_size() const { return std::uint64_t{size_units} * 16; }
+  Address chunk_end() const { return chunk + chunk_size(); }  // where the next chunk starts
   // malloc_usable_size(): an allocated chunk may also use the next chunk's prev_size word.
   std::uint64_t usable_size() const { return chunk_size() - (state == BlockState::mmapped ? 16 : 8); }
 };

@@ -15,8 +15,6 @@ namespace heapscope {
 
 namespace {
 
-std::uint64_t chunk_end(const Block& b) { return b.chunk + b.chunk_size(); }
-
 void add_state_bytes(ArenaFragmentation& out, const Block& b) {
   const std::uint64_t n = b.chunk_size();
   switch (b.state) {
@@ -166,8 +164,8 @@ void count_occupancy(const HeapModel& heap, OccupancyCounter& pages, OccupancyCo
       for (std::size_t i = first; i < last; ++i) {
         const Block& b = heap.blocks[i];
         if (b.state != BlockState::in_use) continue;
-        pages.add_live(b.chunk, chunk_end(b), static_cast<BlockId>(i));
-        regions.add_live(b.chunk, chunk_end(b));
+        pages.add_live(b.chunk, b.chunk_end(), static_cast<BlockId>(i));
+        regions.add_live(b.chunk, b.chunk_end());
       }
       pages.end_range();
       regions.end_range();

@@ -15,8 +15,6 @@ std::uint64_t align_up(std::uint64_t v, std::uint64_t to) { return align_down(v 
 
 bool coalescable(BlockState s) { return s == BlockState::free || s == BlockState::fastbin; }
 
-std::uint64_t chunk_end(const Block& b) { return b.chunk + b.chunk_size(); }
-
 // malloc_trim(0)'s madvise share of one segment: after malloc_consolidate, every run of adjacent free and
 // fastbin chunks is one free chunk; a run that reaches top joins top instead. Returns the bytes madvised and
 // where top would then start.
@@ -44,7 +42,7 @@ std::pair<std::uint64_t, Address> consolidated_pages(const HeapModel& heap, std:
       close_run();
       run_start = b.chunk;
     }
-    run_end = chunk_end(b);
+    run_end = b.chunk_end();
   }
   close_run();
   return {madvised, top_start};
@@ -55,7 +53,7 @@ std::pair<std::uint64_t, Address> consolidated_pages(const HeapModel& heap, std:
 void find_blockers(const HeapModel& heap, std::size_t first, std::size_t top, std::uint64_t page,
                    std::size_t max_blockers, ArenaTrim& out) {
   const Block& t = heap.blocks[top];
-  const Address heap_end = chunk_end(t);
+  const Address heap_end = t.chunk_end();
   // Measured without a pad, as malloc_trim(0) trims: with free()'s top_pad (128 KiB by default) the first
   // few blockers of a small heap would all read 0, hiding which of them matter.
   const std::uint64_t now = trimmable_top_bytes(t.chunk_size(), 0, page);
@@ -67,7 +65,7 @@ void find_blockers(const HeapModel& heap, std::size_t first, std::size_t top, st
     // Top would start at the lowest of the free chunks directly beneath this blocker.
     std::size_t below = i;
     while (below > first && coalescable(heap.blocks[below - 1].state) &&
-           chunk_end(heap.blocks[below - 1]) == heap.blocks[below].chunk)
+           heap.blocks[below - 1].chunk_end() == heap.blocks[below].chunk)
       --below;
     const Address new_top = below < i ? heap.blocks[below].chunk : b.chunk;
     out.blockers.push_back({static_cast<std::uint32_t>(i), heap_end - b.chunk,
@@ -107,7 +105,7 @@ ArenaTrim arena_trim(const HeapModel& heap, std::size_t arena, const std::option
     if (t.chunk_size() >= trim.threshold) out.on_free = trimmable_top_bytes(t.chunk_size(), trim.pad, page);
     // heap_trim unmaps a non-main arena's newest heap when top is all it holds.
     if (!info.is_main && first == *top && &seg != &info.heaps.front()) out.on_free = seg.end - seg.start;
-    if (info.is_main) out.explicit_returned = trimmable_top_bytes(chunk_end(t) - top_start, 0, page);
+    if (info.is_main) out.explicit_returned = trimmable_top_bytes(t.chunk_end() - top_start, 0, page);
     find_blockers(heap, first, *top, page, max_blockers, out);
   }
   return out;
