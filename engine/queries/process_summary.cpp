@@ -1,7 +1,7 @@
 #include "queries/process_summary.h"
 
 #include <algorithm>
-#include <utility>
+#include <map>
 
 #include "symbols/debug_packages.h"
 
@@ -73,54 +73,26 @@ TypedShare typed_share(const HeapModel& heap, const BlockTypes& types) {
   return share;
 }
 
-// Ranges some walk accounts for: heap segments, mmapped chunks (their whole mapping), the mappings holding
-// a thread's stack, live or exited, and the modules' writable segments (a .bss past the file's last page
-// is anonymous memory too).
-std::vector<std::pair<Address, Address>> accounted_ranges(Session& s, const HeapModel& heap) {
-  std::vector<std::pair<Address, Address>> ranges;
-  for (const ArenaInfo& arena : heap.arenas)
-    for (const HeapSegment& seg : arena.heaps) ranges.emplace_back(seg.start, seg.end);
-  for (const Block& b : heap.blocks)
-    if (b.state == BlockState::mmapped) {
-      const MemoryRegion* region = s.image().region_at(b.chunk);
-      ranges.emplace_back(region ? region->start : b.chunk, region ? region->end : b.chunk + b.chunk_size());
-    }
-  for (const ThreadState& t : s.image().threads())
-    if (const MemoryRegion* region = s.image().region_at(t.sp())) ranges.emplace_back(region->start, region->end);
-  for (const LibcThread& t : s.libc_threads().threads)
-    if (t.stack_start < t.stack_end) ranges.emplace_back(t.stack_start, t.stack_end);
-  for (const RootRange& root : s.roots().ranges)
-    if (root.kind == RootKind::global) ranges.emplace_back(root.start, root.end);
-  std::sort(ranges.begin(), ranges.end());
-  return ranges;
-}
-
-// Bytes of [start, end) outside every range of `sorted`.
-std::uint64_t uncovered_bytes(Address start, Address end, const std::vector<std::pair<Address, Address>>& sorted) {
-  std::uint64_t covered = 0;
-  Address at = start;
-  for (const auto& [lo, hi] : sorted) {
-    if (hi <= at) continue;
-    if (lo >= end) break;
-    const Address from = std::max(lo, at), to = std::min(hi, end);
-    if (from < to) covered += to - from;
-    at = std::max(at, to);
-  }
-  return (end - start) - covered;
-}
-
-OutsideMalloc outside_malloc(Session& s, const HeapModel& heap) {
+// What the roots call anonymous memory is exactly what no walk accounts for: writable anonymous memory left
+// once the heap, the stacks (live and exited), the modules' segments and the TLS blocks are carved out
+// (model/roots.cpp). Summed per mapping, as the roots split around heap memory belong to one.
+OutsideMalloc outside_malloc(Session& s) {
   constexpr std::size_t kLargest = 5;
-  const auto accounted = accounted_ranges(s, heap);
-  OutsideMalloc out;
-  for (const MemoryRegion& r : s.image().regions()) {
-    if (!r.writable || !r.backing_path.empty()) continue;  // file mappings are the modules' and files'
-    const std::uint64_t bytes = uncovered_bytes(r.start, r.end, accounted);
-    if (bytes == 0) continue;
-    out.bytes += bytes;
-    ++out.mappings;
-    out.largest.push_back({r.start, r.end, bytes});
+  std::map<Address, AnonymousMapping> by_mapping;
+  for (const RootRange& r : s.roots().ranges) {
+    if (r.kind != RootKind::anonymous) continue;
+    const MemoryRegion* region = s.image().region_at(r.start);
+    AnonymousMapping& m = by_mapping[region ? region->start : r.start];
+    m.start = region ? region->start : r.start;
+    m.end = region ? region->end : r.end;
+    m.outside_bytes += r.end - r.start;
   }
+  OutsideMalloc out;
+  for (const auto& [start, m] : by_mapping) {
+    out.bytes += m.outside_bytes;
+    out.largest.push_back(m);
+  }
+  out.mappings = out.largest.size();
   std::stable_sort(out.largest.begin(), out.largest.end(),
                    [](const AnonymousMapping& a, const AnonymousMapping& b) { return a.outside_bytes > b.outside_bytes; });
   if (out.largest.size() > kLargest) out.largest.resize(kLargest);
@@ -148,7 +120,7 @@ SummaryReport build_summary_report(Session& s) {
     r.totals = heap.totals();
     r.mallinfo = heap.mallinfo;
     r.typed = typed_share(heap, s.types());
-    r.outside_malloc = outside_malloc(s, heap);
+    r.outside_malloc = outside_malloc(s);
   } catch (const AnalysisError& e) {
     r.heap_error = e.what();  // the process overview is still worth showing
   }
