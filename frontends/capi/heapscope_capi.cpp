@@ -113,6 +113,15 @@ std::string process_key(int pid) {
   return "pid " + std::to_string(pid) + " started " + start_time;
 }
 
+// A session over `image` with the target's options and the snapshot store kept for `target_key`.
+hs_session* new_session(std::shared_ptr<const Image> image, const TargetOptions& target, const std::string& target_key) {
+  auto session = std::make_unique<hs_session>();
+  SessionOptions options = session_options(target);
+  options.snapshots = snapshot_store_for(target_key);
+  session->session = std::make_unique<Session>(std::move(image), options);
+  return session.release();
+}
+
 }  // namespace
 
 extern "C" {
@@ -136,11 +145,7 @@ hs_session* hs_open_core(const char* core, const char* exe_or_null, const char* 
       set_string(error, message);
       return nullptr;
     }
-    auto session = std::make_unique<hs_session>();
-    SessionOptions options = session_options(target);
-    options.snapshots = snapshot_store_for(core_key(core));
-    session->session = std::make_unique<Session>(image, options);
-    return session.release();
+    return new_session(std::move(image), target, core_key(core));
   } catch (const std::exception& e) {
     set_string(error, std::string("cannot open the core: ") + e.what());
   } catch (...) {
@@ -179,11 +184,7 @@ hs_session* hs_open_live_with_options(int pid, const hs_thread* threads, size_t 
       set_string(error, message);
       return nullptr;
     }
-    auto session = std::make_unique<hs_session>();
-    SessionOptions options = session_options(target);
-    options.snapshots = snapshot_store_for(process_key(pid));
-    session->session = std::make_unique<Session>(image, options);
-    return session.release();
+    return new_session(std::move(image), target, process_key(pid));
   } catch (const std::exception& e) {
     set_string(error, std::string("cannot open the process: ") + e.what());
   } catch (...) {
