@@ -58,7 +58,7 @@ def _load_library():
         tried.append(path)
         if os.path.isfile(path):
             try:
-                return _declare(ctypes.CDLL(path)), None
+                return ctypes.CDLL(path), None
             except OSError as e:
                 return None, f"heap: cannot load {path}: {e}"
     return None, (f"heap: {LIBRARY_NAME} was not found (looked in: {', '.join(tried)}); build heapscope, or set "
@@ -67,25 +67,23 @@ def _load_library():
 
 def _thread_type(lib):
     """hs_thread, its registers named and ordered as the library says (hs_register_names)."""
+    lib.hs_free.argtypes = [ctypes.c_void_p]
+    lib.hs_free.restype = None
+    lib.hs_register_names.argtypes = []
+    lib.hs_register_names.restype = ctypes.c_void_p
     names = tuple(_take_string(lib.hs_register_names(), lib).split())
     fields = [("tid", ctypes.c_uint32), ("registers", ctypes.c_uint64 * len(names))]
     return names, type("_Thread", (ctypes.Structure,), {"_fields_": fields})
 
 
-def _declare(lib):
-    global REGISTER_NAMES, _Thread
+def _declare(lib, thread_type):
     text = ctypes.c_void_p  # char* results are freed with hs_free, so they stay raw pointers
-    lib.hs_free.argtypes = [text]
-    lib.hs_free.restype = None
-    lib.hs_register_names.argtypes = []
-    lib.hs_register_names.restype = text
-    REGISTER_NAMES, _Thread = _thread_type(lib)
     lib.hs_open_core.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(text)]
     lib.hs_open_core.restype = ctypes.c_void_p
-    lib.hs_open_live.argtypes = [ctypes.c_int, ctypes.POINTER(_Thread), ctypes.c_size_t, ctypes.POINTER(text)]
+    lib.hs_open_live.argtypes = [ctypes.c_int, ctypes.POINTER(thread_type), ctypes.c_size_t, ctypes.POINTER(text)]
     lib.hs_open_live.restype = ctypes.c_void_p
-    lib.hs_open_live_with_options.argtypes = [ctypes.c_int, ctypes.POINTER(_Thread), ctypes.c_size_t, ctypes.c_char_p,
-                                              ctypes.POINTER(text)]
+    lib.hs_open_live_with_options.argtypes = [ctypes.c_int, ctypes.POINTER(thread_type), ctypes.c_size_t,
+                                              ctypes.c_char_p, ctypes.POINTER(text)]
     lib.hs_open_live_with_options.restype = ctypes.c_void_p
     lib.hs_run.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _EVALUATE_FN, ctypes.c_void_p, ctypes.POINTER(text),
                            ctypes.POINTER(text)]
@@ -96,7 +94,6 @@ def _declare(lib):
     lib.hs_commands.restype = text
     lib.hs_close.argtypes = [ctypes.c_void_p]
     lib.hs_close.restype = None
-    return lib
 
 
 def _take_string(pointer, lib=None):
@@ -109,8 +106,10 @@ def _take_string(pointer, lib=None):
         (lib or _lib).hs_free(pointer)
 
 
-REGISTER_NAMES, _Thread = (), None  # from the library, once it is loaded (_declare)
 _lib, _load_error = _load_library()
+REGISTER_NAMES, _Thread = _thread_type(_lib) if _lib else ((), None)
+if _lib:
+    _declare(_lib, _Thread)
 
 
 def _require_library():
