@@ -18,13 +18,19 @@ std::optional<std::uint64_t> read_u64(const MemoryReader& read, Address at) {
   return read(at, &v, sizeof v) == sizeof v ? std::optional(v) : std::nullopt;
 }
 
+// The `_thread_db_*` descriptor at `at`: three uint32, {size in bits, count, offset}.
+std::optional<ThreadDbDescriptor> descriptor_at(const MemoryReader& read, std::optional<Address> at) {
+  std::uint32_t d[3];
+  if (!at || read(*at, d, sizeof d) != sizeof d) return std::nullopt;
+  return ThreadDbDescriptor{d[0], d[1], d[2]};
+}
+
 // A `_thread_db_*` descriptor's offset, when its field has the size glibc gives it (a list_t, a pid_t).
 std::optional<std::uint64_t> field_offset(const MemoryReader& read, const LibcSymbolLookup& lookup,
                                           std::string_view name, std::uint32_t bits) {
-  const auto at = lookup("libc.so", name);
-  std::uint32_t d[3];
-  if (!at || read(*at, d, sizeof d) != sizeof d || d[0] != bits || d[2] >= kMaxFieldOffset) return std::nullopt;
-  return d[2];
+  const auto d = descriptor_at(read, lookup("libc.so", name));
+  if (!d || d->size_bits != bits || d->offset >= kMaxFieldOffset) return std::nullopt;
+  return d->offset;
 }
 
 struct Layout {
@@ -80,10 +86,7 @@ std::optional<std::vector<Address>> list_nodes(const MemoryReader& read, Address
 
 std::optional<ThreadDbDescriptor> thread_db_descriptor(const Image& image, const SymbolIndex& symbols,
                                                        const Module& libc, std::string_view name) {
-  const auto at = symbols.address_of(libc, name);
-  std::uint32_t d[3];
-  if (!at || !image.read_exact(*at, d, sizeof d)) return std::nullopt;
-  return ThreadDbDescriptor{d[0], d[1], d[2]};
+  return descriptor_at(memory_reader_for(image), symbols.address_of(libc, name));
 }
 
 std::optional<std::uint32_t> thread_db_sizeof(const Image& image, const SymbolIndex& symbols, const Module& libc,
