@@ -24,7 +24,8 @@ class RetainersCommand final : public Command {
   Report run(Session& s) override {
     Address query = 0;
     const BlockId b = block_argument(s, address_, &query);
-    return find_retainers(s, b, query, paths_, depth_);
+    const BlockId asked[] = {b};
+    return find_retainers(s, s.names_for(asked), RetainedSizes::cheapest, b, query, paths_, depth_);
   }
 
  private:

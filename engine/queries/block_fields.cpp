@@ -133,8 +133,9 @@ std::string scalar_text(const DwarfType& t, const std::uint8_t* bytes, std::uint
 
 class FieldWriter {
  public:
-  FieldWriter(Session& s, const DwarfTypeIndex& ix, Address base, std::uint64_t block_size, std::size_t max_rows)
-      : s_(s), ix_(ix), base_(base), block_size_(block_size), max_rows_(max_rows) {}
+  FieldWriter(Session& s, const BlockNames& names, const DwarfTypeIndex& ix, Address base, std::uint64_t block_size,
+              std::size_t max_rows)
+      : s_(s), names_(names), ix_(ix), base_(base), block_size_(block_size), max_rows_(max_rows) {}
 
   BlockFields out;
 
@@ -179,7 +180,7 @@ class FieldWriter {
           return;
         }
         add(path, label, t.name, offset, fmt::format("0x{:x}", *w), depth);
-        if (*w) out.rows.back().points_to = pointer_target(s_, *w);
+        if (*w) out.rows.back().points_to = pointer_target(s_, names_, *w);
         return;
       }
       case DwarfType::Kind::base:
@@ -217,6 +218,7 @@ class FieldWriter {
 
  private:
   Session& s_;
+  const BlockNames& names_;
   const DwarfTypeIndex& ix_;
   Address base_;
   std::uint64_t block_size_;
@@ -304,9 +306,9 @@ class FieldWriter {
 
 // The DWARF type of block `b`: from heap typing, or for a block named by its vtable that typing did not
 // reach, the DWARF structure of that name in whichever module defines it.
-DwarfTypeRef block_dwarf_type(Session& s, BlockId b) {
-  const DwarfTypes& dwarf = s.dwarf_types();
-  const BlockTypes& types = s.types();
+DwarfTypeRef block_dwarf_type(Session& s, const BlockNames& names, BlockId b) {
+  const DwarfTypes& dwarf = *names.dwarf;
+  const BlockTypes& types = names.types;
   if (const DwarfTypeRef ref = dwarf.of_block(types, b); ref.known()) return ref;
   if (types.type_id(b) == BlockTypes::kUnknown) return {};
   const Block& block = s.heap().blocks[b];
@@ -323,9 +325,9 @@ DwarfTypeRef block_dwarf_type(Session& s, BlockId b) {
 
 }  // namespace
 
-std::string pointer_target(Session& s, Address value) {
+std::string pointer_target(Session& s, const BlockNames& names, Address value) {
   if (const BlockId to = s.graph().index().find(value); to != kNoBlock) {
-    const BlockRef ref = block_ref(s, to);
+    const BlockRef ref = block_ref(s, names, to);
     return fmt::format("block 0x{:x}{} ({}, {} bytes)", ref.address,
                        value == ref.address ? "" : fmt::format("+0x{:x}", value - ref.address), ref.type, ref.size);
   }
@@ -333,10 +335,10 @@ std::string pointer_target(Session& s, Address value) {
   return {};
 }
 
-BlockFields block_fields(Session& s, BlockId b, std::size_t max_rows) {
-  const DwarfTypeRef ref = block_dwarf_type(s, b);
+BlockFields block_fields(Session& s, const BlockNames& names, BlockId b, std::size_t max_rows) {
+  const DwarfTypeRef ref = block_dwarf_type(s, names, b);
   if (!ref.known()) return {};
-  const DwarfTypeIndex* ix = s.dwarf_types().index(ref.module);
+  const DwarfTypeIndex* ix = names.dwarf->index(ref.module);
   const DwarfTypeId id = ix ? ix->definition(ref.type) : kNoDwarfType;
   if (id == kNoDwarfType || ix->type(id).size == 0) return {};
   const Block& block = s.heap().blocks[b];
@@ -344,7 +346,7 @@ BlockFields block_fields(Session& s, BlockId b, std::size_t max_rows) {
   const std::uint64_t count = block.usable_size() / t.size;
   if (count == 0) return {};
 
-  FieldWriter writer(s, *ix, block.address(), block.usable_size(), max_rows);
+  FieldWriter writer(s, names, *ix, block.address(), block.usable_size(), max_rows);
   if (count == 1 && t.kind == DwarfType::Kind::structure && !t.declaration) {
     writer.out.type = t.name;
     writer.members("", id, 0, 0);

@@ -23,10 +23,10 @@ struct BlockFields {
 
 // The fields of block `b` as its DWARF type lays them out (from DwarfTypes, or for a block named by its
 // vtable, the DWARF structure of that name); no rows when DWARF gives it no type.
-BlockFields block_fields(Session& s, BlockId b, std::size_t max_rows);
+BlockFields block_fields(Session& s, const BlockNames& names, BlockId b, std::size_t max_rows);
 
 // What the word `value` points to: "block 0x… (Node, 24 bytes)", "block 0x…+0x10 (…)", a module's symbol
 // ("global g in app"); empty when it points to nothing heapscope can name.
-std::string pointer_target(Session& s, Address value);
+std::string pointer_target(Session& s, const BlockNames& names, Address value);
 
 }  // namespace heapscope

@@ -2,15 +2,17 @@
 
 #include <fmt/format.h>
 
+#include "model/graph_closure.h"
+
 
 namespace heapscope {
 
-BlockRef block_ref(Session& s, BlockId b) {
+BlockRef block_ref(Session& s, const BlockNames& names, BlockId b) {
   const Block& blk = s.heap().blocks[b];
-  return {blk.address(), blk.usable_size(), s.types().name(b, blk)};
+  return {blk.address(), blk.usable_size(), names.types.name(b, blk)};
 }
 
-RootRef root_ref(Session& s, std::size_t root, BlockId target) {
+RootRef root_ref(Session& s, const BlockNames& names, std::size_t root, BlockId target) {
   const RootRange& r = s.roots().ranges[root];
   const std::vector<Address> sites = s.graph().root_edge_sites(root, target);
   RootRef ref;
@@ -22,11 +24,24 @@ RootRef root_ref(Session& s, std::size_t root, BlockId target) {
   }
   const Address found = sites.empty() ? 0 : sites.front();
   ref.address = found;
-  if (r.kind == RootKind::global && found) ref.field = variable_field(s.image(), s.dwarf_types(), r.module, found);
+  if (r.kind == RootKind::global && found) ref.field = variable_field(s.image(), *names.dwarf, r.module, found);
   // Unwinding costs a little; only a stack root needs the frames for its label.
   ref.label = describe_root(s.image(), s.symbols(), r, found ? found : r.start,
                             r.kind == RootKind::stack ? &s.frames() : nullptr);
   return ref;
+}
+
+RetainedBytes::RetainedBytes(Session& s, RetainedSizes how)
+    : s_(s), tree_(how == RetainedSizes::dominator_tree ? &s.retention() : s.retention_if_computed()),
+      // Building the tree reads every edge a few times over; removal is worth trying up to about that.
+      budget_(tree_ ? 0 : 2 * (s.graph().edge_count() + s.graph().block_count())) {}
+
+std::uint64_t RetainedBytes::operator()(BlockId b) {
+  if (!tree_) {
+    if (const auto bytes = retained_by_removal(s_.graph(), s_.heap(), s_.verdicts(), b, &budget_)) return *bytes;
+    tree_ = &s_.retention();
+  }
+  return tree_->retained_bytes(b);
 }
 
 std::optional<std::uint64_t> pointer_offset(Session& s, BlockId from, BlockId to) {

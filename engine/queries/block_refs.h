@@ -10,11 +10,30 @@
 
 namespace heapscope {
 
-BlockRef block_ref(Session& s, BlockId b);
+// The block as reports show it, named by `names` (Session::names(), or names_for() when a command is
+// about a few blocks).
+BlockRef block_ref(Session& s, const BlockNames& names, BlockId b);
+inline BlockRef block_ref(Session& s, BlockId b) { return block_ref(s, s.names(), b); }
 
 // The root's label, with the word (or register) inside it that points into `target`.
 // (The graph's edge sites: ReferenceGraph::root_edge_sites.)
-RootRef root_ref(Session& s, std::size_t root, BlockId target);
+RootRef root_ref(Session& s, const BlockNames& names, std::size_t root, BlockId target);
+
+// Where retained sizes come from: the dominator tree, or, for the few blocks of a command about one block,
+// removal (graph_closure.h) while that costs less than building the tree.
+enum class RetainedSizes { dominator_tree, cheapest };
+
+// What freeing block `b` would free (Retention::retained_bytes).
+class RetainedBytes {
+ public:
+  RetainedBytes(Session& s, RetainedSizes how);
+  std::uint64_t operator()(BlockId b);
+
+ private:
+  Session& s_;
+  const Retention* tree_;
+  std::uint64_t budget_;  // edges and blocks removal may visit, over all its calls
+};
 
 // Offset of the first word of block `from` that points into block `to` (ReferenceGraph::edge_sites).
 std::optional<std::uint64_t> pointer_offset(Session& s, BlockId from, BlockId to);

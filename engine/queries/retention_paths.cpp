@@ -14,17 +14,17 @@ namespace heapscope {
 namespace {
 
 // Follows `toward` (each block's next step towards the target) to build the path from `first`.
-RetainerPath make_path(Session& s, std::size_t root, BlockId first, const std::vector<BlockId>& toward) {
+RetainerPath make_path(Session& s, const BlockNames& names, RetainedBytes& retained, std::size_t root, BlockId first,
+                       const std::vector<BlockId>& toward) {
   RetainerPath p;
-  p.root = root_ref(s, root, first);
-  const Retention& retention = s.retention();
+  p.root = root_ref(s, names, root, first);
   for (BlockId b = first;; b = toward[b]) {
     PathStep step;
-    step.block = block_ref(s, b);
-    step.retained = retention.retained_bytes(b);
+    step.block = block_ref(s, names, b);
+    step.retained = retained(b);
     const BlockId next = toward[b];
     if (next != kNoBlock) step.offset = pointer_offset(s, b, next);
-    if (step.offset) step.field = field_at(s.dwarf_types(), s.dwarf_types().of_block(s.types(), b), *step.offset);
+    if (step.offset) step.field = field_at(*names.dwarf, names.dwarf->of_block(names.types, b), *step.offset);
     p.steps.push_back(std::move(step));
     if (next == kNoBlock) break;
   }
@@ -33,12 +33,13 @@ RetainerPath make_path(Session& s, std::size_t root, BlockId first, const std::v
 
 }  // namespace
 
-RetainersReport find_retainers(Session& s, BlockId target, Address query, std::size_t max_paths,
-                               std::size_t max_depth) {
+RetainersReport find_retainers(Session& s, const BlockNames& names, RetainedSizes sizes, BlockId target,
+                               Address query, std::size_t max_paths, std::size_t max_depth) {
   const ReferenceGraph& g = s.graph();
+  RetainedBytes retained(s, sizes);
   RetainersReport r;
   r.query = query;
-  r.target = block_ref(s, target);
+  r.target = block_ref(s, names, target);
   r.verdict = verdict_name(s.verdicts().verdict[target]);
 
   // Breadth-first backwards from the target: the first blocks found with a root pointing at them give
@@ -52,7 +53,7 @@ RetainersReport find_retainers(Session& s, BlockId target, Address query, std::s
     for (BlockId b : level) {
       for (std::uint32_t root : g.in_root_edges(b)) {
         if (r.paths.size() >= max_paths || !roots_used.insert(root).second) continue;
-        r.paths.push_back(make_path(s, root, b, toward));
+        r.paths.push_back(make_path(s, names, retained, root, b, toward));
       }
     }
     if (depth >= max_depth) {
@@ -73,7 +74,8 @@ RetainersReport find_retainers(Session& s, BlockId target, Address query, std::s
 }
 
 std::optional<RetainerPath> shortest_retainer_path(Session& s, BlockId target) {
-  RetainersReport found = find_retainers(s, target, s.heap().blocks[target].address(), 1, kDefaultPathDepth);
+  RetainersReport found = find_retainers(s, s.names(), RetainedSizes::dominator_tree, target,
+                                         s.heap().blocks[target].address(), 1, kDefaultPathDepth);
   if (found.paths.empty()) return std::nullopt;
   return std::move(found.paths.front());
 }
@@ -81,20 +83,22 @@ std::optional<RetainerPath> shortest_retainer_path(Session& s, BlockId target) {
 RefsReport find_referrers(Session& s, BlockId target, Address query) {
   const ReferenceGraph& g = s.graph();
   const auto& blocks = s.heap().blocks;
+  const BlockId asked[] = {target};
+  const BlockNames& names = s.names_for(asked);  // the referrers lead to the target: named with it
   RefsReport r;
   r.query = query;
-  r.target = block_ref(s, target);
+  r.target = block_ref(s, names, target);
   std::set<BlockId> seen;
   for (std::uint32_t e : g.in_edges(target)) {
     const BlockId from = edge_target(e);
     if (!seen.insert(from).second) continue;  // one entry per pointer word: the edge's sites
     for (const Address at : g.edge_sites(from, target))
-      r.referrers.push_back({block_ref(s, from), at - blocks[from].address(), std::nullopt});
+      r.referrers.push_back({block_ref(s, names, from), at - blocks[from].address(), std::nullopt});
   }
   std::set<std::uint32_t> roots(g.in_root_edges(target).begin(), g.in_root_edges(target).end());
   for (std::uint32_t root : roots) {
     Referrer ref;
-    ref.root = root_ref(s, root, target);
+    ref.root = root_ref(s, names, root, target);
     r.referrers.push_back(std::move(ref));
   }
   return r;
@@ -104,9 +108,13 @@ DescribeReport describe_block(Session& s, BlockId target, Address query, std::si
                               std::size_t max_fields) {
   const HeapModel& heap = s.heap();
   const Block& b = heap.blocks[target];
+  // The block and what it points to, named together.
+  std::vector<BlockId> asked{target};
+  for (std::uint32_t e : s.graph().out_edges(target)) asked.push_back(edge_target(e));
+  const BlockNames& names = s.names_for(asked);
   DescribeReport r;
   r.query = query;
-  r.block = block_ref(s, target);
+  r.block = block_ref(s, names, target);
   r.chunk = b.chunk;
   r.chunk_size = b.chunk_size();
   r.state = block_state_name(b.state);
@@ -118,11 +126,11 @@ DescribeReport describe_block(Session& s, BlockId target, Address query, std::si
   r.dump.resize(s.image().read(b.address(), r.dump.data(), r.dump.size()));
 
   for_each_word(s.image(), b.address(), b.address() + b.usable_size(), [&](Address at, std::uint64_t w) {
-    std::string where = pointer_target(s, w);
+    std::string where = pointer_target(s, names, w);
     if (where.empty()) return;  // not a pointer to anything heapscope can name
     r.pointers.push_back({at - b.address(), w, std::move(where)});
   });
-  BlockFields fields = block_fields(s, target, max_fields);
+  BlockFields fields = block_fields(s, names, target, max_fields);
   r.fields_type = std::move(fields.type);
   r.fields = std::move(fields.rows);
   r.fields_truncated = fields.truncated;

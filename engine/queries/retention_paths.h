@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "queries/block_refs.h"
 #include "reports/graph_reports.h"
 #include "session/session.h"
 
@@ -11,9 +12,10 @@ namespace heapscope {
 inline constexpr std::size_t kDefaultPathDepth = 10000;
 
 // Shortest paths from roots to block `target`, at most `max_paths` of them (each from a different root
-// or through a different first block), none longer than `max_depth` blocks.
-RetainersReport find_retainers(Session& s, BlockId target, Address query, std::size_t max_paths,
-                               std::size_t max_depth);
+// or through a different first block), none longer than `max_depth` blocks, their blocks named by `names`
+// (every block on a path leads to the target: Session::names_for({target}) names them all).
+RetainersReport find_retainers(Session& s, const BlockNames& names, RetainedSizes sizes, BlockId target,
+                               Address query, std::size_t max_paths, std::size_t max_depth);
 
 // One shortest path from a root to `target`; none when no root reaches it within kDefaultPathDepth blocks.
 std::optional<RetainerPath> shortest_retainer_path(Session& s, BlockId target);

@@ -154,7 +154,7 @@ class HandleScan {
                     [&](Address, std::uint64_t word) { note(holder, word); });
       if (holder.handles.empty()) continue;
       holder.block = block_ref(s_, b);
-      RetainersReport paths = find_retainers(s_, b, start, 1, max_depth);
+      RetainersReport paths = find_retainers(s_, s_.names(), RetainedSizes::dominator_tree, b, start, 1, max_depth);
       if (!paths.paths.empty()) holder.path = std::move(paths.paths.front());
       holder.retained_by = dominating_root(b);
       holders_.push_back(std::move(holder));

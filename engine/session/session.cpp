@@ -5,6 +5,7 @@
 
 #include "base/phase_timer.h"
 #include "image/address_literal.h"
+#include "model/graph_closure.h"
 #include "runtime/builtin/builtin_runtimes.h"
 
 namespace heapscope {
@@ -123,25 +124,34 @@ const CoroutineFrames& Session::coroutines() {
   return product(coroutines_, "coroutines", [&] { return find_coroutine_frames(*image_, symbols_, heap()); });
 }
 
-const BlockTypes& Session::types() {
-  return product(naming_, "types", [&] {
-    const HeapModel& h = heap();
-    const BlockIndex& index = block_index();
-    const RootSet& r = roots();
-    const CoroutineFrames& coroutine_frames = coroutines();
-    const auto& f = frames();
-    auto naming = std::make_unique<Naming>(Naming{infer_types(*image_, symbols_, h, index, r), nullptr});
-    type_coroutine_frames(naming->types, coroutine_frames);
-    PhaseTimer dwarf_timer("dwarf types");
-    naming->dwarf = std::make_unique<DwarfTypes>(*image_, symbols_);
-    type_blocks_from_dwarf(*image_, symbols_, h, index, &f, naming->types, *naming->dwarf);
-    return naming;
-  }).types;
+std::unique_ptr<BlockNames> Session::name_blocks(const std::vector<bool>* within) {
+  const HeapModel& h = heap();
+  const BlockIndex& index = block_index();
+  const RootSet& r = roots();
+  const CoroutineFrames& coroutine_frames = coroutines();
+  const auto& f = frames();
+  auto names = std::make_unique<BlockNames>(BlockNames{infer_types(*image_, symbols_, h, index, r, within), nullptr});
+  type_coroutine_frames(names->types, coroutine_frames);
+  PhaseTimer dwarf_timer("dwarf types");
+  names->dwarf = std::make_unique<DwarfTypes>(*image_, symbols_);
+  type_blocks_from_dwarf(*image_, symbols_, h, index, &f, names->types, *names->dwarf, within);
+  return names;
 }
 
-const DwarfTypes& Session::dwarf_types() {
-  types();
-  return *naming_.value->dwarf;
+const BlockNames& Session::names() {
+  return product(names_, "types", [&] { return name_blocks(nullptr); });
+}
+
+const BlockNames& Session::names_for(std::span<const BlockId> blocks) {
+  std::lock_guard lock(mutex_);
+  if (names_.value) return *names_.value;
+  std::vector<BlockId> key(blocks.begin(), blocks.end());
+  std::sort(key.begin(), key.end());
+  key.erase(std::unique(key.begin(), key.end()), key.end());
+  return product(names_of_parts_[key], "types of the blocks asked about", [&] {
+    const std::vector<bool> within = ancestors_of(graph(), key);
+    return name_blocks(&within);
+  });
 }
 
 const Retention& Session::retention() {
@@ -152,6 +162,11 @@ const Retention& Session::retention() {
     const auto& f = frames();
     return std::make_unique<Retention>(*image_, symbols_, h, r, g, &f);
   });
+}
+
+const Retention* Session::retention_if_computed() const {
+  std::lock_guard lock(mutex_);
+  return retention_.value.get();
 }
 
 void Session::check_interrupted() const {

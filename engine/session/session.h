@@ -6,8 +6,10 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -53,6 +55,12 @@ class AnalysisError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Block names: symbol typing, coroutine frames, then DWARF typing, computed together.
+struct BlockNames {
+  BlockTypes types;
+  std::unique_ptr<DwarfTypes> dwarf;
+};
+
 class Session {
  public:
   Session(std::shared_ptr<const Image> image, SessionOptions options);
@@ -76,9 +84,16 @@ class Session {
   // Call stacks of every thread (indexed like Image::threads()); needs no heap, never throws for a bad stack.
   const std::vector<std::vector<Frame>>& frames();
   const CoroutineFrames& coroutines();    // C++20 coroutine frames on the heap and their awaiters
-  const BlockTypes& types();              // symbol typing, coroutine frames, then DWARF typing
-  const DwarfTypes& dwarf_types();        // each block's DWARF type (computed with types())
+  const BlockNames& names();              // every block's name and DWARF type
+  const BlockTypes& types() { return names().types; }
+  const DwarfTypes& dwarf_types() { return *names().dwarf; }
+  // The names of `blocks` and of the blocks that lead to them (their ancestors in the graph): what names()
+  // gives them, computed over that part of the heap alone — what a command about one block needs. Once
+  // names() is computed, that; otherwise kept per set of blocks for the session's life.
+  const BlockNames& names_for(std::span<const BlockId> blocks);
   const Retention& retention();           // dominator tree and retained sizes
+  // The dominator tree when some command has built it already; null otherwise.
+  const Retention* retention_if_computed() const;
 
   // Lets a frontend stop a long analysis (Ctrl-C in a debugger): checked before every product; when it
   // returns true the product throws AnalysisError("interrupted") and nothing half-done is kept.
@@ -104,13 +119,10 @@ class Session {
     std::unique_ptr<T> value;
     std::string error;
   };
-  struct Naming {  // types() and dwarf_types() are computed together
-    BlockTypes types;
-    std::unique_ptr<DwarfTypes> dwarf;
-  };
   template <class T, class Compute>
   const T& product(Slot<T>& slot, const char* name, Compute&& compute);
   void check_interrupted() const;
+  std::unique_ptr<BlockNames> name_blocks(const std::vector<bool>* within);
   void add_warnings(const std::vector<std::string>& more);
 
   std::shared_ptr<const Image> image_;
@@ -128,7 +140,8 @@ class Session {
   Slot<HeapVerification> verification_;
   Slot<std::vector<std::vector<Frame>>> frames_;
   Slot<CoroutineFrames> coroutines_;
-  Slot<Naming> naming_;
+  Slot<BlockNames> names_;
+  std::map<std::vector<BlockId>, Slot<BlockNames>> names_of_parts_;
   Slot<Retention> retention_;
   AddressEvaluator evaluate_;
   std::function<bool()> interrupted_;

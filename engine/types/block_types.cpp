@@ -99,7 +99,8 @@ std::size_t BlockTypes::typed_blocks() const {
 }
 
 BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const BlockIndex& index,
-                       const RootSet& roots) {
+                       const RootSet& roots, const std::vector<bool>* within) {
+  auto wanted = [&](std::size_t block) { return !within || (*within)[block]; };
   BlockTypes types;
   types.resize(heap.blocks.size());
 
@@ -108,7 +109,7 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
   MemoryCursor mem(image);
   for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
     const Block& b = heap.blocks[i];
-    if (!is_allocated(b.state) || b.usable_size() < 8) continue;
+    if (!is_allocated(b.state) || b.usable_size() < 8 || !wanted(i)) continue;
     const auto first = mem.u64(b.address());
     if (!first || *first == 0 || !image.module_at(*first)) continue;
     auto [it, fresh] = by_first_word.try_emplace(*first, BlockTypes::kUnknown);
@@ -139,13 +140,16 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
     const auto functor = image.read_u64(at - 16);
     if (!functor) return;
     const BlockId target = index.find(*functor);
-    if (target == kNoBlock || heap.blocks[target].address() != *functor) return;
+    if (target == kNoBlock || heap.blocks[target].address() != *functor || !wanted(target)) return;
     auto [it, fresh] = functor_ids.try_emplace(&m->second, 0);
     if (fresh) it->second = types.intern(m->second.functor_type);
     types.set(target, it->second);
   };
-  for (const Block& b : heap.blocks)
-    if (is_allocated(b.state)) for_each_word(image, b.address(), b.address() + b.usable_size(), visit);
+  // The words next to a pointer into a wanted block lie in a block pointing to it: wanted too.
+  for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+    const Block& b = heap.blocks[i];
+    if (is_allocated(b.state) && wanted(i)) for_each_word(image, b.address(), b.address() + b.usable_size(), visit);
+  }
   for (const RootRange& r : roots.ranges)
     if (r.kind != RootKind::registers) for_each_word(image, r.start, r.end, visit);
   name_functor_sources(types, functor_ids);

@@ -39,8 +39,11 @@ class BlockTypes {
   std::vector<std::string> sources_;  // by type id, like names_
 };
 
+// With `within` (a flag per block, closed under predecessors: graph_closure.h's ancestors_of), only the
+// blocks in it are typed, and only they and the roots are read: the names they get are the same as over
+// the whole heap.
 BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const BlockIndex& index,
-                       const RootSet& roots);
+                       const RootSet& roots, const std::vector<bool>* within = nullptr);
 
 // Types each coroutine frame "coroutine frame <function>".
 void type_coroutine_frames(BlockTypes& types, const CoroutineFrames& coroutines);

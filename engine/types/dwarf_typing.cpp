@@ -83,8 +83,9 @@ int specificity(const DwarfType& t) {
 
 class Propagator {
  public:
-  Propagator(const Image& image, const HeapModel& heap, const BlockIndex& index, BlockTypes& types, DwarfTypes& dwarf)
-      : heap_(heap), index_(index), types_(types), dwarf_(dwarf), mem_(image),
+  Propagator(const Image& image, const HeapModel& heap, const BlockIndex& index, BlockTypes& types, DwarfTypes& dwarf,
+             const std::vector<bool>* within)
+      : heap_(heap), index_(index), types_(types), dwarf_(dwarf), within_(within), mem_(image),
         first_dwarf_id_(static_cast<std::uint32_t>(types.type_count())) {
     walked_.assign(heap.blocks.size(), false);
     indexes_.resize(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule));
@@ -117,6 +118,7 @@ class Propagator {
   const BlockIndex& index_;
   BlockTypes& types_;
   DwarfTypes& dwarf_;
+  const std::vector<bool>* within_;  // the blocks to type; null: all
   MemoryCursor mem_;
   std::vector<const DwarfTypeIndex*> indexes_;
   std::vector<TypeFacts> facts_;
@@ -191,7 +193,7 @@ class Propagator {
     const auto value = mem_.u64(at);
     if (!value || *value == 0) return;
     const BlockId b = index_.find(*value);
-    if (b == kNoBlock) return;
+    if (b == kNoBlock || (within_ && !(*within_)[b])) return;
     const Block& block = heap_.blocks[b];
     if (block.address() != *value) return;
     const std::uint32_t had = types_.type_id(b);
@@ -285,11 +287,11 @@ void seed_locals(const Image& image, const std::vector<std::vector<Frame>>& fram
 
 void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
                             const BlockIndex& index, const std::vector<std::vector<Frame>>* frames,
-                            BlockTypes& types, DwarfTypes& dwarf) {
+                            BlockTypes& types, DwarfTypes& dwarf, const std::vector<bool>* within) {
   std::optional<Propagator> made;
   {
     PhaseTimer t("dwarf types: indexes");
-    made.emplace(image, heap, index, types, dwarf);
+    made.emplace(image, heap, index, types, dwarf, within);
   }
   Propagator& propagate = *made;
   const std::vector<StaticTlsBlock> tls = static_tls_blocks(image, symbols);

@@ -62,10 +62,13 @@ class DwarfTypes {
 
 // Types the blocks BlockTypes left unknown, from the modules' variables; names them in `types` ("Client",
 // "char[]" for a block holding several chars) and records each block's DWARF type in `dwarf`.
-// With the threads' `frames` (may be null), the local variables DWARF locates are typed roots too.
+// With the threads' `frames` (may be null), the local variables DWARF locates are typed roots too. With
+// `within` (closed under predecessors, as infer_types takes it), pointers are followed into its blocks
+// only: every block in it gets the type the whole-heap pass would give it, since each type arrives along
+// a chain of pointers whose blocks all lead to it.
 void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
                             const BlockIndex& index, const std::vector<std::vector<Frame>>* frames,
-                            BlockTypes& types, DwarfTypes& dwarf);
+                            BlockTypes& types, DwarfTypes& dwarf, const std::vector<bool>* within = nullptr);
 
 // The field at `offset` of a block of type `ref` (an array of it when the block holds several):
 // ".clients", "[17]", "[2].next", or "" when the layout says nothing there.

@@ -8,6 +8,8 @@
 #include <random>
 
 #include "model/dominators.h"
+#include "model/graph_closure.h"
+#include "model/leak_verdicts.h"
 #include "model/retention.h"
 #include "fake_image.h"
 
@@ -316,4 +318,74 @@ TEST_CASE("retention: an empty heap and rootless blocks", "[dominators][retentio
   CHECK(r.retained_bytes(r.super_root()) == 0);
   for (BlockId blk = 0; blk < 10; ++blk) CHECK_FALSE(r.reachable(blk));
   CHECK(r.in_use_blocks() == 9);
+}
+
+// ---- graph_closure: what one block's commands ask without the whole tree ----
+
+TEST_CASE("retained_by_removal gives the dominator tree's retained sizes", "[dominators][retention]") {
+  // Random heaps: 60 blocks, random pointers among them (some into interiors, some from leaked blocks),
+  // a few roots. Every block's size by removal must equal Retention's.
+  std::mt19937 random(7);
+  for (int round = 0; round < 40; ++round) {
+    RetentionFixture f;
+    f.heap.blocks = BlockArray();
+    for (int i = 0; i < 60; ++i) {
+      Block b;
+      b.chunk = kHeapStart + 32 * i;
+      b.size_units = 2;
+      b.state = i % 17 == 5 ? BlockState::free : BlockState::in_use;
+      f.heap.blocks.push_back(b);
+    }
+    for (int i = 0; i < 60; ++i)
+      for (int word = 0; word < 2; ++word)
+        if (random() % 3 == 0) f.image.put(RetentionFixture::user(i) + 8 * word, RetentionFixture::user(random() % 60) + (random() % 4 == 0 ? 8 : 0));
+    for (int slot = 0; slot < 3; ++slot) f.hold(round % 2 ? kMappingA : kStack, slot, static_cast<int>(random() % 60));
+
+    const BlockIndex index(f.heap);
+    const ReferenceGraph graph(f.image, index, f.roots, 1);
+    const SymbolIndex symbols(f.image, {});
+    const Retention tree(f.image, symbols, f.heap, f.roots, graph);
+    const LeakVerdicts verdicts = compute_verdicts(graph, f.heap);
+    for (BlockId b = 0; b < 60; ++b) {
+      if (!is_allocated(f.heap.blocks[b].state)) continue;
+      std::uint64_t budget = 1'000'000;
+      const std::optional<std::uint64_t> bytes = retained_by_removal(graph, f.heap, verdicts, b, &budget);
+      REQUIRE(bytes);
+      INFO("round " << round << " block " << b);
+      CHECK(*bytes == tree.retained_bytes(b));
+    }
+  }
+}
+
+TEST_CASE("retained_by_removal stops when its budget is spent", "[dominators][retention]") {
+  RetentionFixture f;
+  f.hold(kMappingA, 0, 0);
+  for (int i = 0; i < 6; ++i) f.link(i, i + 1);  // a chain of 7 blocks
+  const BlockIndex index(f.heap);
+  const ReferenceGraph graph(f.image, index, f.roots, 1);
+  const LeakVerdicts verdicts = compute_verdicts(graph, f.heap);
+  std::uint64_t budget = 5;
+  CHECK_FALSE(retained_by_removal(graph, f.heap, verdicts, 0, &budget));
+  CHECK(budget == 0);
+  budget = 1000;
+  CHECK(retained_by_removal(graph, f.heap, verdicts, 0, &budget) == 7 * 24);
+}
+
+TEST_CASE("ancestors_of: every block that leads to the asked ones, and nothing else", "[dominators][retention]") {
+  RetentionFixture f;
+  f.hold(kMappingA, 0, 0);  // 0 → 1 → 2 → 3, 4 → 2, 5 → 4 (5 and 4 leaked), 6 ← 3 (a descendant only)
+  f.link(0, 1);
+  f.link(1, 2);
+  f.link(2, 3);
+  f.link(4, 2);
+  f.link(5, 4);
+  f.link(3, 6);
+  const BlockIndex index(f.heap);
+  const ReferenceGraph graph(f.image, index, f.roots, 1);
+  const BlockId asked[] = {2};
+  const std::vector<bool> in = ancestors_of(graph, asked);
+  std::vector<BlockId> members;
+  for (BlockId b = 0; b < in.size(); ++b)
+    if (in[b]) members.push_back(b);
+  CHECK(members == std::vector<BlockId>{0, 1, 2, 4, 5});
 }
