@@ -14,6 +14,29 @@
 
 namespace heapscope {
 
+// The earlier cores of the program a command compares the current state with (`diff OLD`, `evolution
+// CORE…`, `report --earlier CORE`). Before the command runs, the runner opens each with the frontend's
+// SessionOptions::open_core, one at a time, and saves its snapshot into the session's store under
+// `names[i]`: the core's file name, or its path as given when two share a file name.
+struct CoreSeries {
+  std::vector<std::string> cores;
+  bool order_by_time = false;  // take them in the order their files were written, not as given
+  // A frontend whose command line names the current core too (the CLI: `heapscope diff OLD NEW`) sets this
+  // before add_options: the cores positional then takes one core more, the last in order being the one
+  // analysed (with order_by_time, the newest). add_core_positionals does both.
+  bool listed_with_current = false;
+  std::vector<std::string> names;  // set by the runner
+};
+
+// The positional of a command whose earlier cores are given as positionals: `min` to `max` of them (max 0:
+// any number), named and described by `earlier`; where the frontend lists the current core with them,
+// one more, named and described by `listed`.
+struct CorePositional {
+  std::string name, description;
+};
+void add_core_positionals(CLI::App& app, CoreSeries& series, const CorePositional& earlier,
+                          const CorePositional& listed, int min, int max);
+
 class Command {
  public:
   virtual ~Command() = default;
@@ -21,6 +44,10 @@ class Command {
   virtual void add_options(CLI::App& app) = 0;
   // Runs against the session. Throws AnalysisError when nothing useful can be produced.
   virtual Report run(Session& session) = 0;
+  // The earlier cores this command was given, when it is one that takes them.
+  virtual CoreSeries* core_series() { return nullptr; }
+  // Whether it takes them as positionals (add_core_positionals), rather than as an option.
+  virtual bool cores_are_positional() { return false; }
 };
 
 struct CommandEntry {
@@ -51,5 +78,6 @@ std::unique_ptr<Command> make_verify_command();
 std::unique_ptr<Command> make_fragmentation_command();
 std::unique_ptr<Command> make_snapshot_command();
 std::unique_ptr<Command> make_evolution_command();
+std::unique_ptr<Command> make_diff_command();
 
 }  // namespace heapscope

@@ -2,10 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <vector>
+
+#include "queries/evolution.h"
+#include "queries/heap_snapshot.h"
 
 namespace heapscope {
 
@@ -56,12 +61,60 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw AnalysisError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
 }
 
+// Opens each earlier core, one Session at a time so that only one heap is held at once, and saves its
+// snapshot into the current session's store.
+void save_earlier_cores(Session& session, CoreSeries& series) {
+  std::string error;
+  if (series.order_by_time && !order_by_write_time(series.cores, &error)) throw AnalysisError(error);
+  series.names = core_snapshot_names(series.cores);
+  for (std::size_t i = 0; i < series.names.size(); ++i)  // the current state keeps its own name
+    if (series.names[i] == current_state_name(session)) series.names[i] = series.cores[i];
+  if (series.cores.empty()) return;
+  if (!session.options().open_core)
+    throw AnalysisError("this frontend cannot open other cores: compare with `snapshot save` and `snapshot diff` "
+                        "between two stops instead");
+  for (std::size_t i = 0; i < series.cores.size(); ++i) {
+    std::unique_ptr<Session> earlier = session.options().open_core(series.cores[i], &error);
+    if (!earlier) throw AnalysisError(error);
+    try {
+      session.snapshots().save(take_snapshot(*earlier, series.names[i]));
+    } catch (const AnalysisError& e) {
+      throw AnalysisError(series.cores[i] + ": " + e.what());
+    }
+  }
+}
+
 }  // namespace
+
+bool order_by_write_time(std::vector<std::string>& cores, std::string* error) {
+  std::vector<std::pair<std::filesystem::file_time_type, std::string>> timed;
+  for (const std::string& core : cores) {
+    std::error_code failed;
+    const auto written = std::filesystem::last_write_time(core, failed);
+    if (failed) {
+      *error = fmt::format("cannot read {}: {}", core, failed.message());
+      return false;
+    }
+    timed.emplace_back(written, core);
+  }
+  std::stable_sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 0; i < cores.size(); ++i) cores[i] = timed[i].second;
+  return true;
+}
+
+std::vector<std::string> core_snapshot_names(const std::vector<std::string>& cores) {
+  std::vector<std::string> names;
+  for (const std::string& core : cores) names.push_back(std::filesystem::path(core).filename().string());
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (std::count(names.begin(), names.end(), names[i]) > 1) names[i] = cores[i];
+  return names;
+}
 
 CommandResult run_command(Session& session, Command& command, const OutputOptions& options) {
   CommandResult result;
   try {
     const OutputFormat format = options.effective_format();
+    if (CoreSeries* series = command.core_series()) save_earlier_cores(session, *series);
     Report report = command.run(session);
     std::visit([&](auto& r) { r.warnings = session.warnings_with(std::move(r.warnings)); }, report);
     std::string text = render(report, format);

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "commands/command.h"
 #include "formatters/render.h"
@@ -26,7 +27,15 @@ struct OutputOptions {
 void add_output_options(CLI::App& app, OutputOptions& options);
 
 // Runs and renders; analysis failures become an error result, never an exception. With a path the
-// report goes to that file and the output is one line saying so.
+// report goes to that file and the output is one line saying so. A command given earlier cores
+// (Command::core_series) has their snapshots saved first; an error about one of them names it.
 CommandResult run_command(Session& session, Command& command, const OutputOptions& options);
+
+// The cores in the order their files were written; nothing, with *error naming it, for a core that
+// cannot be read.
+bool order_by_write_time(std::vector<std::string>& cores, std::string* error);
+
+// What snapshot reports call each core: its file name, or the path as given when two share a file name.
+std::vector<std::string> core_snapshot_names(const std::vector<std::string>& cores);
 
 }  // namespace heapscope

@@ -29,10 +29,23 @@ const std::vector<CommandEntry>& command_table() {
        make_fragmentation_command},
       {"snapshot", "Named heap snapshots: save NAME, diff NAME (what grew since, new blocks and their retainers), list, drop",
        make_snapshot_command},
-      {"evolution", "Bytes per type over every saved snapshot and now, steady growers first; a chart with -o FILE.svg",
+      {"diff", "An earlier core OLD of the program against now: per type and per root, count and bytes then and now, "
+               "most growth first; for cores of one process also the blocks new since OLD, with their retainers",
+       make_diff_command},
+      {"evolution", "Bytes per type over every saved snapshot, earlier cores given, and now; steady growers first; a "
+                    "chart with -o FILE.svg",
        make_evolution_command},
   };
   return table;
+}
+
+void add_core_positionals(CLI::App& app, CoreSeries& series, const CorePositional& earlier,
+                          const CorePositional& listed, int min, int max) {
+  const int extra = series.listed_with_current ? 1 : 0;
+  const CorePositional& shown = series.listed_with_current ? listed : earlier;
+  CLI::Option* option = app.add_option(shown.name, series.cores, shown.description);
+  option->expected(min + extra, max == 0 ? CLI::detail::expected_max_vector_size : max + extra);
+  if (min + extra > 0) option->required();
 }
 
 const CommandEntry* find_command(const std::string& name) {

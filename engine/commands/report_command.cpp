@@ -31,6 +31,13 @@ class ReportCommand final : public Command {
     app.add_option("-n,--count", count_, "How many rows the top and roots parts list (0: all)")
         ->check(whole_number())
         ->capture_default_str();
+    app.add_option("--earlier", earlier_.cores,
+                   "An earlier core of the same program (repeatable): the report gains the evolution of bytes per "
+                   "type over them and the current state, with a sparkline per type");
+  }
+  CoreSeries* core_series() override {
+    earlier_.order_by_time = true;
+    return &earlier_;
   }
 
   Report run(Session& s) override {
@@ -82,6 +89,7 @@ class ReportCommand final : public Command {
   std::size_t examples_ = 3;
   std::string top_by_ = "block";
   std::size_t count_ = 20;
+  CoreSeries earlier_;
 };
 
 }  // namespace

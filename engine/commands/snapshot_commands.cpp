@@ -1,7 +1,10 @@
 // The snapshot commands: `snapshot save|diff|list|drop|load` keep named heap snapshots in the session's
 // SnapshotStore (shared by every Session of a debugger target) and compare one with the current state;
-// `evolution` shows bytes per type over every saved snapshot and the current state.
+// `diff OLD` does the same with an earlier core's snapshot; `evolution [CORE…]` shows bytes per type over
+// every saved snapshot, the earlier cores given, and the current state.
 #include <fmt/format.h>
+
+#include <cctype>
 
 #include "queries/evolution.h"
 #include "queries/heap_snapshot.h"
@@ -20,6 +23,29 @@ std::string saved_names(const SnapshotStore& store) {
   return names.empty() ? "none saved yet" : "saved: " + names;
 }
 
+// `verb`: "diff: " where the options belong to one verb of several, empty where to the command.
+void add_diff_options(CLI::App& app, std::size_t& count, std::size_t& samples, const std::string& verb) {
+  auto described = [&](std::string text) {
+    if (verb.empty()) text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+    return verb + text;
+  };
+  app.add_option("-n,--count", count, described("rows per table, most growth first (0: all)"))
+      ->check(whole_number())
+      ->capture_default_str();
+  app.add_option("--sample", samples,
+                 described("new blocks shown with their retainers, per type of largest net growth (new less gone "
+                           "bytes)"))
+      ->check(whole_number())
+      ->capture_default_str();
+}
+
+DiffOptions diff_options(std::size_t count, std::size_t samples) {
+  DiffOptions options;
+  options.count = count;
+  options.samples_per_type = samples;
+  return options;
+}
+
 class SnapshotCommand final : public Command {
  public:
   void add_options(CLI::App& app) override {
@@ -32,12 +58,7 @@ class SnapshotCommand final : public Command {
     app.add_option("FILE", load_path_, "load: the snapshot file to read");
     app.add_option("--file", save_path_, "save: also write the snapshot to this JSON file (docs/json.md)")
         ->option_text("PATH");
-    app.add_option("-n,--count", count_, "diff: rows per table, most growth first (0: all)")
-        ->check(whole_number())
-        ->capture_default_str();
-    app.add_option("--sample", samples_, "diff: new blocks shown with their retainers, per type of largest net growth (new less gone bytes)")
-        ->check(whole_number())
-        ->capture_default_str();
+    add_diff_options(app, count_, samples_, "diff: ");
   }
 
   Report run(Session& s) override {
@@ -52,10 +73,7 @@ class SnapshotCommand final : public Command {
       store.drop(name_);
       return SnapshotReport{"drop", "", {snapshot_info(*saved)}, {}};
     }
-    DiffOptions options;
-    options.count = count_;
-    options.samples_per_type = samples_;
-    return diff_with_current(s, *saved, take_snapshot(s, current_state_name(s)), options);
+    return diff_with_current(s, *saved, take_snapshot(s, current_state_name(s)), diff_options(count_, samples_));
   }
 
  private:
@@ -87,9 +105,39 @@ class SnapshotCommand final : public Command {
   std::size_t samples_ = kDiffSamplesPerType;
 };
 
+// `diff OLD`: `snapshot diff` with the snapshot of an earlier core.
+class DiffCommand final : public Command {
+ public:
+  void add_options(CLI::App& app) override {
+    add_core_positionals(app, series_, {"OLD", "The earlier core of the same program"},
+                         {"CORES", "OLD NEW: the earlier core of the program, then the core analysed"}, 1, 1);
+    add_diff_options(app, count_, samples_, "");
+  }
+
+  Report run(Session& s) override {
+    SnapshotStore::Ptr old = s.snapshots().find(series_.names.front());
+    if (!old) throw AnalysisError("the snapshot of " + series_.cores.front() + " was not saved");
+    return diff_with_current(s, *old, take_snapshot(s, current_state_name(s)), diff_options(count_, samples_));
+  }
+  CoreSeries* core_series() override { return &series_; }
+  bool cores_are_positional() override { return true; }
+
+ private:
+  CoreSeries series_;
+  std::size_t count_ = kDiffRows;
+  std::size_t samples_ = kDiffSamplesPerType;
+};
+
 class EvolutionCommand final : public Command {
  public:
   void add_options(CLI::App& app) override {
+    add_core_positionals(app, series_,
+                         {"CORE", "Earlier cores of the same program, taken in the order they were written (after "
+                                  "the snapshots saved so far)"},
+                         {"CORE", "Cores of one program, taken in the order they were written; the last is the one "
+                                  "analysed"},
+                         0, 0);
+    app.add_flag("--keep-order", keep_order_, "Take the cores in the order given, not by their files' times");
     app.add_option("-n,--count", count_, "How many types to follow (0: all); steady growers come first")
         ->check(whole_number())
         ->capture_default_str();
@@ -101,8 +149,15 @@ class EvolutionCommand final : public Command {
   Report run(Session& s) override {
     return build_session_evolution(s, by_ == "growth" ? EvolutionOrder::growth : EvolutionOrder::final_bytes, count_);
   }
+  CoreSeries* core_series() override {
+    series_.order_by_time = !keep_order_;
+    return &series_;
+  }
+  bool cores_are_positional() override { return true; }
 
  private:
+  CoreSeries series_;
+  bool keep_order_ = false;
   std::size_t count_ = kEvolutionTypes;
   std::string by_ = "final";
 };
@@ -111,5 +166,6 @@ class EvolutionCommand final : public Command {
 
 std::unique_ptr<Command> make_snapshot_command() { return std::make_unique<SnapshotCommand>(); }
 std::unique_ptr<Command> make_evolution_command() { return std::make_unique<EvolutionCommand>(); }
+std::unique_ptr<Command> make_diff_command() { return std::make_unique<DiffCommand>(); }
 
 }  // namespace heapscope

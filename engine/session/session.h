@@ -34,6 +34,8 @@
 
 namespace heapscope {
 
+class Session;
+
 struct SessionOptions {
   SymbolSearchOptions symbols;
   // Named heap snapshots (`snapshot save`), shared by the Sessions of one target so that they outlive
@@ -43,6 +45,10 @@ struct SessionOptions {
   std::string state_name;
   // The allocator plug-ins to ask, in order; empty: the built-in ones (runtime/builtin/).
   std::vector<const AllocatorPlugin*> allocators;
+  // How this frontend opens another core of the same program, for the commands over a series of cores
+  // (`diff OLD`, `evolution CORE…`, `report --earlier CORE`); unset, they say this frontend cannot.
+  // frontends/common's core_opener() makes one.
+  std::function<std::unique_ptr<Session>(const std::string& core, std::string* error)> open_core;
   // Told the name of each product as its computation starts ("walk", "roots", …): progress for a frontend,
   // and a way for tests to see that each is computed once.
   std::function<void(std::string_view product)> on_product;

@@ -1,8 +1,7 @@
 // heapscope: the standalone frontend. `heapscope <command> CORE [options]` opens the core as an Image,
 // makes a Session and runs the command from the engine's command table; `heapscope attach PID <command>
-// [options]` does the same on a running process, stopped for the time of the analysis. `heapscope diff
-// OLD NEW`, `heapscope evolution CORE…` and `heapscope report CORE --earlier OLD…` save the earlier cores' snapshots, one Session at a time, into
-// one store and run the table's `snapshot diff` / `evolution` / `report` on the last core's Session.
+// [options]` does the same on a running process, stopped for the time of the analysis. A command that
+// takes earlier cores (`diff OLD NEW`, `evolution CORE…`) has them before the core it analyses.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -18,7 +17,6 @@
 #include "sources/live_process_image.h"
 #include "sources/ptrace_attach.h"
 #include "frontends/common/target_options.h"
-#include "queries/heap_snapshot.h"
 
 namespace {
 
@@ -31,8 +29,10 @@ struct CoreTarget : TargetOptions {
 
 enum class Target { core, live_process };
 
-void add_target_options(CLI::App& sub, CoreTarget& t, Target target) {
-  if (target == Target::core)
+// `core_positional`: whether the core is its own CORE positional (not for a live process, nor for a
+// command that lists it among its cores).
+void add_target_options(CLI::App& sub, CoreTarget& t, bool core_positional) {
+  if (core_positional)
     sub.add_option("CORE", t.core, "Core file of the process (capture one with scripts/capture-core or gdb's gcore)")
         ->required();
   heapscope::add_target_options(sub, static_cast<TargetOptions&>(t));
@@ -65,72 +65,19 @@ int run(const CommandEntry& entry, Command& command, const CoreTarget& t, const 
   std::string error;
   std::shared_ptr<ElfCoreImage> image = open_core(t.core, t, &error);
   if (!image) return fail(error);
-  return report(entry, analyse(image, command, t, output));
+  SessionOptions options = session_options(t);
+  options.state_name = std::filesystem::path(t.core).filename().string();
+  Session session(std::move(image), options);
+  return report(entry, run_command(session, command, output));
 }
 
-// ---- diff and evolution: a series of cores of one program ----
-
-struct SeriesOptions {
-  std::vector<std::string> cores;
-  CoreTarget target;
-  OutputOptions output;
-  bool keep_order = false;
-};
-
-// What reports call each core: its file name, or the path as given when two cores share a file name.
-std::vector<std::string> snapshot_names(const std::vector<std::string>& cores) {
-  std::vector<std::string> names;
-  for (const std::string& core : cores) names.push_back(std::filesystem::path(core).filename().string());
-  for (std::size_t i = 0; i < names.size(); ++i)
-    if (std::count(names.begin(), names.end(), names[i]) > 1) names[i] = cores[i];
-  return names;
-}
-
-// Opens every core but the last, one Session at a time, and saves its snapshot into `store`; then runs
-// `command` on the last core's Session. Errors name the core that caused them.
-int run_series(const char* name, const SeriesOptions& o, Command& command) {
-  const std::vector<std::string> names = snapshot_names(o.cores);
-  auto store = std::make_shared<SnapshotStore>();
-  auto session_for = [&](std::size_t i, std::string* error) -> std::unique_ptr<Session> {
-    std::shared_ptr<ElfCoreImage> image = open_core(o.cores[i], o.target, error);
-    if (!image) return nullptr;
-    SessionOptions options = session_options(o.target);
-    options.snapshots = store;
-    options.state_name = names[i];
-    return std::make_unique<Session>(std::move(image), options);
-  };
-  std::string error;
-  for (std::size_t i = 0; i + 1 < o.cores.size(); ++i) {
-    std::unique_ptr<Session> session = session_for(i, &error);
-    if (!session) return fail(error);
-    try {
-      store->save(take_snapshot(*session, names[i]));
-    } catch (const AnalysisError& e) {
-      return fail(std::string(name) + ": " + o.cores[i] + ": " + e.what());
-    }
-  }
-  std::unique_ptr<Session> last = session_for(o.cores.size() - 1, &error);
-  if (!last) return fail(error);
-  const CommandResult result = run_command(*last, command, o.output);
-  if (result.exit_code != 0) return fail(std::string(name) + ": " + o.cores.back() + ": " + result.error);
-  std::fwrite(result.output.data(), 1, result.output.size(), stdout);
-  return 0;
-}
-
-// Cores in the order they were written (their files' modification times); a core that cannot be read is
-// a clear error naming it.
-bool order_by_capture_time(std::vector<std::string>& cores, std::string* error) {
-  std::vector<std::pair<std::int64_t, std::string>> timed;
-  for (const std::string& core : cores) {
-    const std::optional<std::int64_t> mtime = file_mtime_ns(core);
-    if (!mtime) {
-      *error = "cannot read " + core + ": no such file or no access";
-      return false;
-    }
-    timed.emplace_back(*mtime, core);
-  }
-  std::stable_sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (std::size_t i = 0; i < cores.size(); ++i) cores[i] = timed[i].second;
+// `diff OLD NEW`, `evolution c3 c1 c2`: the cores listed, in order (by time where the command orders
+// them), the last being the one analysed and the others its earlier cores.
+bool take_last_as_current(CoreSeries& series, std::string& core, std::string* error) {
+  if (series.order_by_time && !order_by_write_time(series.cores, error)) return false;
+  core = series.cores.back();
+  series.cores.pop_back();
+  series.order_by_time = false;
   return true;
 }
 
@@ -210,24 +157,20 @@ int main(int argc, char** argv) {
     CoreTarget target;
     OutputOptions output;
     CLI::App* app;
-    std::vector<std::string> earlier_cores;  // report: earlier cores of the program, for its evolution part
   };
   std::vector<std::unique_ptr<Invocation>> invocations, attached_invocations;
   auto add_commands = [](CLI::App& parent, Target target, std::vector<std::unique_ptr<Invocation>>& out) {
     for (const CommandEntry& entry : command_table()) {
-      // On cores, `evolution` takes a series of cores (below); one core is a series of one.
-      if (target == Target::core && std::string(entry.name) == "evolution") continue;
       auto inv = std::make_unique<Invocation>();
       inv->entry = &entry;
       inv->command = entry.make();
       inv->app = parent.add_subcommand(entry.name, entry.description);
-      add_target_options(*inv->app, inv->target, target);
+      // A command whose positionals are earlier cores lists the analysed core with them: `diff OLD NEW`.
+      CoreSeries* series = inv->command->cores_are_positional() ? inv->command->core_series() : nullptr;
+      if (series && target == Target::core) series->listed_with_current = true;
+      add_target_options(*inv->app, inv->target, target == Target::core && !series);
       inv->command->add_options(*inv->app);
       add_output_options(*inv->app, inv->output);
-      if (target == Target::core && std::string(entry.name) == "report")
-        inv->app->add_option("--earlier", inv->earlier_cores,
-                             "Earlier cores of the same program (repeatable): the report gains the evolution of "
-                             "bytes per type over them and CORE, with a sparkline per type");
       out.push_back(std::move(inv));
     }
   };
@@ -240,30 +183,6 @@ int main(int argc, char** argv) {
   attach->require_subcommand(1);
   add_commands(*attach, Target::live_process, attached_invocations);
 
-  // heapscope diff OLD NEW [options]: the options after the cores are `snapshot diff`'s (-n, --sample).
-  SeriesOptions diff;
-  std::string diff_old, diff_new;
-  CLI::App* diff_app = app.add_subcommand(
-      "diff", "Two cores of one program: per type and per root, count and bytes in OLD and NEW, most growth first; "
-              "for cores of one process also the blocks new since OLD, with their retainers");
-  diff_app->add_option("OLD", diff_old, "The earlier core")->required();
-  diff_app->add_option("NEW", diff_new, "The later core")->required();
-  add_target_options(*diff_app, diff.target, Target::live_process);
-  add_output_options(*diff_app, diff.output);
-  diff_app->allow_extras();
-  diff_app->footer("Options of `snapshot diff` follow the cores: -n,--count ROWS (0: all), --sample N.");
-
-  // heapscope evolution CORE… [options]: the table's `evolution` command and its options.
-  SeriesOptions evolution;
-  std::unique_ptr<Command> evolution_command = find_command("evolution")->make();
-  CLI::App* evolution_app = app.add_subcommand(
-      "evolution", "Cores taken over time: bytes per type at each, steady growers first; a chart with -o FILE.svg");
-  evolution_app->add_option("CORE", evolution.cores, "Cores of one program, ordered by their files' times")->required();
-  evolution_app->add_flag("--keep-order", evolution.keep_order, "Keep the cores in the order given");
-  add_target_options(*evolution_app, evolution.target, Target::live_process);
-  evolution_command->add_options(*evolution_app);
-  add_output_options(*evolution_app, evolution.output);
-
   if (const std::optional<int> handled = help_or_unknown_command(app, *attach, argc, argv)) return *handled;
   try {
     app.parse(argc, argv);
@@ -271,35 +190,13 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     return fail(std::string(e.what()) + " (--help lists the options)");
   }
-  if (diff_app->parsed()) {
-    // The table's snapshot command, given `diff OLD` and the options that followed the cores.
-    std::unique_ptr<Command> snapshot_command = find_command("snapshot")->make();
-    CLI::App snapshot_app("snapshot diff", "heapscope diff");
-    snapshot_command->add_options(snapshot_app);
-    diff.cores = {diff_old, diff_new};
-    std::vector<std::string> words = diff_app->remaining();
-    words.insert(words.begin(), {"diff", snapshot_names(diff.cores).front()});
-    std::reverse(words.begin(), words.end());  // CLI11 takes the words last-first
-    try {
-      snapshot_app.parse(words);
-    } catch (const CLI::ParseError& e) {
-      return fail(std::string("diff: ") + e.what());
-    }
-    return run_series("diff", diff, *snapshot_command);
-  }
-  if (evolution_app->parsed()) {
-    std::string error;
-    if (!evolution.keep_order && !order_by_capture_time(evolution.cores, &error)) return fail("evolution: " + error);
-    return run_series("evolution", evolution, *evolution_command);
-  }
   for (auto& inv : invocations) {
     if (!inv->app->parsed()) continue;
-    if (inv->earlier_cores.empty()) return run(*inv->entry, *inv->command, inv->target, inv->output);
-    SeriesOptions series{inv->earlier_cores, inv->target, inv->output};
+    CoreSeries* series = inv->command->cores_are_positional() ? inv->command->core_series() : nullptr;
     std::string error;
-    if (!order_by_capture_time(series.cores, &error)) return fail(std::string(inv->entry->name) + ": " + error);
-    series.cores.push_back(inv->target.core);
-    return run_series(inv->entry->name, series, *inv->command);
+    if (series && !take_last_as_current(*series, inv->target.core, &error))
+      return fail(std::string(inv->entry->name) + ": " + error);
+    return run(*inv->entry, *inv->command, inv->target, inv->output);
   }
   for (auto& inv : attached_invocations)
     if (inv->app->parsed()) return run_attached(pid, *inv->entry, *inv->command, inv->target, inv->output);

@@ -46,7 +46,21 @@ SessionOptions session_options(const TargetOptions& t) {
   }
   options.symbols.use_debug_files = !t.no_debug_files;
   options.symbols.use_debuginfod = !t.no_debuginfod;
+  options.open_core = core_opener(core_open_options(t), options);
   return options;
+}
+
+std::function<std::unique_ptr<Session>(const std::string&, std::string*)> core_opener(CoreOpenOptions open,
+                                                                                     SessionOptions session) {
+  session.open_core = nullptr;  // an earlier core's own commands compare with nothing
+  session.on_product = nullptr;
+  session.snapshots = nullptr;  // its own store: only the snapshot taken of it leaves it
+  return [open = std::move(open), session = std::move(session)](const std::string& core,
+                                                              std::string* error) -> std::unique_ptr<Session> {
+    std::shared_ptr<ElfCoreImage> image = ElfCoreImage::open(core, open, error);
+    if (!image) return nullptr;
+    return std::make_unique<Session>(std::move(image), session);
+  };
 }
 
 }  // namespace heapscope

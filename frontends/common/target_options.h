@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,8 +27,14 @@ struct TargetOptions {
 // Adds --exe, --debug-dir, --no-debug-files, --no-debuginfod and --sysroot to `app`.
 void add_target_options(CLI::App& app, TargetOptions& options);
 
-// How modules are opened for a core, and how their symbols are searched, under these options.
+// How modules are opened for a core, and how their symbols are searched, under these options (with an
+// open_core that opens earlier cores the same way).
 CoreOpenOptions core_open_options(const TargetOptions& options);
 SessionOptions session_options(const TargetOptions& options);
+
+// SessionOptions::open_core for a frontend: each earlier core opened with `open`, its Session made with
+// `session` (a debugger passes its own settings).
+std::function<std::unique_ptr<Session>(const std::string&, std::string*)> core_opener(CoreOpenOptions open,
+                                                                                     SessionOptions session);
 
 }  // namespace heapscope

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "commands/command_line.h"
+#include "frontends/common/target_options.h"
 #include "frontends/lldb/address_expression.h"
 #include "frontends/lldb/lldb_image.h"
 #include "frontends/lldb/lldb_thread.h"
@@ -89,6 +90,16 @@ SymbolSearchOptions symbol_search_options(lldb::SBDebugger debugger) {
   return options;
 }
 
+// Earlier cores of the program (`heap diff OLD`) are opened with the target's executable, as
+// `target create EXE --core OLD` would.
+CoreOpenOptions earlier_core_options(lldb::SBTarget target) {
+  CoreOpenOptions options;
+  char path[4096] = {};
+  if (lldb::SBFileSpec exe = target.GetExecutable(); exe.IsValid() && exe.GetPath(path, sizeof path) > 0)
+    options.executable = path;
+  return options;
+}
+
 // What the subcommands share: the session of the process's current stop, and the thread that talks
 // to LLDB while a command runs.
 class HeapCommands {
@@ -144,6 +155,7 @@ class HeapCommands {
       SessionOptions options;
       options.symbols = symbol_search_options(process.GetTarget().GetDebugger());
       options.snapshots = snapshots_.store_for("lldb process " + std::to_string(process_id));
+      options.open_core = core_opener(earlier_core_options(process.GetTarget()), options);
       session_ = std::make_unique<Session>(image, options);
       session_process_ = process_id;
       session_stop_ = stop_id;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cctype>
 #include <fstream>
 #include <map>
@@ -245,6 +246,11 @@ void LldbImage::add_module(lldb::SBTarget& target, lldb::SBModule module, bool i
   const std::string local_path = path_of(module.GetFileSpec());
   m.path = path_of(module.GetPlatformFileSpec());
   if (m.path.empty()) m.path = local_path;
+  // LLDB records the path the dynamic loader was given (libstdc++.so.6, a symlink); the kernel's mapping,
+  // which cores and /proc/PID/maps name, is the file behind it (libstdc++.so.6.0.30). Name the module
+  // the kernel's way where this machine has that file, so that snapshots and reports match the CLI's.
+  std::error_code no_such_file;
+  if (const auto real = std::filesystem::canonical(m.path, no_such_file); !no_such_file) m.path = real.string();
   m.build_id = build_id_of(module);
   m.is_main_executable = is_main_executable;
   m.lookup_order = position;

@@ -184,6 +184,32 @@ class CoresOverTime(unittest.TestCase):
         for name in self.names:
             self.assertIn(name, labels)
 
+    def test_debuggers_compare_their_stop_with_earlier_cores_as_the_cli_does(self):
+        """`heap diff OLD` and `heap evolution CORE…` are table commands: in LLDB and GDB on the last core they
+        open the earlier cores themselves and give the CLI's figures."""
+        require_lldb_and_gdb()
+        executable = fixture_path(FIXTURE)
+        cli_diff = heapscope_json("diff", self.cores[1], self.cores[2])
+        cli_evolution = heapscope_json("evolution", *self.cores)
+        lldb = run_lldb([f"target create {executable} --core {self.cores[2]}",
+                         f"heap diff {self.cores[1]} --json", f"heap evolution {self.cores[1]} {self.cores[0]} --json"])
+        gdb = run_gdb(marked("diff", f"heap diff {self.cores[1]} --json") +
+                      marked("evolution", f"heap evolution {self.cores[0]} {self.cores[1]} --json"),
+                      executable, self.cores[2])
+        for frontend, diff, evolution in (
+                ("lldb", lldb.json_of(f"heap diff {self.cores[1]} --json"),
+                 lldb.json_of(f"heap evolution {self.cores[1]} {self.cores[0]} --json")),
+                ("gdb", json_between_markers(gdb, "diff"), json_between_markers(gdb, "evolution"))):
+            with self.subTest(frontend=frontend):
+                self.assertEqual(diff["types"], cli_diff["types"])
+                self.assertEqual(diff["roots"], cli_diff["roots"])
+                self.assertEqual(diff["before"]["name"], self.names[1])
+                self.assertEqual(diff["addresses"]["by_type"], cli_diff["addresses"]["by_type"])
+                # The earlier cores by time, then the debugger's own stop.
+                self.assertEqual([p["name"] for p in evolution["points"]][:2], self.names[:2])
+                self.assertEqual(len(evolution["points"]), STOPS)
+                self.assertEqual(evolution["series"], cli_evolution["series"])
+
     def test_a_core_that_cannot_be_read_is_named(self):
         missing = os.path.join(work_dir(), "no-such.core")
         result = run_heapscope("evolution", self.cores[0], missing)
