@@ -609,21 +609,20 @@ const ElfCoreImage::Piece* ElfCoreImage::piece_at(Address addr) const {
 }
 
 std::size_t ElfCoreImage::read(Address addr, void* out, std::size_t len) const {
-  auto* dst = static_cast<std::byte*>(out);
-  std::size_t done = 0;
-  while (done < len) {
-    const Address at = addr + done;
-    if (at < addr) break;  // wrapped around the address space
-    const Piece* p = piece_at(at);
-    if (!p || p->source == Piece::Source::absent) break;
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len - done, p->end - at));
-    if (p->source == Piece::Source::zeros)
-      std::memset(dst + done, 0, n);
-    else
-      std::memcpy(dst + done, p->data + (at - p->start), n);
-    done += n;
-  }
-  return done;
+  const Piece* p = nullptr;
+  return read_piecewise(
+      addr, out, len,
+      [&](Address at) -> Address {
+        p = piece_at(at);
+        return p && p->source != Piece::Source::absent ? p->end : 0;
+      },
+      [&](Address at, std::byte* dst, std::size_t n) {
+        if (p->source == Piece::Source::zeros)
+          std::memset(dst, 0, n);
+        else
+          std::memcpy(dst, p->data + (at - p->start), n);
+        return n;
+      });
 }
 
 std::span<const std::byte> ElfCoreImage::view(Address addr, std::size_t len) const {

@@ -169,21 +169,17 @@ std::string LiveProcessImage::description() const {
 }
 
 std::size_t LiveProcessImage::read(Address addr, void* out, std::size_t len) const {
-  auto* dst = static_cast<std::byte*>(out);
-  std::size_t done = 0;
-  while (done < len) {
-    const Address at = addr + done;
-    if (at < addr) break;  // wrapped around the address space
-    const MemoryRegion* region = region_at(at);
-    if (!region || !region->bytes_present) break;
-    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(len - done, region->end - at));
-    // Big reads (a block's words for the pointer scan) gain nothing from the cache and would evict it.
-    const std::size_t got = want >= kCacheLineSize / 4 ? read_uncached(at, dst + done, want)
-                                                       : read_cached(*region, at, dst + done, want);
-    done += got;
-    if (got < want) break;
-  }
-  return done;
+  const MemoryRegion* region = nullptr;
+  return read_piecewise(
+      addr, out, len,
+      [&](Address at) -> Address {
+        region = region_at(at);
+        return region && region->bytes_present ? region->end : 0;
+      },
+      [&](Address at, std::byte* dst, std::size_t want) {
+        // Big reads (a block's words for the pointer scan) gain nothing from the cache and would evict it.
+        return want >= kCacheLineSize / 4 ? read_uncached(at, dst, want) : read_cached(*region, at, dst, want);
+      });
 }
 
 std::span<const std::byte> LiveProcessImage::view(Address addr, std::size_t len) const {

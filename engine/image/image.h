@@ -6,6 +6,7 @@
 // (sources/; the C API that GDB's frontend loads opens its targets with them) and LldbImage (frontends/lldb/).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -114,6 +115,27 @@ class Image {
     (void)addr;
     (void)len;
     return {};
+  }
+
+  // What read() does in every image source: walk [addr, addr + len) through consecutive readable pieces
+  // of memory (core segments, mapped regions), stopping at the first gap. `piece_end(at)` is the end of
+  // the readable piece holding `at` (0: none); `copy(at, dst, n)` copies n bytes from inside it and
+  // returns how many it could (fewer ends the read).
+  template <class PieceEnd, class Copy>
+  static std::size_t read_piecewise(Address addr, void* out, std::size_t len, PieceEnd&& piece_end, Copy&& copy) {
+    auto* dst = static_cast<std::byte*>(out);
+    std::size_t done = 0;
+    while (done < len) {
+      const Address at = addr + done;
+      if (at < addr) break;  // wrapped around the address space
+      const Address end = piece_end(at);
+      if (end <= at) break;
+      const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(len - done, end - at));
+      const std::size_t got = copy(at, dst + done, want);
+      done += got;
+      if (got < want) break;
+    }
+    return done;
   }
 
   // Conveniences built on read().

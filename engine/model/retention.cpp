@@ -72,15 +72,13 @@ class RootNodeBuilder {
       case RootKind::stack:
       case RootKind::tls: {
         // One node per thread and kind.
-        const char* what = r.kind == RootKind::registers ? "registers of " : r.kind == RootKind::stack ? "stack of "
-                                                                                                       : "static TLS of ";
         n.thread = r.thread;
-        n.label = what + thread_label(image_, r.thread);
+        n.label = thread_root_label(r.kind, thread_label(image_, r.thread));
         return node({kind, r.thread, 0}, std::move(n));
       }
       case RootKind::dynamic_tls:
         n.thread = r.thread;
-        n.label = fmt::format("dynamic TLS of {}, module id {}", thread_label(image_, r.thread), r.anchor);
+        n.label = fmt::format("{}, module id {}", thread_root_label(r.kind, thread_label(image_, r.thread)), r.anchor);
         return node({kind, r.thread, r.anchor}, std::move(n));
       case RootKind::global:
         if (r.module != RootRange::kNoModule) return module_globals_node(r.module, nullptr);
@@ -120,7 +118,7 @@ class RootNodeBuilder {
     if (symbol) {
       n.symbol = demangle(symbol->name);
       n.address = (mod ? mod->load_bias : 0) + symbol->value;
-      n.label = fmt::format("global {} in {}", n.symbol, n.module);
+      n.label = global_root_label(n.symbol, n.module);
     } else {
       n.label = symbols_for(module) ? fmt::format("globals of {} outside any symbol", n.module)
                                     : fmt::format("globals of {}", n.module);
@@ -165,8 +163,7 @@ class RootNodeBuilder {
     n.thread = thread;
     n.frame = static_cast<std::uint32_t>(index);
     n.variable = variable ? variable->name : "";
-    n.label = fmt::format("stack of {} frame #{} {}{}", thread_label(image_, thread), index, frame.describe(),
-                          variable ? " variable " + variable->name : "");
+    n.label = frame_root_label(thread_label(image_, thread), index, frame, n.variable, LabelDetail::exact);
     const std::uint64_t variable_key = variable ? static_cast<std::uint64_t>(variable - frame.variables.data()) + 1 : 0;
     return node({static_cast<int>(RootKind::stack), thread, (std::uint64_t{n.frame} << 32) | variable_key}, std::move(n));
   }

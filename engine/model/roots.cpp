@@ -249,6 +249,30 @@ std::string thread_label(const Image& image, std::uint32_t index) {
                                 : fmt::format("thread {}", index + 1);
 }
 
+std::string thread_root_label(RootKind kind, const std::string& thread) {
+  switch (kind) {
+    case RootKind::registers: return "registers of " + thread;
+    case RootKind::stack: return "stack of " + thread;
+    case RootKind::tls: return "static TLS of " + thread;
+    case RootKind::dynamic_tls: return "dynamic TLS of " + thread;
+    default: return fmt::format("{} of {}", root_kind_name(kind), thread);
+  }
+}
+
+std::string frame_root_label(const std::string& thread, std::size_t index, const Frame& frame,
+                             const std::string& variable, LabelDetail detail) {
+  const std::string held_by = variable.empty() ? "" : " variable " + variable;
+  if (detail == LabelDetail::stable)
+    return fmt::format("stack of {} in {}{}", thread, frame.function.empty() ? "an unknown function" : frame.function,
+                       held_by);
+  return fmt::format("stack of {} frame #{} {}{}", thread, index, frame.describe(), held_by);
+}
+
+std::string global_root_label(const std::string& symbol, const std::string& module, Address offset) {
+  return offset ? fmt::format("global {}+0x{:x} in {}", symbol, offset, module)
+                : fmt::format("global {} in {}", symbol, module);
+}
+
 const char* root_kind_name(RootKind k) {
   switch (k) {
     case RootKind::registers: return "register";
@@ -302,10 +326,11 @@ std::string describe_stack_word(const Image& image, const RootRange& root, Addre
   std::size_t index = 0;
   const Frame* frame =
       frames && root.thread < frames->size() ? frame_covering((*frames)[root.thread], word, &index) : nullptr;
-  if (!frame) return fmt::format("stack of {}, {}", thread, from_sp);
-  std::string label = fmt::format("stack of {} frame #{} {}", thread, index, frame->describe());
-  if (const FrameVariable* variable = frame->variable_at(word)) label += " variable " + variable->name;
-  return label + fmt::format(" ({})", from_sp);
+  if (!frame) return fmt::format("{}, {}", thread_root_label(RootKind::stack, thread), from_sp);
+  const FrameVariable* variable = frame->variable_at(word);
+  return fmt::format("{} ({})",
+                     frame_root_label(thread, index, *frame, variable ? variable->name : "", LabelDetail::exact),
+                     from_sp);
 }
 
 }  // namespace
@@ -326,10 +351,7 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
       const std::string module(mod.name());
       const ModuleSymbols* syms = symbols.symbols_for(mod);
       if (const Symbol* s = syms ? syms->covering(word - mod.load_bias) : nullptr) {
-        const std::string name = demangle(s->name);
-        const Address offset = word - mod.load_bias - s->value;
-        return offset ? fmt::format("global {}+0x{:x} in {}", name, offset, module)
-                      : fmt::format("global {} in {}", name, module);
+        return global_root_label(demangle(s->name), module, word - mod.load_bias - s->value);
       }
       return fmt::format("global {}+0x{:x}", module, word - mod.load_bias);
     }
@@ -337,11 +359,12 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
       const Address tp = image.threads()[root.thread].fs_base();
       const std::string variable = static_tls_variable(image, symbols, tp, word);
       const std::string place = word < tp ? fmt::format("tp-0x{:x}", tp - word) : fmt::format("tp+0x{:x}", word - tp);
-      return variable.empty() ? fmt::format("static TLS of {}, {}", thread_label(image, root.thread), place)
-                              : fmt::format("static TLS of {}: {}", thread_label(image, root.thread), variable);
+      const std::string owner = thread_root_label(RootKind::tls, thread_label(image, root.thread));
+      return variable.empty() ? fmt::format("{}, {}", owner, place) : fmt::format("{}: {}", owner, variable);
     }
     case RootKind::dynamic_tls:
-      return fmt::format("dynamic TLS of {} (module id {}) at +0x{:x}", thread_label(image, root.thread), root.anchor,
+      return fmt::format("{} (module id {}) at +0x{:x}",
+                         thread_root_label(RootKind::dynamic_tls, thread_label(image, root.thread)), root.anchor,
                          word - root.start);
     case RootKind::anonymous:
       return fmt::format("anonymous mapping 0x{:x}-0x{:x} at +0x{:x}", root.start, root.end, word - root.start);

@@ -28,6 +28,18 @@ enum class RootKind : std::uint8_t {
 // "thread 3 (tid 1234)" for the thread at `index` of Image::threads() (numbered from 1, as debuggers do).
 std::string thread_label(const Image& image, std::uint32_t index);
 
+// The one wording of root labels, shared by the three places that name roots: a word inside a root
+// (describe_root, for retainer paths), the root nodes retention groups words into (RootNode::label), and
+// the stable labels that match roots across snapshots (no thread ids or addresses: LabelDetail::stable).
+enum class LabelDetail { exact, stable };
+// "registers of T", "stack of T", "static TLS of T", "dynamic TLS of T" for the thread T.
+std::string thread_root_label(RootKind kind, const std::string& thread);
+// exact: "stack of T frame #2 f() at a.c:10 variable v"; stable: "stack of T in f variable v".
+std::string frame_root_label(const std::string& thread, std::size_t index, const Frame& frame,
+                             const std::string& variable, LabelDetail detail);
+// "global g in app", "global g+0x8 in app".
+std::string global_root_label(const std::string& symbol, const std::string& module, Address offset = 0);
+
 // "register", "stack", "global", "tls", "dynamic_tls", "anonymous", "exited_thread", "finalizer"
 const char* root_kind_name(RootKind k);
 

@@ -20,16 +20,13 @@ std::string stable_root_label(const RootNode& n, const std::vector<std::vector<F
   const std::string thread = fmt::format("thread {}", n.thread + 1);
   switch (n.kind) {
     case RootKind::global: return n.label;
-    case RootKind::registers: return "registers of " + thread;
-    case RootKind::tls: return "static TLS of " + thread;
-    case RootKind::dynamic_tls: return "dynamic TLS of " + thread;
-    case RootKind::stack: {
+    case RootKind::registers:
+    case RootKind::tls:
+    case RootKind::dynamic_tls: return thread_root_label(n.kind, thread);
+    case RootKind::stack:
       if (n.frame == RootNode::kNoFrame || n.thread >= frames.size() || n.frame >= frames[n.thread].size())
-        return "stack of " + thread;
-      const std::string& function = frames[n.thread][n.frame].function;
-      return fmt::format("stack of {} in {}{}", thread, function.empty() ? "an unknown function" : function,
-                         n.variable.empty() ? "" : " variable " + n.variable);
-    }
+        return thread_root_label(n.kind, thread);
+      return frame_root_label(thread, n.frame, frames[n.thread][n.frame], n.variable, LabelDetail::stable);
     case RootKind::anonymous: return "anonymous mappings";
     case RootKind::exited_thread: return "descriptors of exited threads";
     default: return n.label;  // finalizers: named by handler and variable
