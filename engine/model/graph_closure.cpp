@@ -10,16 +10,7 @@ std::vector<bool> ancestors_of(const ReferenceGraph& graph, std::span<const Bloc
       in[b] = true;
       pending.push_back(b);
     }
-  while (!pending.empty()) {
-    const BlockId b = pending.back();
-    pending.pop_back();
-    for (std::uint32_t e : graph.in_edges(b)) {
-      const BlockId from = edge_target(e);
-      if (in[from]) continue;
-      in[from] = true;
-      pending.push_back(from);
-    }
-  }
+  flood(pending, in, [&](BlockId b) { return graph.in_edges(b); }, [](std::uint32_t) { return true; });
   return in;
 }
 
@@ -76,16 +67,8 @@ std::optional<std::uint64_t> retained_by_removal(const ReferenceGraph& graph, co
     }
   }
   // 3. Whatever those reach, other than through b, stays alive too.
-  while (!spreading.empty()) {
-    const BlockId d = spreading.back();
-    spreading.pop_back();
-    for (std::uint32_t e : graph.out_edges(d)) {
-      const BlockId to = edge_target(e);
-      if (to == b || alive[to]) continue;
-      alive[to] = true;
-      spreading.push_back(to);
-    }
-  }
+  flood(spreading, alive, [&](BlockId d) { return graph.out_edges(d); },
+        [&](std::uint32_t e) { return edge_target(e) != b; });
   std::uint64_t bytes = 0;
   for (BlockId d : reached)
     if (!alive[d]) bytes += heap.blocks[d].usable_size();

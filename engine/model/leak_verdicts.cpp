@@ -9,21 +9,14 @@ namespace {
 std::vector<std::uint8_t> reach(const ReferenceGraph& g, bool start_pointers_only) {
   std::vector<std::uint8_t> seen(g.block_count(), 0);
   std::vector<BlockId> stack;
-  auto push = [&](std::uint32_t e) {
-    if (start_pointers_only && edge_is_interior(e)) return;
-    const BlockId t = edge_target(e);
-    if (!seen[t]) {
-      seen[t] = 1;
-      stack.push_back(t);
-    }
-  };
+  auto admit = [&](std::uint32_t e) { return !(start_pointers_only && edge_is_interior(e)); };
   for (std::size_t r = 0; r < g.root_count(); ++r)
-    for (std::uint32_t e : g.root_edges(r)) push(e);
-  while (!stack.empty()) {
-    const BlockId b = stack.back();
-    stack.pop_back();
-    for (std::uint32_t e : g.out_edges(b)) push(e);
-  }
+    for (std::uint32_t e : g.root_edges(r))
+      if (admit(e) && !seen[edge_target(e)]) {
+        seen[edge_target(e)] = 1;
+        stack.push_back(edge_target(e));
+      }
+  flood(stack, seen, [&](BlockId b) { return g.out_edges(b); }, admit);
   return seen;
 }
 
@@ -59,17 +52,8 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
       covered[b] = 1;
       stack.push_back(b);
     }
-  while (!stack.empty()) {
-    const BlockId b = stack.back();
-    stack.pop_back();
-    for (std::uint32_t e : g.out_edges(b)) {
-      const BlockId t = edge_target(e);
-      if (is_leaked(out.verdict[t]) && !covered[t]) {
-        covered[t] = 1;
-        stack.push_back(t);
-      }
-    }
-  }
+  flood(stack, covered, [&](BlockId b) { return g.out_edges(b); },
+        [&](std::uint32_t e) { return is_leaked(out.verdict[edge_target(e)]); });
   for (BlockId b = 0; b < n; ++b)
     if (is_leaked(out.verdict[b]) && !covered[b]) out.verdict[b] = Verdict::cycle_leak;
   return out;

@@ -84,6 +84,23 @@ class ReferenceGraph {
   mutable std::vector<std::uint32_t> in_root_offsets_, in_roots_;
 };
 
+// The one traversal the analyses share: from the blocks on `pending` (marked by the caller), marks and
+// follows, depth first, every edge of `next(block)` (a span of edges: out_edges, in_edges) that `admit(edge)`
+// accepts and that leads to a block not marked yet.
+template <class Marks, class Next, class Admit>
+void flood(std::vector<BlockId>& pending, Marks& marked, Next&& next, Admit&& admit) {
+  while (!pending.empty()) {
+    const BlockId b = pending.back();
+    pending.pop_back();
+    for (std::uint32_t e : next(b)) {
+      const BlockId to = edge_target(e);
+      if (marked[to] || !admit(e)) continue;
+      marked[to] = true;
+      pending.push_back(to);
+    }
+  }
+}
+
 template <typename Fn>
 void ReferenceGraph::for_each_pointer(Address start, Address end, Fn&& fn) const {
   for_each_word(image_, start, end, [&](Address at, std::uint64_t word) {
