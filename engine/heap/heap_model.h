@@ -1,5 +1,5 @@
 // The allocator-neutral result of walking a heap: every chunk as a compact Block, grouped into arenas.
-// An allocator walker (engine/heap/<allocator>/) fills a HeapModel; roots, graph and analyses read it.
+// An allocator plug-in (engine/runtime/<allocator>/) fills a HeapModel; roots, graph and queries read it.
 #pragma once
 
 #include <array>
