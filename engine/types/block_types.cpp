@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <unordered_map>
 
@@ -54,6 +55,30 @@ void name_functor_sources(BlockTypes& types, const std::unordered_map<const Mana
         types.set_source(id, it->second.describe());
       }
   }
+}
+
+// A class named by its RTTI, for a vtable no symbol names (a stripped binary): the vtable's word before
+// its first function points to the class's type_info, whose second word points to the mangled name
+// ("7Request"). Checked on the way: the offset-to-top word before that is 0 (a primary vtable, so the
+// object starts at the block's start), type_info and its name lie in modules, and the name demangles as
+// a type. Empty when any check fails: -fno-rtti objects, or a first word that is no vtable pointer.
+std::string class_name_from_rtti(const Image& image, Address vptr) {
+  const auto offset_to_top = image.read_u64(vptr - 16);
+  const auto type_info = image.read_u64(vptr - 8);
+  if (!offset_to_top || *offset_to_top != 0 || !type_info || !image.module_at(*type_info)) return {};
+  const auto type_info_vptr = image.read_u64(*type_info);
+  const auto name_address = image.read_u64(*type_info + 8);
+  if (!type_info_vptr || !image.module_at(*type_info_vptr) || !name_address || !image.module_at(*name_address))
+    return {};
+  const std::optional<std::string> name = image.read_c_string(*name_address, 1024);
+  if (!name || name->empty() || !std::all_of(name->begin(), name->end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.';
+      }))
+    return {};
+  const std::string described = demangle("_ZTS" + *name);  // "typeinfo name for Request"
+  constexpr std::string_view kPrefix = "typeinfo name for ";
+  if (described.rfind(kPrefix, 0) != 0) return {};
+  return described.substr(kPrefix.size());
 }
 
 }  // namespace
@@ -114,12 +139,16 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
     if (!first || *first == 0 || !image.module_at(*first)) continue;
     auto [it, fresh] = by_first_word.try_emplace(*first, BlockTypes::kUnknown);
     if (fresh) {
+      // The `vtable for X` symbol where there is one; the RTTI the vtable points to otherwise.
       const ResolvedSymbol s = symbols.resolve(*first);
+      std::string name;
       if (s.symbol && s.symbol->name.rfind("_ZTV", 0) == 0) {
-        std::string name = demangle(s.symbol->name);
+        name = demangle(s.symbol->name);
         if (name.rfind(kVtablePrefix, 0) == 0) name.erase(0, kVtablePrefix.size());
-        it->second = types.intern(name);
+      } else if (!s.symbol || s.symbol->kind != SymbolKind::function) {
+        name = class_name_from_rtti(image, *first);
       }
+      if (!name.empty()) it->second = types.intern(name);
     }
     types.set(i, it->second);
   }

@@ -1,10 +1,13 @@
 """Types from symbols: C++ objects named by their vtables, a heap functor named by std::function's manager
-and placed by DWARF at its lambda expression."""
+and placed by DWARF at its lambda expression; on a stripped copy (no symbol names a vtable), the same
+objects named by the RTTI their vtables point to."""
 
 import os
+import shutil
+import subprocess
 import unittest
 
-from heapscope_e2e import capture_fixture, heapscope_json
+from heapscope_e2e import capture_fixture, capture_program, fixture_path, heapscope_json, work_dir
 
 
 def line_of(source, text):
@@ -46,6 +49,31 @@ class SymbolTypes(unittest.TestCase):
                                     heapscope_json("describe", self.capture.core, hex(block["address"]))["pointers"]))
                 return
         self.fail("no typed 24-byte block found")
+
+
+def capture_stripped_copy(name):
+    """A copy of fixture `name` with every symbol and all DWARF stripped, captured."""
+    directory = os.path.join(work_dir(), "stripped")
+    os.makedirs(directory, exist_ok=True)
+    original = fixture_path(name)
+    executable = os.path.join(directory, name + "_stripped")
+    if not os.path.exists(executable) or os.path.getmtime(executable) < os.path.getmtime(original):
+        shutil.copy2(original, executable + ".new")
+        subprocess.run(["strip", "--strip-all", executable + ".new"], check=True)
+        os.replace(executable + ".new", executable)
+    core, _ = capture_program(name + "_stripped", executable)
+    return executable, core
+
+
+class RttiTypes(unittest.TestCase):
+    def test_a_stripped_programs_objects_are_named_by_their_rtti(self):
+        executable, core = capture_stripped_copy("typed_objects")
+        symbols = subprocess.run(["nm", executable], capture_output=True, text=True)
+        self.assertIn("no symbols", symbols.stderr, "the copy must have no symbol table")
+        histogram = {row["type"]: row for row in heapscope_json("histogram", core)["types"]}
+        self.assertEqual(histogram["shapes::Circle"]["count"], 5)
+        self.assertEqual(histogram["shapes::Square"]["count"], 3)
+        self.assertEqual(histogram["shapes::Circle"]["bytes"], 5 * 24)
 
 
 if __name__ == "__main__":
