@@ -56,12 +56,26 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw AnalysisError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
 }
 
+// The session's progress for one command: shown (after its delay) unless the output is JSON, cleared at
+// the end however the command ends.
+class CommandProgress {
+ public:
+  CommandProgress(Progress& progress, bool show) : progress_(progress) { progress_.begin(show); }
+  ~CommandProgress() { progress_.end(); }
+  CommandProgress(const CommandProgress&) = delete;
+  CommandProgress& operator=(const CommandProgress&) = delete;
+
+ private:
+  Progress& progress_;
+};
+
 }  // namespace
 
 CommandResult run_command(Session& session, Command& command, const OutputOptions& options) {
   CommandResult result;
   try {
     const OutputFormat format = options.effective_format();
+    CommandProgress progress(session.progress(), format != OutputFormat::json);
     Report report = command.run(session);
     std::visit([&](auto& r) { r.warnings = session.warnings_with(std::move(r.warnings)); }, report);
     std::string text = render(report, format);

@@ -1,8 +1,12 @@
 #include "model/leak_verdicts.h"
 
+#include "base/progress.h"
+
 namespace heapscope {
 
 namespace {
+
+constexpr std::uint32_t kProgressBlocks = 1 << 16;
 
 // Marks every block reachable from the roots; with `start_pointers_only`, only pointers to a block's
 // first byte count (valgrind's "definitely reachable").
@@ -19,11 +23,17 @@ std::vector<std::uint8_t> reach(const ReferenceGraph& g, bool start_pointers_onl
   };
   for (std::size_t r = 0; r < g.root_count(); ++r)
     for (std::uint32_t e : g.root_edges(r)) push(e);
+  std::uint32_t visited = 0;
   while (!stack.empty()) {
     const BlockId b = stack.back();
     stack.pop_back();
     for (std::uint32_t e : g.out_edges(b)) push(e);
+    if (++visited == kProgressBlocks) {
+      progress_step(visited);  // throws Interrupted on Ctrl-C
+      visited = 0;
+    }
   }
+  progress_step(visited);
   return seen;
 }
 
@@ -34,6 +44,7 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
   LeakVerdicts out;
   out.verdict.assign(n, Verdict::not_allocated);
   out.possibly.assign(n, 0);
+  progress_total(2 * n);  // two reachability passes, each visiting at most every block once
   const std::vector<std::uint8_t> reached = reach(g, false);
   {
     const std::vector<std::uint8_t> firmly = reach(g, true);

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/progress.h"
 #include "frames/unwind.h"
 #include "heap/heap_check.h"
 #include "heap/heap_model.h"
@@ -41,8 +42,8 @@ struct SessionOptions {
   std::string state_name;
   // The allocator plug-ins to ask, in order; empty: the built-in ones (runtime/builtin/).
   std::vector<const AllocatorPlugin*> allocators;
-  // Told the name of each product as its computation starts ("walk", "roots", …): progress for a frontend,
-  // and a way for tests to see that each is computed once.
+  // Told the name of each product as its computation starts ("walk", "roots", …), the phase names the
+  // session's Progress shows too: a way for tests to see that each is computed once.
   std::function<void(std::string_view product)> on_product;
 };
 
@@ -80,9 +81,15 @@ class Session {
   const DwarfTypes& dwarf_types();        // each block's DWARF type (computed with types())
   const Retention& retention();           // dominator tree and retained sizes
 
-  // Lets a frontend stop a long analysis (Ctrl-C in a debugger): checked before every product; when it
-  // returns true the product throws AnalysisError("interrupted") and nothing half-done is kept.
-  void set_interrupt_check(std::function<bool()> check) { interrupted_ = std::move(check); }
+  // Lets a frontend stop a long analysis (Ctrl-C): checked before every product and, through the
+  // session's Progress, every 50 ms inside long loops (walk, scan, typing, reachability, dominators), from
+  // any analysis thread (so it must be thread-safe and cheap: an atomic flag). When it returns true the
+  // product being computed throws AnalysisError("interrupted") and nothing half-done is kept; products
+  // finished before stay for the next command.
+  void set_interrupt_check(std::function<bool()> check) { progress_.set_interrupt_check(std::move(check)); }
+  // Progress of the products being computed (base/progress.h): the frontend sets its display; the command
+  // runner begins and ends it around each command.
+  Progress& progress() { return progress_; }
 
   // Turns an address argument into an address. The default reads numbers (0x hex or decimal); a
   // debugger frontend installs its own expression evaluator. Throws AnalysisError on bad input.
@@ -110,7 +117,7 @@ class Session {
   };
   template <class T, class Compute>
   const T& product(Slot<T>& slot, const char* name, Compute&& compute);
-  void check_interrupted() const;
+  void check_interrupted();
   void add_warnings(const std::vector<std::string>& more);
 
   std::shared_ptr<const Image> image_;
@@ -131,7 +138,7 @@ class Session {
   Slot<Naming> naming_;
   Slot<Retention> retention_;
   AddressEvaluator evaluate_;
-  std::function<bool()> interrupted_;
+  Progress progress_;
 };
 
 }  // namespace heapscope

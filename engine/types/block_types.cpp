@@ -6,6 +6,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/progress.h"
 #include "model/block_index.h"
 #include "image/memory_cursor.h"
 #include "image/word_scan.h"
@@ -106,7 +107,10 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
   // Vtables: many objects share one, so each distinct first word is resolved once.
   std::unordered_map<Address, std::uint32_t> by_first_word;
   MemoryCursor mem(image);
+  constexpr std::size_t kProgressBlocks = 1 << 16;
+  progress_total(heap.blocks.size());
   for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+    if (i % kProgressBlocks == kProgressBlocks - 1) progress_step(kProgressBlocks);  // throws on Ctrl-C
     const Block& b = heap.blocks[i];
     if (!is_allocated(b.state) || b.usable_size() < 8) continue;
     const auto first = mem.u64(b.address());

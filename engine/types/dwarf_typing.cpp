@@ -6,6 +6,7 @@
 
 #include "image/memory_cursor.h"
 #include "base/phase_timer.h"
+#include "base/progress.h"
 #include "runtime/static_tls.h"
 #include "symbols/cxx_names.h"
 
@@ -87,6 +88,7 @@ class Propagator {
       : heap_(heap), index_(index), types_(types), dwarf_(dwarf), mem_(image),
         first_dwarf_id_(static_cast<std::uint32_t>(types.type_count())) {
     walked_.assign(heap.blocks.size(), false);
+    progress_total(heap.blocks.size());
     indexes_.resize(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule));
     for (std::size_t m = 0; m < indexes_.size(); ++m) indexes_[m] = dwarf.index(m);
   }
@@ -126,6 +128,7 @@ class Propagator {
   // named like one shares its id and is treated as one: walked once per block).
   std::uint32_t first_dwarf_id_;
   std::vector<bool> walked_;       // by block: a symbol-typed block whose members were followed
+  std::uint32_t drained_ = 0;      // queue entries since progress was last told
 
   DwarfTypeId cached(std::vector<DwarfTypeId>& cache, DwarfTypeId id, DwarfTypeId (*compute)(const DwarfTypeIndex&, DwarfTypeId),
                      const DwarfTypeIndex& ix) {
@@ -139,8 +142,15 @@ class Propagator {
     return facts_[module];
   }
 
+  // Progress counts the entries taken off the queue (about one per block typed), against the heap's
+  // blocks; told every kProgressEntries (throws Interrupted on Ctrl-C).
   void drain() {
+    constexpr std::uint32_t kProgressEntries = 1 << 16;
     while (!queue_.empty()) {
+      if (++drained_ == kProgressEntries) {
+        progress_step(drained_);
+        drained_ = 0;
+      }
       const Pending p = queue_.back();
       queue_.pop_back();
       const std::uint64_t size = indexes_[p.module]->type(p.type).size;

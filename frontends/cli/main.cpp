@@ -6,11 +6,15 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
+
+#include <unistd.h>
 
 #include "commands/command_runner.h"
 #include "commands/option_checks.h"
@@ -43,13 +47,49 @@ int fail(const std::string& message) {
   return 1;
 }
 
+// Ctrl-C on a core: SIGINT sets a flag that the session's interrupt check reads, so the analysis stops
+// within its next 50 ms and heapscope says so and exits with 130, as a shell expects of an interrupted
+// program. (`attach` handles SIGINT itself: it lets the process go at once, sources/ptrace_attach.h.)
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+constexpr int kInterruptedExit = 128 + SIGINT;
+
+extern "C" void note_interrupt(int) { g_interrupted.store(true); }
+
+void stop_on_interrupt() {
+  struct sigaction action {};
+  action.sa_handler = note_interrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &action, nullptr);
+}
+
+// The session's progress as one line rewritten in place on stderr, when stderr is a terminal; and the
+// interrupt flag.
+void adapt(Session& session) {
+  session.set_interrupt_check([] { return g_interrupted.load(); });
+  if (!::isatty(STDERR_FILENO)) return;
+  session.progress().set_display([](const ProgressStatus& status) {
+    const std::string line = "\r\033[K" + (status.done ? std::string() : status.text());
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+  });
+}
+
 CommandResult analyse(std::shared_ptr<const Image> image, Command& command, const TargetOptions& t,
                       const OutputOptions& output) {
   Session session(std::move(image), session_options(t));
+  adapt(session);
   return run_command(session, command, output);
 }
 
+int interrupted() {
+  std::cerr << "heapscope: interrupted\n";
+  return kInterruptedExit;
+}
+
 int report(const CommandEntry& entry, const CommandResult& result) {
+  if (result.exit_code != 0 && g_interrupted) return interrupted();
   if (result.exit_code != 0) return fail(std::string(entry.name) + ": " + result.error);
   std::fwrite(result.output.data(), 1, result.output.size(), stdout);
   return 0;
@@ -97,7 +137,9 @@ int run_series(const char* name, const SeriesOptions& o, Command& command) {
     SessionOptions options = session_options(o.target);
     options.snapshots = store;
     options.state_name = names[i];
-    return std::make_unique<Session>(std::move(image), options);
+    auto session = std::make_unique<Session>(std::move(image), options);
+    adapt(*session);
+    return session;
   };
   std::string error;
   for (std::size_t i = 0; i + 1 < o.cores.size(); ++i) {
@@ -106,12 +148,14 @@ int run_series(const char* name, const SeriesOptions& o, Command& command) {
     try {
       store->save(take_snapshot(*session, names[i]));
     } catch (const AnalysisError& e) {
+      if (g_interrupted) return interrupted();
       return fail(std::string(name) + ": " + o.cores[i] + ": " + e.what());
     }
   }
   std::unique_ptr<Session> last = session_for(o.cores.size() - 1, &error);
   if (!last) return fail(error);
   const CommandResult result = run_command(*last, command, o.output);
+  if (result.exit_code != 0 && g_interrupted) return interrupted();
   if (result.exit_code != 0) return fail(std::string(name) + ": " + o.cores.back() + ": " + result.error);
   std::fwrite(result.output.data(), 1, result.output.size(), stdout);
   return 0;
@@ -265,6 +309,7 @@ int main(int argc, char** argv) {
   add_output_options(*evolution_app, evolution.output);
 
   if (const std::optional<int> handled = help_or_unknown_command(app, *attach, argc, argv)) return *handled;
+  stop_on_interrupt();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -63,7 +63,7 @@ std::map<std::string, std::uint64_t> general_registers(lldb::SBFrame frame) {
 
 }  // namespace
 
-LldbImage::LldbImage(lldb::SBProcess process, LldbThread& lldb_thread)
+LldbImage::LldbImage(lldb::SBProcess process, ServingThread& lldb_thread)
     : process_(process), lldb_thread_(lldb_thread) {
   const char* plugin = process_.GetPluginName();
   is_core_ = plugin && std::string_view(plugin) == "elf-core";

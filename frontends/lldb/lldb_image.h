@@ -3,7 +3,7 @@
 //
 // Regions, threads (frame 0 registers) and modules are read once when the image is made, on the LLDB
 // thread; memory is read on demand, from any thread, through a page cache (page_cache.h) whose misses
-// LLDB serves on its own thread (lldb_thread.h). An image describes one stop of the process: the
+// LLDB serves on its own thread (base/serving_thread.h). An image describes one stop of the process: the
 // plugin makes a new one whenever the process has run.
 //
 // Where LLDB 16 falls short:
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "image/collected_image.h"
-#include "frontends/lldb/lldb_thread.h"
+#include "base/serving_thread.h"
 #include "frontends/lldb/page_cache.h"
 
 namespace heapscope::lldb_plugin {
@@ -32,7 +32,7 @@ namespace heapscope::lldb_plugin {
 class LldbImage : public CollectedImage {
  public:
   // Call on the LLDB thread, with the process stopped.
-  LldbImage(lldb::SBProcess process, LldbThread& lldb_thread);
+  LldbImage(lldb::SBProcess process, ServingThread& lldb_thread);
 
   std::string description() const override { return description_; }
   // For a core with no shared library loaded (LLDB's dynamic loader found none: the executable is missing
@@ -65,7 +65,7 @@ class LldbImage : public CollectedImage {
   std::size_t read_from_lldb(Address addr, void* out, std::size_t len) const;
 
   lldb::SBProcess process_;
-  LldbThread& lldb_thread_;
+  ServingThread& lldb_thread_;
   bool is_core_ = false;
   int pid_ = 0;
   std::string description_;
