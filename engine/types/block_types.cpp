@@ -79,6 +79,19 @@ std::string BlockTypes::name(std::size_t block, const Block& b) const {
   return id == kUnknown ? fmt::format("unknown ({} bytes)", b.usable_size()) : names_[id];
 }
 
+void BlockTypes::mark_from_vtable(std::uint32_t id) {
+  if (id >= from_vtable_.size()) from_vtable_.resize(id + 1, false);
+  from_vtable_[id] = true;
+}
+
+std::uint32_t BlockTypes::first_of_larger(std::uint32_t id) {
+  const std::uint32_t larger = intern(names_[id] + " (first of a larger block)");
+  if (larger >= first_of_.size()) first_of_.resize(larger + 1, kUnknown);
+  first_of_[larger] = id;
+  set_source(larger, sources_[id]);
+  return larger;
+}
+
 std::uint32_t BlockTypes::intern(const std::string& name) {
   auto it = std::find(names_.begin(), names_.end(), name);
   if (it != names_.end()) return static_cast<std::uint32_t>(it - names_.begin());
@@ -122,6 +135,7 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
         std::string name = demangle(s.symbol->name);
         if (name.rfind(kVtablePrefix, 0) == 0) name.erase(0, kVtablePrefix.size());
         it->second = types.intern(name);
+        types.mark_from_vtable(it->second);
       }
     }
     types.set(i, it->second);
