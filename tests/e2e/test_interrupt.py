@@ -6,7 +6,8 @@ benchmark's heap_generator, built as a fixture), so that a command runs for seco
   expression); the next `heap top` on the same stop does not walk the heap again (HEAPSCOPE_TIMING=1 prints
   each phase computed: no "walk" the second time) and shows a progress line while it runs.
 - The CLI at a terminal: SIGINT from Ctrl-C ends `heapscope attach PID top` within 1 s with exit status
-  130 and "interrupted", and the process runs on untraced; `heapscope top CORE`-style progress appears on a
+  130 and "interrupted", and the process runs on untraced; it ends `heapscope top CORE` (on a core gdb
+  wrote of the same process) within 1 s with 130 and "heapscope: interrupted"; progress appears on a
   terminal's stderr, and neither with --json nor when stderr is a pipe.
 """
 
@@ -206,6 +207,32 @@ class CliInterruptAndProgress(unittest.TestCase):
         while state_of(self.pid) != ("S (sleeping)", "0") and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertEqual(state_of(self.pid), ("S (sleeping)", "0"))
+
+    def test_ctrl_c_on_a_core_exits_130(self):
+        # The same process's core, written by gdb at a stop: `heapscope top CORE` stops on SIGINT through the
+        # session's interrupt check (attach has its own handler, above).
+        core = os.path.join(work_dir(), "interrupt-generator.core")
+        if os.path.exists(core):
+            os.remove(core)
+        subprocess.run(["gdb", "-batch", "-nx", "-p", str(self.pid), "-ex", f"gcore {core}"], capture_output=True,
+                       timeout=LONG_COMMAND_SECONDS, check=False)
+        self.assertTrue(os.path.isfile(core), "gdb wrote no core")
+        try:
+            cli = PtyProgram([heapscope_path(), COMMAND, core], timing_environment(os.environ))
+            try:
+                position = cli.expect(WALK_DONE, LONG_COMMAND_SECONDS).end()
+                interrupted_at = time.monotonic()
+                cli.interrupt()
+                status = cli.wait(CLI_EXIT_AFTER_INTERRUPT_SECONDS + 5)
+                elapsed = time.monotonic() - interrupted_at
+                self.assertEqual(status, 130, cli.output[-2000:])
+                self.assertLess(elapsed, CLI_EXIT_AFTER_INTERRUPT_SECONDS, cli.output[-2000:])
+                self.assertIn("heapscope: interrupted", cli.output[position:])
+                self.assertNotIn("Largest retained", cli.output[position:])
+            finally:
+                cli.close()
+        finally:
+            os.remove(core)
 
     def test_progress_on_a_terminal_only(self):
         cli = self.attach_on_terminal()
