@@ -57,16 +57,25 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 // The session's progress for one command: shown (after its delay) unless the output is JSON, cleared at
-// the end however the command ends.
+// the end however the command ends. Current on this thread for the whole command, so that the query's
+// own loops (between and after the products it asks for) can be interrupted too; while they run, the
+// phase shown is "report".
 class CommandProgress {
  public:
-  CommandProgress(Progress& progress, bool show) : progress_(progress) { progress_.begin(show); }
-  ~CommandProgress() { progress_.end(); }
+  CommandProgress(Progress& progress, bool show) : progress_(progress), current_(&progress) {
+    progress_.begin(show);
+    progress_.push_phase("report");
+  }
+  ~CommandProgress() {
+    progress_.pop_phase();
+    progress_.end();
+  }
   CommandProgress(const CommandProgress&) = delete;
   CommandProgress& operator=(const CommandProgress&) = delete;
 
  private:
   Progress& progress_;
+  ProgressScope current_;
 };
 
 }  // namespace
@@ -85,6 +94,9 @@ CommandResult run_command(Session& session, Command& command, const OutputOption
       write_file(options.path, text);
       result.output = fmt::format("wrote {} ({} bytes, {})\n", options.path, text.size(), format_name(format));
     }
+  } catch (const Interrupted& e) {  // in the query's own loops (a product turns it into AnalysisError)
+    result.exit_code = 1;
+    result.error = e.what();
   } catch (const AnalysisError& e) {
     result.exit_code = 1;
     result.error = e.what();
