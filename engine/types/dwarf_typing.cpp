@@ -264,8 +264,13 @@ const DwarfTypeIndex* DwarfTypes::index(std::size_t module) const {
   const ModuleSymbols* syms = m.file_on_disk.empty() ? nullptr : symbols_.symbols_for(m);
   if (!syms) return nullptr;
   const std::string path = syms->debug_file().empty() ? syms->path() : syms->debug_file();
-  it->second.file = DwarfFile::open(path, nullptr);
-  if (it->second.file) it->second.index = DwarfTypeIndex::build(*it->second.file);
+  try {
+    it->second.file = DwarfFile::open(path, nullptr);
+    if (it->second.file) it->second.index = DwarfTypeIndex::build(*it->second.file);
+  } catch (...) {  // interrupted (Ctrl-C): built again when next asked for, not taken for "no DWARF"
+    loaded_.erase(it);
+    throw;
+  }
   return it->second.index.get();
 }
 
