@@ -104,8 +104,8 @@ std::unique_ptr<LiveProcessImage> LiveProcessImage::open(int pid, std::vector<Th
   std::string maps_text, auxv_bytes, comm;
   int err = 0;
   if (!read_text_file(proc_path(pid, "maps"), &maps_text, &err)) return fail(proc_open_error(pid, "maps", err));
-  image->mem_fd_ = ::open(proc_path(pid, "mem").c_str(), O_RDONLY | O_CLOEXEC);
-  if (image->mem_fd_ < 0) return fail(proc_open_error(pid, "mem", errno));
+  image->memory_ = ProcessMemory::open(pid, &err);
+  if (!image->memory_) return fail(proc_open_error(pid, "mem", err));
   if (!read_text_file(proc_path(pid, "auxv"), &auxv_bytes, &err)) return fail(proc_open_error(pid, "auxv", err));
   if (maps_text.empty())
     return fail(fmt::format("process {} has no memory mappings (a zombie, or a kernel thread)", pid));
@@ -139,8 +139,6 @@ std::unique_ptr<LiveProcessImage> LiveProcessImage::open(int pid, std::vector<Th
   if (image->threads_.empty())
     image->warnings_.push_back("no thread registers were given, so registers and stacks are not roots");
 
-  image->cache_ = std::make_unique<CacheLine[]>(kCacheLines);
-
   ModuleLayoutInputs inputs;
   inputs.read = memory_reader_for(*image);
   inputs.mappings = std::move(file_mappings);
@@ -160,9 +158,7 @@ std::unique_ptr<LiveProcessImage> LiveProcessImage::open(int pid, std::vector<Th
   return image;
 }
 
-LiveProcessImage::~LiveProcessImage() {
-  if (mem_fd_ >= 0) ::close(mem_fd_);
-}
+LiveProcessImage::~LiveProcessImage() = default;
 
 std::string LiveProcessImage::description() const {
   return fmt::format("live process {} ({})", pid_, process_name_.empty() ? "?" : process_name_);
@@ -176,54 +172,13 @@ std::size_t LiveProcessImage::read(Address addr, void* out, std::size_t len) con
         region = region_at(at);
         return region && region->bytes_present ? region->end : 0;
       },
-      [&](Address at, std::byte* dst, std::size_t want) {
-        // Big reads (a block's words for the pointer scan) gain nothing from the cache and would evict it.
-        return want >= kCacheLineSize / 4 ? read_uncached(at, dst, want) : read_cached(*region, at, dst, want);
-      });
+      [&](Address at, std::byte* dst, std::size_t want) { return memory_->read(region->start, region->end, at, dst, want); });
 }
 
 std::span<const std::byte> LiveProcessImage::view(Address addr, std::size_t len) const {
   (void)addr;
   (void)len;
   return {};
-}
-
-std::size_t LiveProcessImage::read_uncached(Address addr, void* out, std::size_t len) const {
-  auto* dst = static_cast<std::byte*>(out);
-  std::size_t done = 0;
-  while (done < len) {
-    const ssize_t got = ::pread(mem_fd_, dst + done, len - done, static_cast<off_t>(addr + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // EIO: a page the kernel cannot supply (past the end of a mapped file, say)
-    done += static_cast<std::size_t>(got);
-  }
-  return done;
-}
-
-std::size_t LiveProcessImage::read_cached(const MemoryRegion& region, Address addr, void* out, std::size_t len) const {
-  auto* dst = static_cast<std::byte*>(out);
-  std::size_t done = 0;
-  while (done < len) {
-    const Address at = addr + done;
-    const Address aligned = at & ~Address{kCacheLineSize - 1};
-    const Address line_start = std::max(aligned, region.start);
-    const Address line_end = std::min(aligned + kCacheLineSize, region.end);
-    CacheLine& line = cache_[(at / kCacheLineSize) % kCacheLines];
-    std::lock_guard lock(line.mutex);
-    if (at < line.start || at >= line.end) {
-      if (!line.bytes) line.bytes = std::make_unique<std::byte[]>(kCacheLineSize);
-      const std::size_t got = read_uncached(line_start, line.bytes.get(), line_end - line_start);
-      line.start = line_start;
-      line.end = line_start + got;
-      // An unreadable page before `at` cut the line short; `at` itself may still be readable.
-      if (at >= line.end) return done + read_uncached(at, dst + done, len - done);
-    }
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len - done, line.end - at));
-    std::memcpy(dst + done, line.bytes.get() + (at - line.start), n);
-    done += n;
-    if (done < len && line.end < line_end) break;  // the rest of the line is unreadable
-  }
-  return done;
 }
 
 }  // namespace heapscope

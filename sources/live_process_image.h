@@ -1,7 +1,7 @@
 // LiveProcessImage: an Image over a stopped live process, read through /proc.
 //
-// Regions come from /proc/PID/maps, memory from pread(2) on /proc/PID/mem (through a small cache of
-// recently read stretches), auxv from /proc/PID/auxv and modules from the file mappings plus the dynamic
+// Regions come from /proc/PID/maps, memory from pread(2) on /proc/PID/mem (ProcessMemory: a small cache
+// of recently read stretches), auxv from /proc/PID/auxv and modules from the file mappings plus the dynamic
 // linker's link_map, exactly as for a core (engine/image/module_layout.h). Threads and their registers
 // are handed in by whoever stopped the process — `heapscope attach` (ptrace_attach.h) or a debugger
 // frontend (the C API) — because only the tracer can read them.
@@ -12,13 +12,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "image/collected_image.h"
 #include "image/link_map.h"
+#include "sources/process_memory.h"
 
 namespace heapscope {
 
@@ -49,25 +49,12 @@ class LiveProcessImage : public CollectedImage {
   std::span<const std::byte> view(Address addr, std::size_t len) const override;
 
  private:
-  // One cached stretch of memory: at most kCacheLineSize bytes of one region, aligned to that size.
-  struct CacheLine {
-    std::mutex mutex;
-    Address start = 0;
-    Address end = 0;  // start == end: empty
-    std::unique_ptr<std::byte[]> bytes;
-  };
-  static constexpr std::size_t kCacheLineSize = 64 * 1024;
-  static constexpr std::size_t kCacheLines = 64;
-
   LiveProcessImage() = default;
-  std::size_t read_uncached(Address addr, void* out, std::size_t len) const;
-  std::size_t read_cached(const MemoryRegion& region, Address addr, void* out, std::size_t len) const;
 
   int pid_ = 0;
-  int mem_fd_ = -1;
+  std::unique_ptr<ProcessMemory> memory_;
   std::string process_name_;
   std::vector<LinkMapEntry> link_map_;
-  mutable std::unique_ptr<CacheLine[]> cache_;
 };
 
 }  // namespace heapscope

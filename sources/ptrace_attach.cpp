@@ -221,7 +221,9 @@ bool run_with_process_stopped(int pid, const std::function<void(const std::vecto
     const int sig = sigtimedwait(&stop_signals, nullptr, &poll_interval);
     if (sig > 0) {
       process->detach();
-      std::fprintf(stderr, "heapscope: interrupted (%s); process %d was detached and runs on\n", strsignal(sig), pid);
+      // On a terminal, over the progress line that may be there.
+      std::fprintf(stderr, "%sheapscope: interrupted (%s); process %d was detached and runs on\n",
+                   ::isatty(STDERR_FILENO) ? "\r\033[K" : "", strsignal(sig), pid);
       std::_Exit(128 + sig);  // the worker is still inside the analysis: no orderly shutdown for it
     }
   }

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <unistd.h>
+
 namespace heapscope {
 
 class PhaseTimer {
@@ -22,7 +24,9 @@ class PhaseTimer {
     innermost() = parent_;
     if (parent_) parent_->start_ = Clock::now();
     static const bool enabled = std::getenv("HEAPSCOPE_TIMING") != nullptr;
-    if (enabled) std::fprintf(stderr, "heapscope: phase %s %.3f s\n", name_, own_.count());
+    // On a terminal, over the progress line that may be there (base/progress.h), not after it.
+    static const char* const clear_line = ::isatty(STDERR_FILENO) ? "\r\033[K" : "";
+    if (enabled) std::fprintf(stderr, "%sheapscope: phase %s %.3f s\n", clear_line, name_, own_.count());
   }
   PhaseTimer(const PhaseTimer&) = delete;
   PhaseTimer& operator=(const PhaseTimer&) = delete;

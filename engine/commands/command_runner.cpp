@@ -61,6 +61,28 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw AnalysisError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
 }
 
+// The session's progress for one command: shown (after its delay) unless the output is JSON, cleared at
+// the end however the command ends. Current on this thread for the whole command, so that the query's
+// own loops (between and after the products it asks for) can be interrupted too; while they run, the
+// phase shown is "report".
+class CommandProgress {
+ public:
+  CommandProgress(Progress& progress, bool show) : progress_(progress), current_(&progress) {
+    progress_.begin(show);
+    progress_.push_phase("report");
+  }
+  ~CommandProgress() {
+    progress_.pop_phase();
+    progress_.end();
+  }
+  CommandProgress(const CommandProgress&) = delete;
+  CommandProgress& operator=(const CommandProgress&) = delete;
+
+ private:
+  Progress& progress_;
+  ProgressScope current_;
+};
+
 // Opens each earlier core, one Session at a time so that only one heap is held at once, and saves its
 // snapshot into the current session's store.
 void save_earlier_cores(Session& session, CoreSeries& series) {
@@ -76,6 +98,7 @@ void save_earlier_cores(Session& session, CoreSeries& series) {
   for (std::size_t i = 0; i < series.cores.size(); ++i) {
     std::unique_ptr<Session> earlier = session.options().open_core(series.cores[i], &error);
     if (!earlier) throw AnalysisError(error);
+    earlier->set_interrupt_check(session.progress().interrupt_check());  // Ctrl-C stops its work too
     try {
       session.snapshots().save(take_snapshot(*earlier, series.names[i]));
     } catch (const AnalysisError& e) {
@@ -114,6 +137,7 @@ CommandResult run_command(Session& session, Command& command, const OutputOption
   CommandResult result;
   try {
     const OutputFormat format = options.effective_format();
+    CommandProgress progress(session.progress(), format != OutputFormat::json);
     if (CoreSeries* series = command.core_series()) save_earlier_cores(session, *series);
     Report report = command.run(session);
     std::visit([&](auto& r) { r.warnings = session.warnings_with(std::move(r.warnings)); }, report);
@@ -124,6 +148,9 @@ CommandResult run_command(Session& session, Command& command, const OutputOption
       write_file(options.path, text);
       result.output = fmt::format("wrote {} ({} bytes, {})\n", options.path, text.size(), format_name(format));
     }
+  } catch (const Interrupted& e) {  // in the query's own loops (a product turns it into AnalysisError)
+    result.exit_code = 1;
+    result.error = e.what();
   } catch (const AnalysisError& e) {
     result.exit_code = 1;
     result.error = e.what();

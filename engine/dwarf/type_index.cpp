@@ -2,6 +2,8 @@
 
 #include <dwarf.h>
 
+#include "base/progress.h"
+
 namespace heapscope {
 
 namespace {
@@ -167,7 +169,10 @@ std::unique_ptr<DwarfTypeIndex> DwarfTypeIndex::build(const DwarfFile& dwarf) {
   index->dwarf_ = &dwarf;
   TypeIndexBuilder builder(*index);
   dwarf.for_each_die([&](Dwarf_Die& die, Dwarf_Die* parent) {
-    if (!parent) builder.walk(die, "", 0);  // each unit's root: the builder walks it with its own scopes
+    if (!parent) {  // each unit's root: the builder walks it with its own scopes
+      progress_check();  // a big program's DWARF takes seconds: Ctrl-C between its units (base/progress.h)
+      builder.walk(die, "", 0);
+    }
     return false;
   });
   builder.resolve_variables();

@@ -2,12 +2,18 @@
 
 #include <stdexcept>
 
+#include "base/progress.h"
+
 namespace heapscope {
 
 namespace {
 
 // Depth-first numbers start at 1; 0 means "not reached". All working arrays below are indexed by number.
 using Number = std::uint32_t;
+
+// Progress: the depth-first search and the semidominator pass each count one unit per reached node,
+// told every kProgressNodes (throws Interrupted on Ctrl-C).
+constexpr std::uint32_t kProgressNodes = 1 << 16;
 
 struct Numbering {
   std::vector<Number> number;    // per node
@@ -29,6 +35,7 @@ Numbering number_depth_first(const DominatorGraph& g, std::uint32_t entry) {
   };
   std::vector<Frame> stack;
   auto visit = [&](std::uint32_t node, Number from) {
+    if (out.vertex.size() % kProgressNodes == 0) progress_step(kProgressNodes);
     out.number[node] = static_cast<Number>(out.vertex.size());
     out.vertex.push_back(node);
     out.parent.push_back(from);
@@ -100,6 +107,7 @@ class LinkEvalForest {
 Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
   if (g.node_count() > kNodeMask) throw std::length_error("dominators: more than 2^31 - 1 nodes");
   if (entry >= g.node_count()) throw std::out_of_range("dominators: the entry is not a node of the graph");
+  progress_total(2 * std::uint64_t{g.node_count()});
   Numbering dfs = number_depth_first(g, entry);
   const Number count = static_cast<Number>(dfs.vertex.size() - 1);  // reached nodes, numbered 1..count
 
@@ -112,6 +120,7 @@ Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
   LinkEvalForest forest(std::move(dfs.parent), semi);
 
   for (Number w = count; w >= 2; --w) {
+    if (w % kProgressNodes == 0) progress_step(kProgressNodes);
     auto relax = [&](std::span<const std::uint32_t> preds) {
       for (std::uint32_t p : preds) {
         const Number v = dfs.number[p & kNodeMask];

@@ -1,5 +1,7 @@
 #include "model/leak_verdicts.h"
 
+#include "base/progress.h"
+
 namespace heapscope {
 
 namespace {
@@ -27,6 +29,7 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
   LeakVerdicts out;
   out.verdict.assign(n, Verdict::not_allocated);
   out.possibly.assign(n, 0);
+  progress_total(2 * n);  // two reachability passes, each visiting at most every block once
   const std::vector<std::uint8_t> reached = reach(g, false);
   {
     const std::vector<std::uint8_t> firmly = reach(g, true);

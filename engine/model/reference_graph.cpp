@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "base/progress.h"
+
 namespace heapscope {
 
 namespace {
@@ -35,11 +37,21 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
       parts_[p].last = i;
     }
   }
+  // Progress counts the blocks' bytes; an interrupt (or any failure) in one slice is rethrown once every
+  // slice has stopped.
+  progress_total(total_bytes);
+  ThreadErrors errors;
   auto scan_part = [&](Part& part) {
     part.offsets.reserve(part.last - part.first + 1);
     part.offsets.push_back(0);
+    std::uint64_t bytes_since = 0;
     for (BlockId b = part.first; b < part.last; ++b) {
       const Block& blk = blocks[b];
+      bytes_since += blk.chunk_size();
+      if (bytes_since >= (std::uint64_t{1} << 20)) {
+        progress_step(bytes_since);
+        bytes_since = 0;
+      }
       if (is_allocated(blk.state))
         for_each_pointer(blk.address(), blk.address() + blk.usable_size(),
                          [&](Address, std::uint64_t word, BlockId target) { part.edges.push_back(edge_to(target, word)); });
@@ -49,9 +61,10 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
     part.edges.shrink_to_fit();
   };
   std::vector<std::thread> threads;
-  for (unsigned p = 1; p < n; ++p) threads.emplace_back(scan_part, std::ref(parts_[p]));
-  scan_part(parts_[0]);
+  for (unsigned p = 1; p < n; ++p) threads.emplace_back([&, p] { errors.run([&] { scan_part(parts_[p]); }); });
+  errors.run([&] { scan_part(parts_[0]); });
   for (auto& t : threads) t.join();
+  errors.rethrow();
   for (const Part& p : parts_) edge_count_ += p.edges.size();
 
   root_offsets_.push_back(0);

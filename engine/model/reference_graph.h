@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "base/progress.h"
 #include "image/word_scan.h"
 #include "model/block_index.h"
 #include "model/roots.h"
@@ -86,9 +87,12 @@ class ReferenceGraph {
 
 // The one traversal the analyses share: from the blocks on `pending` (marked by the caller), marks and
 // follows, depth first, every edge of `next(block)` (a span of edges: out_edges, in_edges) that `admit(edge)`
-// accepts and that leads to a block not marked yet.
+// accepts and that leads to a block not marked yet. Each block it visits is a step of the current
+// progress (so Ctrl-C stops it: progress_step throws Interrupted).
 template <class Marks, class Next, class Admit>
 void flood(std::vector<BlockId>& pending, Marks& marked, Next&& next, Admit&& admit) {
+  constexpr std::uint32_t kProgressBlocks = 1 << 16;
+  std::uint32_t visited = 0;
   while (!pending.empty()) {
     const BlockId b = pending.back();
     pending.pop_back();
@@ -98,7 +102,12 @@ void flood(std::vector<BlockId>& pending, Marks& marked, Next&& next, Admit&& ad
       marked[to] = true;
       pending.push_back(to);
     }
+    if (++visited == kProgressBlocks) {
+      progress_step(visited);
+      visited = 0;
+    }
   }
+  progress_step(visited);
 }
 
 template <typename Fn>

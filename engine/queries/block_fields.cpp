@@ -343,12 +343,15 @@ BlockFields block_fields(Session& s, const BlockNames& names, BlockId b, std::si
   if (id == kNoDwarfType || ix->type(id).size == 0) return {};
   const Block& block = s.heap().blocks[b];
   const DwarfType& t = ix->type(id);
-  const std::uint64_t count = block.usable_size() / t.size;
-  if (count == 0) return {};
+  // One object fills a block when its structure ends in a flexible array (the block holds its elements)
+  // or when the block only starts with it (an arena's slab); otherwise as many as fit.
+  const bool first_of_larger = s.types().first_object_type(s.types().type_id(b)) != BlockTypes::kUnknown;
+  const std::uint64_t count = t.flexible || first_of_larger ? 1 : block.usable_size() / t.size;
+  if (count == 0 || t.size > block.usable_size()) return {};
 
   FieldWriter writer(s, names, *ix, block.address(), block.usable_size(), max_rows);
   if (count == 1 && t.kind == DwarfType::Kind::structure && !t.declaration) {
-    writer.out.type = t.name;
+    writer.out.type = first_of_larger ? fmt::format("{} (first of {} bytes)", t.name, block.usable_size()) : t.name;
     writer.members("", id, 0, 0);
   } else if (count == 1) {
     writer.out.type = t.name;

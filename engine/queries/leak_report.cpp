@@ -4,9 +4,13 @@
 #include <map>
 
 #include <fmt/format.h>
+#include "base/progress.h"
 
 namespace heapscope {
 namespace {
+
+// The query's own loops look for Ctrl-C every 65536 blocks (base/progress.h).
+constexpr std::uint64_t kCheckMask = 0xffff;
 
 // What the image lacks that could hold pointers to heap blocks ("3 thread stacks and 8192 bytes of
 // writable memory"), empty when nothing.
@@ -32,6 +36,7 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   LeaksReport r;
   std::map<std::pair<std::string, std::uint64_t>, LeakGroup> groups;
   for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+    if ((i & kCheckMask) == 0) progress_check();
     const Block& b = heap.blocks[i];
     if (v.possibly[i]) r.possibly.add(b.usable_size());
     if (!is_leaked(v.verdict[i])) continue;
@@ -112,6 +117,7 @@ HistogramReport build_histogram(Session& s, const std::string& by, std::size_t e
   r.by = by;
   std::map<std::string, HistogramRow> rows;
   for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+    if ((i & kCheckMask) == 0) progress_check();
     const Block& b = heap.blocks[i];
     if (!is_allocated(b.state)) continue;
     ++r.allocated_blocks;

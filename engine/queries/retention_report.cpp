@@ -11,10 +11,14 @@
 #include "queries/retention_paths.h"
 #include "types/type_groups.h"
 #include "base/phase_timer.h"
+#include "base/progress.h"
 
 namespace heapscope {
 
 namespace {
+
+// The query's own loops look for Ctrl-C every 65536 blocks (base/progress.h).
+constexpr std::uint64_t kCheckMask = 0xffff;
 
 double percent_of_heap(const Retention& r, std::uint64_t bytes) {
   return r.in_use_bytes() ? 100.0 * static_cast<double>(bytes) / static_cast<double>(r.in_use_bytes()) : 0;
@@ -51,6 +55,7 @@ std::vector<TopBlockRow> top_blocks(Session& s, const Retention& r, std::size_t 
   using Entry = std::pair<std::uint64_t, BlockId>;  // (retained bytes, block)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> best;  // the smallest of the best on top
   for (BlockId b = 0; b < r.block_count(); ++b) {
+    if ((b & kCheckMask) == 0) progress_check();
     if (!r.reachable(b)) continue;
     const std::uint64_t bytes = r.retained_bytes(b);
     if (best.size() == count && bytes <= best.top().first) continue;
@@ -140,6 +145,7 @@ std::vector<std::uint32_t> big_retainers(const Retention& r) {
   const std::uint64_t threshold = big_retainer_threshold(r);
   std::vector<std::uint32_t> out;
   for (std::uint32_t node = 0; node < r.node_count(); ++node) {  // in id order: sequential reads
+    if ((node & kCheckMask) == 0) progress_check();
     if (!r.reachable(node) || r.retained_bytes(node) < threshold) continue;
     const bool outermost = r.is_root(node) || (r.is_block(node) && !r.is_block(r.dominator(node)) &&
                                                 !r.is_root(r.dominator(node)));
@@ -223,6 +229,7 @@ class SuspectFinder {
     }
     // In block order: the block array is read sequentially.
     for (BlockId b = 0; b < r_.block_count(); ++b) {
+      if ((b & kCheckMask) == 0) progress_check();
       if (owner[b] == kNoOwner) continue;
       auto& totals = owned_[owner[b]];
       if (group_[b] >= totals.size()) totals.resize(group_[b] + 1);
@@ -267,6 +274,7 @@ class SuspectFinder {
     };
     std::unordered_map<std::uint64_t, GroupTotal> piles;  // (dominator << 32 | group) → instances
     for (BlockId b = 0; b < r_.block_count(); ++b) {
+      if ((b & kCheckMask) == 0) progress_check();
       if (accumulates_under_[b] == kNoNode || !candidate(accumulates_under_[b])) continue;
       GroupTotal& t = piles[std::uint64_t{accumulates_under_[b]} << 32 | group_[b]];
       ++t.count;

@@ -28,22 +28,28 @@ Session::Session(std::shared_ptr<const Image> image, SessionOptions options)
 Session::~Session() = default;
 
 // The one place products are computed: under the session's lock, after the interrupt check, timed, told
-// to the frontend, with the product's own warnings collected. `compute` asks for the products it needs
-// first; their time is theirs (PhaseTimer counts nested phases apart).
+// to the frontend, shown as a phase of the session's Progress (current on this thread while it runs, so
+// that long loops below report to it and stop when it says), with the product's own warnings collected.
+// `compute` asks for the products it needs first; their time is theirs (PhaseTimer counts nested phases
+// apart). An interrupted product keeps neither a value nor an error: the next command computes it again.
 template <class T, class Compute>
 const T& Session::product(Slot<T>& slot, const char* name, Compute&& compute) {
   std::lock_guard lock(mutex_);
   if (!slot.value && slot.error.empty()) {
     check_interrupted();
     if (options_.on_product) options_.on_product(name);
+    ProgressScope current(&progress_);
+    PhaseScope phase(progress_, name);
     PhaseTimer timer(name);
     try {
       if constexpr (IsUniquePtr<std::invoke_result_t<Compute>>::value)
         slot.value = compute();
       else
         slot.value = std::make_unique<T>(compute());
+    } catch (const Interrupted&) {
+      throw AnalysisError("interrupted");
     } catch (const AnalysisError& e) {
-      if (interrupted_ && interrupted_()) throw;  // not this product's failure: the next command retries
+      if (progress_.stop_requested()) throw;  // not this product's failure: the next command retries
       slot.error = e.what();
     }
     if constexpr (requires(const T& t) { t.warnings; })
@@ -133,6 +139,7 @@ std::unique_ptr<BlockNames> Session::name_blocks(const std::vector<bool>* within
   auto names = std::make_unique<BlockNames>(BlockNames{infer_types(*image_, symbols_, h, index, r, within), nullptr});
   type_coroutine_frames(names->types, coroutine_frames);
   PhaseTimer dwarf_timer("dwarf types");
+  PhaseScope dwarf_phase(progress_, "dwarf types");
   names->dwarf = std::make_unique<DwarfTypes>(*image_, symbols_);
   type_blocks_from_dwarf(*image_, symbols_, h, index, &f, names->types, *names->dwarf, within);
   return names;
@@ -169,8 +176,12 @@ const Retention* Session::retention_if_computed() const {
   return retention_.value.get();
 }
 
-void Session::check_interrupted() const {
-  if (interrupted_ && interrupted_()) throw AnalysisError("interrupted");
+void Session::check_interrupted() {
+  try {
+    progress_.check(/*at_once=*/true);
+  } catch (const Interrupted&) {
+    throw AnalysisError("interrupted");
+  }
 }
 
 void Session::add_warnings(const std::vector<std::string>& more) {

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/progress.h"
 #include "frames/unwind.h"
 #include "heap/heap_check.h"
 #include "heap/heap_model.h"
@@ -49,8 +50,8 @@ struct SessionOptions {
   // (`diff OLD`, `evolution CORE…`, `report --earlier CORE`); unset, they say this frontend cannot.
   // frontends/common's core_opener() makes one.
   std::function<std::unique_ptr<Session>(const std::string& core, std::string* error)> open_core;
-  // Told the name of each product as its computation starts ("walk", "roots", …): progress for a frontend,
-  // and a way for tests to see that each is computed once.
+  // Told the name of each product as its computation starts ("walk", "roots", …), the phase names the
+  // session's Progress shows too: a way for tests to see that each is computed once.
   std::function<void(std::string_view product)> on_product;
 };
 
@@ -101,9 +102,15 @@ class Session {
   // The dominator tree when some command has built it already; null otherwise.
   const Retention* retention_if_computed() const;
 
-  // Lets a frontend stop a long analysis (Ctrl-C in a debugger): checked before every product; when it
-  // returns true the product throws AnalysisError("interrupted") and nothing half-done is kept.
-  void set_interrupt_check(std::function<bool()> check) { interrupted_ = std::move(check); }
+  // Lets a frontend stop a long analysis (Ctrl-C): checked before every product and, through the
+  // session's Progress, every 50 ms inside long loops (walk, scan, typing, reachability, dominators), from
+  // any analysis thread (so it must be thread-safe and cheap: an atomic flag). When it returns true the
+  // product being computed throws AnalysisError("interrupted") and nothing half-done is kept; products
+  // finished before stay for the next command.
+  void set_interrupt_check(std::function<bool()> check) { progress_.set_interrupt_check(std::move(check)); }
+  // Progress of the products being computed (base/progress.h): the frontend sets its display; the command
+  // runner begins and ends it around each command.
+  Progress& progress() { return progress_; }
 
   // Turns an address argument into an address. The default reads numbers (0x hex or decimal); a
   // debugger frontend installs its own expression evaluator. Throws AnalysisError on bad input.
@@ -127,7 +134,7 @@ class Session {
   };
   template <class T, class Compute>
   const T& product(Slot<T>& slot, const char* name, Compute&& compute);
-  void check_interrupted() const;
+  void check_interrupted();
   std::unique_ptr<BlockNames> name_blocks(const std::vector<bool>* within);
   void add_warnings(const std::vector<std::string>& more);
 
@@ -150,7 +157,7 @@ class Session {
   std::map<std::vector<BlockId>, Slot<BlockNames>> names_of_parts_;
   Slot<Retention> retention_;
   AddressEvaluator evaluate_;
-  std::function<bool()> interrupted_;
+  Progress progress_;
 };
 
 }  // namespace heapscope

@@ -7,6 +7,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/progress.h"
 #include "model/block_index.h"
 #include "image/memory_cursor.h"
 #include "image/word_scan.h"
@@ -103,6 +104,19 @@ std::string BlockTypes::name(std::size_t block, const Block& b) const {
   return id == kUnknown ? fmt::format("unknown ({} bytes)", b.usable_size()) : names_[id];
 }
 
+void BlockTypes::mark_from_vtable(std::uint32_t id) {
+  if (id >= from_vtable_.size()) from_vtable_.resize(id + 1, false);
+  from_vtable_[id] = true;
+}
+
+std::uint32_t BlockTypes::first_of_larger(std::uint32_t id) {
+  const std::uint32_t larger = intern(names_[id] + " (first of a larger block)");
+  if (larger >= first_of_.size()) first_of_.resize(larger + 1, kUnknown);
+  first_of_[larger] = id;
+  set_source(larger, sources_[id]);
+  return larger;
+}
+
 std::uint32_t BlockTypes::intern(const std::string& name) {
   auto it = std::find(names_.begin(), names_.end(), name);
   if (it != names_.end()) return static_cast<std::uint32_t>(it - names_.begin());
@@ -132,7 +146,10 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
   // Vtables: many objects share one, so each distinct first word is resolved once.
   std::unordered_map<Address, std::uint32_t> by_first_word;
   MemoryCursor mem(image);
+  constexpr std::size_t kProgressBlocks = 1 << 16;
+  progress_total(heap.blocks.size());
   for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+    if (i % kProgressBlocks == kProgressBlocks - 1) progress_step(kProgressBlocks);  // throws on Ctrl-C
     const Block& b = heap.blocks[i];
     if (!is_allocated(b.state) || b.usable_size() < 8 || !wanted(i)) continue;
     const auto first = mem.u64(b.address());
@@ -148,7 +165,10 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
       } else if (!s.symbol || s.symbol->kind != SymbolKind::function) {
         name = class_name_from_rtti(image, *first);
       }
-      if (!name.empty()) it->second = types.intern(name);
+      if (!name.empty()) {
+        it->second = types.intern(name);
+        types.mark_from_vtable(it->second);
+      }
     }
     types.set(i, it->second);
   }

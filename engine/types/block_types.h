@@ -24,6 +24,7 @@ class BlockTypes {
   std::uint32_t type_id(std::size_t block) const { return block < ids_.size() ? ids_[block] : kUnknown; }
   // The type's name, or "unknown (N bytes)" for untyped blocks.
   std::string name(std::size_t block, const Block& b) const;
+  const std::string& name_of(std::uint32_t id) const { return names_[id]; }
   std::uint32_t intern(const std::string& name);
   std::size_t type_count() const { return names_.size(); }  // ids are below this
   void rename(std::uint32_t id, std::string name);
@@ -31,6 +32,15 @@ class BlockTypes {
   const std::string& source_of(std::uint32_t id) const { return sources_[id < sources_.size() ? id : 0]; }
   void set_source(std::uint32_t id, std::string source);
   void set(std::size_t block, std::uint32_t id) { ids_[block] = id; }
+  // Types named by a vtable at offset 0 (infer_types): what a block holds at its start, not necessarily
+  // all of it.
+  void mark_from_vtable(std::uint32_t id);
+  bool from_vtable(std::uint32_t id) const { return id < from_vtable_.size() && from_vtable_[id]; }
+  // The type of blocks that start with an object of type `id` but are much larger than it (an arena's
+  // slab, a bump allocator's chunk): "T (first of a larger block)", a row of its own, so that T's count
+  // and bytes are those of real T objects. first_object_type gives T's id back (kUnknown for other ids).
+  std::uint32_t first_of_larger(std::uint32_t id);
+  std::uint32_t first_object_type(std::uint32_t id) const { return id < first_of_.size() ? first_of_[id] : kUnknown; }
   void resize(std::size_t blocks) { ids_.assign(blocks, kUnknown); }
   std::size_t typed_blocks() const;
 
@@ -38,6 +48,8 @@ class BlockTypes {
   std::vector<std::uint32_t> ids_;
   std::vector<std::string> names_;
   std::vector<std::string> sources_;  // by type id, like names_
+  std::vector<bool> from_vtable_;           // by type id
+  std::vector<std::uint32_t> first_of_;     // by type id: T's id for "T (first of a larger block)"
 };
 
 // With `within` (a flag per block, closed under predecessors: graph_closure.h's ancestors_of), only the

@@ -6,6 +6,7 @@
 
 #include "image/memory_cursor.h"
 #include "base/phase_timer.h"
+#include "base/progress.h"
 #include "runtime/static_tls.h"
 #include "symbols/cxx_names.h"
 
@@ -88,6 +89,7 @@ class Propagator {
       : heap_(heap), index_(index), types_(types), dwarf_(dwarf), within_(within), mem_(image),
         first_dwarf_id_(static_cast<std::uint32_t>(types.type_count())) {
     walked_.assign(heap.blocks.size(), false);
+    progress_total(heap.blocks.size());
     indexes_.resize(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule));
     for (std::size_t m = 0; m < indexes_.size(); ++m) indexes_[m] = dwarf.index(m);
   }
@@ -128,6 +130,7 @@ class Propagator {
   // named like one shares its id and is treated as one: walked once per block).
   std::uint32_t first_dwarf_id_;
   std::vector<bool> walked_;       // by block: a symbol-typed block whose members were followed
+  std::uint32_t drained_ = 0;      // queue entries since progress was last told
 
   DwarfTypeId cached(std::vector<DwarfTypeId>& cache, DwarfTypeId id, DwarfTypeId (*compute)(const DwarfTypeIndex&, DwarfTypeId),
                      const DwarfTypeIndex& ix) {
@@ -141,8 +144,15 @@ class Propagator {
     return facts_[module];
   }
 
+  // Progress counts the entries taken off the queue (about one per block typed), against the heap's
+  // blocks; told every kProgressEntries (throws Interrupted on Ctrl-C).
   void drain() {
+    constexpr std::uint32_t kProgressEntries = 1 << 16;
     while (!queue_.empty()) {
+      if (++drained_ == kProgressEntries) {
+        progress_step(drained_);
+        drained_ = 0;
+      }
       const Pending p = queue_.back();
       queue_.pop_back();
       const std::uint64_t size = indexes_[p.module]->type(p.type).size;
@@ -256,8 +266,13 @@ const DwarfTypeIndex* DwarfTypes::index(std::size_t module) const {
   const ModuleSymbols* syms = m.file_on_disk.empty() ? nullptr : symbols_.symbols_for(m);
   if (!syms) return nullptr;
   const std::string path = syms->debug_file().empty() ? syms->path() : syms->debug_file();
-  it->second.file = DwarfFile::open(path, nullptr);
-  if (it->second.file) it->second.index = DwarfTypeIndex::build(*it->second.file);
+  try {
+    it->second.file = DwarfFile::open(path, nullptr);
+    if (it->second.file) it->second.index = DwarfTypeIndex::build(*it->second.file);
+  } catch (...) {  // interrupted (Ctrl-C): built again when next asked for, not taken for "no DWARF"
+    loaded_.erase(it);
+    throw;
+  }
   return it->second.index.get();
 }
 
@@ -265,6 +280,8 @@ namespace {
 
 // Each frame's local variables, typed by the DWARF of the module holding the frame's code. The unwinder
 // read the same DWARF, so the type DIE offsets agree; a type whose size is not the variable's is not used.
+void name_objects_in_larger_blocks(const Image& image, const HeapModel& heap, BlockTypes& types, DwarfTypes& dwarf);
+
 void seed_locals(const Image& image, const std::vector<std::vector<Frame>>& frames, DwarfTypes& dwarf,
                  Propagator& propagate) {
   const auto& modules = image.modules();
@@ -313,7 +330,50 @@ void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, cons
     }
   }
   if (frames) seed_locals(image, *frames, dwarf, propagate);
+  name_objects_in_larger_blocks(image, heap, types, dwarf);
 }
+
+namespace {
+
+// A vtable at offset 0 names the object that starts a block, and a bump allocator's slab starts with an
+// object too: a 4 KiB slab of clang declarations would count as one 4 KiB clang::CXXMethodDecl. So a
+// block named by its vtable that has room for two of the object (and 256 bytes to spare, so that tiny
+// classes in ordinary blocks stay what they are) is "T (first of a larger block)" instead, a type of its
+// own, with T's DWARF layout for its first object. The size of T is DWARF's, from the first module that
+// defines a structure of that name; without one, nothing tells an object from a slab.
+void name_objects_in_larger_blocks(const Image& image, const HeapModel& heap, BlockTypes& types, DwarfTypes& dwarf) {
+  constexpr std::uint64_t kSpareBytes = 256;
+  const auto& modules = image.modules();
+  std::vector<DwarfTypeRef> layout(types.type_count());  // by vtable-named type id
+  bool any = false;
+  for (std::uint32_t id = 1; id < types.type_count(); ++id) {
+    if (!types.from_vtable(id)) continue;
+    DwarfTypeRef ref = dwarf.of_type_id(id);
+    for (std::size_t m = 0; !ref.known() && m < modules.size() && m < DwarfTypeRef::kNoModule; ++m) {
+      const DwarfTypeIndex* ix = dwarf.index(m);
+      const DwarfTypeId found = ix ? ix->find_structure(types.name_of(id)) : kNoDwarfType;
+      if (found != kNoDwarfType && ix->type(found).size > 0) ref = DwarfTypeRef{static_cast<std::uint16_t>(m), found};
+    }
+    layout[id] = ref;
+    any = any || ref.known();
+  }
+  if (!any) return;
+  std::vector<std::uint32_t> larger(types.type_count(), BlockTypes::kUnknown);
+  for (std::size_t b = 0; b < heap.blocks.size(); ++b) {
+    const std::uint32_t id = types.type_id(b);
+    if (id >= layout.size() || !layout[id].known()) continue;
+    const std::uint64_t size = dwarf.type(layout[id]).size;
+    if (heap.blocks[b].usable_size() < std::max(2 * size, size + kSpareBytes)) continue;
+    if (larger[id] == BlockTypes::kUnknown) {
+      larger[id] = types.first_of_larger(id);
+      if (larger[id] >= dwarf.by_type_id.size()) dwarf.by_type_id.resize(larger[id] + 1);
+      dwarf.by_type_id[larger[id]] = layout[id];
+    }
+    types.set(b, larger[id]);
+  }
+}
+
+}  // namespace
 
 namespace {
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/serving_thread.h"
 #include "commands/command_line.h"
 #include "sources/elf_core_image.h"
 #include "sources/live_process_image.h"
@@ -82,6 +84,64 @@ class ScopedEvaluator {
 
  private:
   Session& session_;
+};
+
+// A frontend's interrupt check and progress display for one run (with the evaluator, all called on the
+// run's serving thread), removed afterwards, also when the run throws.
+class ScopedCallbacks {
+ public:
+  ScopedCallbacks(Session& session, const hs_callbacks& callbacks, ServingThread& serving)
+      : session_(session), callbacks_(callbacks) {
+    session_.set_interrupt_check([this] { return interrupted_.load(); });
+    if (callbacks_.progress)
+      session_.progress().set_display([this](const ProgressStatus& status) {
+        std::lock_guard lock(mutex_);
+        pending_ = status;
+        has_pending_ = true;
+      });
+    if (callbacks_.evaluate) {
+      hs_evaluate_fn evaluate = callbacks_.evaluate;
+      void* ctx = callbacks_.ctx;
+      session_.set_address_evaluator([evaluate, ctx, &serving](const std::string& expression) -> Address {
+        std::uint64_t address = 0;
+        char* message = nullptr;
+        int status = 1;
+        serving.call([&] { status = evaluate(ctx, expression.c_str(), &address, &message); });
+        if (status == 0) return address;
+        throw AnalysisError(message && *message ? std::string(message) : "cannot evaluate '" + expression + "'");
+      });
+    }
+  }
+  ~ScopedCallbacks() {
+    session_.set_interrupt_check({});
+    session_.progress().set_display({});
+    session_.set_address_evaluator(nullptr);
+  }
+  ScopedCallbacks(const ScopedCallbacks&) = delete;
+  ScopedCallbacks& operator=(const ScopedCallbacks&) = delete;
+
+  // On the serving thread, every 50 ms and once at the end.
+  void serve() {
+    if (callbacks_.interrupted && !interrupted_ && callbacks_.interrupted(callbacks_.ctx)) interrupted_ = true;
+    ProgressStatus status;
+    {
+      std::lock_guard lock(mutex_);
+      if (!has_pending_) return;
+      status = pending_;
+      has_pending_ = false;
+    }
+    const std::string line = status.done ? std::string() : status.text();
+    callbacks_.progress(callbacks_.ctx, line.c_str(), status.done ? 1 : 0);
+  }
+  bool interrupted() const { return interrupted_; }
+
+ private:
+  Session& session_;
+  hs_callbacks callbacks_;
+  std::atomic<bool> interrupted_{false};
+  std::mutex mutex_;
+  ProgressStatus pending_;
+  bool has_pending_ = false;
 };
 
 // Named snapshots outlive each stop's session: GDB opens a new session whenever the process has run, so
@@ -207,6 +267,38 @@ int hs_run(hs_session* session, const char* command_line, hs_evaluate_fn evaluat
     if (result.exit_code != 0) {
       set_string(error, result.error);
       return result.exit_code;
+    }
+    set_string(output, result.output);
+    return 0;
+  } catch (const std::bad_alloc&) {
+    set_string(error, "out of memory while analysing the image");
+  } catch (const std::exception& e) {
+    set_string(error, e.what());
+  } catch (...) {
+    set_string(error, "unexpected failure");
+  }
+  return 1;
+}
+
+int hs_run_with_callbacks(hs_session* session, const char* command_line, const hs_callbacks* callbacks,
+                          char** output, char** error) {
+  if (!callbacks) return hs_run(session, command_line, nullptr, nullptr, output, error);
+  clear(output);
+  clear(error);
+  if (!session || !session->session || !command_line) {
+    set_string(error, "hs_run needs a session and a command line");
+    return 1;
+  }
+  try {
+    ServingThread serving;
+    ScopedCallbacks scoped(*session->session, *callbacks, serving);
+    const std::vector<std::string> words = split_command_words(command_line);
+    CommandResult result;
+    serving.run_serving([&] { result = execute_command_line(*session->session, words); }, [&] { scoped.serve(); });
+    scoped.serve();  // the last status: the line cleared
+    if (result.exit_code != 0) {
+      set_string(error, result.error);
+      return scoped.interrupted() ? HS_INTERRUPTED : result.exit_code;
     }
     set_string(output, result.output);
     return 0;

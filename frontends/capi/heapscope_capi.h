@@ -61,6 +61,29 @@ HS_API hs_session* hs_open_live_with_options(int pid, const hs_thread* threads, 
 HS_API int hs_run(hs_session* session, const char* command_line, hs_evaluate_fn evaluate, void* ctx, char** output,
                   char** error);
 
+/* What a frontend may give hs_run_with_callbacks; every member may be NULL. */
+typedef int (*hs_interrupted_fn)(void* ctx);  /* non-zero: stop the command (the user pressed Ctrl-C) */
+/* The progress line of a long command ("heapscope: scan 42%"), or done != 0 (line "") once it is over:
+ * then remove what was shown. Never called in a command's first second, nor for JSON output. */
+typedef void (*hs_progress_fn)(void* ctx, const char* line, int done);
+typedef struct hs_callbacks {
+  hs_evaluate_fn evaluate;
+  hs_interrupted_fn interrupted;
+  hs_progress_fn progress;
+  void* ctx; /* passed to each */
+} hs_callbacks;
+
+/* hs_run's return value when the interrupted callback stopped the command (*error is "interrupted"). What
+ * was finished before is kept: the next command on the session goes on from there. */
+#define HS_INTERRUPTED 130
+
+/* hs_run with callbacks. The command runs on a thread of its own while the calling thread calls every
+ * callback (a debugger's Python may only be used from its own thread): `interrupted` every 50 ms,
+ * `progress` at most every 100 ms, `evaluate` when the command needs an address. A stop asked for by
+ * `interrupted` takes effect within a second. */
+HS_API int hs_run_with_callbacks(hs_session* session, const char* command_line, const hs_callbacks* callbacks,
+                                 char** output, char** error);
+
 /* Help of one command (its options), or the list of commands for NULL or "". */
 HS_API char* hs_help(const char* command_or_null);
 

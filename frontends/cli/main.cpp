@@ -5,11 +5,15 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
+
+#include <unistd.h>
 
 #include "commands/command_runner.h"
 #include "commands/option_checks.h"
@@ -43,13 +47,49 @@ int fail(const std::string& message) {
   return 1;
 }
 
+// Ctrl-C on a core: SIGINT sets a flag that the session's interrupt check reads, so the analysis stops
+// within its next 50 ms and heapscope says so and exits with 130, as a shell expects of an interrupted
+// program. (`attach` handles SIGINT itself: it lets the process go at once, sources/ptrace_attach.h.)
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+constexpr int kInterruptedExit = 128 + SIGINT;
+
+extern "C" void note_interrupt(int) { g_interrupted.store(true); }
+
+void stop_on_interrupt() {
+  struct sigaction action {};
+  action.sa_handler = note_interrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &action, nullptr);
+}
+
+// The session's progress as one line rewritten in place on stderr, when stderr is a terminal; and the
+// interrupt flag.
+void adapt(Session& session) {
+  session.set_interrupt_check([] { return g_interrupted.load(); });
+  if (!::isatty(STDERR_FILENO)) return;
+  session.progress().set_display([](const ProgressStatus& status) {
+    const std::string line = "\r\033[K" + (status.done ? std::string() : status.text());
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+  });
+}
+
 CommandResult analyse(std::shared_ptr<const Image> image, Command& command, const TargetOptions& t,
                       const OutputOptions& output) {
   Session session(std::move(image), session_options(t));
+  adapt(session);
   return run_command(session, command, output);
 }
 
+int interrupted() {
+  std::cerr << "heapscope: interrupted\n";
+  return kInterruptedExit;
+}
+
 int report(const CommandEntry& entry, const CommandResult& result) {
+  if (result.exit_code != 0 && g_interrupted) return interrupted();
   if (result.exit_code != 0) return fail(std::string(entry.name) + ": " + result.error);
   std::fwrite(result.output.data(), 1, result.output.size(), stdout);
   return 0;
@@ -68,6 +108,7 @@ int run(const CommandEntry& entry, Command& command, const CoreTarget& t, const 
   SessionOptions options = session_options(t);
   options.state_name = std::filesystem::path(t.core).filename().string();
   Session session(std::move(image), options);
+  adapt(session);
   return report(entry, run_command(session, command, output));
 }
 
@@ -184,6 +225,7 @@ int main(int argc, char** argv) {
   add_commands(*attach, Target::live_process, attached_invocations);
 
   if (const std::optional<int> handled = help_or_unknown_command(app, *attach, argc, argv)) return *handled;
+  stop_on_interrupt();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

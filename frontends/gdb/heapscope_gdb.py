@@ -13,6 +13,15 @@ libheapscope_capi.so (frontends/capi/heapscope_capi.h) through ctypes and gives 
 The session (heap walk, pointer graph...) is kept until the process runs again or its memory or
 registers are changed from GDB.
 
+A command runs on a thread of the library's own while GDB's thread serves it (hs_run_with_callbacks):
+evaluating addresses, watching for Ctrl-C every 50 ms, and, for a command typed at a terminal that runs
+longer than a second, showing its phase and percentage as one line on GDB's terminal (never for JSON).
+Ctrl-C reaches Python as a KeyboardInterrupt (GDB turns its SIGINT into one while Python runs), raised
+when the next callback starts running Python: that callback cannot catch it (it is raised on entry), so
+ctypes reports it as "unraisable", and a hook on those notes it instead. The interrupt callback then says
+stop: the command ends within a second with "interrupted", and what it had finished is kept for the next
+command on the same stop.
+
 The library is $HEAPSCOPE_CAPI (the file, or its directory) when that is set; otherwise it is looked up
 next to this script (the build tree keeps a copy of the script beside it), in ../../lib/heapscope
 relative to it (an installed tree: share/heapscope and lib/heapscope), then in the source tree's build
@@ -23,6 +32,7 @@ import ctypes
 import os
 import re
 import shlex
+import sys
 
 import gdb
 
@@ -36,6 +46,17 @@ NO_TARGET_MESSAGE = ("heap: no process and no core file: start or attach to a pr
 # void** so that this side can point it at a buffer it keeps alive until hs_run returns.
 _EVALUATE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64),
                                 ctypes.POINTER(ctypes.c_void_p))
+# int (*)(void* ctx): non-zero stops the command.
+_INTERRUPTED_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+# void (*)(void* ctx, const char* line, int done)
+_PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int)
+# hs_run_with_callbacks's return value for a command Ctrl-C stopped.
+HS_INTERRUPTED = 130
+
+
+class _Callbacks(ctypes.Structure):
+    _fields_ = [("evaluate", _EVALUATE_FN), ("interrupted", _INTERRUPTED_FN), ("progress", _PROGRESS_FN),
+                ("ctx", ctypes.c_void_p)]
 
 
 # ---- the library ----
@@ -88,6 +109,9 @@ def _declare(lib, thread_type):
     lib.hs_run.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _EVALUATE_FN, ctypes.c_void_p, ctypes.POINTER(text),
                            ctypes.POINTER(text)]
     lib.hs_run.restype = ctypes.c_int
+    lib.hs_run_with_callbacks.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(_Callbacks),
+                                          ctypes.POINTER(text), ctypes.POINTER(text)]
+    lib.hs_run_with_callbacks.restype = ctypes.c_int
     lib.hs_help.argtypes = [ctypes.c_char_p]
     lib.hs_help.restype = text
     lib.hs_commands.argtypes = []
@@ -206,6 +230,67 @@ class _Evaluator:
             return 1
 
 
+# ---- Ctrl-C and progress ----
+
+def _let_signals_in():
+    """Nothing; calling it runs Python's check for pending signals, where Ctrl-C becomes KeyboardInterrupt."""
+
+
+class _Watch:
+    """The interrupt and progress callbacks of one command, called on GDB's thread while it runs; as a
+    context manager, it also notes a KeyboardInterrupt that reached any callback of the command (see the
+    module's doc)."""
+
+    def __init__(self, show_progress):
+        self.interrupted = False
+        self.interrupted_callback = _INTERRUPTED_FN(self._interrupted)
+        self.progress_callback = _PROGRESS_FN(self._progress if show_progress else self._no_progress)
+        self._previous_hook = None
+
+    def __enter__(self):
+        self._previous_hook = sys.unraisablehook
+        sys.unraisablehook = self._unraisable
+        return self
+
+    def __exit__(self, *_exc):
+        sys.unraisablehook = self._previous_hook
+
+    def _unraisable(self, unraisable):
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            self.interrupted = True
+            return
+        self._previous_hook(unraisable)
+
+    def _interrupted(self, _ctx):
+        try:
+            _let_signals_in()
+        except KeyboardInterrupt:  # GDB's Ctrl-C, raised in Python while it runs
+            self.interrupted = True
+        return 1 if self.interrupted else 0
+
+    def _progress(self, _ctx, line, done):
+        try:
+            text = "" if done else line.decode("utf-8", errors="replace")
+            gdb.write("\r\033[K" + text, gdb.STDERR)
+            gdb.flush(gdb.STDERR)
+        except KeyboardInterrupt:
+            self.interrupted = True
+        except Exception:  # pylint: disable=broad-except
+            pass  # a line that cannot be shown is not worth failing the command for
+
+    @staticmethod
+    def _no_progress(_ctx, _line, _done):
+        pass
+
+
+def _on_terminal(from_tty):
+    """A command typed at a terminal whose output goes to one: progress may be shown."""
+    try:
+        return bool(from_tty) and os.isatty(1) and os.isatty(2)
+    except (OSError, ValueError):
+        return False
+
+
 # ---- gdb's settings as heapscope's target options ----
 
 def _parameter(name):
@@ -255,19 +340,26 @@ class _Sessions:
             _lib.hs_close(self._handle)
         self._handle, self._key, self._stale = None, None, False
 
-    def run(self, command_line):
+    def run(self, command_line, from_tty=False):
         session = self._current()
         evaluator = _Evaluator()
+        watch = _Watch(_on_terminal(from_tty))
+        callbacks = _Callbacks(evaluator.callback, watch.interrupted_callback, watch.progress_callback, None)
         output, error = ctypes.c_void_p(), ctypes.c_void_p()
         self._running_command = True
         try:
-            status = _lib.hs_run(session, command_line.encode("utf-8"), evaluator.callback, None,
-                                 ctypes.byref(output), ctypes.byref(error))
+            with watch:
+                status = _lib.hs_run_with_callbacks(session, command_line.encode("utf-8"),
+                                                    ctypes.byref(callbacks), ctypes.byref(output),
+                                                    ctypes.byref(error))
         finally:
             self._running_command = False
             if self._stale:
                 self._close()
         text, message = _take_string(output.value), _take_string(error.value)
+        if status == HS_INTERRUPTED:
+            raise gdb.GdbError(f"heap {command_line.split()[0]}: interrupted (what was finished is kept for the "
+                               f"next command)")
         if status != 0:
             raise gdb.GdbError("heap " + (message or "failed"))
         return text
@@ -349,7 +441,7 @@ class HeapSubcommand(gdb.Command):
         if _asks_for_help(argument):
             gdb.write(_take_string(_lib.hs_help(self._name.encode())))
             return
-        gdb.write(_sessions.run(f"{self._name} {argument}"))
+        gdb.write(_sessions.run(f"{self._name} {argument}", from_tty))
 
 
 def _command_table():

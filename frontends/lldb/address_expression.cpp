@@ -81,7 +81,7 @@ std::string evaluate_on_lldb_thread(lldb::SBFrame frame, lldb::SBTarget target, 
 
 }  // namespace
 
-Address evaluate_address_expression(LldbThread& lldb_thread, lldb::SBFrame frame, lldb::SBTarget target,
+Address evaluate_address_expression(ServingThread& lldb_thread, lldb::SBFrame frame, lldb::SBTarget target,
                                     const std::string& text) {
   if (const auto number = parse_address_literal(text)) return *number;
   if (const auto number = number_cast_to_pointer(text)) return *number;

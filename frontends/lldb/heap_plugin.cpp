@@ -5,9 +5,14 @@
 // A session (the heap walk, the graph and the analyses over them) is kept while the process stays at
 // the same stop, so a second command is fast; it is dropped as soon as the process has run.
 //
-// Ctrl-C: while a command runs on the plug-in's own thread, this thread polls the command interpreter's
-// WasInterrupted() and the session stops before its next product (Session::set_interrupt_check); the
-// products already computed are kept for the next command on the same stop.
+// Ctrl-C: while the analysis runs on a worker thread, the command's thread (base/serving_thread.h) polls
+// the command interpreter's WasInterrupted() every 50 ms and sets a flag the session's interrupt check
+// reads; long loops see it within their next 50 ms (Session::set_interrupt_check), and the products
+// already computed are kept for the next command on the same stop.
+//
+// Progress: LLDB 16 has no SBProgress, so a command that runs longer than a second shows its phase and
+// percentage as one line rewritten in place on LLDB's error stream, when that is a terminal (never for
+// JSON output: the command runner keeps the session's Progress quiet then).
 #include <lldb/API/LLDB.h>
 
 #include <algorithm>
@@ -17,15 +22,18 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "commands/command_line.h"
 #include "frontends/common/target_options.h"
 #include "frontends/lldb/address_expression.h"
 #include "frontends/lldb/lldb_image.h"
-#include "frontends/lldb/lldb_thread.h"
+#include "base/serving_thread.h"
 
 namespace {
 
@@ -100,6 +108,41 @@ CoreOpenOptions earlier_core_options(lldb::SBTarget target) {
   return options;
 }
 
+// The progress line on LLDB's error stream: the analysis posts each status from its threads; the LLDB
+// thread writes the latest one (idle) and clears the line at the end.
+class ProgressLine {
+ public:
+  // Null when the error stream is not a terminal: then nothing is shown.
+  static std::unique_ptr<ProgressLine> on_terminal(lldb::SBDebugger& debugger) {
+    FILE* err = debugger.GetErrorFileHandle();
+    if (!err || !::isatty(::fileno(err))) return nullptr;
+    return std::make_unique<ProgressLine>(err);
+  }
+  explicit ProgressLine(FILE* out) : out_(out) {}
+
+  void post(const ProgressStatus& status) {
+    std::lock_guard lock(mutex_);
+    pending_ = status;
+  }
+  // On the LLDB thread.
+  void write() {
+    std::optional<ProgressStatus> status;
+    {
+      std::lock_guard lock(mutex_);
+      status.swap(pending_);
+    }
+    if (!status) return;
+    const std::string line = status->done ? "\r\033[K" : "\r\033[K" + status->text();
+    std::fwrite(line.data(), 1, line.size(), out_);
+    std::fflush(out_);
+  }
+
+ private:
+  FILE* out_;
+  std::mutex mutex_;
+  std::optional<ProgressStatus> pending_;
+};
+
 // What the subcommands share: the session of the process's current stop, and the thread that talks
 // to LLDB while a command runs.
 class HeapCommands {
@@ -133,13 +176,23 @@ class HeapCommands {
     lldb::SBCommandInterpreter interpreter = debugger.GetCommandInterpreter();
     std::atomic<bool> interrupted{false};
     session.set_interrupt_check([&interrupted] { return interrupted.load(); });
-    struct ForgetCheck {
+    std::unique_ptr<ProgressLine> progress = ProgressLine::on_terminal(debugger);
+    if (progress)
+      session.progress().set_display([line = progress.get()](const ProgressStatus& status) { line->post(status); });
+    struct ForgetCallbacks {
       Session& s;
-      ~ForgetCheck() { s.set_interrupt_check({}); }
-    } forget_check{session};
+      ~ForgetCallbacks() {
+        s.set_interrupt_check({});
+        s.progress().set_display({});
+      }
+    } forget_callbacks{session};
     CommandResult result;
     lldb_thread_.run_serving([&] { result = execute_command_line(session, words); },
-                             [&] { interrupted = interrupted || interpreter.WasInterrupted(); });
+                             [&] {
+                               interrupted = interrupted || interpreter.WasInterrupted();
+                               if (progress) progress->write();
+                             });
+    if (progress) progress->write();  // the last status: the line cleared
     if (result.exit_code != 0) result.error = "heap " + result.error;
     return result;
   }
@@ -164,7 +217,7 @@ class HeapCommands {
   }
 
   std::mutex mutex_;
-  LldbThread lldb_thread_;
+  ServingThread lldb_thread_;
   // Named snapshots per process (LLDB's process unique id), kept across stops: `heap snapshot save a`,
   // `continue`, `heap snapshot diff a` compares two Sessions' heaps.
   SnapshotRegistry snapshots_;

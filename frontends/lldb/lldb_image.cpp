@@ -7,6 +7,7 @@
 #include <cctype>
 #include <fstream>
 #include <map>
+#include <vector>
 
 #include "elf/elf_file.h"
 #include "frontends/lldb/thread_pointers.h"
@@ -64,7 +65,7 @@ std::map<std::string, std::uint64_t> general_registers(lldb::SBFrame frame) {
 
 }  // namespace
 
-LldbImage::LldbImage(lldb::SBProcess process, LldbThread& lldb_thread)
+LldbImage::LldbImage(lldb::SBProcess process, ServingThread& lldb_thread)
     : process_(process), lldb_thread_(lldb_thread) {
   const char* plugin = process_.GetPluginName();
   is_core_ = plugin && std::string_view(plugin) == "elf-core";
@@ -76,6 +77,7 @@ LldbImage::LldbImage(lldb::SBProcess process, LldbThread& lldb_thread)
         const MemoryRegion* r = region_at(addr);
         return r ? r->end : addr;
       });
+  if (!is_core_) open_proc_memory();
   read_modules();
   name_file_backed_regions();
   read_threads();
@@ -83,8 +85,9 @@ LldbImage::LldbImage(lldb::SBProcess process, LldbThread& lldb_thread)
   if (!is_core_) read_live_auxv();
   lldb::SBTarget target = process_.GetTarget();
   const std::string executable = path_of(target.GetExecutable());
-  description_ = fmt::format("{} {} in LLDB{}", is_core_ ? "core of process" : "process", pid_,
-                             executable.empty() ? "" : " (" + executable + ")");
+  description_ = fmt::format("{} {} in LLDB{}{}", is_core_ ? "core of process" : "process", pid_,
+                             executable.empty() ? "" : " (" + executable + ")",
+                             proc_memory_ ? fmt::format(", memory read from /proc/{}/mem", pid_) : "");
 }
 
 std::string LldbImage::damage() const {
@@ -107,7 +110,40 @@ std::string LldbImage::damage() const {
                      why);
 }
 
-std::size_t LldbImage::read(Address addr, void* out, std::size_t len) const { return cache_->read(addr, out, len); }
+std::size_t LldbImage::read(Address addr, void* out, std::size_t len) const {
+  if (!proc_memory_) return cache_->read(addr, out, len);
+  auto* dst = static_cast<std::byte*>(out);
+  std::size_t done = 0;
+  while (done < len) {
+    const Address at = addr + done;
+    if (at < addr) break;  // wrapped around the address space
+    const MemoryRegion* region = region_at(at);
+    if (!region || !region->bytes_present) break;
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(len - done, region->end - at));
+    const std::size_t got = proc_memory_->read(region->start, region->end, at, dst + done, want);
+    done += got;
+    if (got < want) break;
+  }
+  return done;
+}
+
+// /proc/PID/mem of a live process LLDB runs through the host platform, used only once it proved to hold
+// the same bytes LLDB reads (the first 4 KiB of the first readable region): a pid from another machine or
+// namespace, or a process this user may not read, leaves reads to LLDB. LLDB's software breakpoints are in
+// the process's code while it is stopped; heapscope reads data (the heap, roots, GOT slots), not code.
+void LldbImage::open_proc_memory() {
+  if (!is_local_process()) return;
+  const auto first = std::find_if(regions_.begin(), regions_.end(), [](const MemoryRegion& r) { return r.bytes_present; });
+  if (first == regions_.end()) return;
+  int error_number = 0;
+  std::unique_ptr<ProcessMemory> memory = ProcessMemory::open(pid_, &error_number);
+  if (!memory) return;
+  const std::size_t probe = static_cast<std::size_t>(std::min<Address>(first->size(), kPageSize));
+  std::vector<char> from_proc(probe), from_lldb(probe);
+  if (memory->read(first->start, first->end, first->start, from_proc.data(), probe) != probe) return;
+  if (read_from_lldb(first->start, from_lldb.data(), probe) != probe || from_proc != from_lldb) return;
+  proc_memory_ = std::move(memory);
+}
 
 // Reads as much as LLDB has from addr on. A core's segments end where the process's mappings did, and
 // LLDB reads one segment at a time, so a short read is followed by another from where it stopped.
@@ -333,11 +369,16 @@ void LldbImage::complete_thread_pointers() {
 
 // A live process on this machine shows its auxv in /proc (LLDB has no SB call for it). Only read when
 // LLDB runs the process through the host platform: a remote pid means another process here.
-void LldbImage::read_live_auxv() {
-  lldb::SBTarget target = process_.GetTarget();
+bool LldbImage::is_local_process() const {
+  lldb::SBProcess process = process_;  // SB calls are not const
+  lldb::SBTarget target = process.GetTarget();
   lldb::SBPlatform platform = target.GetPlatform();
   const char* platform_name = platform.GetName();
-  if (!platform_name || std::string_view(platform_name) != "host" || pid_ <= 0) return;
+  return !is_core_ && platform_name && std::string_view(platform_name) == "host" && pid_ > 0;
+}
+
+void LldbImage::read_live_auxv() {
+  if (!is_local_process()) return;
   std::ifstream in(fmt::format("/proc/{}/auxv", pid_), std::ios::binary);
   std::uint64_t pair[2];
   while (in.read(reinterpret_cast<char*>(pair), sizeof pair) && pair[0] != 0) auxv_.push_back({pair[0], pair[1]});

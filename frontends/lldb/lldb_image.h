@@ -2,8 +2,11 @@
 // `target create --core`), read through the SB API.
 //
 // Regions, threads (frame 0 registers) and modules are read once when the image is made, on the LLDB
-// thread; memory is read on demand, from any thread, through a page cache (page_cache.h) whose misses
-// LLDB serves on its own thread (lldb_thread.h). An image describes one stop of the process: the
+// thread. Memory is read on demand, from any thread: for a live process on this machine straight from
+// /proc/PID/mem (sources/process_memory.h, as `heapscope attach` reads it; LLDB keeps the process
+// stopped), which costs a pread where a read through LLDB costs a round trip to lldb-server on the LLDB
+// thread; otherwise (a core, a remote process, /proc/PID/mem not readable or not the same process) through
+// a page cache (page_cache.h) whose misses LLDB serves on its own thread (base/serving_thread.h). An image describes one stop of the process: the
 // plugin makes a new one whenever the process has run.
 //
 // Where LLDB 16 falls short:
@@ -24,15 +27,16 @@
 #include <vector>
 
 #include "image/collected_image.h"
-#include "frontends/lldb/lldb_thread.h"
+#include "base/serving_thread.h"
 #include "frontends/lldb/page_cache.h"
+#include "sources/process_memory.h"
 
 namespace heapscope::lldb_plugin {
 
 class LldbImage : public CollectedImage {
  public:
   // Call on the LLDB thread, with the process stopped.
-  LldbImage(lldb::SBProcess process, LldbThread& lldb_thread);
+  LldbImage(lldb::SBProcess process, ServingThread& lldb_thread);
 
   std::string description() const override { return description_; }
   // For a core with no shared library loaded (LLDB's dynamic loader found none: the executable is missing
@@ -43,6 +47,8 @@ class LldbImage : public CollectedImage {
   std::size_t read(Address addr, void* out, std::size_t len) const override;
 
   bool is_core() const { return is_core_; }
+  // Memory comes from /proc/PID/mem rather than through LLDB.
+  bool reads_proc_memory() const { return proc_memory_ != nullptr; }
 
  private:
   // A stretch of a module file mapped into the process, for naming the core's unnamed regions.
@@ -61,17 +67,20 @@ class LldbImage : public CollectedImage {
   void add_module(lldb::SBTarget& target, lldb::SBModule module, bool is_main_executable, std::uint32_t position);
   void name_file_backed_regions();
   void complete_thread_pointers();
+  bool is_local_process() const;
   void read_live_auxv();
+  void open_proc_memory();
   std::size_t read_from_lldb(Address addr, void* out, std::size_t len) const;
 
   lldb::SBProcess process_;
-  LldbThread& lldb_thread_;
+  ServingThread& lldb_thread_;
   bool is_core_ = false;
   int pid_ = 0;
   std::string description_;
   std::vector<bool> thread_pointer_known_;  // per thread: LLDB showed fs_base
   std::vector<FileBackedRange> file_backed_;
   mutable std::unique_ptr<PageCache> cache_;
+  std::unique_ptr<ProcessMemory> proc_memory_;
 };
 
 }  // namespace heapscope::lldb_plugin

@@ -1,7 +1,7 @@
 // PageCache: process memory in 4 KiB pages, fetched in bulk and kept for the life of one process stop.
 //
 // The engine reads memory word by word (chunk headers) and in 4 KiB buffers (the pointer scan), from
-// several threads; each LLDB read is a round trip through the command's thread (lldb_thread.h) and, for
+// several threads; each LLDB read is a round trip through the command's thread (base/serving_thread.h) and, for
 // a live process, through lldb-server. So a miss fetches a whole stretch ahead (up to 256 KiB, within
 // the region) in one read. Memory is bounded: two generations of pages, the older one dropped when the
 // newer one fills (an approximate LRU that needs no bookkeeping on a hit).

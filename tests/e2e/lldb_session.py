@@ -108,12 +108,12 @@ class LiveScenario:
 
 
 @contextlib.contextmanager
-def parked_fixture(executable, ledger_file, name, env=None):
-    """The fixture started with its ledger written to `ledger_file` (a stale one removed first) and waited
-    for until it prints READY and parks; yields the process, and kills it at the end."""
+def parked_fixture(executable, ledger_file, name, env=None, args=()):
+    """The fixture started (with `args`) with its ledger written to `ledger_file` (a stale one removed
+    first) and waited for until it prints READY and parks; yields the process, and kills it at the end."""
     if os.path.exists(ledger_file):
         os.remove(ledger_file)
-    process = subprocess.Popen([executable], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    process = subprocess.Popen([executable, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                stdin=subprocess.DEVNULL,
                                env=dict(os.environ, HEAPSCOPE_LEDGER=ledger_file, **(env or {})))
     try:

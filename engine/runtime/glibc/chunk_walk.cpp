@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "base/progress.h"
+
 namespace heapscope::glibc {
 
 namespace {
@@ -34,8 +36,17 @@ SegmentWalk walk_segment(MemoryCursor& mem, Address first_chunk, Address end, Ad
                                        end > at ? end - at : 0));
   };
 
+  // Progress in bytes of the segment, told every kProgressChunks chunks (throws Interrupted on Ctrl-C).
+  constexpr std::uint32_t kProgressChunks = 16384;
+  std::uint32_t chunks_since = 0;
+  Address told = first_chunk;
   Address c = first_chunk;
   while (c + 16 <= end) {
+    if (++chunks_since == kProgressChunks) {
+      progress_step(c - told);
+      told = c;
+      chunks_since = 0;
+    }
     const auto size_field = mem.u64(c + 8);
     if (!size_field) {
       stop(c, "its header is not in the image");

@@ -13,6 +13,7 @@
 #include "runtime/glibc/glibc_runtime.h"
 #include "runtime/glibc/mmapped_chunks.h"
 #include "base/phase_timer.h"
+#include "base/progress.h"
 
 namespace heapscope::glibc {
 
@@ -92,14 +93,22 @@ void plan_heap_arena(const Image& image, const Runtime& rt, Address arena_addr, 
   }
 }
 
+// Progress counts the segments' bytes; an interrupt (or any failure) in one worker is rethrown here once
+// every worker has stopped.
 void run_in_parallel(std::vector<SegmentJob>& jobs, const Image& image) {
+  std::uint64_t total = 0;
+  for (const SegmentJob& j : jobs) total += j.range.end - j.first_chunk;
+  progress_total(total);
   std::atomic<std::size_t> next{0};
+  ThreadErrors errors;
   auto worker = [&] {
-    MemoryCursor mem(image);
-    for (std::size_t i = next++; i < jobs.size(); i = next++) {
-      SegmentJob& j = jobs[i];
-      j.result = walk_segment(mem, j.first_chunk, j.range.end, j.top, j.arena, j.sink);
-    }
+    errors.run([&] {
+      MemoryCursor mem(image);
+      for (std::size_t i = next++; i < jobs.size(); i = next++) {
+        SegmentJob& j = jobs[i];
+        j.result = walk_segment(mem, j.first_chunk, j.range.end, j.top, j.arena, j.sink);
+      }
+    });
   };
   const unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
                                                      static_cast<unsigned>(jobs.size())));
@@ -107,6 +116,7 @@ void run_in_parallel(std::vector<SegmentJob>& jobs, const Image& image) {
   for (unsigned t = 1; t < n; ++t) threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
+  errors.rethrow();
 }
 
 // List entries that lie in the part of a heap its walk skipped after damage: consequences of that one

@@ -1,11 +1,10 @@
-#include "frontends/lldb/lldb_thread.h"
+#include "base/serving_thread.h"
 
-#include <chrono>
 #include <stdexcept>
 
-namespace heapscope::lldb_plugin {
+namespace heapscope {
 
-void LldbThread::call(const std::function<void()>& fn) {
+void ServingThread::call(const std::function<void()>& fn) {
   if (std::this_thread::get_id() == owner_) {
     fn();
     return;
@@ -13,14 +12,14 @@ void LldbThread::call(const std::function<void()>& fn) {
   Request request;
   request.fn = &fn;
   std::unique_lock lock(mutex_);
-  if (!serving_) throw std::logic_error("heapscope: an LLDB call from a thread outside a running heap command");
+  if (!serving_) throw std::logic_error("heapscope: a debugger call from a thread outside a running command");
   pending_.push_back(&request);
   changed_.notify_all();
   changed_.wait(lock, [&] { return request.done; });
   if (request.error) std::rethrow_exception(request.error);
 }
 
-void LldbThread::run_serving(const std::function<void()>& work, const std::function<void()>& idle) {
+void ServingThread::run_serving(const std::function<void()>& work, const std::function<void()>& idle) {
   {
     std::lock_guard lock(mutex_);
     serving_ = true;
@@ -44,14 +43,17 @@ void LldbThread::run_serving(const std::function<void()>& work, const std::funct
     serving_ = false;
     throw;
   }
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point next_idle = Clock::now() + kIdleInterval;
   for (;;) {
+    // Idle work is due every interval even while calls keep coming (a live process's memory reads).
+    if (Clock::now() >= next_idle) {
+      if (idle) idle();
+      next_idle = Clock::now() + kIdleInterval;
+    }
     std::unique_lock lock(mutex_);
     const auto ready = [&] { return work_finished_ || !pending_.empty(); };
-    if (!changed_.wait_for(lock, std::chrono::milliseconds(50), ready)) {
-      lock.unlock();
-      if (idle) idle();
-      continue;
-    }
+    if (!changed_.wait_until(lock, next_idle, ready)) continue;
     if (pending_.empty()) break;  // the work is over and asked for nothing more
     Request* request = pending_.front();
     pending_.pop_front();
@@ -73,4 +75,4 @@ void LldbThread::run_serving(const std::function<void()>& work, const std::funct
   if (work_error) std::rethrow_exception(work_error);
 }
 
-}  // namespace heapscope::lldb_plugin
+}  // namespace heapscope
