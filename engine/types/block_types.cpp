@@ -82,6 +82,22 @@ std::string class_name_from_rtti(const Image& image, Address vptr) {
   return described.substr(kPrefix.size());
 }
 
+// Without RTTI (-fno-rtti) and without symbols, an object can still be grouped by its vtable: "class with
+// vtable app+0x1c2340". Only when the first word has a vtable's shape: it points into a module's
+// read-only data, the offset-to-top and type_info words before it are 0, and its first slot points to code.
+std::string class_by_vtable(const Image& image, Address vptr) {
+  const Module* module = image.module_at(vptr);
+  const MemoryRegion* region = image.region_at(vptr);
+  if (!module || !region || region->writable) return {};
+  const auto offset_to_top = image.read_u64(vptr - 16);
+  const auto type_info = image.read_u64(vptr - 8);
+  const auto first_slot = image.read_u64(vptr);
+  if (!offset_to_top || *offset_to_top != 0 || !type_info || *type_info != 0 || !first_slot) return {};
+  const MemoryRegion* code = image.region_at(*first_slot);
+  if (!code || !code->executable || !image.module_at(*first_slot)) return {};
+  return fmt::format("class with vtable {}+0x{:x}", module->name(), vptr - module->load_bias);
+}
+
 }  // namespace
 
 std::string functor_type_from_manager(const std::string& demangled) {
@@ -164,6 +180,7 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
         if (name.rfind(kVtablePrefix, 0) == 0) name.erase(0, kVtablePrefix.size());
       } else if (!s.symbol || s.symbol->kind != SymbolKind::function) {
         name = class_name_from_rtti(image, *first);
+        if (name.empty()) name = class_by_vtable(image, *first);
       }
       if (!name.empty()) {
         it->second = types.intern(name);

@@ -1,6 +1,6 @@
 // Types of heap blocks from symbols (DWARF typing of every block comes later): a C++ object's vtable pointer
 // at offset 0 names its dynamic type (by the vtable's symbol, or on a stripped binary by the RTTI the vtable
-// points to); a functor stored by std::function is named by its libstdc++ manager
+// points to, or without RTTI as "class with vtable app+0x…"); a functor stored by std::function is named by its libstdc++ manager
 // function, found next to the pointer to it, and DWARF adds where the functor (a lambda) was written;
 // coroutine frames by their resume/destroy clones. Everything else is "unknown (N bytes)".
 #pragma once

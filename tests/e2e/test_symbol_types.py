@@ -65,7 +65,7 @@ def capture_stripped_copy(name):
     return executable, core
 
 
-class RttiTypes(unittest.TestCase):
+class StrippedTypes(unittest.TestCase):
     def test_a_stripped_programs_objects_are_named_by_their_rtti(self):
         executable, core = capture_stripped_copy("typed_objects")
         symbols = subprocess.run(["nm", executable], capture_output=True, text=True)
@@ -74,6 +74,15 @@ class RttiTypes(unittest.TestCase):
         self.assertEqual(histogram["shapes::Circle"]["count"], 5)
         self.assertEqual(histogram["shapes::Square"]["count"], 3)
         self.assertEqual(histogram["shapes::Circle"]["bytes"], 5 * 24)
+
+    def test_without_rtti_objects_are_grouped_by_their_vtables(self):
+        executable, core = capture_stripped_copy("typed_objects_nortti")
+        histogram = heapscope_json("histogram", core)["types"]
+        by_vtable = sorted((row["count"], row["type"]) for row in histogram if row["type"].startswith("class with vtable"))
+        # Circle's five and Square's three, each under its own vtable in the executable's read-only data.
+        self.assertEqual([count for count, _ in by_vtable], [3, 5], by_vtable)
+        for _, name in by_vtable:
+            self.assertRegex(name, r"^class with vtable typed_objects_nortti_stripped\+0x[0-9a-f]+$")
 
 
 if __name__ == "__main__":
