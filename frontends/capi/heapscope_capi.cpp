@@ -182,6 +182,35 @@ hs_session* new_session(std::shared_ptr<const Image> image, const TargetOptions&
   return session.release();
 }
 
+// What hs_run and hs_run_with_callbacks share: checking their arguments, running `run(session, words)`
+// (which gives the result and whether Ctrl-C ended it) and turning every failure into an error string,
+// since nothing may be thrown across the C boundary.
+template <class Run>
+int run_guarded(hs_session* session, const char* command_line, char** output, char** error, Run&& run) {
+  clear(output);
+  clear(error);
+  if (!session || !session->session || !command_line) {
+    set_string(error, "hs_run needs a session and a command line");
+    return 1;
+  }
+  try {
+    const auto [result, interrupted] = run(*session->session, split_command_words(command_line));
+    if (result.exit_code != 0) {
+      set_string(error, result.error);
+      return interrupted ? HS_INTERRUPTED : result.exit_code;
+    }
+    set_string(output, result.output);
+    return 0;
+  } catch (const std::bad_alloc&) {
+    set_string(error, "out of memory while analysing the image");
+  } catch (const std::exception& e) {
+    set_string(error, e.what());
+  } catch (...) {
+    set_string(error, "unexpected failure");
+  }
+  return 1;
+}
+
 }  // namespace
 
 extern "C" {
@@ -255,61 +284,24 @@ hs_session* hs_open_live_with_options(int pid, const hs_thread* threads, size_t 
 
 int hs_run(hs_session* session, const char* command_line, hs_evaluate_fn evaluate, void* ctx, char** output,
            char** error) {
-  clear(output);
-  clear(error);
-  if (!session || !session->session || !command_line) {
-    set_string(error, "hs_run needs a session and a command line");
-    return 1;
-  }
-  try {
-    ScopedEvaluator evaluator(*session->session, evaluate, ctx);
-    const CommandResult result = execute_command_line(*session->session, split_command_words(command_line));
-    if (result.exit_code != 0) {
-      set_string(error, result.error);
-      return result.exit_code;
-    }
-    set_string(output, result.output);
-    return 0;
-  } catch (const std::bad_alloc&) {
-    set_string(error, "out of memory while analysing the image");
-  } catch (const std::exception& e) {
-    set_string(error, e.what());
-  } catch (...) {
-    set_string(error, "unexpected failure");
-  }
-  return 1;
+  return run_guarded(session, command_line, output, error, [&](Session& s, const std::vector<std::string>& words) {
+    ScopedEvaluator evaluator(s, evaluate, ctx);
+    const CommandResult result = execute_command_line(s, words);
+    return std::make_pair(result, false);
+  });
 }
 
 int hs_run_with_callbacks(hs_session* session, const char* command_line, const hs_callbacks* callbacks,
                           char** output, char** error) {
   if (!callbacks) return hs_run(session, command_line, nullptr, nullptr, output, error);
-  clear(output);
-  clear(error);
-  if (!session || !session->session || !command_line) {
-    set_string(error, "hs_run needs a session and a command line");
-    return 1;
-  }
-  try {
+  return run_guarded(session, command_line, output, error, [&](Session& s, const std::vector<std::string>& words) {
     ServingThread serving;
-    ScopedCallbacks scoped(*session->session, *callbacks, serving);
-    const std::vector<std::string> words = split_command_words(command_line);
+    ScopedCallbacks scoped(s, *callbacks, serving);
     CommandResult result;
-    serving.run_serving([&] { result = execute_command_line(*session->session, words); }, [&] { scoped.serve(); });
+    serving.run_serving([&] { result = execute_command_line(s, words); }, [&] { scoped.serve(); });
     scoped.serve();  // the last status: the line cleared
-    if (result.exit_code != 0) {
-      set_string(error, result.error);
-      return scoped.interrupted() ? HS_INTERRUPTED : result.exit_code;
-    }
-    set_string(output, result.output);
-    return 0;
-  } catch (const std::bad_alloc&) {
-    set_string(error, "out of memory while analysing the image");
-  } catch (const std::exception& e) {
-    set_string(error, e.what());
-  } catch (...) {
-    set_string(error, "unexpected failure");
-  }
-  return 1;
+    return std::make_pair(result, scoped.interrupted());
+  });
 }
 
 char* hs_help(const char* command_or_null) {
