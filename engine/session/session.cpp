@@ -155,6 +155,14 @@ const BlockNames& Session::names_for(std::span<const BlockId> blocks) {
   std::vector<BlockId> key(blocks.begin(), blocks.end());
   std::sort(key.begin(), key.end());
   key.erase(std::unique(key.begin(), key.end()), key.end());
+  // Each part's names hold an id per block of the heap: a debugger session asking about many blocks on
+  // one stop keeps the last few, not all (a command asks once, so what it holds stays).
+  constexpr std::size_t kPartsKept = 4;
+  if (!names_of_parts_.count(key) && names_of_parts_.size() >= kPartsKept) {
+    names_of_parts_.erase(parts_asked_.front());
+    parts_asked_.erase(parts_asked_.begin());
+  }
+  if (!names_of_parts_.count(key)) parts_asked_.push_back(key);
   return product(names_of_parts_[key], "types of the blocks asked about", [&] {
     const std::vector<bool> within = ancestors_of(graph(), key);
     return name_blocks(&within);

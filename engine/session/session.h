@@ -96,7 +96,7 @@ class Session {
   const DwarfTypes& dwarf_types() { return *names().dwarf; }
   // The names of `blocks` and of the blocks that lead to them (their ancestors in the graph): what names()
   // gives them, computed over that part of the heap alone — what a command about one block needs. Once
-  // names() is computed, that; otherwise kept per set of blocks for the session's life.
+  // names() is computed, that; otherwise kept for the last few sets of blocks asked about.
   const BlockNames& names_for(std::span<const BlockId> blocks);
   const Retention& retention();           // dominator tree and retained sizes
   // The dominator tree when some command has built it already; null otherwise.
@@ -155,6 +155,7 @@ class Session {
   Slot<CoroutineFrames> coroutines_;
   Slot<BlockNames> names_;
   std::map<std::vector<BlockId>, Slot<BlockNames>> names_of_parts_;
+  std::vector<std::vector<BlockId>> parts_asked_;  // names_of_parts_'s keys, oldest first
   Slot<Retention> retention_;
   AddressEvaluator evaluate_;
   Progress progress_;
