@@ -7,11 +7,14 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "fake_image.h"
 #include "runtime/tcmalloc/tcmalloc_heap.h"
 #include "runtime/tcmalloc/tcmalloc_runtime.h"
+#include "symbols/module_symbols.h"
 
 using namespace heapscope;
 using namespace heapscope::tcmalloc;
@@ -258,4 +261,31 @@ TEST_CASE("tcmalloc: damaged lists and spans give warnings and a partial model, 
     CHECK(has_warning(m, "does not look like a thread cache"));
     CHECK(block_at(m, object(10))->state == BlockState::in_use);
   }
+}
+
+TEST_CASE("tcmalloc: the release comes from the library's version string, the placement from its build-id") {
+  const std::optional<KnownBuild> debian = known_build("39dfd4a5855703fa6c2469749282f75b18a1aa66");
+  REQUIRE(debian);
+  // sizemap_ ends where pageheap_lock_ starts; the others lie further down.
+  CHECK(debian->sizemap == -static_cast<std::int64_t>(layout_2_10().sizemap.size));
+  CHECK(debian->pageheap < debian->central_cache);
+  CHECK_FALSE(known_build(""));
+  CHECK_FALSE(known_build("0000000000000000000000000000000000000000"));
+
+  const std::string path = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";
+  if (access(path.c_str(), R_OK) != 0) {
+    WARN(path << " is not installed (scripts/install-deps): not checked");
+    return;
+  }
+  SymbolSearchOptions options;
+  options.use_debug_files = false;
+  options.use_debuginfod = false;
+  std::string error;
+  const auto symbols = ModuleSymbols::load(path, options, &error);
+  REQUIRE(symbols);
+  CHECK(detect_release(*symbols) == std::string(kKnownRelease));
+  // The library Debian 12 installs is the build whose placement is known.
+  CHECK(known_build(symbols->build_id()));
+  CHECK(symbols->find(kPageheapLockSymbol));
+  CHECK(symbols->find(kThreadHeapsSymbol));
 }

@@ -14,7 +14,7 @@ namespace {
 
 // Bounds of every loop over the allocator's own data: beyond them the data is taken as damaged.
 constexpr std::uint64_t kPageNumberLimit = std::uint64_t{1} << (PageHeapLayout::kRootBits + PageHeapLayout::kLeafBits);
-constexpr std::uint64_t kMaxSpanPages = std::uint64_t{1} << 22;  // 32 GiB, the most a bare Block holds
+constexpr std::uint64_t kMaxSpanPages = Block::kMaxBareBytes >> kPageShift;  // just under 32 GiB
 constexpr std::size_t kMaxSpans = std::size_t{1} << 26;
 constexpr std::size_t kMaxThreadCaches = std::size_t{1} << 16;
 constexpr std::uint32_t kMaxThreadCacheList = 1u << 20;

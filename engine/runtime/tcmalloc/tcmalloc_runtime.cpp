@@ -149,12 +149,11 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
   const KnownBuild& placement = known ? *known : default_placement();
   const std::string placed = known ? "known-build" : "2.10-placement";
 
-  const auto inited = image.read_u32(*lock + 4);  // Static::inited_ follows the lock word in the build known
+  // Without the symbol, the structures' own checks below decide.
+  rt.inited = true;
   if (const auto at = symbols.address_of(module, kInitedSymbol)) {
     std::uint8_t byte = 0;
     rt.inited = image.read_exact(*at, &byte, 1) && byte != 0;
-  } else {
-    rt.inited = inited && (*inited & 0xff) != 0;
   }
   rt.discovery.push_back({"pageheap_lock_", *lock, "dynamic-symbol"});
   if (!rt.inited) {
