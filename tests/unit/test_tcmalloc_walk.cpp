@@ -289,3 +289,51 @@ TEST_CASE("tcmalloc: the release comes from the library's version string, the pl
   CHECK(symbols->find(kPageheapLockSymbol));
   CHECK(symbols->find(kThreadHeapsSymbol));
 }
+
+TEST_CASE("tcmalloc: statics are placed from pageheap_lock_ and checked, else found by their signatures") {
+  TcHeap h;
+  const Address lock = kStatics + 0x1f0000;
+  const WritableRanges writable{{kStatics, kStatics + 0x200000}};
+  auto methods = [](const Runtime& rt) {
+    std::vector<std::string> out;
+    for (const Discovery& d : rt.discovery) out.push_back(d.structure + ": " + d.method);
+    return out;
+  };
+  Runtime rt;
+  rt.layout = &layout_2_10();
+  std::string error;
+  const auto offset = [&](Address a) { return static_cast<std::int64_t>(a) - static_cast<std::int64_t>(lock); };
+
+  SECTION("a placement that checks out is taken") {
+    const KnownBuild right{"", "", offset(kSizeMap), offset(kCentral), offset(kPageHeap)};
+    REQUIRE(place_statics(h.image, h.module(), writable, lock, right, "known-build", rt, &error));
+    CHECK(methods(rt) == std::vector<std::string>{"sizemap_: known-build, size classes checked",
+                                                  "central_cache_: known-build, each list's size class checked",
+                                                  "pageheap_: known-build, free span lists checked"});
+  }
+  SECTION("a placement that does not is replaced by a scan of the library's writable data") {
+    const KnownBuild wrong{"", "", offset(kSizeMap) + 8, offset(kCentral) - 64, offset(kPageHeap) + 4096};
+    INFO(error);
+    REQUIRE(place_statics(h.image, h.module(), writable, lock, wrong, "2.10-placement", rt, &error));
+    CHECK(methods(rt) == std::vector<std::string>{"sizemap_: scan, size classes checked",
+                                                  "central_cache_: scan, each list's size class checked",
+                                                  "pageheap_: scan, free span lists checked"});
+  }
+  SECTION("nothing that checks out anywhere is an error, not a guess") {
+    const KnownBuild wrong{"", "", offset(kSizeMap) + 8, offset(kCentral), offset(kPageHeap)};
+    CHECK_FALSE(place_statics(h.image, h.module(), {}, lock, wrong, "2.10-placement", rt, &error));
+    CHECK(error.find("size map") != std::string::npos);
+    h.image.put(kPageHeap + layout_2_10().pageheap.pagemap_allocator, 0);
+    Runtime again;
+    again.layout = &layout_2_10();
+    const KnownBuild right{"", "", offset(kSizeMap), offset(kCentral), offset(kPageHeap)};
+    CHECK_FALSE(place_statics(h.image, h.module(), writable, lock, right, "known-build", again, &error));
+    CHECK(error.find("page heap") != std::string::npos);
+  }
+  if (!rt.discovery.empty()) {
+    CHECK(rt.sizemap == kSizeMap);
+    CHECK(rt.central_cache == kCentral);
+    CHECK(rt.pageheap == kPageHeap);
+    CHECK(rt.classes.size() == 3);
+  }
+}

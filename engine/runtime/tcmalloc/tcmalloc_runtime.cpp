@@ -30,20 +30,20 @@ bool plausible_list_head(const Image& image, const Layout& l, Address head) {
 }
 
 // The module's writable PT_LOAD ranges (.data, .bss), at runtime addresses.
-std::vector<std::pair<Address, Address>> writable_ranges(const Module& module, const ModuleSymbols& syms) {
-  std::vector<std::pair<Address, Address>> out;
+WritableRanges writable_ranges(const Module& module, const ModuleSymbols& syms) {
+  WritableRanges out;
   for (const GElf_Phdr& ph : syms.elf().program_headers())
     if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W))
       out.emplace_back((module.load_bias + ph.p_vaddr) & ~Address{7}, module.load_bias + ph.p_vaddr + ph.p_memsz);
   return out;
 }
 
-// Calls `try_at(address)` for each 8-aligned word of the module's writable data for which `word_matches`
-// holds, until one returns true; returns that address.
-std::optional<Address> scan_writable(const Image& image, const Module& module, const ModuleSymbols& syms,
+// Calls `try_at(address)` for each 8-aligned word of `ranges` (the module's writable data) for which
+// `word_matches` holds, until one returns true; returns that address.
+std::optional<Address> scan_writable(const Image& image, const WritableRanges& ranges,
                                      const std::function<bool(Address, std::uint64_t)>& word_matches,
                                      const std::function<bool(Address)>& try_at) {
-  for (const auto& [start, end] : writable_ranges(module, syms)) {
+  for (const auto& [start, end] : ranges) {
     std::vector<std::uint64_t> words((end - start) / 8);
     const std::size_t got = image.read(start, words.data(), words.size() * 8) / 8;
     for (std::size_t i = 0; i < got; ++i) {
@@ -118,12 +118,100 @@ bool is_pageheap(const Image& image, const Layout& layout, Address pageheap, con
   return true;
 }
 
+bool place_statics(const Image& image, const Module& module, const WritableRanges& writable, Address lock,
+                   const KnownBuild& placement, const std::string& placed, Runtime& rt, std::string* error) {
+  const Layout& layout = *rt.layout;
+  // Static::sizemap_.
+  Address sizemap = lock + placement.sizemap;
+  std::optional<std::vector<SizeClass>> classes = read_size_classes(image, layout, sizemap);
+  std::string method = placed;
+  if (!classes) {
+    method = "scan";
+    // class_to_size_ starts 0, 8 (int32s): the word 8 << 32 where the array is 8-aligned, else a word whose
+    // low half is 8 (class 1) right after class 0's 0.
+    const auto found = scan_writable(
+        image, writable, [](Address, std::uint64_t w) { return w == (std::uint64_t{8} << 32); },
+        [&](Address at) {
+          if (at < layout.sizemap.class_to_size) return false;
+          const Address candidate = at - layout.sizemap.class_to_size;
+          if (auto c = read_size_classes(image, layout, candidate)) {
+            classes = std::move(c);
+            sizemap = candidate;
+            return true;
+          }
+          return false;
+        });
+    if (!found)
+      scan_writable(
+          image, writable, [](Address, std::uint64_t w) { return (w & 0xffffffff) == 8; },
+          [&](Address at) {
+            const Address candidate = at - 4 - layout.sizemap.class_to_size;
+            if (auto c = read_size_classes(image, layout, candidate)) {
+              classes = std::move(c);
+              sizemap = candidate;
+              return true;
+            }
+            return false;
+          });
+  }
+  if (!classes) {
+    *error = fmt::format("cannot find tcmalloc's size map in {} (gperftools {}?)", module.name(),
+                         rt.version.empty() ? "release unknown" : rt.version);
+    return false;
+  }
+  rt.sizemap = sizemap;
+  rt.classes = std::move(*classes);
+  rt.discovery.push_back({"sizemap_", sizemap, method + ", size classes checked"});
+
+  // Static::central_cache_.
+  Address central = lock + placement.central_cache;
+  method = placed;
+  if (!is_central_cache(image, layout, central, rt.classes.size())) {
+    method = "scan";
+    const auto found = scan_writable(
+        image, writable, [](Address, std::uint64_t w) { return w == 1; },
+        [&](Address at) {
+          const Address candidate = at - layout.central.size_class - layout.central.stride;
+          return at >= layout.central.size_class + layout.central.stride &&
+                 is_central_cache(image, layout, candidate, rt.classes.size());
+        });
+    if (!found) {
+      *error = fmt::format("cannot find tcmalloc's central free lists in {}", module.name());
+      return false;
+    }
+    central = *found - layout.central.size_class - layout.central.stride;
+  }
+  rt.central_cache = central;
+  rt.discovery.push_back({"central_cache_", central, method + ", each list's size class checked"});
+
+  // Static::pageheap_.
+  Address pageheap = lock + placement.pageheap;
+  method = placed;
+  if (!is_pageheap(image, layout, pageheap, module)) {
+    method = "scan";
+    const auto found = scan_writable(
+        image, writable,
+        [&](Address at, std::uint64_t w) {
+          return w >= module.start && w < module.end && at >= layout.pageheap.pagemap_allocator;
+        },
+        [&](Address at) { return is_pageheap(image, layout, at - layout.pageheap.pagemap_allocator, module); });
+    if (!found) {
+      *error = fmt::format("cannot find tcmalloc's page heap in {}", module.name());
+      return false;
+    }
+    pageheap = *found - layout.pageheap.pagemap_allocator;
+  }
+  rt.pageheap = pageheap;
+  rt.discovery.push_back({"pageheap_", pageheap, method + ", free span lists checked"});
+
+  return true;
+}
+
 std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& symbols, const Module& module,
                                       std::string* error) {
   Runtime rt;
   rt.module = &module;
   rt.layout = &layout_2_10();
-  const Layout& layout = *rt.layout;
   const ModuleSymbols* syms = symbols.symbols_for(module);
   const auto lock = symbols.address_of(module, kPageheapLockSymbol);
   if (!syms || !lock) {
@@ -162,88 +250,8 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
     return rt;
   }
 
-  // Static::sizemap_.
-  Address sizemap = *lock + placement.sizemap;
-  std::optional<std::vector<SizeClass>> classes = read_size_classes(image, layout, sizemap);
-  std::string method = placed;
-  if (!classes) {
-    method = "scan";
-    // class_to_size_ starts 0, 8, 16 (as int32 pairs: the word 8 << 32, then 16 in the low half).
-    const auto found = scan_writable(
-        image, module, *syms, [](Address, std::uint64_t w) { return w == (std::uint64_t{8} << 32); },
-        [&](Address at) {
-          if (at < layout.sizemap.class_to_size) return false;
-          const Address candidate = at - layout.sizemap.class_to_size;
-          if (auto c = read_size_classes(image, layout, candidate)) {
-            classes = std::move(c);
-            sizemap = candidate;
-            return true;
-          }
-          return false;
-        });
-    // class_to_size_ may start at a 4-byte boundary only: try the word before as well.
-    if (!found)
-      scan_writable(
-          image, module, *syms, [](Address, std::uint64_t w) { return (w & 0xffffffff) == 8 && (w >> 32) == 16; },
-          [&](Address at) {
-            const Address candidate = at - 4 - layout.sizemap.class_to_size;
-            if (auto c = read_size_classes(image, layout, candidate)) {
-              classes = std::move(c);
-              sizemap = candidate;
-              return true;
-            }
-            return false;
-          });
-  }
-  if (!classes) {
-    *error = fmt::format("cannot find tcmalloc's size map in {} (gperftools {}?)", module.name(),
-                         rt.version.empty() ? "release unknown" : rt.version);
+  if (!place_statics(image, module, writable_ranges(module, *syms), *lock, placement, placed, rt, error))
     return std::nullopt;
-  }
-  rt.sizemap = sizemap;
-  rt.classes = std::move(*classes);
-  rt.discovery.push_back({"sizemap_", sizemap, method + ", size classes checked"});
-
-  // Static::central_cache_.
-  Address central = *lock + placement.central_cache;
-  method = placed;
-  if (!is_central_cache(image, layout, central, rt.classes.size())) {
-    method = "scan";
-    const auto found = scan_writable(
-        image, module, *syms, [](Address, std::uint64_t w) { return w == 1; },
-        [&](Address at) {
-          const Address candidate = at - layout.central.size_class - layout.central.stride;
-          return at >= layout.central.size_class + layout.central.stride &&
-                 is_central_cache(image, layout, candidate, rt.classes.size());
-        });
-    if (!found) {
-      *error = fmt::format("cannot find tcmalloc's central free lists in {}", module.name());
-      return std::nullopt;
-    }
-    central = *found - layout.central.size_class - layout.central.stride;
-  }
-  rt.central_cache = central;
-  rt.discovery.push_back({"central_cache_", central, method + ", each list's size class checked"});
-
-  // Static::pageheap_.
-  Address pageheap = *lock + placement.pageheap;
-  method = placed;
-  if (!is_pageheap(image, layout, pageheap, module)) {
-    method = "scan";
-    const auto found = scan_writable(
-        image, module, *syms,
-        [&](Address at, std::uint64_t w) {
-          return w >= module.start && w < module.end && at >= layout.pageheap.pagemap_allocator;
-        },
-        [&](Address at) { return is_pageheap(image, layout, at - layout.pageheap.pagemap_allocator, module); });
-    if (!found) {
-      *error = fmt::format("cannot find tcmalloc's page heap in {}", module.name());
-      return std::nullopt;
-    }
-    pageheap = *found - layout.pageheap.pagemap_allocator;
-  }
-  rt.pageheap = pageheap;
-  rt.discovery.push_back({"pageheap_", pageheap, method + ", free span lists checked"});
 
   if (const auto heaps = symbols.address_of(module, kThreadHeapsSymbol)) {
     rt.thread_heaps = *heaps;

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "heap/heap_model.h"
@@ -40,6 +41,16 @@ struct Runtime {
 inline constexpr const char* kPageheapLockSymbol = "_ZN8tcmalloc6Static14pageheap_lock_E";
 inline constexpr const char* kInitedSymbol = "_ZN8tcmalloc6Static7inited_E";
 inline constexpr const char* kThreadHeapsSymbol = "_ZN8tcmalloc11ThreadCache13thread_heaps_E";
+
+// Address ranges [start, end) of a module's writable data (.data, .bss).
+using WritableRanges = std::vector<std::pair<Address, Address>>;
+
+// Places Static::sizemap_, central_cache_ and pageheap_ at `lock` (pageheap_lock_) plus the offsets of
+// `placement` (recorded with the method `placed`), each accepted only when its check holds; one that fails
+// it is searched for in `writable` by its signature (method "scan"). Fills rt's addresses, classes and
+// discovery (rt.layout must be set); false with *error when one is found nowhere.
+bool place_statics(const Image& image, const Module& module, const WritableRanges& writable, Address lock,
+                   const KnownBuild& placement, const std::string& placed, Runtime& rt, std::string* error);
 
 // Null with *error when `module` (the one serving malloc) is not tcmalloc or its structures cannot be found.
 std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& symbols, const Module& module,
