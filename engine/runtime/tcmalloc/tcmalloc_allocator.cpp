@@ -37,13 +37,17 @@ class TcmallocPlugin final : public AllocatorPlugin {
       *why_not = "no module's symbols say which one serves malloc";
       return nullptr;
     }
-    if (!symbols.address_of(*provider.module, kPageheapLockSymbol)) {
+    if (!claims(provider, symbols)) {
       *why_not = fmt::format("{} serves malloc, and it is not tcmalloc", provider.name());
       return nullptr;
     }
     std::optional<Runtime> runtime = locate_runtime(image, symbols, *provider.module, why_not);
     if (!runtime) return nullptr;
     return std::make_unique<TcmallocAllocator>(image, std::move(*runtime));
+  }
+
+  bool claims(const MallocProvider& provider, const SymbolIndex& symbols) const override {
+    return provider.module && symbols.address_of(*provider.module, kPageheapLockSymbol);
   }
 };
 
