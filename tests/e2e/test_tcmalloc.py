@@ -13,6 +13,8 @@ How the in-use total reconciles with generic.current_allocated_bytes is in docs/
 import collections
 import json
 import os
+import shutil
+import struct
 import unittest
 
 from heapscope_e2e import (capture_program, fixture_path, heapscope_json, parse_ledger, run_heapscope,
@@ -54,6 +56,32 @@ def leak_signature(core, ledger):
                   for address, block in leaked.items() if address in tags)
     others = sorted(block.get("type", "") for address, block in leaked.items() if address not in tags)
     return ours, others
+
+
+def core_file_offset(core, address):
+    """Where the byte at `address` of the process lies in the ELF core file (its PT_LOAD segments)."""
+    with open(core, "rb") as f:
+        header = f.read(64)
+        phoff, = struct.unpack_from("<Q", header, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", header, 0x36)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    for i in range(phnum):
+        p_type, _, p_offset, p_vaddr, _, p_filesz, _, _ = struct.unpack_from("<IIQQQQQQ", table, i * phentsize)
+        if p_type == 1 and p_vaddr <= address < p_vaddr + p_filesz:
+            return p_offset + address - p_vaddr
+    raise AssertionError(f"0x{address:x} is not in the core's memory")
+
+
+def damaged_copy(core, name, writes):
+    """A copy of `core` in the work directory with `writes` ({address: bytes}) applied to its memory."""
+    copy = os.path.join(work_dir(), name + ".core")
+    shutil.copyfile(core, copy)
+    with open(copy, "r+b") as f:
+        for address, data in writes.items():
+            f.seek(core_file_offset(core, address))
+            f.write(data)
+    return copy
 
 
 def require_tcmalloc():
@@ -169,6 +197,35 @@ class TcmallocWalk(unittest.TestCase):
         self.assertGreater(report["pages"], 0)
         text = run_heapscope("fragmentation", self.core).stdout
         self.assertIn("not available for tcmalloc", text)
+
+
+class TcmallocDamage(unittest.TestCase):
+    """Damaged tcmalloc structures give a clear error or a partial model with warnings (gperftools 2.10's
+    layout: SizeMap is 4232 bytes; a CentralFreeList is 1216 bytes with size_class_ at +8)."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_tcmalloc()
+        _, cls.core, cls.ledger = capture(preload=True)
+        found = {d["structure"]: d["address"] for d in heapscope_json("summary", cls.core)["heap"]["discovery"]}
+        cls.sizemap, cls.central = found["sizemap_"], found["central_cache_"]
+
+    def test_a_lost_size_map_is_an_error_naming_tcmalloc(self):
+        core = damaged_copy(self.core, "tcmalloc-no-sizemap", {self.sizemap: bytes(4232)})
+        result = run_heapscope("leaks", core)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("and it is tcmalloc (gperftools), but cannot find tcmalloc's size map", result.stderr)
+        self.assertNotIn("unsupported allocator", result.stderr)
+
+    def test_a_damaged_central_list_gives_a_partial_walk(self):
+        core = damaged_copy(self.core, "tcmalloc-bad-central-list",
+                            {self.central + 1216 * 5 + 8: struct.pack("<Q", 77)})
+        summary = heapscope_json("summary", core)
+        self.assertFalse(summary["heap"]["complete"])
+        self.assertTrue(any("central free list of size class 5" in w for w in summary["warnings"]),
+                        summary["warnings"])
+        used = {b["address"] for b in heapscope_json("blocks", core, "--state", "used")["blocks"]}
+        self.assertTrue({a.address for a in self.ledger.live} <= used)
 
 
 class TcmallocInDebuggers(unittest.TestCase):

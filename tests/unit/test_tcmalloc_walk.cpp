@@ -253,6 +253,15 @@ TEST_CASE("tcmalloc: damaged lists and spans give warnings and a partial model, 
     CHECK(block_at(m, object(0)));  // the rest is still walked
     CHECK(block_at(m, kHeap + 4 * kPageBytes));
   }
+  SECTION("a damaged central free list: its transfer cache is not read") {
+    TcHeap h;
+    h.image.put(kCentral + 2 * l.central.stride + l.central.size_class, 5);
+    const HeapModel m = walk_heap(h.image, h.rt);
+    CHECK_FALSE(m.complete);
+    CHECK(has_warning(m, "central free list of size class 2"));
+    CHECK(block_at(m, object(7))->state == BlockState::in_use);
+    CHECK(block_at(m, object(10))->state == BlockState::tcache);  // the thread cache is still read
+  }
   SECTION("a thread cache whose lists do not know their sizes is not taken for one") {
     TcHeap h;
     h.put32(kThreadCache + 1 * l.thread_cache.free_list_stride + l.thread_cache.list_object_size, 16);

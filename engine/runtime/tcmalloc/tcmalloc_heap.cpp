@@ -164,13 +164,15 @@ class Walker {
     const CentralFreeListLayout& cl = l_.central;
     for (std::size_t c = 1; c < rt_.classes.size(); ++c) {
       const Address list = rt_.central_cache + c * cl.stride;
-      const auto used = image_.read_u32(list + cl.used_slots);
-      if (!used || *used > CentralFreeListLayout::kMaxTransferEntries) {
-        warn(fmt::format("central free list of size class {}: bad transfer cache slot count", c), true,
-             "transfer cache");
+      if (!is_central_list(image_, l_, list, c)) {
+        warn(fmt::format("the central free list of size class {} (0x{:x}) is damaged: its transfer cache is not "
+                         "read, and objects cached there show as in use",
+                         c, list),
+             true, "transfer cache");
         continue;
       }
-      for (std::uint32_t s = 0; s < *used; ++s) {
+      const std::uint32_t used = image_.read_u32(list + cl.used_slots).value_or(0);  // checked: at most 64
+      for (std::uint32_t s = 0; s < used; ++s) {
         const auto head = image_.read_u64(list + cl.tc_slots + 16 * s);
         const auto tail = image_.read_u64(list + cl.tc_slots + 16 * s + 8);
         if (!head || !tail) continue;

@@ -92,17 +92,21 @@ std::optional<std::vector<SizeClass>> read_size_classes(const Image& image, cons
   return out;
 }
 
-bool is_central_cache(const Image& image, const Layout& layout, Address central, std::size_t classes) {
+bool is_central_list(const Image& image, const Layout& layout, Address list, std::size_t size_class) {
   const CentralFreeListLayout& l = layout.central;
-  for (std::size_t c = 0; c < classes; ++c) {
-    const Address list = central + c * l.stride;
-    if (image.read_u64(list + l.size_class) != c) return false;
-    if (!plausible_list_head(image, layout, list + l.empty) || !plausible_list_head(image, layout, list + l.nonempty))
-      return false;
-    const auto used = image.read_u32(list + l.used_slots);
-    if (!used || *used > CentralFreeListLayout::kMaxTransferEntries) return false;
-  }
-  return true;
+  if (image.read_u64(list + l.size_class) != size_class) return false;
+  if (!plausible_list_head(image, layout, list + l.empty) || !plausible_list_head(image, layout, list + l.nonempty))
+    return false;
+  const auto used = image.read_u32(list + l.used_slots);
+  return used && *used <= CentralFreeListLayout::kMaxTransferEntries;
+}
+
+bool is_central_cache(const Image& image, const Layout& layout, Address central, std::size_t classes) {
+  // All but a tenth of the lists must check out: a damaged list is the walk's warning, not a reason to
+  // lose the heap; a look-alike matches next to none.
+  std::size_t good = 0;
+  for (std::size_t c = 0; c < classes; ++c) good += is_central_list(image, layout, central + c * layout.central.stride, c);
+  return good >= 2 && good >= classes - classes / 10;
 }
 
 bool is_pageheap(const Image& image, const Layout& layout, Address pageheap, const Module& module) {
@@ -110,12 +114,13 @@ bool is_pageheap(const Image& image, const Layout& layout, Address pageheap, con
   // The page map's allocator is MetaDataAlloc, a function of the library.
   const auto allocator = image.read_u64(pageheap + l.pagemap_allocator);
   if (!allocator || *allocator < module.start || *allocator >= module.end) return false;
+  // All but a tenth of the free list heads must check out (the walk does not follow them).
+  std::uint64_t good = 0;
   for (std::uint64_t k = 0; k < kMaxSmallSpanPages; ++k) {
     const Address lists = pageheap + l.free_lists + k * l.free_list_stride;
-    if (!plausible_list_head(image, layout, lists) || !plausible_list_head(image, layout, lists + layout.span.size))
-      return false;
+    good += plausible_list_head(image, layout, lists) && plausible_list_head(image, layout, lists + layout.span.size);
   }
-  return true;
+  return good >= kMaxSmallSpanPages - kMaxSmallSpanPages / 10;
 }
 
 bool place_statics(const Image& image, const Module& module, const WritableRanges& writable, Address lock,
@@ -237,21 +242,30 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
   const KnownBuild& placement = known ? *known : default_placement();
   const std::string placed = known ? "known-build" : "2.10-placement";
 
-  // Without the symbol, the structures' own checks below decide.
-  rt.inited = true;
+  rt.discovery.push_back({"pageheap_lock_", *lock, "dynamic-symbol"});
+  // Static::inited_ says whether the first malloc has run; without the symbol, or when one damaged byte
+  // is all that says "not yet", the structures' own checks decide.
+  std::optional<bool> inited_flag;
   if (const auto at = symbols.address_of(module, kInitedSymbol)) {
     std::uint8_t byte = 0;
-    rt.inited = image.read_exact(*at, &byte, 1) && byte != 0;
+    if (image.read_exact(*at, &byte, 1)) inited_flag = byte != 0;
   }
-  rt.discovery.push_back({"pageheap_lock_", *lock, "dynamic-symbol"});
-  if (!rt.inited) {
-    // Before the first malloc nothing exists to walk; the model is an empty heap.
-    rt.warnings.push_back("tcmalloc is not initialised yet (Static::inited_ is false): the heap is empty");
-    return rt;
-  }
-
-  if (!place_statics(image, module, writable_ranges(module, *syms), *lock, placement, placed, rt, error))
+  std::string place_error;
+  if (!place_statics(image, module, writable_ranges(module, *syms), *lock, placement, placed, rt, &place_error)) {
+    if (inited_flag == false) {
+      // Before the first malloc nothing exists to walk; the model is an empty heap.
+      rt.inited = false;
+      rt.discovery.resize(1);
+      rt.warnings.push_back("tcmalloc is not initialised yet (Static::inited_ is false): the heap is empty");
+      return rt;
+    }
+    *error = place_error;
     return std::nullopt;
+  }
+  rt.inited = true;
+  if (inited_flag == false)
+    rt.warnings.push_back("tcmalloc's Static::inited_ is false, yet its size map, central free lists and page heap "
+                          "check out: walked as initialised");
 
   if (const auto heaps = symbols.address_of(module, kThreadHeapsSymbol)) {
     rt.thread_heaps = *heaps;

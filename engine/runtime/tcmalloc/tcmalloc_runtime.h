@@ -61,7 +61,9 @@ std::optional<std::string> detect_release(const ModuleSymbols& symbols);
 
 // The size classes of the SizeMap at `sizemap`, or nothing when it does not look like one.
 std::optional<std::vector<SizeClass>> read_size_classes(const Image& image, const Layout& layout, Address sizemap);
-// Whether `central` looks like Static::central_cache_ for these classes.
+// Whether the CentralFreeList at `list` looks like the one of `size_class`.
+bool is_central_list(const Image& image, const Layout& layout, Address list, std::size_t size_class);
+// Whether `central` looks like Static::central_cache_ for these classes (all but a tenth of its lists do).
 bool is_central_cache(const Image& image, const Layout& layout, Address central, std::size_t classes);
 // Whether `pageheap` looks like Static::pageheap_ of the library `module`.
 bool is_pageheap(const Image& image, const Layout& layout, Address pageheap, const Module& module);
