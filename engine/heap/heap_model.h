@@ -72,8 +72,9 @@ struct HeapModel {
   std::string version;         // the allocator's release ("2.36", "2.10"), or empty when unknown
   BlockArray blocks;           // sorted by chunk address
   std::vector<ArenaInfo> arenas;
-  // Allocator structures outside the heap (main_arena, mp_): never roots, since their bin and top
-  // pointers aim at chunk headers, which lie inside the previous block's last word.
+  // Allocator structures outside the heap (main_arena, mp_; tcmalloc's page map leaves and thread caches):
+  // never roots, since their bin and top pointers aim at chunk headers, which lie inside the previous
+  // block's last word, and free-list pointers at free blocks.
   std::vector<HeapSegment> metadata;
   StateTotal mmapped_total;    // mapping bytes (alignment lead included), what mallinfo2's hblkhd counts
   StateTotal mmapped_chunks;   // the same blocks in chunk bytes, as every other state is counted

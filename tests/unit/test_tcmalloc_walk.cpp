@@ -168,6 +168,7 @@ TEST_CASE("tcmalloc: the located structures are checked") {
 
 TEST_CASE("tcmalloc: spans become objects, large blocks and free runs, each object in its state") {
   TcHeap h;
+  const Layout& l = layout_2_10();
   const HeapModel m = walk_heap(h.image, h.rt);
   INFO(fmt::format("{}", fmt::join(m.warnings, "\n")));
   CHECK(m.complete);
@@ -206,6 +207,14 @@ TEST_CASE("tcmalloc: spans become objects, large blocks and free runs, each obje
   CHECK(t[static_cast<int>(BlockState::in_use)].bytes == (kObjects - 5) * kObjectSize + 3 * kPageBytes);
   CHECK(t[static_cast<int>(BlockState::tcache)].blocks == 3);
   CHECK(t[static_cast<int>(BlockState::free)].bytes == 2 * kObjectSize + 2 * kPageBytes);
+  // The page map leaf and the thread cache are the allocator's own memory: not roots, not "outside malloc".
+  const std::vector<HeapSegment> metadata{{kLeaf, kLeaf + (std::uint64_t{8} << PageHeapLayout::kLeafBits)},
+                                          {kThreadCache, kThreadCache + l.thread_cache.object_bytes}};
+  REQUIRE(m.metadata.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(m.metadata[i].start == metadata[i].start);
+    CHECK(m.metadata[i].end == metadata[i].end);
+  }
   std::uint64_t sum = a.overhead_bytes;
   for (const StateTotal& s : t) sum += s.bytes;
   CHECK(sum == a.system_bytes);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
@@ -58,6 +59,8 @@ class Walker {
     for (const auto& [what, count] : suppressed_)
       model_.warnings.push_back(fmt::format("… and {} more warnings like the above ({})", count, what));
     if (!arena_.heaps.empty() || !model_.blocks.empty()) model_.arenas.push_back(std::move(arena_));
+    std::sort(model_.metadata.begin(), model_.metadata.end(),
+              [](const HeapSegment& a, const HeapSegment& b) { return a.start < b.start; });
     return std::move(model_);
   }
 
@@ -146,6 +149,7 @@ class Walker {
              true);
         return;
       }
+      model_.metadata.push_back({cache, cache + tl.object_bytes});
       for (std::size_t c = 1; c < rt_.classes.size(); ++c) {
         const std::uint64_t list = c * tl.free_list_stride;
         const std::uint32_t length = u32(list + tl.list_length);
@@ -203,6 +207,7 @@ class Walker {
              true);
         continue;
       }
+      model_.metadata.push_back({root[i1], root[i1] + 8 * kLeafLength});
       for (std::size_t i2 = 0; i2 < kLeafLength; ++i2) {
         const std::uint64_t page = (std::uint64_t{i1} << PageHeapLayout::kLeafBits) | i2;
         if (page < next_page || !leaf[i2]) continue;

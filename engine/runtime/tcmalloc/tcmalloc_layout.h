@@ -74,6 +74,7 @@ struct ThreadCacheLayout {
   std::uint64_t tid = 4128;
   std::uint64_t next = 4144;
   std::uint64_t prev = 4152;
+  std::uint64_t object_bytes = 4160;  // sizeof(ThreadCache), cache-line aligned
 };
 
 struct Layout {
