@@ -77,6 +77,7 @@ def damaged_copy(core, name, writes):
     """A copy of `core` in the work directory with `writes` ({address: bytes}) applied to its memory."""
     copy = os.path.join(work_dir(), name + ".core")
     shutil.copyfile(core, copy)
+    unittest.addModuleCleanup(os.remove, copy)
     with open(copy, "r+b") as f:
         for address, data in writes.items():
             f.seek(core_file_offset(core, address))
