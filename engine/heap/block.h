@@ -1,4 +1,4 @@
-// Block: one malloc chunk, as compact as the pointer scan of millions of them needs.
+// Block: one malloc chunk or object, as compact as the pointer scan of millions of them needs.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +10,10 @@ namespace heapscope {
 enum class BlockState : std::uint8_t {
   in_use,   // allocated from an arena
   mmapped,  // allocated, in a mapping of its own
-  free,     // in a regular bin (unsorted, small, large)
-  tcache,   // cached in a thread's tcache (free to the program, "in use" to the arena)
+  free,     // in a regular bin (unsorted, small, large); tcmalloc: on a span's (central) free list, or a
+            // free span of the page heap
+  tcache,   // cached in a thread's tcache (free to the program, "in use" to the arena); tcmalloc: in a
+            // thread cache or a transfer cache
   fastbin,  // in an arena's fastbin (likewise)
   top,      // the arena's top chunk
 };
@@ -22,23 +24,53 @@ inline const char* block_state_name(BlockState s) {  // the names JSON and text 
 }
 inline bool is_allocated(BlockState s) { return s == BlockState::in_use || s == BlockState::mmapped; }
 
-// 16 bytes per block: 5 million blocks index in 80 MB. Sizes are stored in 16-byte units (glibc chunk
-// sizes are multiples of 16), which covers chunks up to 64 GiB.
+// How a block lies in memory, which sets what its address, sizes and units mean.
+enum class BlockLayout : std::uint8_t {
+  // glibc's chunk: a 16-byte header (prev_size, size) before the user bytes; sizes in 16-byte units; an
+  // allocated chunk may also use the next chunk's prev_size word.
+  glibc_chunk = 0,
+  // No header (tcmalloc's size-class objects and page spans): the block is the object, every byte of it
+  // usable; sizes in 8-byte units.
+  bare = 1,
+};
+
+// 16 bytes per block: 5 million blocks index in 80 MB. Sizes are stored in units of the layout (16 bytes
+// for glibc chunks, which covers chunks up to 64 GiB; 8 bytes for headerless blocks, up to 32 GiB).
 struct Block {
-  Address chunk = 0;                  // address of the chunk header
-  std::uint32_t size_units = 0;       // chunk size / 16
+  Address chunk = 0;                  // where the block starts: the chunk header, or the object (bare)
+  std::uint32_t size_units = 0;       // chunk size / unit_bytes()
   BlockState state = BlockState::in_use;
-  std::uint8_t reserved = 0;
+  BlockLayout layout = BlockLayout::glibc_chunk;
   std::uint16_t arena = 0;            // index into HeapModel::arenas; kNoArena for mmapped blocks
 
   static constexpr std::uint16_t kNoArena = 0xffff;
-  static constexpr std::uint64_t kHeaderSize = 16;
+  static constexpr std::uint64_t kHeaderSize = 16;  // a glibc chunk's header
+  static constexpr std::uint64_t kMaxBareBytes = std::uint64_t{0xffffffff} * 8;
 
-  Address address() const { return chunk + kHeaderSize; }  // what malloc returned
-  std::uint64_t chunk_size() const { return std::uint64_t{size_units} * 16; }
+  // A headerless block of `bytes` (a multiple of 8, at most kMaxBareBytes) at `at`.
+  static Block bare(Address at, std::uint64_t bytes, BlockState state, std::uint16_t arena) {
+    Block b;
+    b.chunk = at;
+    b.size_units = static_cast<std::uint32_t>(bytes / 8);
+    b.state = state;
+    b.layout = BlockLayout::bare;
+    b.arena = arena;
+    return b;
+  }
+
+  bool is_bare() const { return layout == BlockLayout::bare; }
+  std::uint64_t header_bytes() const { return is_bare() ? 0 : kHeaderSize; }
+  std::uint64_t unit_bytes() const { return is_bare() ? 8 : 16; }
+  Address address() const { return chunk + header_bytes(); }  // what malloc returned
+  std::uint64_t chunk_size() const { return std::uint64_t{size_units} * unit_bytes(); }
   Address chunk_end() const { return chunk + chunk_size(); }  // where the next chunk starts
-  // malloc_usable_size(): an allocated chunk may also use the next chunk's prev_size word.
-  std::uint64_t usable_size() const { return chunk_size() - (state == BlockState::mmapped ? 16 : 8); }
+  // malloc_usable_size(): an allocated glibc chunk may also use the next chunk's prev_size word; a
+  // headerless block is all usable.
+  std::uint64_t usable_size() const {
+    if (is_bare()) return chunk_size();
+    return chunk_size() - (state == BlockState::mmapped ? 16 : 8);
+  }
+  Address user_end() const { return address() + usable_size(); }  // one past the last usable byte
 };
 static_assert(sizeof(Block) == 16);
 

@@ -55,7 +55,7 @@ struct Discovery {
   std::string method;     // "debug-symbol", "relocation", "scan", "tls-got", "arena-ring", ...
 };
 
-// glibc's mallinfo2() as the walk computes it (same field meanings).
+// glibc's mallinfo2() as the walk computes it (same field meanings); only glibc's walk has it.
 struct MallInfo {
   std::uint64_t arena = 0, ordblks = 0, smblks = 0, hblks = 0, hblkhd = 0, usmblks = 0, fsmblks = 0,
                 uordblks = 0, fordblks = 0, keepcost = 0;
@@ -68,18 +68,19 @@ struct TrimSettings {
 };
 
 struct HeapModel {
-  std::string allocator;       // "glibc"
-  std::string version;         // "2.36", or empty when unknown
+  std::string allocator;       // "glibc", "tcmalloc"
+  std::string version;         // the allocator's release ("2.36", "2.10"), or empty when unknown
   BlockArray blocks;           // sorted by chunk address
   std::vector<ArenaInfo> arenas;
-  // Allocator structures outside the heap (main_arena, mp_): never roots, since their bin and top
-  // pointers aim at chunk headers, which lie inside the previous block's last word.
+  // Allocator structures outside the heap (main_arena, mp_; tcmalloc's page map leaves and thread caches):
+  // never roots, since their bin and top pointers aim at chunk headers, which lie inside the previous
+  // block's last word, and free-list pointers at free blocks.
   std::vector<HeapSegment> metadata;
   StateTotal mmapped_total;    // mapping bytes (alignment lead included), what mallinfo2's hblkhd counts
   StateTotal mmapped_chunks;   // the same blocks in chunk bytes, as every other state is counted
   std::vector<Discovery> discovery;
   std::vector<std::string> warnings;
-  MallInfo mallinfo;
+  std::optional<MallInfo> mallinfo;
   // The allocator's trimming settings (glibc: mp_.trim_threshold, mp_.top_pad); absent when unknown.
   std::optional<TrimSettings> trim;
   bool complete = true;

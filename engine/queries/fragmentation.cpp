@@ -249,6 +249,9 @@ FragmentationReport build_fragmentation_report(Session& s, std::size_t type_rows
   for (std::size_t a = 0; a < heap.arenas.size(); ++a) {
     std::vector<BlockId> ids;
     const std::optional<ArenaTrim> trim = allocator.arena_trim(heap, a, max_blockers, kFragmentationPageBytes);
+    if (!trim)
+      out.trim_unavailable = fmt::format("not available for {}: heapscope knows no trimming rules of it",
+                                         allocator.name());
     if (trim)
       for (const std::string& w : trim->warnings)
         if (std::find(out.warnings.begin(), out.warnings.end(), w) == out.warnings.end()) out.warnings.push_back(w);

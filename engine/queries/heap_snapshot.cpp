@@ -84,8 +84,7 @@ HeapSnapshot take_snapshot(Session& s, std::string name) {
     out.types[t].bytes += block.usable_size();
     ++out.in_use_blocks;
     out.in_use_bytes += block.usable_size();
-    const std::uint32_t flag = block.state == BlockState::mmapped ? SnapshotBlock::kMmappedBit : 0;
-    out.blocks.push_back({block.address(), block.size_units, t | flag});
+    out.blocks.push_back(snapshot_block(block, t));
   }
   // The heap model keeps blocks in address order already; sorting again costs nothing then and keeps the
   // same-address comparison correct whatever a future allocator walker does.

@@ -119,7 +119,9 @@ void compare_addresses(const HeapSnapshot& before, const HeapSnapshot& after, co
     } else if (old_block == before.blocks.end() || new_block->address < old_block->address) {
       count_new(*new_block++);
     } else {
-      const bool same = old_block->size_units == new_block->size_units && old_block->mmapped() == new_block->mmapped() &&
+      const bool same = old_block->size_units == new_block->size_units &&
+                        (old_block->type_and_flag & SnapshotBlock::kFlagBits) ==
+                            (new_block->type_and_flag & SnapshotBlock::kFlagBits) &&
                         translated[old_block->type()] == new_block->type();
       if (same) {
         ++report.kept_blocks;

@@ -67,6 +67,9 @@ struct FragmentationTypeRow {
 
 struct FragmentationReport {
   std::optional<std::uint64_t> trim_threshold, top_pad;  // absent when the allocator's settings are unknown
+  // Empty when the allocator's trimming rules are known; else why the arenas' trim figures are absent
+  // ("not available for tcmalloc: ..."), and they are 0.
+  std::string trim_unavailable;
   std::uint64_t page_bytes = 0, region_bytes = 0;
   std::vector<ArenaFragmentation> arenas;
   // Every page and region of every heap, top chunks and mmapped chunks excluded, by the share of its bytes

@@ -65,7 +65,7 @@ struct SummaryReport {
   std::vector<ArenaInfo> arenas;
   StateTotal mmapped;
   StateTotals totals{};
-  MallInfo mallinfo;
+  std::optional<MallInfo> mallinfo;  // glibc's only
   std::optional<TypedShare> typed;  // absent when the heap was not walked
   std::optional<OutsideMalloc> outside_malloc;  // likewise
 

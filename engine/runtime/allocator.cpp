@@ -25,10 +25,17 @@ std::unique_ptr<LocatedAllocator> locate_allocator(const Image& image, const Sym
                                                    std::string* error) {
   const MallocProvider provider = find_malloc_provider(image, symbols);
   std::vector<std::string> declined;
+  std::string claimed;  // the reason of the plug-in whose allocator serves malloc, but could not be located
   for (const AllocatorPlugin* plugin : plugins) {
     std::string why_not;
     if (auto located = plugin->locate(image, symbols, provider, &why_not)) return located;
     declined.push_back(fmt::format("{}: {}", plugin->name(), why_not));
+    if (claimed.empty() && provider.module && plugin->claims(provider, symbols))
+      claimed = fmt::format("{} serves malloc, and it is {}, but {}", provider.name(), plugin->name(), why_not);
+  }
+  if (!claimed.empty()) {
+    *error = claimed;
+    return nullptr;
   }
   std::vector<std::string> names;
   for (const AllocatorPlugin* plugin : plugins) names.emplace_back(plugin->name());

@@ -51,10 +51,18 @@ class AllocatorPlugin {
   // is the module that serves malloc, when symbols tell.
   virtual std::unique_ptr<LocatedAllocator> locate(const Image& image, const SymbolIndex& symbols,
                                                    const MallocProvider& provider, std::string* why_not) const = 0;
+  // Whether `provider` is this plug-in's allocator by its symbols alone: when such a plug-in cannot locate
+  // its structures, its reason is the error, not "unsupported allocator".
+  virtual bool claims(const MallocProvider& provider, const SymbolIndex& symbols) const {
+    (void)provider;
+    (void)symbols;
+    return false;
+  }
 };
 
-// The first of `plugins` whose allocator is in the image. When none is, *error says why: which module
-// serves malloc and that no plug-in walks it ("unsupported allocator: …"), or why each plug-in declined.
+// The first of `plugins` whose allocator is in the image. When none is, *error says why: the reason of a
+// plug-in that claims the module serving malloc, else which module serves malloc and that no plug-in walks
+// it ("unsupported allocator: …"), or why each plug-in declined.
 std::unique_ptr<LocatedAllocator> locate_allocator(const Image& image, const SymbolIndex& symbols,
                                                    const std::vector<const AllocatorPlugin*>& plugins,
                                                    std::string* error);

@@ -25,12 +25,14 @@ Table arena_table(const FragmentationReport& r) {
   for (const char* c : {"system", "in use", "bins", "tcache", "fastbins", "top", "largest free", "trim on free",
                         "malloc_trim returns", "malloc_trim madvises"})
     t.column(c, Table::Kind::number);
+  const bool trim = r.trim_unavailable.empty();  // else the trim figures are "n/a", not 0
+  auto trim_cell = [&](std::uint64_t bytes) { return trim ? bytes_cell(bytes) : text_cell("n/a"); };
   for (const ArenaFragmentation& a : r.arenas)
     t.row({html_cell(escape(text::hex(a.address)) + (a.is_main ? " (main)" : ""), std::to_string(a.address)),
            number_cell(a.heaps), bytes_cell(a.system_bytes), bytes_cell(a.in_use_bytes), bytes_cell(a.free_bytes),
            bytes_cell(a.tcache_bytes), bytes_cell(a.fastbin_bytes), bytes_cell(a.top_bytes),
-           bytes_cell(a.largest_free_chunk), bytes_cell(a.trim_on_free), bytes_cell(a.malloc_trim_returned),
-           bytes_cell(a.malloc_trim_madvised)});
+           bytes_cell(a.largest_free_chunk), trim_cell(a.trim_on_free), trim_cell(a.malloc_trim_returned),
+           trim_cell(a.malloc_trim_madvised)});
   return t;
 }
 

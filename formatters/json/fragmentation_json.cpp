@@ -56,6 +56,7 @@ std::string render_json(const FragmentationReport& r) {
   ordered_json out = {{"command", "fragmentation"},
                       {"trim_threshold", json::or_null(r.trim_threshold)},
                       {"top_pad", json::or_null(r.top_pad)},
+                      {"trim_available", r.trim_unavailable.empty()},
                       {"page_bytes", r.page_bytes},
                       {"region_bytes", r.region_bytes},
                       {"arenas", arenas},

@@ -27,7 +27,8 @@ ordered_json mallinfo_json(const MallInfo& m) {
 
 ordered_json heap_json(const SummaryReport& r) {
   if (!r.heap_error.empty()) return {{"error", r.heap_error}};
-  ordered_json heap = {{"allocator", r.allocator}, {"glibc_version", r.version}, {"complete", r.heap_complete}};
+  ordered_json heap = {{"allocator", r.allocator}, {"glibc_version", r.allocator == "glibc" ? r.version : std::string()},
+                       {"version", r.version}, {"complete", r.heap_complete}};
   ordered_json discovery = ordered_json::array();
   for (const Discovery& d : r.discovery)
     discovery.push_back({{"structure", d.structure}, {"address", d.address}, {"method", d.method}});
@@ -47,7 +48,7 @@ ordered_json heap_json(const SummaryReport& r) {
   heap["arenas"] = arenas;
   heap["mmapped"] = {{"blocks", r.mmapped.blocks}, {"bytes", r.mmapped.bytes}};
   heap["totals"] = state_totals(r.totals, true);
-  heap["mallinfo2"] = mallinfo_json(r.mallinfo);
+  if (r.mallinfo) heap["mallinfo2"] = mallinfo_json(*r.mallinfo);
   return heap;
 }
 

@@ -84,7 +84,10 @@ std::string render_text(const FragmentationReport& r) {
     out += fmt::format("PARTIAL: {} of damaged heap were not walked and are not counted below (see the warnings)\n",
                        text::bytes(r.skipped_bytes));
   append_arena_table(out, r);
-  append_release_table(out, r);
+  if (r.trim_unavailable.empty())
+    append_release_table(out, r);
+  else
+    out += fmt::format("\nWhat could go back to the system: {}\n", r.trim_unavailable);
   for (const ArenaFragmentation& a : r.arenas) append_blockers(out, a);
   append_histogram(out, r);
 

@@ -58,7 +58,8 @@ void append_heap(std::string& out, const SummaryReport& r) {
     out += fmt::format("\nHeap:     not walked: {}\n", r.heap_error);
     return;
   }
-  out += fmt::format("\nHeap:     {} malloc {}{}\n", r.allocator, r.version.empty() ? "(release unknown)" : r.version,
+  out += fmt::format("\nHeap:     {} {}{}\n", r.allocator == "glibc" ? "glibc malloc" : r.allocator,
+                     r.version.empty() ? "(release unknown)" : r.version,
                      r.heap_complete ? "" : "  (PARTIAL: see warnings)");
   out += "Found by:\n";
   for (const Discovery& d : r.discovery)

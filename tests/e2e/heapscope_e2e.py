@@ -98,6 +98,7 @@ class Ledger:
     freed: list = dataclasses.field(default_factory=list)
     threads: list = dataclasses.field(default_factory=list)
     damaged: list = dataclasses.field(default_factory=list)  # Allocation(address, 0, finding kind)
+    properties: dict = dataclasses.field(default_factory=dict)  # the allocator's own figures, by name
 
     def freed_and_not_live(self):
         live_addresses = {a.address for a in self.live}
@@ -125,6 +126,8 @@ def parse_ledger(path):
                     ledger.freed.append(Allocation(int(fields[1]), int(fields[2])))
                 elif kind == "damaged" and len(fields) == 3:
                     ledger.damaged.append(Allocation(int(fields[1]), 0, fields[2]))
+                elif kind == "property" and len(fields) == 3:
+                    ledger.properties[fields[1]] = int(fields[2])
                 elif kind == "thread" and len(fields) == 2:
                     ledger.threads.append(int(fields[1]))
                 else:

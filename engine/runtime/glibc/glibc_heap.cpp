@@ -277,7 +277,7 @@ void compute_totals_and_mallinfo(const Image& image, const Runtime& rt, HeapMode
     else
       model.mmapped_chunks.add(b.chunk_size());
   }
-  MallInfo& mi = model.mallinfo;
+  MallInfo& mi = model.mallinfo.emplace();
   for (ArenaInfo& a : model.arenas) {
     const auto& t = a.totals;
     const auto bytes = [&](BlockState s) { return t[static_cast<int>(s)].bytes; };

@@ -1,0 +1,61 @@
+#include "runtime/tcmalloc/tcmalloc_allocator.h"
+
+#include <fmt/format.h>
+
+#include "base/phase_timer.h"
+#include "runtime/tcmalloc/tcmalloc_heap.h"
+#include "runtime/tcmalloc/tcmalloc_runtime.h"
+
+namespace heapscope::tcmalloc {
+
+namespace {
+
+class TcmallocAllocator final : public LocatedAllocator {
+ public:
+  TcmallocAllocator(const Image& image, Runtime runtime) : image_(image), runtime_(std::move(runtime)) {}
+
+  std::string name() const override { return "tcmalloc"; }
+  std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
+  std::optional<HeapVerification> verify(const HeapModel&) const override { return std::nullopt; }
+  std::optional<ArenaTrim> arena_trim(const HeapModel&, std::size_t, std::size_t, std::uint64_t) const override {
+    return std::nullopt;
+  }
+
+ private:
+  const Image& image_;
+  const Runtime runtime_;
+};
+
+class TcmallocPlugin final : public AllocatorPlugin {
+ public:
+  std::string_view name() const override { return "tcmalloc (gperftools)"; }
+
+  std::unique_ptr<LocatedAllocator> locate(const Image& image, const SymbolIndex& symbols,
+                                           const MallocProvider& provider, std::string* why_not) const override {
+    PhaseTimer timer("walk: locate tcmalloc");
+    if (!provider.module) {
+      *why_not = "no module's symbols say which one serves malloc";
+      return nullptr;
+    }
+    if (!claims(provider, symbols)) {
+      *why_not = fmt::format("{} serves malloc, and it is not tcmalloc", provider.name());
+      return nullptr;
+    }
+    std::optional<Runtime> runtime = locate_runtime(image, symbols, *provider.module, why_not);
+    if (!runtime) return nullptr;
+    return std::make_unique<TcmallocAllocator>(image, std::move(*runtime));
+  }
+
+  bool claims(const MallocProvider& provider, const SymbolIndex& symbols) const override {
+    return provider.module && symbols.address_of(*provider.module, kPageheapLockSymbol);
+  }
+};
+
+}  // namespace
+
+const AllocatorPlugin& allocator_plugin() {
+  static const TcmallocPlugin plugin;
+  return plugin;
+}
+
+}  // namespace heapscope::tcmalloc
