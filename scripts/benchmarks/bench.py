@@ -43,11 +43,15 @@ def capture(core, program_args, ledger=None, quiet=False):
         print(f"  captured {core} ({os.path.getsize(core) / 2**20:.0f} MiB) in {time.time() - t0:.1f} s", flush=True)
 
 
-def make_core(work, generator, blocks, leak_percent):
-    core = os.path.join(work, f"heap-{blocks}.core")
-    leaks = os.path.join(work, f"heap-{blocks}.leaked")
+def make_core(work, generator, blocks, leak_percent, preload=None):
+    """The generator's core (reused while newer than the generator); with `preload`, run under that
+    allocator library (LD_PRELOAD), into a core named after it."""
+    suffix = "-" + os.path.basename(preload).split(".so")[0] if preload else ""
+    core = os.path.join(work, f"heap-{blocks}{suffix}.core")
+    leaks = os.path.join(work, f"heap-{blocks}{suffix}.leaked")
     if stale(core, generator):
-        capture(core, [generator, str(blocks), str(leak_percent), leaks])
+        program = ["env", f"LD_PRELOAD={preload}"] if preload else []
+        capture(core, program + [generator, str(blocks), str(leak_percent), leaks])
     return core, leaks
 
 
@@ -165,6 +169,8 @@ def main():
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
     ap.add_argument("--heapscope", default=os.path.join(ROOT, "build", "frontends", "cli", "heapscope"))
     ap.add_argument("--phases", action="store_true", help="also print per-phase times (HEAPSCOPE_TIMING)")
+    ap.add_argument("--preload", metavar="LIB",
+                    help="run the generator with this allocator preloaded (libtcmalloc_minimal.so.4, say)")
     ap.add_argument("--types", action="store_true",
                     help="also time DWARF typing (its load and its propagation) and report the typed share "
                          "of bytes, on each core, the demo's core and the typed_containers fixture")
@@ -179,7 +185,7 @@ def main():
     print("|---|---|---|---|---|---|---|")
     verdict_lines = []
     for blocks in args.blocks:
-        core, leaked_file = make_core(args.work, generator, blocks, args.leak_percent)
+        core, leaked_file = make_core(args.work, generator, blocks, args.leak_percent, args.preload)
         size_mib = os.path.getsize(core) / 2**20
         for command in args.commands:
             results = [measure([heapscope, command, core]) for _ in range(args.runs)]
