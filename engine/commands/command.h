@@ -21,11 +21,23 @@ namespace heapscope {
 struct CoreSeries {
   std::vector<std::string> cores;
   bool order_by_time = false;  // take them in the order their files were written, not as given
+  bool positional = false;     // given as the command's positionals (add_core_positionals), not an option
   // A frontend whose command line names the current core too (the CLI: `heapscope diff OLD NEW`) sets this
   // before add_options: the cores positional then takes one core more, the last in order being the one
   // analysed (with order_by_time, the newest). add_core_positionals does both.
   bool listed_with_current = false;
   std::vector<std::string> names;  // set by the runner
+
+  static CoreSeries given_as_positionals(bool order_by_time) { return make(order_by_time, true); }
+  static CoreSeries given_as_option(bool order_by_time) { return make(order_by_time, false); }
+
+ private:
+  static CoreSeries make(bool order_by_time, bool positional) {
+    CoreSeries series;
+    series.order_by_time = order_by_time;
+    series.positional = positional;
+    return series;
+  }
 };
 
 // The positional of a command whose earlier cores are given as positionals: `min` to `max` of them (max 0:
@@ -46,8 +58,6 @@ class Command {
   virtual Report run(Session& session) = 0;
   // The earlier cores this command was given, when it is one that takes them.
   virtual CoreSeries* core_series() { return nullptr; }
-  // Whether it takes them as positionals (add_core_positionals), rather than as an option.
-  virtual bool cores_are_positional() { return false; }
 };
 
 struct CommandEntry {

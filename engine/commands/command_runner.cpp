@@ -89,8 +89,9 @@ void save_earlier_cores(Session& session, CoreSeries& series) {
   std::string error;
   if (series.order_by_time && !order_by_write_time(series.cores, &error)) throw AnalysisError(error);
   series.names = core_snapshot_names(series.cores);
+  const std::string current = current_state_name(session);
   for (std::size_t i = 0; i < series.names.size(); ++i)  // the current state keeps its own name
-    if (series.names[i] == current_state_name(session)) series.names[i] = series.cores[i];
+    if (series.names[i] == current) series.names[i] = series.cores[i];
   if (series.cores.empty()) return;
   if (!session.options().open_core)
     throw AnalysisError("this frontend cannot open other cores: compare with `snapshot save` and `snapshot diff` "

@@ -35,10 +35,7 @@ class ReportCommand final : public Command {
                    "An earlier core of the same program (repeatable): the report gains the evolution of bytes per "
                    "type over them and the current state, with a sparkline per type");
   }
-  CoreSeries* core_series() override {
-    earlier_.order_by_time = true;
-    return &earlier_;
-  }
+  CoreSeries* core_series() override { return &earlier_; }
 
   Report run(Session& s) override {
     ReportBundle bundle;
@@ -89,7 +86,7 @@ class ReportCommand final : public Command {
   std::size_t examples_ = 3;
   std::string top_by_ = "block";
   std::size_t count_ = 20;
-  CoreSeries earlier_;
+  CoreSeries earlier_ = CoreSeries::given_as_option(/*order_by_time=*/true);
 };
 
 }  // namespace

@@ -120,10 +120,9 @@ class DiffCommand final : public Command {
     return diff_with_current(s, *old, take_snapshot(s, current_state_name(s)), diff_options(count_, samples_));
   }
   CoreSeries* core_series() override { return &series_; }
-  bool cores_are_positional() override { return true; }
 
  private:
-  CoreSeries series_;
+  CoreSeries series_ = CoreSeries::given_as_positionals(/*order_by_time=*/false);
   std::size_t count_ = kDiffRows;
   std::size_t samples_ = kDiffSamplesPerType;
 };
@@ -137,7 +136,8 @@ class EvolutionCommand final : public Command {
                          {"CORE", "Cores of one program, taken in the order they were written; the last is the one "
                                   "analysed"},
                          0, 0);
-    app.add_flag("--keep-order", keep_order_, "Take the cores in the order given, not by their files' times");
+    app.add_flag_callback("--keep-order", [this] { series_.order_by_time = false; },
+                          "Take the cores in the order given, not by their files' times");
     app.add_option("-n,--count", count_, "How many types to follow (0: all); steady growers come first")
         ->check(whole_number())
         ->capture_default_str();
@@ -149,15 +149,10 @@ class EvolutionCommand final : public Command {
   Report run(Session& s) override {
     return build_session_evolution(s, by_ == "growth" ? EvolutionOrder::growth : EvolutionOrder::final_bytes, count_);
   }
-  CoreSeries* core_series() override {
-    series_.order_by_time = !keep_order_;
-    return &series_;
-  }
-  bool cores_are_positional() override { return true; }
+  CoreSeries* core_series() override { return &series_; }
 
  private:
-  CoreSeries series_;
-  bool keep_order_ = false;
+  CoreSeries series_ = CoreSeries::given_as_positionals(/*order_by_time=*/true);
   std::size_t count_ = kEvolutionTypes;
   std::string by_ = "final";
 };

@@ -34,13 +34,15 @@ class LocatedAllocator {
   // The walk: null with *error when nothing could be walked; otherwise a model whose warnings say what
   // could not be (damaged chunks, unreadable memory), with `complete` false then.
   virtual std::optional<HeapModel> walk(std::string* error) const = 0;
-  // Checks of the allocator's own structures (`verify`), over the model walk() gave; nothing when the
-  // allocator has no such checks.
-  virtual std::optional<HeapVerification> verify(const HeapModel& model) const = 0;
+  // Checks of the allocator's own structures (`verify`), over the model walk() gave; nothing (the
+  // default) when the allocator has no such checks.
+  virtual std::optional<HeapVerification> verify(const HeapModel&) const { return std::nullopt; }
   // What the allocator's own trimming would give back from arena `arena` of the model, with at most
-  // `max_blockers` blockers; nothing when the allocator has no trimming rules heapscope knows.
-  virtual std::optional<ArenaTrim> arena_trim(const HeapModel& model, std::size_t arena, std::size_t max_blockers,
-                                              std::uint64_t page_bytes) const = 0;
+  // `max_blockers` blockers; nothing (the default) when the allocator has no trimming rules heapscope knows.
+  virtual std::optional<ArenaTrim> arena_trim(const HeapModel&, std::size_t /*arena*/, std::size_t /*max_blockers*/,
+                                              std::uint64_t /*page_bytes*/) const {
+    return std::nullopt;
+  }
 };
 
 class AllocatorPlugin {

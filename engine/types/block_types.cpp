@@ -58,17 +58,11 @@ void name_functor_sources(BlockTypes& types, const std::unordered_map<const Mana
   }
 }
 
-// A class named by its RTTI, for a vtable no symbol names (a stripped binary): the vtable's word before
-// its first function points to the class's type_info, whose second word points to the mangled name
-// ("7Request"). Checked on the way: the offset-to-top word before that is 0 (a primary vtable, so the
-// object starts at the block's start), type_info and its name lie in modules, and the name demangles as
-// a type. Empty when any check fails: -fno-rtti objects, or a first word that is no vtable pointer.
-std::string class_name_from_rtti(const Image& image, Address vptr) {
-  const auto offset_to_top = image.read_u64(vptr - 16);
-  const auto type_info = image.read_u64(vptr - 8);
-  if (!offset_to_top || *offset_to_top != 0 || !type_info || !image.module_at(*type_info)) return {};
-  const auto type_info_vptr = image.read_u64(*type_info);
-  const auto name_address = image.read_u64(*type_info + 8);
+// The mangled name ("7Request") a type_info holds in its second word, demangled; empty when it does not
+// look like one (its own vptr and the name in modules, the name a mangled type).
+std::string type_info_class(const Image& image, Address type_info) {
+  const auto type_info_vptr = image.read_u64(type_info);
+  const auto name_address = image.read_u64(type_info + 8);
   if (!type_info_vptr || !image.module_at(*type_info_vptr) || !name_address || !image.module_at(*name_address))
     return {};
   const std::optional<std::string> name = image.read_c_string(*name_address, 1024);
@@ -82,17 +76,20 @@ std::string class_name_from_rtti(const Image& image, Address vptr) {
   return described.substr(kPrefix.size());
 }
 
-// Without RTTI (-fno-rtti) and without symbols, an object can still be grouped by its vtable: "class with
-// vtable app+0x1c2340". Only when the first word has a vtable's shape: it points into a module's
-// read-only data, the offset-to-top and type_info words before it are 0, and its first slot points to code.
-std::string class_by_vtable(const Image& image, Address vptr) {
-  const Module* module = image.module_at(vptr);
-  const MemoryRegion* region = image.region_at(vptr);
-  if (!module || !region || region->writable) return {};
+// The class of an object whose first word `vptr` no symbol names (a stripped binary). A primary vtable
+// is preceded by its offset-to-top word (0: the object starts at the block's start) and its type_info
+// pointer: the class's RTTI names it. Without RTTI (-fno-rtti) that pointer is 0, and objects can still
+// be grouped by their vtable, "class with vtable app+0x1c2340", when it has a vtable's shape: in a
+// module's read-only data, its first slot pointing to code. Empty when the checks fail (no vtable).
+std::string class_of_unnamed_vtable(const Image& image, Address vptr) {
   const auto offset_to_top = image.read_u64(vptr - 16);
   const auto type_info = image.read_u64(vptr - 8);
+  if (!offset_to_top || *offset_to_top != 0 || !type_info) return {};
+  if (*type_info != 0) return image.module_at(*type_info) ? type_info_class(image, *type_info) : std::string();
+  const Module* module = image.module_at(vptr);
+  const MemoryRegion* region = image.region_at(vptr);
   const auto first_slot = image.read_u64(vptr);
-  if (!offset_to_top || *offset_to_top != 0 || !type_info || *type_info != 0 || !first_slot) return {};
+  if (!module || !region || region->writable || !first_slot) return {};
   const MemoryRegion* code = image.region_at(*first_slot);
   if (!code || !code->executable || !image.module_at(*first_slot)) return {};
   return fmt::format("class with vtable {}+0x{:x}", module->name(), vptr - module->load_bias);
@@ -179,8 +176,7 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
         name = demangle(s.symbol->name);
         if (name.rfind(kVtablePrefix, 0) == 0) name.erase(0, kVtablePrefix.size());
       } else if (!s.symbol || s.symbol->kind != SymbolKind::function) {
-        name = class_name_from_rtti(image, *first);
-        if (name.empty()) name = class_by_vtable(image, *first);
+        name = class_of_unnamed_vtable(image, *first);
       }
       if (!name.empty()) {
         it->second = types.intern(name);

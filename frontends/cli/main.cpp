@@ -112,6 +112,12 @@ int run(const CommandEntry& entry, Command& command, const CoreTarget& t, const 
   return report(entry, run_command(session, command, output));
 }
 
+// The command's earlier cores when it takes them as positionals (`diff OLD NEW`); null otherwise.
+CoreSeries* positional_series(Command& command) {
+  CoreSeries* series = command.core_series();
+  return series && series->positional ? series : nullptr;
+}
+
 // `diff OLD NEW`, `evolution c3 c1 c2`: the cores listed, in order (by time where the command orders
 // them), the last being the one analysed and the others its earlier cores.
 bool take_last_as_current(CoreSeries& series, std::string& core, std::string* error) {
@@ -207,7 +213,7 @@ int main(int argc, char** argv) {
       inv->command = entry.make();
       inv->app = parent.add_subcommand(entry.name, entry.description);
       // A command whose positionals are earlier cores lists the analysed core with them: `diff OLD NEW`.
-      CoreSeries* series = inv->command->cores_are_positional() ? inv->command->core_series() : nullptr;
+      CoreSeries* series = positional_series(*inv->command);
       if (series && target == Target::core) series->listed_with_current = true;
       add_target_options(*inv->app, inv->target, target == Target::core && !series);
       inv->command->add_options(*inv->app);
@@ -234,7 +240,7 @@ int main(int argc, char** argv) {
   }
   for (auto& inv : invocations) {
     if (!inv->app->parsed()) continue;
-    CoreSeries* series = inv->command->cores_are_positional() ? inv->command->core_series() : nullptr;
+    CoreSeries* series = positional_series(*inv->command);
     std::string error;
     if (series && !take_last_as_current(*series, inv->target.core, &error))
       return fail(std::string(inv->entry->name) + ": " + error);

@@ -190,16 +190,22 @@ class CliInterruptAndProgress(unittest.TestCase):
         return PtyProgram([heapscope_path(), "attach", str(self.pid), COMMAND, *extra],
                           timing_environment(os.environ))
 
+    def interrupt_after_the_walk(self, cli):
+        """Ctrl-C once the walk is done; the CLI must exit 130 within CLI_EXIT_AFTER_INTERRUPT_SECONDS.
+        Returns where the output after the interrupt starts."""
+        position = cli.expect(WALK_DONE, LONG_COMMAND_SECONDS).end()
+        interrupted_at = time.monotonic()
+        cli.interrupt()
+        status = cli.wait(CLI_EXIT_AFTER_INTERRUPT_SECONDS + 5)
+        elapsed = time.monotonic() - interrupted_at
+        self.assertEqual(status, 130, cli.output[-2000:])
+        self.assertLess(elapsed, CLI_EXIT_AFTER_INTERRUPT_SECONDS, cli.output[-2000:])
+        return position
+
     def test_ctrl_c_exits_130_and_lets_the_process_go(self):
         cli = self.attach_on_terminal()
         try:
-            position = cli.expect(WALK_DONE, LONG_COMMAND_SECONDS).end()
-            interrupted_at = time.monotonic()
-            cli.interrupt()
-            status = cli.wait(CLI_EXIT_AFTER_INTERRUPT_SECONDS + 5)
-            elapsed = time.monotonic() - interrupted_at
-            self.assertEqual(status, 130, cli.output[-2000:])
-            self.assertLess(elapsed, CLI_EXIT_AFTER_INTERRUPT_SECONDS, cli.output[-2000:])
+            position = self.interrupt_after_the_walk(cli)
             self.assertRegex(cli.output[position:], "interrupted")
         finally:
             cli.close()
@@ -220,13 +226,7 @@ class CliInterruptAndProgress(unittest.TestCase):
         try:
             cli = PtyProgram([heapscope_path(), COMMAND, core], timing_environment(os.environ))
             try:
-                position = cli.expect(WALK_DONE, LONG_COMMAND_SECONDS).end()
-                interrupted_at = time.monotonic()
-                cli.interrupt()
-                status = cli.wait(CLI_EXIT_AFTER_INTERRUPT_SECONDS + 5)
-                elapsed = time.monotonic() - interrupted_at
-                self.assertEqual(status, 130, cli.output[-2000:])
-                self.assertLess(elapsed, CLI_EXIT_AFTER_INTERRUPT_SECONDS, cli.output[-2000:])
+                position = self.interrupt_after_the_walk(cli)
                 self.assertIn("heapscope: interrupted", cli.output[position:])
                 self.assertNotIn("Largest retained", cli.output[position:])
             finally:

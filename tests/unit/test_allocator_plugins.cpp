@@ -53,10 +53,6 @@ class ToyAllocator final : public LocatedAllocator {
     model.metadata.push_back({kToyHeap, kToyHeap + 16 + 8 * count});
     return model;
   }
-  std::optional<HeapVerification> verify(const HeapModel&) const override { return std::nullopt; }
-  std::optional<ArenaTrim> arena_trim(const HeapModel&, std::size_t, std::size_t, std::uint64_t) const override {
-    return std::nullopt;
-  }
 
  private:
   const Image& image_;

@@ -144,10 +144,6 @@ class BareToy final : public LocatedAllocator {
     model.arenas.push_back(arena);
     return model;
   }
-  std::optional<HeapVerification> verify(const HeapModel&) const override { return std::nullopt; }
-  std::optional<ArenaTrim> arena_trim(const HeapModel&, std::size_t, std::size_t, std::uint64_t) const override {
-    return std::nullopt;
-  }
 
  private:
   const Image& image_;

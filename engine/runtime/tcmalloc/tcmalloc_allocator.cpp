@@ -16,10 +16,6 @@ class TcmallocAllocator final : public LocatedAllocator {
 
   std::string name() const override { return "tcmalloc"; }
   std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
-  std::optional<HeapVerification> verify(const HeapModel&) const override { return std::nullopt; }
-  std::optional<ArenaTrim> arena_trim(const HeapModel&, std::size_t, std::size_t, std::uint64_t) const override {
-    return std::nullopt;
-  }
 
  private:
   const Image& image_;
