@@ -1,10 +1,12 @@
 // The finalizers command: glibc's exit handlers, thread_local destructors and pthread keys with a
 // destructor, each with what it alone keeps alive until the process or its thread ends.
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "queries/retention_report.h"
 #include "commands/command.h"
+#include "commands/option_checks.h"
 
 namespace heapscope {
 
@@ -25,20 +27,43 @@ FinalizerRow finalizer_row(const Image& image, const FinalizerRegistration& reg)
   return row;
 }
 
-FinalizersReport build_finalizers_report(Session& s) {
+std::vector<FinalizerFunctionGroup> function_groups(const std::vector<FinalizerRow>& rows) {
+  std::vector<FinalizerFunctionGroup> groups;
+  std::map<std::pair<std::string, std::string>, std::size_t> by_function;
+  for (const FinalizerRow& row : rows) {
+    const auto [it, fresh] = by_function.try_emplace({row.function, row.module}, groups.size());
+    if (fresh) groups.push_back({row.function, row.module, row.kind, 0, 0, 0});
+    FinalizerFunctionGroup& g = groups[it->second];
+    if (g.kind != row.kind) g.kind = "mixed";
+    ++g.registrations;
+    g.retained_bytes += row.retained.bytes;
+    g.retained_blocks += row.retained.blocks;
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+    return a.retained_bytes != b.retained_bytes ? a.retained_bytes > b.retained_bytes : a.registrations > b.registrations;
+  });
+  return groups;
+}
+
+FinalizersReport build_finalizers_report(Session& s, std::size_t count) {
   const Retention& r = s.retention();
   const std::vector<FinalizerRegistration>& registrations = s.roots().finalizers;
   std::unordered_map<std::uint32_t, std::uint32_t> node_of;  // registration → root node id
   for (std::size_t i = 0; i < r.root_nodes().size(); ++i)
-    if (const RootNode& n = r.root_nodes()[i]; n.kind == RootKind::finalizer) node_of[n.finalizer] = r.root_node_id(i);
+    if (const RootNode& n = r.root_nodes()[i]; n.finalizer != RootNode::kNoFinalizer) node_of[n.finalizer] = r.root_node_id(i);
 
   FinalizersReport out;
   out.heap = heap_totals(r);
+  std::uint64_t of_threads_bytes = 0, of_threads_blocks = 0;
   for (std::uint32_t i = 0; i < registrations.size(); ++i) {
     FinalizerRow row = finalizer_row(s.image(), registrations[i]);
     if (const auto it = node_of.find(i); it != node_of.end()) {
       row.label = r.root(it->second).label;
       row.retained = retained_of(r, it->second);
+      if (r.root(it->second).owner_kind == OwnerKind::thread) {
+        of_threads_bytes += row.retained.bytes;
+        of_threads_blocks += row.retained.blocks;
+      }
     }
     out.registrations.push_back(std::move(row));
   }
@@ -51,8 +76,14 @@ FinalizersReport build_finalizers_report(Session& s) {
       if (row.kind == total.kind) ++total.registrations, total.retained_bytes += row.retained.bytes;
     out.kinds.push_back(std::move(total));
   }
-  if (r.kind_count() > static_cast<std::size_t>(RootKind::finalizer))
-    out.total = retained_of(r, r.kind_node_id(RootKind::finalizer));
+  out.functions = function_groups(out.registrations);
+  if (const std::uint32_t node = r.owner_kind_node(OwnerKind::finalizer); node != kNoNode) out.total = retained_of(r, node);
+  out.total.bytes += of_threads_bytes;
+  out.total.blocks += of_threads_blocks;
+  out.total.percent =
+      out.heap.in_use_bytes ? 100.0 * static_cast<double>(out.total.bytes) / static_cast<double>(out.heap.in_use_bytes) : 0;
+  out.registrations_total = out.registrations.size();
+  if (count && out.registrations.size() > count) out.registrations.resize(count);
   // Said here only: methods, not problems, but ones the reader of this report should know about.
   const auto& notes = s.roots().finalizer_notes;
   out.warnings.insert(out.warnings.end(), notes.begin(), notes.end());
@@ -61,8 +92,16 @@ FinalizersReport build_finalizers_report(Session& s) {
 
 class FinalizersCommand final : public Command {
  public:
-  void add_options(CLI::App&) override {}
-  Report run(Session& s) override { return build_finalizers_report(s); }
+  void add_options(CLI::App& app) override {
+    app.add_option("-n,--count", count_, "How many registrations to list one by one, largest retained first (0: all)")
+        ->check(whole_number())
+        ->capture_default_str();
+    app.add_flag_callback("--all", [this] { count_ = 0; }, "List every registration (-n 0)");
+  }
+  Report run(Session& s) override { return build_finalizers_report(s, count_); }
+
+ private:
+  std::size_t count_ = 20;
 };
 
 }  // namespace

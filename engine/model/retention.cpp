@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <unordered_map>
 #include <stdexcept>
 #include <tuple>
 
@@ -14,21 +16,16 @@ namespace heapscope {
 
 namespace {
 
-// Root kinds known today, plus any a newer roots.h adds after them.
-std::size_t root_kind_count(const RootSet& roots) {
-  std::size_t n = static_cast<std::size_t>(RootKind::finalizer) + 1;
-  for (const RootRange& r : roots.ranges) n = std::max(n, static_cast<std::size_t>(r.kind) + 1);
-  return n;
-}
+using Level = RootNode::Level;
 
-// The root nodes and their edges to blocks, in CSR form: node i's blocks are targets[offsets[i] ..
-// offsets[i + 1]).
+// The ownership tree's nodes and their edges to blocks, in CSR form: node i's blocks are
+// targets[offsets[i] .. offsets[i + 1]).
 struct RootNodeEdges {
   std::vector<RootNode> nodes;
   std::vector<std::uint32_t> offsets, targets;
 };
 
-// Groups the root ranges into root nodes (see retention.h) and collects each node's edges.
+// Builds the ownership tree (see retention.h) over the root ranges and gives each node its edges.
 class RootNodeBuilder {
  public:
   RootNodeBuilder(const Image& image, const SymbolIndex& symbols, const ReferenceGraph& graph,
@@ -36,12 +33,20 @@ class RootNodeBuilder {
       : image_(image), symbols_(symbols), graph_(graph), frames_(frames) {}
 
   RootNodeEdges build(const RootSet& roots) {
+    const std::set<std::pair<std::uint32_t, BlockId>> on_stacks = stack_targets(roots);
+    for (const RootRange& range : roots.ranges)
+      if (range.kind == RootKind::stack) note_variable_targets(range);
     for (std::size_t r = 0; r < roots.ranges.size(); ++r) {
       const RootRange& range = roots.ranges[r];
       if (range.kind == RootKind::global && split_by_symbol(range)) continue;
       if (range.kind == RootKind::stack && split_by_frame(range)) continue;
       const std::uint32_t node = node_for_range(range);
-      for (std::uint32_t e : graph_.root_edges(r)) edges_.emplace_back(node, edge_target(e));
+      for (std::uint32_t e : graph_.root_edges(r)) {
+        // A register holding what its own thread's stack holds is a working copy; the stack slot (a
+        // frame's variable) is where the pointer lives, and the one to charge.
+        if (range.kind == RootKind::registers && on_stacks.contains({range.thread, edge_target(e)})) continue;
+        edges_.emplace_back(node, edge_target(e));
+      }
     }
     RootNodeEdges out;
     out.offsets.assign(nodes_.size() + 1, 0);
@@ -55,75 +60,126 @@ class RootNodeBuilder {
   }
 
  private:
-  using Key = std::tuple<int, std::uint64_t, std::uint64_t>;
+  // (thread, block) for every block a thread's stack points to.
+  std::set<std::pair<std::uint32_t, BlockId>> stack_targets(const RootSet& roots) const {
+    std::set<std::pair<std::uint32_t, BlockId>> out;
+    for (std::size_t r = 0; r < roots.ranges.size(); ++r)
+      if (roots.ranges[r].kind == RootKind::stack)
+        for (std::uint32_t e : graph_.root_edges(r)) out.emplace(roots.ranges[r].thread, edge_target(e));
+    return out;
+  }
 
-  std::uint32_t node(const Key& key, RootNode proto) {
+  // What a node is, for finding it again: (what, owner, detail).
+  enum class What { kind, thread, thread_part, dynamic_tls_module, frame, variable, module, global_variable,
+                    file_mapping, finalizer, exited_thread, anonymous };
+  using Key = std::tuple<What, std::uint64_t, std::uint64_t>;
+
+  // The node for `key`, made from `proto` under `parent` the first time.
+  std::uint32_t node(const Key& key, RootNode proto, std::uint32_t parent) {
     auto [it, fresh] = by_key_.try_emplace(key, static_cast<std::uint32_t>(nodes_.size()));
-    if (fresh) nodes_.push_back(std::move(proto));
+    if (fresh) {
+      proto.parent = parent;
+      if (parent != RootNode::kNoParent) proto.owner_kind = nodes_[parent].owner_kind;
+      nodes_.push_back(std::move(proto));
+    }
     return it->second;
   }
 
-  std::uint32_t node_for_range(const RootRange& r) {
+  static RootNode proto(Level level, RootKind kind, std::string label) {
     RootNode n;
-    n.kind = r.kind;
-    const int kind = static_cast<int>(r.kind);
+    n.level = level;
+    n.kind = kind;
+    n.label = std::move(label);
+    return n;
+  }
+
+  std::uint32_t kind_node(OwnerKind owner_kind) {
+    RootNode n = proto(Level::kind, RootKind::global, owner_kind_name(owner_kind));
+    n.owner_kind = owner_kind;
+    return node({What::kind, static_cast<std::uint64_t>(owner_kind), 0}, std::move(n), RootNode::kNoParent);
+  }
+
+  std::uint32_t thread_node(std::uint32_t thread) {
+    RootNode n = proto(Level::owner, RootKind::stack, thread_label(image_, thread));
+    n.thread = thread;
+    return node({What::thread, thread, 0}, std::move(n), kind_node(OwnerKind::thread));
+  }
+
+  // A thread's registers, stack, static TLS or dynamic TLS.
+  std::uint32_t thread_part(std::uint32_t thread, RootKind kind) {
+    RootNode n = proto(Level::part, kind, thread_root_label(kind, thread_label(image_, thread)));
+    n.thread = thread;
+    return node({What::thread_part, thread, static_cast<std::uint64_t>(kind)}, std::move(n), thread_node(thread));
+  }
+
+  std::uint32_t node_for_range(const RootRange& r) {
     switch (r.kind) {
       case RootKind::registers:
       case RootKind::stack:
-      case RootKind::tls: {
-        // One node per thread and kind.
+      case RootKind::tls: return thread_part(r.thread, r.kind);
+      case RootKind::dynamic_tls: {
+        RootNode n = proto(Level::part, r.kind,
+                           fmt::format("{}, module id {}", thread_root_label(r.kind, thread_label(image_, r.thread)), r.anchor));
         n.thread = r.thread;
-        n.label = thread_root_label(r.kind, thread_label(image_, r.thread));
-        return node({kind, r.thread, 0}, std::move(n));
+        return node({What::dynamic_tls_module, r.thread, r.anchor}, std::move(n), thread_part(r.thread, r.kind));
       }
-      case RootKind::dynamic_tls:
-        n.thread = r.thread;
-        n.label = fmt::format("{}, module id {}", thread_root_label(r.kind, thread_label(image_, r.thread)), r.anchor);
-        return node({kind, r.thread, r.anchor}, std::move(n));
-      case RootKind::global:
-        if (r.module != RootRange::kNoModule) return module_globals_node(r.module, nullptr);
+      case RootKind::global: {
+        if (r.module != RootRange::kNoModule) return module_node(r.module);
+        RootNode n = proto(Level::owner, r.kind, fmt::format("writable mapping of {}", r.label));
         n.address = r.start;
-        n.label = fmt::format("writable mapping of {}", r.label);
-        return node({kind, RootRange::kNoModule, r.start}, std::move(n));
-      case RootKind::finalizer:
-        n.thread = r.thread;
-        n.finalizer = static_cast<std::uint32_t>(r.anchor);
-        n.address = r.start;
-        n.label = r.label;
-        return node({kind, r.anchor, 0}, std::move(n));
-      case RootKind::exited_thread:
+        return node({What::file_mapping, r.start, 0}, std::move(n), kind_node(OwnerKind::global));
+      }
+      case RootKind::finalizer: return finalizer_node(r);
+      case RootKind::exited_thread: {
+        RootNode n = proto(Level::owner, r.kind, fmt::format("descriptor of exited thread 0x{:x}", r.anchor));
         n.address = r.anchor;
-        n.label = fmt::format("descriptor of exited thread 0x{:x}", r.anchor);
-        return node({kind, r.anchor, 0}, std::move(n));
+        return node({What::exited_thread, r.anchor, 0}, std::move(n), kind_node(OwnerKind::exited_thread));
+      }
       case RootKind::anonymous:
       default: {
         // Ranges of one mapping (split around heap memory) are one root.
         const MemoryRegion* region = image_.region_at(r.start);
-        n.address = region ? region->start : r.start;
-        const Address end = region ? region->end : r.end;
-        n.label = r.kind == RootKind::anonymous ? fmt::format("anonymous mapping 0x{:x}-0x{:x}", n.address, end)
-                                                : fmt::format("{} root 0x{:x}-0x{:x}", root_kind_name(r.kind), n.address, end);
-        return node({kind, n.address, 0}, std::move(n));
+        const Address start = region ? region->start : r.start, end = region ? region->end : r.end;
+        RootNode n = proto(Level::owner, RootKind::anonymous, fmt::format("anonymous mapping 0x{:x}-0x{:x}", start, end));
+        n.address = start;
+        return node({What::anonymous, start, 0}, std::move(n), kind_node(OwnerKind::anonymous));
       }
     }
   }
 
-  // The node of one global variable (`symbol`), or of a module's globals no symbol covers (null).
-  std::uint32_t module_globals_node(std::uint32_t module, const Symbol* symbol) {
-    RootNode n;
-    n.kind = RootKind::global;
+  // A registration tied to a live thread (a thread_local object, key data) lives in that thread's static
+  // TLS or descriptor: a part of the thread. Process-wide ones are owners of their own.
+  std::uint32_t finalizer_node(const RootRange& r) {
+    const bool of_live_thread = r.thread < image_.threads().size();
+    RootNode n = proto(of_live_thread ? Level::part : Level::owner, r.kind, r.label);
+    n.thread = of_live_thread ? r.thread : RootNode::kNoThread;
+    n.finalizer = static_cast<std::uint32_t>(r.anchor);
+    n.address = r.start;
+    const std::uint32_t parent = of_live_thread ? thread_part(r.thread, RootKind::tls) : kind_node(OwnerKind::finalizer);
+    return node({What::finalizer, r.anchor, 0}, std::move(n), parent);
+  }
+
+  std::string module_name(std::uint32_t module) const {
     const auto& modules = image_.modules();
-    const Module* mod = module < modules.size() ? &modules[module] : nullptr;
-    n.module = mod ? std::string(mod->name()) : fmt::format("module {}", module);
-    if (symbol) {
-      n.symbol = demangle(symbol->name);
-      n.address = (mod ? mod->load_bias : 0) + symbol->value;
-      n.label = global_root_label(n.symbol, n.module);
-    } else {
-      n.label = symbols_for(module) ? fmt::format("globals of {} outside any symbol", n.module)
-                                    : fmt::format("globals of {}", n.module);
-    }
-    return node({static_cast<int>(RootKind::global), module, reinterpret_cast<std::uintptr_t>(symbol)}, std::move(n));
+    return module < modules.size() ? std::string(modules[module].name()) : fmt::format("module {}", module);
+  }
+
+  // A module's globals: the owner of its variables and of the words no symbol covers.
+  std::uint32_t module_node(std::uint32_t module) {
+    RootNode n = proto(Level::owner, RootKind::global, fmt::format("globals of {}", module_name(module)));
+    n.module = module_name(module);
+    return node({What::module, module, 0}, std::move(n), kind_node(OwnerKind::global));
+  }
+
+  std::uint32_t global_variable_node(std::uint32_t module, const Symbol& symbol) {
+    RootNode n = proto(Level::part, RootKind::global, "");
+    n.module = module_name(module);
+    n.symbol = demangle(symbol.name);
+    const auto& modules = image_.modules();
+    n.address = (module < modules.size() ? modules[module].load_bias : 0) + symbol.value;
+    n.label = global_root_label(n.symbol, n.module);
+    return node({What::global_variable, module, reinterpret_cast<std::uintptr_t>(&symbol)}, std::move(n),
+                module_node(module));
   }
 
   const ModuleSymbols* symbols_for(std::uint32_t module) const {
@@ -133,39 +189,66 @@ class RootNodeBuilder {
   }
 
   // Rescans a module's global range word by word (as the graph's scan did) and gives each pointer to
-  // the variable whose symbol covers its word. False when the module has no symbols to split by.
+  // the variable whose symbol covers its word, or to the module. False when the module has no symbols.
   bool split_by_symbol(const RootRange& r) {
     const ModuleSymbols* syms = symbols_for(r.module);
     if (!syms) return false;
     const Address bias = image_.modules()[r.module].load_bias;
     graph_.for_each_pointer(r.start, r.end, [&](Address at, std::uint64_t, BlockId target) {
-      edges_.emplace_back(module_globals_node(r.module, syms->covering(at - bias)), target);
+      const Symbol* symbol = syms->covering(at - bias);
+      edges_.emplace_back(symbol ? global_variable_node(r.module, *symbol) : module_node(r.module), target);
     });
     return true;
   }
 
-  // Rescans a thread's stack word by word and gives each pointer to the frame (and local variable) that
-  // holds its word; words outside every frame go to the thread's stack node. False without frames.
+  // Rescans a thread's stack word by word and gives each pointer to the local variable or frame that
+  // holds its word; words outside every frame go to the thread's stack. False without frames.
   bool split_by_frame(const RootRange& r) {
     if (!frames_ || r.thread >= frames_->size() || (*frames_)[r.thread].empty()) return false;
     const std::vector<Frame>& frames = (*frames_)[r.thread];
     graph_.for_each_pointer(r.start, r.end, [&](Address at, std::uint64_t, BlockId target) {
       std::size_t f = 0;
       const Frame* frame = frame_covering(frames, at, &f);
-      edges_.emplace_back(frame ? frame_node(r.thread, f, *frame, frame->variable_at(at)) : node_for_range(r), target);
+      const FrameVariable* variable = frame ? frame->variable_at(at) : nullptr;
+      // A stack word no variable covers (a saved register, a spill, a temporary) that holds what one of the
+      // thread's variables holds is a copy of it: the variable is charged.
+      if (!variable && variable_targets_.contains({r.thread, target})) return;
+      const std::uint32_t holder = !frame      ? thread_part(r.thread, RootKind::stack)
+                                   : variable ? variable_node(r.thread, f, *frame, *variable)
+                                              : frame_node(r.thread, f, *frame);
+      edges_.emplace_back(holder, target);
     });
     return true;
   }
 
-  std::uint32_t frame_node(std::uint32_t thread, std::size_t index, const Frame& frame, const FrameVariable* variable) {
-    RootNode n;
-    n.kind = RootKind::stack;
+  // Records (thread, block) for every pointer a local variable of the thread holds.
+  void note_variable_targets(const RootRange& r) {
+    if (!frames_ || r.thread >= frames_->size()) return;
+    const std::vector<Frame>& frames = (*frames_)[r.thread];
+    graph_.for_each_pointer(r.start, r.end, [&](Address at, std::uint64_t, BlockId target) {
+      std::size_t f = 0;
+      const Frame* frame = frame_covering(frames, at, &f);
+      if (frame && frame->variable_at(at)) variable_targets_.emplace(r.thread, target);
+    });
+  }
+
+  std::uint32_t frame_node(std::uint32_t thread, std::size_t index, const Frame& frame) {
+    RootNode n = proto(Level::part, RootKind::stack,
+                       frame_root_label(thread_label(image_, thread), index, frame, "", LabelDetail::exact));
     n.thread = thread;
     n.frame = static_cast<std::uint32_t>(index);
-    n.variable = variable ? variable->name : "";
-    n.label = frame_root_label(thread_label(image_, thread), index, frame, n.variable, LabelDetail::exact);
-    const std::uint64_t variable_key = variable ? static_cast<std::uint64_t>(variable - frame.variables.data()) + 1 : 0;
-    return node({static_cast<int>(RootKind::stack), thread, (std::uint64_t{n.frame} << 32) | variable_key}, std::move(n));
+    return node({What::frame, thread, index}, std::move(n), thread_part(thread, RootKind::stack));
+  }
+
+  std::uint32_t variable_node(std::uint32_t thread, std::size_t index, const Frame& frame, const FrameVariable& variable) {
+    RootNode n = proto(Level::part, RootKind::stack,
+                       frame_root_label(thread_label(image_, thread), index, frame, variable.name, LabelDetail::exact));
+    n.thread = thread;
+    n.frame = static_cast<std::uint32_t>(index);
+    n.variable = variable.name;
+    const auto which = static_cast<std::uint64_t>(&variable - frame.variables.data());
+    return node({What::variable, thread, (std::uint64_t{n.frame} << 32) | which}, std::move(n),
+                frame_node(thread, index, frame));
   }
 
   const Image& image_;
@@ -175,41 +258,100 @@ class RootNodeBuilder {
   std::vector<RootNode> nodes_;
   std::map<Key, std::uint32_t> by_key_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;  // (root node, block)
+  std::set<std::pair<std::uint32_t, BlockId>> variable_targets_;  // (thread, block) a local variable holds
 };
 
-// The reference graph as the dominator computation sees it, with the root nodes, one node per kind
-// and the super-root added in front; block edges are read from the graph's own CSR arrays.
-class RetentionGraph final : public DominatorGraph {
+// Block edges the retention graph leaves out: a finalizer registration's slot inside a heap block (an
+// exit_function_list entry, a pthread key's second-level data array) is that registration's root, so the
+// block holding the slot does not also hold what the slot points to. An edge stays when another word of
+// the block points to the same block.
+class BookkeepingEdges {
  public:
-  RetentionGraph(const ReferenceGraph& graph, const std::vector<RootNode>& roots, std::size_t kinds,
-                 std::vector<std::uint32_t> root_offsets, std::vector<std::uint32_t> root_targets)
-      : graph_(graph),
-        blocks_(static_cast<std::uint32_t>(graph.block_count())),
-        roots_(static_cast<std::uint32_t>(roots.size())),
-        kinds_(static_cast<std::uint32_t>(kinds)),
-        root_offsets_(std::move(root_offsets)),
-        root_targets_(std::move(root_targets)) {
-    if (std::uint64_t{blocks_} + roots_ + kinds_ + 1 > kNodeMask) throw std::length_error("too many heap blocks");
-    group_roots_by_kind(roots);
-    index_root_predecessors();
+  BookkeepingEdges(const ReferenceGraph& graph, const RootSet& roots) : graph_(graph) {
+    std::map<BlockId, std::vector<const RootRange*>> slots_by_block;
+    for (const RootRange& r : roots.ranges)
+      if (r.kind == RootKind::finalizer)
+        if (const BlockId holder = graph.index().find(r.start); holder != kNoBlock) slots_by_block[holder].push_back(&r);
+    for (const auto& [holder, slots] : slots_by_block) drop_slot_edges(holder, slots);
+    for (auto& [to, from] : dropped_into_) filter_in_edges(to, from);
   }
 
-  std::uint32_t super_root() const { return blocks_ + roots_ + kinds_; }
+  // The block's out-edges (or in-edges) less the dropped ones; null when it has none dropped.
+  const std::vector<std::uint32_t>* out_edges(BlockId b) const { return find(out_, b); }
+  const std::vector<std::uint32_t>* in_edges(BlockId b) const { return find(in_, b); }
+
+ private:
+  static const std::vector<std::uint32_t>* find(const std::unordered_map<BlockId, std::vector<std::uint32_t>>& m,
+                                                BlockId b) {
+    if (m.empty()) return nullptr;
+    const auto it = m.find(b);
+    return it == m.end() ? nullptr : &it->second;
+  }
+
+  void drop_slot_edges(BlockId holder, const std::vector<const RootRange*>& slots) {
+    const Block& block = graph_.index().blocks()[holder];
+    std::set<BlockId> held_by_slots, held_otherwise;
+    graph_.for_each_pointer(block.address(), block.address() + block.usable_size(),
+                            [&](Address at, std::uint64_t, BlockId target) {
+                              const bool in_slot = std::any_of(slots.begin(), slots.end(), [&](const RootRange* r) {
+                                return at >= r->start && at < r->end;
+                              });
+                              (in_slot ? held_by_slots : held_otherwise).insert(target);
+                            });
+    std::set<BlockId> dropped;
+    for (BlockId t : held_by_slots)
+      if (!held_otherwise.contains(t)) dropped.insert(t);
+    if (dropped.empty()) return;
+    std::vector<std::uint32_t>& kept = out_[holder];
+    for (std::uint32_t e : graph_.out_edges(holder))
+      if (!dropped.contains(edge_target(e))) kept.push_back(e);
+    for (BlockId t : dropped) dropped_into_[t].insert(holder);
+  }
+
+  void filter_in_edges(BlockId to, const std::set<BlockId>& from) {
+    std::vector<std::uint32_t>& kept = in_[to];
+    for (std::uint32_t e : graph_.in_edges(to))
+      if (!from.contains(edge_target(e))) kept.push_back(e);
+  }
+
+  const ReferenceGraph& graph_;
+  std::map<BlockId, std::set<BlockId>> dropped_into_;
+  std::unordered_map<BlockId, std::vector<std::uint32_t>> out_, in_;
+};
+
+// The reference graph as the dominator computation sees it, with the ownership tree and the super-root
+// added in front; block edges are read from the graph's own CSR arrays.
+class RetentionGraph final : public DominatorGraph {
+ public:
+  RetentionGraph(const ReferenceGraph& graph, const BookkeepingEdges& bookkeeping, const std::vector<RootNode>& roots,
+                 const std::vector<std::uint32_t>& root_offsets, const std::vector<std::uint32_t>& root_targets)
+      : graph_(graph),
+        bookkeeping_(bookkeeping),
+        blocks_(static_cast<std::uint32_t>(graph.block_count())),
+        roots_(static_cast<std::uint32_t>(roots.size())) {
+    if (std::uint64_t{blocks_} + roots_ + 1 > kNodeMask) throw std::length_error("too many heap blocks");
+    link_tree(roots, root_offsets, root_targets);
+    index_root_predecessors(root_offsets, root_targets);
+  }
+
+  std::uint32_t super_root() const { return blocks_ + roots_; }
   std::uint32_t node_count() const override { return super_root() + 1; }
 
   std::span<const std::uint32_t> successors(std::uint32_t v) const override {
-    if (v < blocks_) return graph_.out_edges(v);
-    v -= blocks_;
-    if (v < roots_) return span_of(root_targets_, root_offsets_, v);
-    v -= roots_;
-    if (v < kinds_) return span_of(kind_children_, kind_offsets_, v);
-    return kind_nodes_;
+    if (v < blocks_) {
+      if (const auto* kept = bookkeeping_.out_edges(v)) return *kept;
+      return graph_.out_edges(v);
+    }
+    if (v < super_root()) return span_of(root_successors_, root_offsets_, v - blocks_);
+    return top_nodes_;
   }
 
   AdjacentLists predecessors(std::uint32_t v) const override {
-    if (v < blocks_) return {graph_.in_edges(v), root_predecessors(v)};
-    if (v < blocks_ + roots_) return {{&root_parent_[v - blocks_], 1}, {}};
-    if (v < super_root()) return {{&super_root_, 1}, {}};
+    if (v < blocks_) {
+      const auto* kept = bookkeeping_.in_edges(v);
+      return {kept ? std::span<const std::uint32_t>(*kept) : graph_.in_edges(v), root_predecessors(v)};
+    }
+    if (v < super_root()) return {{&root_parent_[v - blocks_], 1}, {}};
     return {};
   }
 
@@ -219,29 +361,35 @@ class RetentionGraph final : public DominatorGraph {
     return {items.data() + offsets[i], offsets[i + 1] - offsets[i]};
   }
 
-  void group_roots_by_kind(const std::vector<RootNode>& roots) {
-    kind_offsets_.assign(kinds_ + 1, 0);
-    for (const RootNode& r : roots) ++kind_offsets_[static_cast<std::size_t>(r.kind) + 1];
-    for (std::size_t i = 1; i < kind_offsets_.size(); ++i) kind_offsets_[i] += kind_offsets_[i - 1];
-    kind_children_.resize(roots.size());
-    root_parent_.resize(roots.size());
-    std::vector<std::uint32_t> fill(kind_offsets_.begin(), kind_offsets_.end() - 1);
+  // Each tree node's successors: its child nodes, then the blocks its own words point to.
+  void link_tree(const std::vector<RootNode>& roots, const std::vector<std::uint32_t>& offsets,
+                 const std::vector<std::uint32_t>& targets) {
+    root_parent_.resize(roots_);
+    std::vector<std::uint32_t> children(roots_ + 1, 0);
     for (std::uint32_t i = 0; i < roots_; ++i) {
-      const auto kind = static_cast<std::uint32_t>(roots[i].kind);
-      kind_children_[fill[kind]++] = blocks_ + i;
-      root_parent_[i] = blocks_ + roots_ + kind;
+      const std::uint32_t parent = roots[i].parent;
+      root_parent_[i] = parent == RootNode::kNoParent ? super_root() : blocks_ + parent;
+      if (parent == RootNode::kNoParent) top_nodes_.push_back(blocks_ + i);
+      else ++children[parent + 1];
     }
-    for (std::uint32_t k = 0; k < kinds_; ++k) kind_nodes_.push_back(blocks_ + roots_ + k);
-    super_root_ = super_root();
+    root_offsets_.assign(roots_ + 1, 0);
+    for (std::uint32_t i = 0; i < roots_; ++i)
+      root_offsets_[i + 1] = root_offsets_[i] + children[i + 1] + (offsets[i + 1] - offsets[i]);
+    root_successors_.resize(root_offsets_.back());
+    std::vector<std::uint32_t> fill(root_offsets_.begin(), root_offsets_.end() - 1);
+    for (std::uint32_t i = 0; i < roots_; ++i)
+      if (roots[i].parent != RootNode::kNoParent) root_successors_[fill[roots[i].parent]++] = blocks_ + i;
+    for (std::uint32_t i = 0; i < roots_; ++i)
+      for (std::uint32_t t : span_of(targets, offsets, i)) root_successors_[fill[i]++] = t;
   }
 
   // Root → block edges reversed: (block, root node) sorted by block, and a bit per block that has any,
   // so the millions of blocks no root points to skip the search.
-  void index_root_predecessors() {
+  void index_root_predecessors(const std::vector<std::uint32_t>& offsets, const std::vector<std::uint32_t>& targets) {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
-    pairs.reserve(root_targets_.size());
+    pairs.reserve(targets.size());
     for (std::uint32_t r = 0; r < roots_; ++r)
-      for (std::uint32_t t : span_of(root_targets_, root_offsets_, r)) pairs.emplace_back(t, blocks_ + r);
+      for (std::uint32_t t : span_of(targets, offsets, r)) pairs.emplace_back(t, blocks_ + r);
     std::sort(pairs.begin(), pairs.end());
     has_root_predecessor_.assign((blocks_ + 63) / 64, 0);
     pred_blocks_.reserve(pairs.size());
@@ -260,15 +408,25 @@ class RetentionGraph final : public DominatorGraph {
   }
 
   const ReferenceGraph& graph_;
-  std::uint32_t blocks_, roots_, kinds_;
-  std::vector<std::uint32_t> root_offsets_, root_targets_;
-  std::vector<std::uint32_t> kind_offsets_, kind_children_, kind_nodes_, root_parent_;
-  std::uint32_t super_root_ = 0;
+  const BookkeepingEdges& bookkeeping_;
+  std::uint32_t blocks_, roots_;
+  std::vector<std::uint32_t> root_offsets_, root_successors_, root_parent_, top_nodes_;
   std::vector<std::uint64_t> has_root_predecessor_;
   std::vector<std::uint32_t> pred_blocks_, pred_roots_;
 };
 
 }  // namespace
+
+const char* owner_kind_name(OwnerKind k) {
+  switch (k) {
+    case OwnerKind::thread: return "thread";
+    case OwnerKind::global: return "global";
+    case OwnerKind::finalizer: return "finalizer";
+    case OwnerKind::anonymous: return "anonymous";
+    case OwnerKind::exited_thread: return "exited_thread";
+  }
+  return "?";
+}
 
 Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots,
                      const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames)
@@ -282,11 +440,14 @@ Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapM
     PhaseTimer timer("dominators: root nodes");
     root_edges = RootNodeBuilder(image, symbols, graph, frames).build(roots);
     root_nodes_ = std::move(root_edges.nodes);
+    for (std::size_t i = 0; i < root_nodes_.size(); ++i)
+      if (root_nodes_[i].level == Level::kind)
+        owner_kind_nodes_[static_cast<std::size_t>(root_nodes_[i].owner_kind)] = root_node_id(i);
   }
   {
     PhaseTimer timer("dominators: Lengauer-Tarjan");
-    const RetentionGraph g(graph, root_nodes_, root_kind_count(roots), std::move(root_edges.offsets),
-                           std::move(root_edges.targets));
+    const BookkeepingEdges bookkeeping(graph, roots);
+    const RetentionGraph g(graph, bookkeeping, root_nodes_, root_edges.offsets, root_edges.targets);
     Dominators d = compute_dominators(g, g.super_root());
     idom_ = std::move(d.idom);
     preorder_ = std::move(d.preorder);

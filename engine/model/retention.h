@@ -1,23 +1,33 @@
 // Retention: what keeps each byte of the heap alive. A dominator tree over the reference graph, entered
-// from a virtual super-root:
+// from a virtual super-root through an ownership tree of the roots, so that a retained size answers "who
+// holds this":
 //
-//     super-root → one node per root kind → one node per root → blocks
+//     super-root → owner kind → owner → parts → blocks
+//
+//   - threads:      thread T → its registers, its stack (→ frame → local variable), its static TLS (→ the
+//                   thread_local objects and key data its destructors will receive), its dynamic TLS
+//                   (→ one node per module id);
+//   - globals:      module → global variable (words no symbol covers stay with the module), and writable
+//                   file mappings no module holds;
+//   - finalizers:   one owner per process-wide registration (exit handlers, key data of exited threads);
+//   - anonymous:    one owner per mapping;
+//   - exited_thread: one owner per descriptor glibc keeps.
 //
 // A block's retained size is its usable bytes plus those of every block it dominates (what freeing it,
-// or dropping the last pointer to it, would free); a root's is what it alone keeps alive; a kind's is what
-// the roots of that kind keep alive between them (a block two globals point to is retained by neither
-// global but by the kind "global"; one held by a stack and by a register belongs to no kind, only to the
-// super-root). Leaked blocks are not in the tree, and neither is anything free.
+// or dropping the last pointer to it, would free). A node of the tree retains what it alone keeps alive:
+// a buffer a thread's register and one of its stack slots point to is retained by the thread, one two
+// variables of one frame hold by the frame, one two threads hold by the owner kind "thread", and one a
+// thread and a global hold by no owner, only by the super-root ("roots of several kinds"). Leaked blocks
+// are not in the tree, and neither is anything free.
 //
-// Roots are grouped into nodes as a person would name them:
-//   - registers: one node per thread; its stack: one node per frame and local variable when the unwind
-//     and DWARF say where they are, the rest of the stack one node per thread (registers and stack are
-//     kept apart so that the kinds stay apart: the per-kind table shows what registers alone hold);
-//   - globals: one node per variable, splitting each module's writable ranges by the symbol covering each
-//     pointer word; words no symbol covers make one node per module, as do modules without symbols;
-//   - static TLS: one node per thread; dynamic TLS: one per thread and module id;
-//   - anonymous memory: one node per mapping;
-//   - finalizers: one node per registration (exit handler, thread_local destructor, pthread key data).
+// A register that holds what its own thread's stack holds is a working copy of that stack slot, and so is
+// a stack word outside every variable (a saved register, a spill) holding what one of the thread's local
+// variables holds: the variable (or slot) is charged, not the copy. A copy alone still holds what it
+// points to.
+//
+// The runtime's own bookkeeping does not own what a registration holds: a word of a heap block that is a
+// finalizer registration's slot (an exit_function_list entry, a second-level pthread key array) is the
+// registration's root, not an edge of that block, so each registration retains what it alone keeps alive.
 #pragma once
 
 #include <cstdint>
@@ -35,14 +45,26 @@
 
 namespace heapscope {
 
+// The owners the per-kind table of `roots` shows.
+enum class OwnerKind : std::uint8_t { thread, global, finalizer, anonymous, exited_thread };
+inline constexpr std::size_t kOwnerKinds = 5;
+const char* owner_kind_name(OwnerKind k);  // "thread", "global", "finalizer", "anonymous", "exited_thread"
+
 struct RootNode {
   static constexpr std::uint32_t kNoThread = 0xffffffffu;
+  static constexpr std::uint32_t kNoParent = 0xffffffffu;
 
-  RootKind kind = RootKind::global;
+  // kind: one node per owner kind, under the super-root; owner: a thread, a module, a mapping, a
+  // process-wide registration; part: anything below an owner (a thread's stack, a frame, a variable).
+  enum class Level : std::uint8_t { kind, owner, part };
+  Level level = Level::part;
+  OwnerKind owner_kind = OwnerKind::global;
+  std::uint32_t parent = kNoParent;  // index into Retention::root_nodes(); kNoParent: under the super-root
+  RootKind kind = RootKind::global;  // parts and owners other than threads: the kind of root memory they hold
   std::string label;   // "global g_tree in app", "stack of thread 1 (tid 42)", "globals of libc.so.6 outside any symbol"
   std::string symbol;  // global variable: its (demangled) name; empty otherwise
   std::string module;  // global: the module's file name; empty otherwise
-  std::uint32_t thread = kNoThread;  // registers, stack, tls, dynamic_tls, finalizer: index into Image::threads()
+  std::uint32_t thread = kNoThread;  // thread owners and their parts: index into Image::threads()
   Address address = 0;  // global variable: its address; anonymous: the mapping's start; finalizer: its slot; 0 otherwise
   static constexpr std::uint32_t kNoFrame = 0xffffffffu;
   std::uint32_t frame = kNoFrame;  // stack: the frame (index from the innermost) when the unwind covers it
@@ -58,20 +80,22 @@ class Retention {
   Retention(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots,
             const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames = nullptr);
 
-  // Node ids: blocks first (a block's node id is its BlockId), then root nodes, then one node per root
-  // kind, then the super-root.
+  // Node ids: blocks first (a block's node id is its BlockId), then the ownership tree's nodes (owner
+  // kinds, owners and parts), then the super-root.
   std::uint32_t block_count() const { return block_count_; }
   std::uint32_t node_count() const { return static_cast<std::uint32_t>(idom_.size()); }
   std::uint32_t root_node_id(std::size_t root) const { return block_count_ + static_cast<std::uint32_t>(root); }
-  std::uint32_t kind_node_id(RootKind kind) const { return kinds_begin() + static_cast<std::uint32_t>(kind); }
   std::uint32_t super_root() const { return node_count() - 1; }
+  // The node of an owner kind; kNoNode when the image has no root of that kind.
+  std::uint32_t owner_kind_node(OwnerKind kind) const { return owner_kind_nodes_[static_cast<std::size_t>(kind)]; }
 
   bool is_block(std::uint32_t node) const { return node < block_count_; }
-  bool is_root(std::uint32_t node) const { return node >= block_count_ && node < kinds_begin(); }
-  bool is_kind(std::uint32_t node) const { return node >= kinds_begin() && node < super_root(); }
+  bool is_root(std::uint32_t node) const { return node >= block_count_ && node < super_root(); }
+  // A block, an owner or a part: something a person can be told holds memory (not a kind, not the super-root).
+  bool is_holder(std::uint32_t node) const {
+    return is_block(node) || (is_root(node) && root(node).level != RootNode::Level::kind);
+  }
   const RootNode& root(std::uint32_t node) const { return root_nodes_[node - block_count_]; }
-  RootKind kind(std::uint32_t kind_node) const { return static_cast<RootKind>(kind_node - kinds_begin()); }
-  std::size_t kind_count() const { return super_root() - kinds_begin(); }
   const std::vector<RootNode>& root_nodes() const { return root_nodes_; }
 
   // The node's immediate dominator; kNoNode for the super-root and for nodes no root reaches.
@@ -92,11 +116,11 @@ class Retention {
   std::size_t memory_bytes() const;
 
  private:
-  std::uint32_t kinds_begin() const { return block_count_ + static_cast<std::uint32_t>(root_nodes_.size()); }
   void sum_retained_sizes(const HeapModel& heap);
 
   std::uint32_t block_count_ = 0;
   std::vector<RootNode> root_nodes_;
+  std::uint32_t owner_kind_nodes_[kOwnerKinds] = {kNoNode, kNoNode, kNoNode, kNoNode, kNoNode};
   std::vector<std::uint32_t> idom_;
   std::vector<std::uint32_t> preorder_;
   std::vector<std::uint64_t> retained_bytes_;

@@ -18,11 +18,15 @@ namespace {
 // that fold into one label (a recursive function's frames) are summed.
 std::string stable_root_label(const RootNode& n, const std::vector<std::vector<Frame>>& frames) {
   const std::string thread = fmt::format("thread {}", n.thread + 1);
+  if (n.owner_kind == OwnerKind::thread && n.level == RootNode::Level::owner) return thread;
   switch (n.kind) {
     case RootKind::global: return n.label;
     case RootKind::registers:
-    case RootKind::tls:
-    case RootKind::dynamic_tls: return thread_root_label(n.kind, thread);
+    case RootKind::tls: return thread_root_label(n.kind, thread);
+    case RootKind::dynamic_tls: {  // the thread's dynamic TLS, or one module's block in it
+      const std::size_t module = n.label.find(", module id");
+      return thread_root_label(n.kind, thread) + (module == std::string::npos ? "" : n.label.substr(module));
+    }
     case RootKind::stack:
       if (n.frame == RootNode::kNoFrame || n.thread >= frames.size() || n.frame >= frames[n.thread].size())
         return thread_root_label(n.kind, thread);
@@ -41,10 +45,11 @@ std::vector<SnapshotRootTotal> root_totals(Session& s) {
   for (std::size_t i = 0; i < r.root_nodes().size(); ++i) {
     const RootNode& n = r.root_nodes()[i];
     const std::uint32_t node = r.root_node_id(i);
-    if (!r.reachable(node) || r.retained_blocks(node) == 0) continue;
+    if (n.level == RootNode::Level::kind || !r.reachable(node) || r.retained_blocks(node) == 0) continue;
     std::string label = stable_root_label(n, frames);
     auto [it, fresh] = by_label.try_emplace(label, out.size());
-    if (fresh) out.push_back({std::move(label), root_kind_name(n.kind), 0, 0});
+    const bool part = n.level == RootNode::Level::part;
+    if (fresh) out.push_back({std::move(label), part ? root_kind_name(n.kind) : owner_kind_name(n.owner_kind), 0, 0});
     out[it->second].blocks += r.retained_blocks(node);
     out[it->second].bytes += r.retained_bytes(node);
   }

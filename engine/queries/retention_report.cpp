@@ -24,10 +24,16 @@ double percent_of_heap(const Retention& r, std::uint64_t bytes) {
   return r.in_use_bytes() ? 100.0 * static_cast<double>(bytes) / static_cast<double>(r.in_use_bytes()) : 0;
 }
 
-RootNodeRef root_node_ref(Session& s, const RootNode& n) {
+RootNodeRef root_node_ref(Session& s, const Retention& r, const RootNode& n) {
   RootNodeRef ref;
-  ref.kind = root_kind_name(n.kind);
+  const bool part = n.level == RootNode::Level::part;
+  ref.kind = part ? root_kind_name(n.kind) : owner_kind_name(n.owner_kind);
   ref.label = n.label;
+  for (const RootNode* up = &n; up->level == RootNode::Level::part && up->parent != RootNode::kNoParent;) {
+    up = &r.root_nodes()[up->parent];
+    ++ref.depth;
+    ref.owner = up->label;
+  }
   ref.symbol = n.symbol;
   ref.module = n.module;
   const auto& threads = s.image().threads();
@@ -39,7 +45,7 @@ RootNodeRef root_node_ref(Session& s, const RootNode& n) {
 Holder holder_of(Session& s, const Retention& r, std::uint32_t node) {
   Holder h;
   if (r.is_block(node)) h.block = block_ref(s, node);
-  else if (r.is_root(node)) h.root = root_node_ref(s, r.root(node));
+  else if (r.is_holder(node)) h.root = root_node_ref(s, r, r.root(node));
   return h;
 }
 
@@ -47,6 +53,18 @@ Holder holder_of(Session& s, const Retention& r, std::uint32_t node) {
 std::uint64_t big_retainer_threshold(const Retention& r) {
   return std::max<std::uint64_t>(
       1, static_cast<std::uint64_t>(std::ceil(static_cast<double>(r.in_use_bytes()) * kBigRetainerShare)));
+}
+
+// The ownership tree's children of each root node (index into root_nodes()), largest first.
+std::vector<std::vector<std::uint32_t>> root_children(const Retention& r) {
+  std::vector<std::vector<std::uint32_t>> children(r.root_nodes().size());
+  for (std::uint32_t i = 0; i < r.root_nodes().size(); ++i)
+    if (const std::uint32_t parent = r.root_nodes()[i].parent; parent != RootNode::kNoParent) children[parent].push_back(i);
+  for (auto& list : children)
+    std::stable_sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return r.retained_bytes(r.root_node_id(a)) > r.retained_bytes(r.root_node_id(b));
+    });
+  return children;
 }
 
 // ---- top --by block / root / type ----
@@ -70,14 +88,29 @@ std::vector<TopBlockRow> top_blocks(Session& s, const Retention& r, std::size_t 
   return rows;
 }
 
+// The `count` owners that retain most, each followed, depth first, by its parts that retain anything.
 std::vector<TopRootRow> top_roots(Session& s, const Retention& r, std::size_t count) {
-  std::vector<std::uint32_t> nodes;
-  for (std::size_t i = 0; i < r.root_nodes().size(); ++i) nodes.push_back(r.root_node_id(i));
-  std::stable_sort(nodes.begin(), nodes.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return r.retained_bytes(a) > r.retained_bytes(b); });
-  if (count && nodes.size() > count) nodes.resize(count);
+  std::vector<std::uint32_t> owners;
+  for (std::uint32_t i = 0; i < r.root_nodes().size(); ++i)
+    if (r.root_nodes()[i].level == RootNode::Level::owner) owners.push_back(i);
+  std::stable_sort(owners.begin(), owners.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return r.retained_bytes(r.root_node_id(a)) > r.retained_bytes(r.root_node_id(b));
+  });
+  if (count && owners.size() > count) owners.resize(count);
+  const std::vector<std::vector<std::uint32_t>> children = root_children(r);
   std::vector<TopRootRow> rows;
-  for (std::uint32_t node : nodes) rows.push_back({root_node_ref(s, r.root(node)), retained_of(r, node)});
+  std::vector<std::uint32_t> pending;
+  for (std::uint32_t owner : owners) {
+    pending.push_back(owner);
+    while (!pending.empty()) {
+      const std::uint32_t i = pending.back();
+      pending.pop_back();
+      const std::uint32_t node = r.root_node_id(i);
+      rows.push_back({root_node_ref(s, r, r.root_nodes()[i]), retained_of(r, node)});
+      for (auto it = children[i].rbegin(); it != children[i].rend(); ++it)
+        if (r.retained_bytes(r.root_node_id(*it)) > 0) pending.push_back(*it);
+    }
+  }
   return rows;
 }
 
@@ -139,17 +172,33 @@ std::vector<TopTypeRow> top_types(Session& s, const Retention& r, std::size_t co
 
 // ---- suspects ----
 
-// Roots, and blocks no root alone dominates (held by several roots), that retain a large share of the
-// heap: the outermost big retainers. Largest first.
+// The part of an owner that explains its retention: going down the ownership tree through the part that
+// retains most, while that part still retains most (80%) of what the one above it does — a module's one
+// big global variable, a thread's one frame and variable.
+std::uint32_t explaining_part(const Retention& r, const std::vector<std::vector<std::uint32_t>>& children,
+                              std::uint32_t node) {
+  constexpr double kMostOf = 0.8;
+  for (;;) {
+    const std::vector<std::uint32_t>& below = children[node - r.block_count()];
+    if (below.empty()) return node;
+    const std::uint32_t largest = r.root_node_id(below.front());
+    if (static_cast<double>(r.retained_bytes(largest)) < kMostOf * static_cast<double>(r.retained_bytes(node)))
+      return node;
+    node = largest;
+  }
+}
+
+// Owners (or the part of one that explains it), and blocks no owner alone dominates (held by several),
+// that retain a large share of the heap: the outermost big retainers. Largest first.
 std::vector<std::uint32_t> big_retainers(const Retention& r) {
   const std::uint64_t threshold = big_retainer_threshold(r);
+  const std::vector<std::vector<std::uint32_t>> children = root_children(r);
   std::vector<std::uint32_t> out;
   for (std::uint32_t node = 0; node < r.node_count(); ++node) {  // in id order: sequential reads
     if ((node & kCheckMask) == 0) progress_check();
     if (!r.reachable(node) || r.retained_bytes(node) < threshold) continue;
-    const bool outermost = r.is_root(node) || (r.is_block(node) && !r.is_block(r.dominator(node)) &&
-                                                !r.is_root(r.dominator(node)));
-    if (outermost) out.push_back(node);
+    if (r.is_root(node) && r.root(node).level == RootNode::Level::owner) out.push_back(explaining_part(r, children, node));
+    else if (r.is_block(node) && !r.is_holder(r.dominator(node))) out.push_back(node);
   }
   std::stable_sort(out.begin(), out.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return r.retained_bytes(a) > r.retained_bytes(b); });
@@ -265,11 +314,11 @@ class SuspectFinder {
     return sus;
   }
 
-  // Only under a block or a root (a kind or the super-root is no one dominator), and only where enough
-  // blocks accumulate for one type to possibly pass the bar.
+  // Only under a block, an owner or a part (a kind or the super-root is no one dominator), and only where
+  // enough blocks accumulate for one type to possibly pass the bar.
   std::vector<Suspect> accumulations() {
     auto candidate = [&](std::uint32_t node) {
-      return (r_.is_block(node) || r_.is_root(node)) &&
+      return r_.is_holder(node) &&
              (accumulated_[node] >= kAccumulationInstances || r_.retained_bytes(node) >= threshold_);
     };
     std::unordered_map<std::uint64_t, GroupTotal> piles;  // (dominator << 32 | group) → instances
@@ -316,6 +365,25 @@ class SuspectFinder {
   std::vector<std::uint32_t> accumulated_;           // per node: blocks accumulating under it
 };
 
+// Per kind of thread part (registers, stack, static TLS, dynamic TLS): what each thread's part alone keeps
+// alive, summed over threads. What a thread's parts share (a buffer its register and its stack both point
+// to) is the thread's, in no part.
+std::vector<RootPartTotal> thread_part_totals(const Retention& r) {
+  std::vector<RootPartTotal> totals;
+  for (RootKind kind : {RootKind::registers, RootKind::stack, RootKind::tls, RootKind::dynamic_tls}) {
+    RootPartTotal total{root_kind_name(kind), 0, 0};
+    for (std::uint32_t i = 0; i < r.root_nodes().size(); ++i) {
+      const RootNode& n = r.root_nodes()[i];
+      const bool thread_part = n.parent != RootNode::kNoParent && r.root_nodes()[n.parent].level == RootNode::Level::owner;
+      if (!thread_part || n.owner_kind != OwnerKind::thread || n.kind != kind) continue;
+      total.bytes += r.retained_bytes(r.root_node_id(i));
+      total.blocks += r.retained_blocks(r.root_node_id(i));
+    }
+    totals.push_back(total);
+  }
+  return totals;
+}
+
 }  // namespace
 
 Retained retained_of(const Retention& r, std::uint32_t node) {
@@ -361,13 +429,14 @@ RootsReport build_roots_report(Session& s, std::size_t count) {
   PhaseTimer timer("roots report");
   RootsReport out;
   out.heap = heap_totals(r);
-  std::vector<std::uint64_t> roots_of_kind(r.kind_count(), 0);
-  for (const RootNode& n : r.root_nodes()) ++roots_of_kind[static_cast<std::size_t>(n.kind)];
   Retained by_kinds;
-  for (std::size_t k = 0; k < r.kind_count(); ++k) {
-    if (roots_of_kind[k] == 0) continue;
-    const auto kind = static_cast<RootKind>(k);
-    RootKindRow row{root_kind_name(kind), roots_of_kind[k], retained_of(r, r.kind_node_id(kind))};
+  for (std::size_t k = 0; k < kOwnerKinds; ++k) {
+    const auto kind = static_cast<OwnerKind>(k);
+    const std::uint32_t node = r.owner_kind_node(kind);
+    if (node == kNoNode) continue;
+    RootKindRow row{owner_kind_name(kind), 0, retained_of(r, node), {}};
+    for (const RootNode& n : r.root_nodes()) row.roots += n.level == RootNode::Level::owner && n.owner_kind == kind;
+    if (kind == OwnerKind::thread) row.parts = thread_part_totals(r);
     by_kinds.bytes += row.retained.bytes;
     by_kinds.blocks += row.retained.blocks;
     out.kinds.push_back(std::move(row));
@@ -378,7 +447,8 @@ RootsReport build_roots_report(Session& s, std::size_t count) {
   out.shared.blocks = out.heap.reachable_blocks - by_kinds.blocks;
   out.shared.percent = percent_of_heap(r, out.shared.bytes);
   out.roots = top_roots(s, r, count);
-  out.root_count = r.root_nodes().size();
+  out.root_count = 0;
+  for (const RootNode& n : r.root_nodes()) out.root_count += n.level == RootNode::Level::owner;
   return out;
 }
 

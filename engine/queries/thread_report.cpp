@@ -45,10 +45,29 @@ struct StackSplit {
   std::unordered_set<BlockId> from_stack, from_tls;
 };
 
+// A thread's frames and local variables that retain anything, largest first. A frame is shown beside its
+// variables only when it retains more than the largest of them (words outside any variable, or blocks two
+// of its variables share); otherwise its variable says it all.
+std::vector<FrameRetention> frames_worth_showing(std::vector<FrameRetention> rows) {
+  std::unordered_map<std::uint32_t, std::uint64_t> largest_variable;  // per frame
+  for (const FrameRetention& f : rows)
+    if (!f.variable.empty()) largest_variable[f.frame] = std::max(largest_variable[f.frame], f.retained);
+  std::erase_if(rows, [&](const FrameRetention& f) {
+    if (f.retained == 0) return true;
+    const auto it = largest_variable.find(f.frame);
+    return f.variable.empty() && it != largest_variable.end() && it->second >= f.retained;
+  });
+  std::stable_sort(rows.begin(), rows.end(), [](const FrameRetention& a, const FrameRetention& b) {
+    return a.retained != b.retained ? a.retained > b.retained : a.frame < b.frame;
+  });
+  return rows;
+}
+
 std::vector<LiveThreadRow> live_threads(Session& s) {
   const Image& image = s.image();
   const Retention& r = s.retention();
   std::vector<LiveThreadRow> rows;
+  std::vector<std::vector<FrameRetention>> frame_rows(image.threads().size());
   for (const ThreadState& t : image.threads()) {
     LiveThreadRow row;
     row.tid = t.tid;
@@ -59,23 +78,30 @@ std::vector<LiveThreadRow> live_threads(Session& s) {
     }
     rows.push_back(row);
   }
-  std::unordered_map<std::uint32_t, std::uint32_t> stack_node_thread;  // stack root node → thread index
+  // The ownership tree's thread owners and their parts (model/retention.h): the same numbers `roots` and
+  // `top` show.
+  std::unordered_map<std::uint32_t, std::uint32_t> stack_node_thread;  // stack node (part or frame) → thread
   for (std::size_t i = 0; i < r.root_nodes().size(); ++i) {
     const RootNode& n = r.root_nodes()[i];
-    if (n.thread >= rows.size()) continue;
-    const std::uint64_t bytes = r.retained_bytes(r.root_node_id(i));
+    if (n.owner_kind != OwnerKind::thread || n.thread >= rows.size()) continue;
+    const std::uint32_t node = r.root_node_id(i);
+    const std::uint64_t bytes = r.retained_bytes(node);
     LiveThreadRow& row = rows[n.thread];
-    if (n.kind == RootKind::registers) row.registers_retained += bytes;
-    // A thread's finalizer roots (thread_local objects with destructors, pthread key data) live in its
-    // static TLS or descriptor too.
-    if (n.kind == RootKind::tls || n.kind == RootKind::dynamic_tls || n.kind == RootKind::finalizer)
-      row.tls_retained += bytes;
-    if (n.kind == RootKind::stack) {
-      row.stack_retained += bytes;
-      stack_node_thread[r.root_node_id(i)] = n.thread;
-      if (n.frame != RootNode::kNoFrame && bytes > 0) row.frames.push_back({n.frame, n.label, n.variable, bytes});
+    if (n.level == RootNode::Level::owner) {
+      row.retained = bytes;
+      continue;
     }
+    const bool whole_part = r.root_nodes()[n.parent].level == RootNode::Level::owner;
+    if (n.kind == RootKind::stack) stack_node_thread[node] = n.thread;
+    if (!whole_part) {
+      if (n.frame != RootNode::kNoFrame) frame_rows[n.thread].push_back({n.frame, n.label, n.variable, bytes});
+      continue;
+    }
+    if (n.kind == RootKind::registers) row.registers_retained += bytes;
+    if (n.kind == RootKind::stack) row.stack_retained += bytes;
+    if (n.kind == RootKind::tls || n.kind == RootKind::dynamic_tls) row.tls_retained += bytes;
   }
+  for (std::size_t t = 0; t < rows.size(); ++t) rows[t].frames = frames_worth_showing(std::move(frame_rows[t]));
 
   std::unordered_map<std::uint32_t, StackSplit> splits;  // by stack root node
   for (const RootRange& range : s.roots().ranges) {
@@ -93,8 +119,6 @@ std::vector<LiveThreadRow> live_threads(Session& s) {
       split.from_tls.merge(targets_of(s, tls, range.end));
     }
   }
-  for (LiveThreadRow& row : rows)
-    std::stable_sort(row.frames.begin(), row.frames.end(), [](auto& a, auto& b) { return a.retained > b.retained; });
   if (splits.empty()) return rows;
   for (BlockId b = 0; b < r.block_count(); ++b) {
     if (!r.reachable(b)) continue;
@@ -166,7 +190,7 @@ class HandleScan {
     const Retention& r = s_.retention();
     std::uint32_t node = b;
     while (r.is_block(node) && r.reachable(node)) node = r.dominator(node);
-    return r.is_block(node) || !r.is_root(node) ? std::string() : r.root(node).label;
+    return r.is_block(node) || !r.is_holder(node) ? std::string() : r.root(node).label;
   }
 
   void scan_roots() {

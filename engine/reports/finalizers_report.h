@@ -33,11 +33,25 @@ struct FinalizerKindTotal {
   std::uint64_t retained_bytes = 0;  // Σ of its registrations' retained bytes
 };
 
+// The registrations of one handler: "close_all(void*) × 200 retains 1.8 MiB".
+struct FinalizerFunctionGroup {
+  std::string function;  // as FinalizerRow::function
+  std::string module;
+  std::string kind;      // the registrations' kind, or "mixed"
+  std::uint64_t registrations = 0;
+  std::uint64_t retained_bytes = 0, retained_blocks = 0;  // Σ of what each registration alone keeps alive
+};
+
 struct FinalizersReport {
   HeapTotals heap;
-  std::vector<FinalizerRow> registrations;  // by retained bytes, largest first
+  std::vector<FinalizerFunctionGroup> functions;  // by retained bytes, largest first
+  // By retained bytes, largest first; at most -n of them (registrations_total says how many there are).
+  std::vector<FinalizerRow> registrations;
+  std::uint64_t registrations_total = 0;
   std::vector<FinalizerKindTotal> kinds;    // in the order of FinalizerKind
-  Retained total;                           // what all finalizer roots keep alive between them
+  // What the finalizer roots keep alive: the process-wide registrations between them, plus what each
+  // registration of a live thread alone keeps (those are parts of their thread in the ownership tree).
+  Retained total;
   std::vector<std::string> warnings;
 };
 

@@ -10,11 +10,13 @@
 
 namespace heapscope {
 
-// A root as the dominator tree groups them (model/retention.h): a thread's registers, its stack, one
-// global variable, a TLS block, a mapping.
+// A node of the roots' ownership tree (model/retention.h): an owner (a thread, a module's globals, a
+// mapping, a registration) or a part of one (a thread's registers or stack, a frame, a variable).
 struct RootNodeRef {
-  std::string kind;    // root_kind_name()
+  std::string kind;    // owners: owner_kind_name(); parts: root_kind_name()
   std::string label;   // "global g_tree in app", "stack of thread 1 (tid 42)"
+  std::uint32_t depth = 0;  // 0: an owner; parts one more than what they are part of
+  std::string owner;        // parts: the label of their owner; empty for owners
   std::string symbol;  // global variable: its name; empty otherwise
   std::string module;  // global: the module's file name; empty otherwise
   std::uint32_t tid = 0;  // registers, stack, TLS: the thread's tid; 0 otherwise
@@ -83,19 +85,28 @@ struct TopReport {
   std::vector<std::string> warnings;
 };
 
-struct RootKindRow {
+// What the parts of one kind (registers, stacks, static TLS, ...) of all owners keep alive, each part alone.
+struct RootPartTotal {
   std::string kind;  // root_kind_name()
-  std::uint64_t roots = 0;  // root nodes of this kind
-  Retained retained;        // what roots of this kind keep alive between them
+  std::uint64_t bytes = 0, blocks = 0;
+};
+
+struct RootKindRow {
+  std::string kind;  // owner_kind_name(): thread, global, finalizer, anonymous, exited_thread
+  std::uint64_t roots = 0;  // owners of this kind
+  Retained retained;        // what owners of this kind keep alive between them
+  std::vector<RootPartTotal> parts;  // threads: Σ over threads of what their registers, stacks, TLS alone keep
 };
 
 struct RootsReport {
   HeapTotals heap;
   std::vector<RootKindRow> kinds;  // by retained bytes, largest first
-  // Reachable, but only through roots of more than one kind (e.g. a stack and a register).
+  // Reachable, but only through owners of more than one kind (e.g. a thread's stack and a global).
   Retained shared;
-  std::vector<TopRootRow> roots;   // by retained bytes, largest first; at most -n of them
-  std::uint64_t root_count = 0;    // all root nodes
+  // Owners by retained bytes, largest first, at most -n of them, each followed by its parts that retain
+  // anything (largest first, depth first).
+  std::vector<TopRootRow> roots;
+  std::uint64_t root_count = 0;    // all owners
   std::vector<std::string> warnings;
 };
 

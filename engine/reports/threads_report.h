@@ -22,10 +22,16 @@ struct LiveThreadRow {
   std::uint32_t tid = 0;
   std::string name;                        // may be empty
   Address stack_start = 0, stack_end = 0;  // the mapping holding its stack pointer; 0 when none
+  std::uint64_t retained = 0;              // usable bytes of the blocks only this thread keeps alive: its
+                                           // stack, registers and TLS, each alone or between them
   std::uint64_t stack_retained = 0;        // usable bytes of the blocks only its stack keeps alive
   std::uint64_t registers_retained = 0;    // ... only its registers
-  std::uint64_t tls_retained = 0;          // ... only its static TLS, thread descriptor and dynamic TLS
-  std::vector<FrameRetention> frames;      // the stack's share per frame and local variable, largest first
+  std::uint64_t tls_retained = 0;          // ... only its static TLS and thread descriptor (with the
+                                           // thread_local objects and key data its destructors receive), or
+                                           // its dynamic TLS
+  // The stack's share per local variable, and per frame where the frame keeps more than its variables
+  // do; largest first.
+  std::vector<FrameRetention> frames;
 };
 
 struct ExitedThreadRow {

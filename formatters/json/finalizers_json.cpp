@@ -34,10 +34,19 @@ std::string render_json(const FinalizersReport& r) {
   ordered_json kinds = ordered_json::array();
   for (const FinalizerKindTotal& k : r.kinds)
     kinds.push_back({{"kind", k.kind}, {"registrations", k.registrations}, {"retained_bytes", k.retained_bytes}});
+  ordered_json functions = ordered_json::array();
+  for (const FinalizerFunctionGroup& g : r.functions)
+    functions.push_back({{"function", g.function},
+                         {"module", g.module},
+                         {"kind", g.kind},
+                         {"registrations", g.registrations},
+                         {"retained_bytes", g.retained_bytes},
+                         {"retained_blocks", g.retained_blocks}});
   ordered_json total;
   json::add_retained(total, r.total);
   ordered_json out = {{"command", "finalizers"}, {"heap", json::heap_json(r.heap)},
                       {"total", total},          {"kinds", kinds},
+                      {"functions", functions},  {"registrations_total", r.registrations_total},
                       {"registrations", registrations}, {"warnings", r.warnings}};
   return out.dump(2) + "\n";
 }

@@ -17,8 +17,8 @@ using json::heap_json;
 
 
 ordered_json root_node_json(const RootNodeRef& r) {
-  return {{"kind", r.kind}, {"label", r.label}, {"symbol", r.symbol}, {"module", r.module}, {"tid", r.tid},
-          {"address", r.address}};
+  return {{"kind", r.kind},     {"label", r.label}, {"depth", r.depth},     {"owner", r.owner},
+          {"symbol", r.symbol}, {"module", r.module}, {"tid", r.tid}, {"address", r.address}};
 }
 
 ordered_json holder_json(const Holder& h) {
@@ -95,6 +95,11 @@ std::string render_json(const RootsReport& r) {
   for (const RootKindRow& k : r.kinds) {
     ordered_json j = {{"kind", k.kind}, {"roots", k.roots}};
     add_retained(j, k.retained);
+    if (!k.parts.empty()) {
+      ordered_json parts = ordered_json::object();
+      for (const RootPartTotal& p : k.parts) parts[p.kind] = {{"retained_bytes", p.bytes}, {"retained_blocks", p.blocks}};
+      j["parts"] = parts;
+    }
     kinds.push_back(j);
   }
   ordered_json shared;

@@ -25,6 +25,7 @@ ordered_json live_thread_json(const LiveThreadRow& t) {
           {"stack_start", t.stack_start},
           {"stack_end", t.stack_end},
           {"stack_size", t.stack_end - t.stack_start},
+          {"retained_bytes", t.retained},
           {"stack_retained_bytes", t.stack_retained},
           {"registers_retained_bytes", t.registers_retained},
           {"tls_retained_bytes", t.tls_retained},

@@ -32,7 +32,21 @@ std::string render_text(const FinalizersReport& r) {
   out += "Registrations by kind:\n";
   for (const FinalizerKindTotal& k : r.kinds)
     if (k.registrations) out += fmt::format("  {:<12} {:>5}  retaining {}\n", k.kind, k.registrations, text::bytes(k.retained_bytes));
-  out += fmt::format("\nRegistrations ({}), largest retained first:\n", r.registrations.size());
+  out += "\nBy function (what each registration alone keeps alive, summed):\n";
+  std::size_t idle = 0;  // handlers that keep nothing alive: counted, not listed
+  for (const FinalizerFunctionGroup& g : r.functions) {
+    if (g.retained_bytes == 0) {
+      ++idle;
+      continue;
+    }
+    out += fmt::format("  {} × {} retains {} in {} ({})\n", g.module.empty() ? g.function : fmt::format("{} in {}", g.function, g.module),
+                       g.registrations, text::bytes(g.retained_bytes), text::blocks(g.retained_blocks), g.kind);
+  }
+  if (idle) out += fmt::format("  and {} more handler{} keeping nothing alive\n", idle, idle == 1 ? "" : "s");
+  out += r.registrations.size() < r.registrations_total
+             ? fmt::format("\nRegistrations ({} of {}; -n N or --all for more), largest retained first:\n",
+                           r.registrations.size(), r.registrations_total)
+             : fmt::format("\nRegistrations ({}), largest retained first:\n", r.registrations.size());
   out += fmt::format("  {:>8} {:>7} {:>9}  {:<11} {:<16} {:<20} function\n", "retained", "%", "blocks", "kind", "thread",
                      "object");
   for (const FinalizerRow& f : r.registrations)

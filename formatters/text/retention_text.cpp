@@ -1,4 +1,6 @@
 // Text renderers of the retention reports: top and roots.
+#include <algorithm>
+
 #include "formatters/render.h"
 #include "formatters/text/retention_parts.h"
 
@@ -34,6 +36,12 @@ void append_suspects(std::string& out, const std::vector<Suspect>& suspects) {
   }
 }
 
+// Owners flush left, their parts indented under them.
+void append_root_rows(std::string& out, const std::vector<TopRootRow>& rows) {
+  for (const TopRootRow& row : rows)
+    out += fmt::format("{}  {:{}}{}\n", text::retained_cells(row.retained), "", 2 * row.root.depth, row.root.label);
+}
+
 }  // namespace
 
 std::string render_text(const TopReport& r) {
@@ -48,8 +56,8 @@ std::string render_text(const TopReport& r) {
     for (const TopTypeRow& t : r.types)
       out += fmt::format("{} {:>9} {:>10}  {}\n", text::retained_cells(t.retained), t.count, text::bytes(t.bytes), t.type);
   } else {
-    out += fmt::format("\nLargest retained sizes by root:\n{}  root\n", header);
-    for (const TopRootRow& row : r.roots) out += fmt::format("{}  {}\n", text::retained_cells(row.retained), row.root.label);
+    out += fmt::format("\nLargest retained sizes by owner (and what in it holds them):\n{}  root\n", header);
+    append_root_rows(out, r.roots);
   }
   append_suspects(out, r.suspects);
   text::append_warnings(out, r.warnings);
@@ -59,12 +67,19 @@ std::string render_text(const TopReport& r) {
 std::string render_text(const RootsReport& r) {
   std::string out = text::heap_line(r.heap);
   const std::string header = fmt::format("{:>10} {:>7} {:>9}", "retained", "%", "blocks");
-  out += fmt::format("\nRetained per root kind:\n{} {:>6}  kind\n", header, "roots");
-  for (const RootKindRow& k : r.kinds) out += fmt::format("{} {:>6}  {}\n", text::retained_cells(k.retained), k.roots, k.kind);
+  out += fmt::format("\nRetained per owner kind:\n{} {:>6}  kind\n", header, "owners");
+  for (const RootKindRow& k : r.kinds) {
+    out += fmt::format("{} {:>6}  {}\n", text::retained_cells(k.retained), k.roots, k.kind);
+    for (const RootPartTotal& p : k.parts)
+      if (p.bytes) out += fmt::format("{:>10} {:>7} {:>9} {:>6}    of which {} alone\n", text::bytes(p.bytes), "", p.blocks, "", p.kind);
+  }
   if (r.shared.blocks)
     out += fmt::format("{} {:>6}  (held by roots of several kinds)\n", text::retained_cells(r.shared), "");
-  out += fmt::format("\nRetained per root ({} of {}):\n{}  root\n", r.roots.size(), r.root_count, header);
-  for (const TopRootRow& row : r.roots) out += fmt::format("{}  {}\n", text::retained_cells(row.retained), row.root.label);
+  const std::size_t owners_shown =
+      static_cast<std::size_t>(std::count_if(r.roots.begin(), r.roots.end(), [](const TopRootRow& row) { return row.root.depth == 0; }));
+  out += fmt::format("\nRetained per owner ({} of {}), with the parts of it that hold anything:\n{}  root\n", owners_shown,
+                     r.root_count, header);
+  append_root_rows(out, r.roots);
   text::append_warnings(out, r.warnings);
   return out;
 }

@@ -9,14 +9,15 @@ namespace {
 std::string thread_name(const LiveThreadRow& t) { return t.name.empty() ? std::string("-") : t.name; }
 
 void append_live_threads(std::string& out, const std::vector<LiveThreadRow>& threads) {
-  out += fmt::format("Live threads ({}), bytes each keeps alive alone:\n", threads.size());
-  out += fmt::format("{:>8}  {:<16} {:>10} {:>10} {:>10} {:>10}  stack mapping\n", "tid", "name", "stack",
-                     "registers", "TLS", "mapped");
+  out += fmt::format("Live threads ({}), bytes each keeps alive alone (the whole thread, then each part alone):\n",
+                     threads.size());
+  out += fmt::format("{:>8}  {:<16} {:>10} {:>10} {:>10} {:>10} {:>10}  stack mapping\n", "tid", "name", "thread",
+                     "stack", "registers", "TLS", "mapped");
   for (const LiveThreadRow& t : threads) {
     const std::string mapping =
         t.stack_end ? fmt::format("{}-{}", text::hex(t.stack_start), text::hex(t.stack_end)) : std::string("-");
-    out += fmt::format("{:>8}  {:<16} {:>10} {:>10} {:>10} {:>10}  {}\n", t.tid, thread_name(t),
-                       text::bytes(t.stack_retained), text::bytes(t.registers_retained), text::bytes(t.tls_retained),
+    out += fmt::format("{:>8}  {:<16} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", t.tid, thread_name(t),
+                       text::bytes(t.retained), text::bytes(t.stack_retained), text::bytes(t.registers_retained), text::bytes(t.tls_retained),
                        text::bytes(t.stack_end - t.stack_start), mapping);
     for (const FrameRetention& f : t.frames) out += fmt::format("{:>10}  {}\n", text::bytes(f.retained), f.label);
   }

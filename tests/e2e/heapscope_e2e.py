@@ -188,9 +188,9 @@ def capture_program(key, executable, extra_sources=(), env=None, args=()):
 
 
 def capture_fixture(name, tunables=""):
-    """The core and ledger of fixture `name`, captured now or reused from the work directory; `tunables`
-    run it with GLIBC_TUNABLES set (e.g. "glibc.malloc.hugetlb=2")."""
-    key = name + ("-" + tunables.replace("=", "-").replace(":", "_") if tunables else "")
+    """The core and ledger of fixture `name` (a path under the fixtures' build folder), captured now or
+    reused from the work directory; `tunables` run it with GLIBC_TUNABLES set (e.g. "glibc.malloc.hugetlb=2")."""
+    key = name.replace(os.sep, "-") + ("-" + tunables.replace("=", "-").replace(":", "_") if tunables else "")
     if key in _captures:
         return _captures[key]
     executable = fixture_path(name)

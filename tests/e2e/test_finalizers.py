@@ -92,8 +92,13 @@ class FinalizerAssertions:
         self.assertEqual((flush["kind"], flush["object"], flush["retained_bytes"], flush["label"]), ("atexit", 0, 0, ""))
 
     def assert_finalizers_hold_the_heap(self, roots_report):
+        # The eight channels (3.1 of 3.5 MB) belong to process-wide exit handlers; the thread_local cache and
+        # the key's scratch buffer to registrations of the main thread, which are parts of that thread.
+        heap = roots_report["heap"]["in_use_bytes"]
         kind = finalizer_kind(roots_report)
-        self.assertGreaterEqual(kind["retained_bytes"], 0.9 * roots_report["heap"]["in_use_bytes"])
+        self.assertGreaterEqual(kind["retained_bytes"], 0.85 * heap)
+        (threads,) = [k for k in roots_report["kinds"] if k["kind"] == "thread"]
+        self.assertGreaterEqual(kind["retained_bytes"] + threads["retained_bytes"], 0.95 * heap)
 
     def assert_feed_retained_by_its_handler(self, retainers_report, channel, feed):
         path = retainers_report["paths"][0]
@@ -108,7 +113,7 @@ class FinalizersOnCore(unittest.TestCase, FinalizerAssertions):
         cls.capture = capture_fixture("exit_channels")
         cls.ledger = cls.capture.ledger
         core = cls.capture.core
-        cls.finalizers = {debug: heapscope_json("finalizers", core, *([] if debug else ["--no-debug-files"]))
+        cls.finalizers = {debug: heapscope_json("finalizers", core, "--all", *([] if debug else ["--no-debug-files"]))
                           for debug in (True, False)}
         cls.roots = {debug: heapscope_json("roots", core, *([] if debug else ["--no-debug-files"]))
                      for debug in (True, False)}
@@ -145,7 +150,8 @@ class FinalizersOnCore(unittest.TestCase, FinalizerAssertions):
             rows = [r for r in report["registrations"] if r["kind"] == kind["kind"]]
             self.assertEqual(kind["registrations"], len(rows))
             self.assertEqual(kind["retained_bytes"], sum(r["retained_bytes"] for r in rows))
-        self.assertEqual(report["total"]["retained_bytes"], finalizer_kind(self.roots[True])["retained_bytes"])
+        of_threads = sum(r["retained_bytes"] for r in report["registrations"] if r["tid"])
+        self.assertEqual(report["total"]["retained_bytes"], finalizer_kind(self.roots[True])["retained_bytes"] + of_threads)
         retained = [r["retained_bytes"] for r in report["registrations"]]
         self.assertEqual(retained, sorted(retained, reverse=True))
 

@@ -50,9 +50,15 @@ class FrameLabels(unittest.TestCase):
 
     def test_roots_and_threads_attribute_the_block_to_its_frame_and_variable(self):
         requested = next(a.size for a in self.capture.ledger.live if a.address == self.block)
+        # The frame, and under it (one deeper in the ownership tree) its variable.
         frame_roots = [r for r in heapscope_json("roots", self.capture.core, "-n", "0")["roots"]
                        if r["kind"] == "stack" and "hold_block()" in r["label"]]
-        self.assertEqual(len(frame_roots), 1, frame_roots)
+        self.assertEqual(len(frame_roots), 2, frame_roots)
+        frame, variable = frame_roots
+        self.assertNotIn("variable", frame["label"])
+        self.assertEqual(variable["depth"], frame["depth"] + 1)
+        self.assertEqual(variable["retained_bytes"], frame["retained_bytes"])
+        frame_roots = [variable]
         self.assertIn("variable batch", frame_roots[0]["label"])
         self.assertGreaterEqual(frame_roots[0]["retained_bytes"], requested)
         threads = heapscope_json("threads", self.capture.core)["threads"]

@@ -51,6 +51,9 @@ class RetentionTree(unittest.TestCase):
         self.assertEqual(len(rows), 1, f"one root for the global {symbol}")
         return rows[0]
 
+    def owners(self, report):
+        return [r for r in report["roots"] if r["depth"] == 0]
+
     # ---- top: suspects ----
 
     def test_the_fixture_holds_a_ten_megabyte_tree(self):
@@ -120,8 +123,11 @@ class RetentionTree(unittest.TestCase):
     def test_top_by_root_and_by_type(self):
         _, blocks, size = self.structure("tree")
         by_root = cached_heapscope_json("top", self.core, "--by", "root", "-n", "3")
-        self.assertEqual(len(by_root["rows"]), 3)
-        self.assertEqual((by_root["rows"][0]["symbol"], by_root["rows"][0]["retained_bytes"]), ("g_tree", size))
+        self.assertEqual(len(self.owners({"roots": by_root["rows"]})), 3)
+        # The module's globals first, and the largest of its variables right under them.
+        first, second = by_root["rows"][:2]
+        self.assertEqual((first["kind"], first["label"]), ("global", f"globals of {MODULE}"))
+        self.assertEqual((second["symbol"], second["retained_bytes"], second["owner"]), ("g_tree", size, first["label"]))
         by_type = cached_heapscope_json("top", self.core, "--by", "type")
         rows = {r["type"]: r for r in by_type["rows"]}
         nodes = rows["tree_node"]
@@ -136,8 +142,9 @@ class RetentionTree(unittest.TestCase):
 
     def test_roots_attribute_the_tree_to_the_global_kind_and_name_the_global(self):
         _, blocks, size = self.structure("tree")
-        first = self.roots["roots"][0]
-        self.assertEqual((first["kind"], first["symbol"], first["module"]), ("global", "g_tree", MODULE))
+        owner, first = self.roots["roots"][:2]
+        self.assertEqual((owner["depth"], owner["module"]), (0, MODULE))
+        self.assertEqual((first["kind"], first["symbol"], first["module"], first["depth"]), ("global", "g_tree", MODULE, 1))
         self.assertEqual((first["retained_bytes"], first["retained_blocks"]), (size, blocks))
         self.assertEqual(self.roots["kinds"][0]["kind"], "global")
         self.assertGreaterEqual(self.roots["kinds"][0]["retained_bytes"], size)
@@ -147,18 +154,19 @@ class RetentionTree(unittest.TestCase):
         row = self.root_row("g_table")
         self.assertEqual((row["retained_bytes"], row["retained_blocks"]), (size, blocks))
 
-    def test_a_block_two_globals_hold_belongs_to_the_kind_not_to_either_global(self):
+    def test_a_block_two_globals_hold_belongs_to_their_module_not_to_either_global(self):
         _, _, shared = self.structure("shared")
-        for symbol in ("g_shared_a", "g_shared_b"):
-            self.assertEqual(self.root_row(symbol)["retained_bytes"], 0, symbol)
-        kind = next(k for k in self.roots["kinds"] if k["kind"] == "global")
-        by_globals = sum(r["retained_bytes"] for r in self.roots["roots"] if r["kind"] == "global")
-        self.assertGreaterEqual(kind["retained_bytes"] - by_globals, shared)
+        for symbol in ("g_shared_a", "g_shared_b"):  # listed only when they retain anything
+            rows = [r for r in self.roots["roots"] if r["symbol"] == symbol]
+            self.assertEqual([r["retained_bytes"] for r in rows if r["retained_bytes"]], [], symbol)
+        (module,) = [r for r in self.owners(self.roots) if r["label"] == f"globals of {MODULE}"]
+        by_variables = sum(r["retained_bytes"] for r in self.roots["roots"] if r["owner"] == module["label"])
+        self.assertGreaterEqual(module["retained_bytes"] - by_variables, shared)
 
     def test_the_stack_and_the_register_retain_their_blocks(self):
         _, list_blocks, list_size = self.structure("stack-list")
         _, _, register_size = self.structure("register")
-        stacks = [r for r in self.roots["roots"] if r["kind"] == "stack"]
+        stacks = [r for r in self.roots["roots"] if r["kind"] == "stack" and r["depth"] == 1]  # the thread's stack
         registers = [r for r in self.roots["roots"] if r["kind"] == "register"]
         self.assertEqual(len(stacks), 1)
         self.assertEqual(len(registers), 1)
@@ -183,13 +191,15 @@ class RetentionTree(unittest.TestCase):
         self.assertEqual(heap["in_use_blocks"] - heap["reachable_blocks"], 1)
         by_kinds = sum(k["retained_bytes"] for k in self.roots["kinds"])
         self.assertEqual(by_kinds + self.roots["shared"]["retained_bytes"], heap["reachable_bytes"])
-        self.assertEqual(self.roots["root_count"], len(self.roots["roots"]))
+        self.assertEqual(self.roots["root_count"], len(self.owners(self.roots)))
 
     def test_roots_lists_the_largest_first_and_honours_count(self):
-        retained = [r["retained_bytes"] for r in self.roots["roots"]]
+        retained = [r["retained_bytes"] for r in self.owners(self.roots)]
         self.assertEqual(retained, sorted(retained, reverse=True))
         few = cached_heapscope_json("roots", self.core, "-n", "2")
-        self.assertEqual([r["label"] for r in few["roots"]], [r["label"] for r in self.roots["roots"][:2]])
+        self.assertEqual([r["label"] for r in self.owners(few)], [r["label"] for r in self.owners(self.roots)[:2]])
+        for row in few["roots"]:  # each part follows its owner
+            self.assertIn(row["owner"], ["", *[r["label"] for r in self.owners(few)]])
         self.assertEqual(few["root_count"], self.roots["root_count"])
 
     # ---- text ----
@@ -201,7 +211,7 @@ class RetentionTree(unittest.TestCase):
         roots = run_heapscope("roots", self.core)
         self.assertEqual(roots.returncode, 0, roots.stderr)
         self.assertIn(f"global g_tree in {MODULE}", roots.stdout)
-        self.assertIn("Retained per root kind", roots.stdout)
+        self.assertIn("Retained per owner kind", roots.stdout)
 
     def test_bad_options_are_refused(self):
         for args in (("top", self.core, "--by", "thread"), ("top", self.core, "-n", "-1")):  # -n 0 lists all

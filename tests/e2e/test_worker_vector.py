@@ -18,7 +18,9 @@ class WorkerVector(unittest.TestCase):
         cls.roots = heapscope_json("roots", cls.capture.core, "-n", "0")
 
     def frame_roots(self, roots):
-        return [r for r in roots["roots"] if r["kind"] == "stack" and "park_with_batch()" in r["label"]]
+        """The variable's rows (its frame retains the same, one level up in the ownership tree)."""
+        return [r for r in roots["roots"] if r["kind"] == "stack" and "park_with_batch()" in r["label"]
+                and "variable" in r["label"]]
 
     def test_the_vector_is_retained_by_the_worker_frame_and_variable(self):
         rows = self.frame_roots(self.roots)

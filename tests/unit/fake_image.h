@@ -52,6 +52,7 @@ class FakeImage : public Image {
     put(c, prev_size);
     put(c + 8, size_with_flags);
   }
+  void set_register(std::size_t thread, Reg reg, std::uint64_t value) { threads_.at(thread).regs[static_cast<int>(reg)] = value; }
   void add_thread(std::uint32_t tid, Address fs_base, Address sp) {
     ThreadState t;
     t.tid = tid;

@@ -251,16 +251,28 @@ struct RetentionFixture {
 
 }  // namespace
 
-TEST_CASE("retention: blocks, roots, kinds and the super-root", "[dominators][retention]") {
+namespace {
+
+// The node of the ownership tree labelled `label`.
+std::uint32_t node_labelled(const Retention& r, const std::string& label) {
+  for (std::size_t i = 0; i < r.root_nodes().size(); ++i)
+    if (r.root_nodes()[i].label == label) return r.root_node_id(i);
+  FAIL("no root node labelled " << label);
+  return kNoNode;
+}
+
+}  // namespace
+
+TEST_CASE("retention: blocks, owners, owner kinds and the super-root", "[dominators][retention]") {
   RetentionFixture f;
   f.hold(kMappingA, 0, 0);  // mapping A → 0 → 1 → 2, 0 → 3: a small tree
   f.link(0, 1);
   f.link(1, 2);
   f.link(0, 3, 1);
-  f.hold(kMappingA, 1, 4);  // 4: held by mapping A and the stack, roots of two kinds
+  f.hold(kMappingA, 1, 4);  // 4: held by mapping A and the stack, owners of two kinds
   f.hold(kStack, 0, 4);
   f.hold(kMappingA, 2, 5);  // 5: mapping A alone
-  f.hold(kMappingA, 3, 6);  // 6: both mappings, one kind
+  f.hold(kMappingA, 3, 6);  // 6: both mappings, one owner kind
   f.hold(kMappingB, 0, 6);
   f.link(9, 0);  // 9 is leaked and points into the tree: no say in who dominates it; 7 is leaked alone
 
@@ -269,11 +281,20 @@ TEST_CASE("retention: blocks, roots, kinds and the super-root", "[dominators][re
   const SymbolIndex symbols(f.image, {});
   const Retention r(f.image, symbols, f.heap, f.roots, graph);
 
-  REQUIRE(r.root_nodes().size() == 3);
-  const std::uint32_t a = r.root_node_id(0), b = r.root_node_id(1), stack = r.root_node_id(2);
-  CHECK(r.root(a).label == fmt::format("anonymous mapping 0x{:x}-0x{:x}", kMappingA, kMappingA + 0x1000));
-  CHECK(r.root(stack).label == "stack of thread 1 (tid 42)");
+  // anonymous kind → A, B; thread kind → thread 1 → its stack.
+  REQUIRE(r.root_nodes().size() == 6);
+  const std::uint32_t a = node_labelled(r, fmt::format("anonymous mapping 0x{:x}-0x{:x}", kMappingA, kMappingA + 0x1000));
+  const std::uint32_t b = node_labelled(r, fmt::format("anonymous mapping 0x{:x}-0x{:x}", kMappingB, kMappingB + 0x1000));
+  const std::uint32_t thread = node_labelled(r, "thread 1 (tid 42)");
+  const std::uint32_t stack = node_labelled(r, "stack of thread 1 (tid 42)");
+  const std::uint32_t anonymous = r.owner_kind_node(OwnerKind::anonymous), threads = r.owner_kind_node(OwnerKind::thread);
+  CHECK(r.owner_kind_node(OwnerKind::global) == kNoNode);
   CHECK(r.root(stack).thread == 0);
+  CHECK(r.root(stack).level == RootNode::Level::part);
+  CHECK(r.root(thread).level == RootNode::Level::owner);
+  CHECK(r.root(a).level == RootNode::Level::owner);
+  CHECK_FALSE(r.is_holder(anonymous));
+  CHECK(r.is_holder(stack));
 
   CHECK(r.dominator(0) == a);
   CHECK(r.dominator(1) == 0);
@@ -281,10 +302,12 @@ TEST_CASE("retention: blocks, roots, kinds and the super-root", "[dominators][re
   CHECK(r.dominator(3) == 0);
   CHECK(r.dominator(4) == r.super_root());
   CHECK(r.dominator(5) == a);
-  CHECK(r.dominator(6) == r.kind_node_id(RootKind::anonymous));
-  CHECK(r.dominator(a) == r.kind_node_id(RootKind::anonymous));
-  CHECK(r.dominator(b) == r.kind_node_id(RootKind::anonymous));
-  CHECK(r.dominator(r.kind_node_id(RootKind::stack)) == r.super_root());
+  CHECK(r.dominator(6) == anonymous);
+  CHECK(r.dominator(a) == anonymous);
+  CHECK(r.dominator(b) == anonymous);
+  CHECK(r.dominator(stack) == thread);
+  CHECK(r.dominator(thread) == threads);
+  CHECK(r.dominator(threads) == r.super_root());
   for (BlockId leaked_or_free : {7u, 8u, 9u}) CHECK_FALSE(r.reachable(leaked_or_free));
 
   CHECK(r.retained_bytes(2) == 24);
@@ -293,8 +316,8 @@ TEST_CASE("retention: blocks, roots, kinds and the super-root", "[dominators][re
   CHECK(r.retained_bytes(a) == 5 * 24);
   CHECK(r.retained_bytes(b) == 0);
   CHECK(r.retained_bytes(stack) == 0);
-  CHECK(r.retained_bytes(r.kind_node_id(RootKind::anonymous)) == 6 * 24);
-  CHECK(r.retained_bytes(r.kind_node_id(RootKind::stack)) == 0);
+  CHECK(r.retained_bytes(anonymous) == 6 * 24);
+  CHECK(r.retained_bytes(threads) == 0);
   CHECK(r.retained_bytes(r.super_root()) == 7 * 24);
   CHECK(r.retained_blocks(r.super_root()) == 7);
   CHECK(r.in_use_bytes() == 9 * 24);  // block 8 is free
@@ -306,7 +329,76 @@ TEST_CASE("retention: blocks, roots, kinds and the super-root", "[dominators][re
     ++seen[v];
     if (v != r.super_root()) CHECK(seen[r.dominator(v)] == 1);
   }
-  CHECK(r.preorder().size() == 7 + 3 + r.kind_count() + 1);
+  CHECK(r.preorder().size() == 7 + 6 + 1);
+}
+
+TEST_CASE("retention: what a thread's register and stack share is the thread's; two threads' is the kind's",
+          "[dominators][retention]") {
+  RetentionFixture f;
+  f.image.add_thread(43, 0, kMappingB + 0x100);
+  f.roots.ranges.pop_back();  // the stack root: re-added per thread below
+  RootRange stack1{}, stack2{}, registers1{};
+  stack1.kind = stack2.kind = RootKind::stack;
+  stack1.start = kStack, stack1.end = kStack + 0x1000, stack1.thread = 0;
+  stack2.start = kMappingB, stack2.end = kMappingB + 0x1000, stack2.thread = 1;
+  registers1.kind = RootKind::registers, registers1.thread = 0;
+  f.roots.ranges = {stack1, stack2, registers1};
+  f.image.set_register(0, Reg::rbx, RetentionFixture::user(0));  // block 0: thread 1's rbx and its stack
+  f.hold(kStack, 0, 0);
+  f.link(0, 1);
+  f.hold(kStack, 1, 2);   // block 2: both threads' stacks
+  f.hold(kMappingB, 0, 2);
+  f.hold(kMappingB, 1, 3);  // block 3: thread 2's stack alone
+
+  const BlockIndex graph_index(f.heap);
+  const ReferenceGraph graph(f.image, graph_index, f.roots, 1);
+  const SymbolIndex symbols(f.image, {});
+  const Retention r(f.image, symbols, f.heap, f.roots, graph);
+
+  const std::uint32_t thread1 = node_labelled(r, "thread 1 (tid 42)");
+  const std::uint32_t thread2_stack = node_labelled(r, "stack of thread 2 (tid 43)");
+  CHECK(r.dominator(0) == thread1);
+  CHECK(r.retained_bytes(thread1) == 2 * 24);
+  CHECK(r.retained_bytes(node_labelled(r, "registers of thread 1 (tid 42)")) == 0);
+  CHECK(r.retained_bytes(node_labelled(r, "stack of thread 1 (tid 42)")) == 0);
+  CHECK(r.dominator(2) == r.owner_kind_node(OwnerKind::thread));
+  CHECK(r.dominator(3) == thread2_stack);
+  CHECK(r.retained_bytes(r.owner_kind_node(OwnerKind::thread)) == 4 * 24);
+}
+
+TEST_CASE("retention: a registration's slot inside a bookkeeping block holds its object, not the block",
+          "[dominators][retention]") {
+  RetentionFixture f;
+  // Block 0 is the runtime's list (held by mapping A); its word 1 is registration 0's slot, pointing to
+  // block 1 (the registration's object, which owns block 2); its word 2 points to block 3 as plain data.
+  f.hold(kMappingA, 0, 0);
+  f.link(0, 1, 1);
+  f.link(1, 2);
+  f.link(0, 3, 2);
+  FinalizerRegistration reg;
+  reg.slot_start = RetentionFixture::user(0) + 8;
+  reg.slot_end = reg.slot_start + 8;
+  f.roots.finalizers.push_back(reg);
+  RootRange slot{};
+  slot.kind = RootKind::finalizer;
+  slot.start = reg.slot_start;
+  slot.end = reg.slot_end;
+  slot.thread = FinalizerRegistration::kNoThread;  // process-wide
+  slot.anchor = 0;
+  slot.label = "exit handler f(void*) (cxa_atexit) argument";
+  f.roots.ranges.push_back(slot);
+
+  const BlockIndex graph_index(f.heap);
+  const ReferenceGraph graph(f.image, graph_index, f.roots, 1);
+  const SymbolIndex symbols(f.image, {});
+  const Retention r(f.image, symbols, f.heap, f.roots, graph);
+
+  const std::uint32_t registration = node_labelled(r, slot.label);
+  CHECK(r.root(registration).level == RootNode::Level::owner);
+  CHECK(r.dominator(1) == registration);
+  CHECK(r.retained_bytes(registration) == 2 * 24);
+  CHECK(r.dominator(3) == 0);  // a word that is no slot stays an edge of the list
+  CHECK(r.retained_bytes(0) == 2 * 24);
 }
 
 TEST_CASE("retention: an empty heap and rootless blocks", "[dominators][retention]") {
