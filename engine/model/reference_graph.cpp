@@ -17,8 +17,9 @@ unsigned worker_count(unsigned requested, std::size_t blocks) {
 
 }  // namespace
 
-ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, unsigned workers)
-    : image_(image), roots_(roots), index_(index), block_count_(index.blocks().size()) {
+ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, unsigned workers,
+                               const ObjectHeaders* headers)
+    : image_(image), roots_(roots), index_(index), headers_(headers), block_count_(index.blocks().size()) {
   const auto& blocks = index.blocks();
   if (blocks.size() >= kInteriorBit) throw std::length_error("more than 2^31 heap blocks");
 
@@ -52,8 +53,10 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
         progress_step(bytes_since);
         bytes_since = 0;
       }
+      // A runtime's header links (its GC list) are bookkeeping: the scan starts past them.
+      const Address links = headers_ && headers_->has(b) ? headers_->link_bytes : 0;
       if (is_allocated(blk.state))
-        for_each_pointer(blk.address(), blk.address() + blk.usable_size(),
+        for_each_pointer(blk.address() + links, blk.address() + blk.usable_size(),
                          [&](Address, std::uint64_t word, BlockId target) { part.edges.push_back(edge_to(target, word)); });
       if (part.edges.size() >= 0xffffffffu) throw std::length_error("more than 2^32 edges in one slice");
       part.offsets.push_back(static_cast<std::uint32_t>(part.edges.size()));

@@ -15,6 +15,7 @@
 #include "image/word_scan.h"
 #include "model/block_index.h"
 #include "model/roots.h"
+#include "runtime/object_headers.h"
 
 namespace heapscope {
 
@@ -25,8 +26,11 @@ inline bool edge_is_interior(std::uint32_t e) { return (e & kInteriorBit) != 0; 
 class ReferenceGraph {
  public:
   // Scans the blocks `index` covers and the roots, with up to `workers` threads (0: all cores). The index
-  // is the session's one and must outlive the graph.
-  ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, unsigned workers = 0);
+  // is the session's one and must outlive the graph. With a runtime's object `headers`, a pointer just past
+  // a header is a pointer to the block's start, and the header's links are not scanned.
+  ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, unsigned workers = 0,
+                 const ObjectHeaders* headers = nullptr);
+  const ObjectHeaders* object_headers() const { return headers_; }
 
   std::size_t block_count() const { return block_count_; }
   std::size_t edge_count() const { return edge_count_; }
@@ -68,12 +72,15 @@ class ReferenceGraph {
   void for_each_root_pointer(const RootRange& root, Fn&& fn) const;
   // The edge to `target` that `word` makes: the block, marked interior when the word points past its start.
   std::uint32_t edge_to(BlockId target, std::uint64_t word) const {
-    return target | (word != index_.blocks()[target].address() ? kInteriorBit : 0u);
+    const Address start = index_.blocks()[target].address();
+    const bool to_object = headers_ && word == start + headers_->header_bytes && headers_->has(target);
+    return target | (word != start && !to_object ? kInteriorBit : 0u);
   }
 
   const Image& image_;
   const RootSet& roots_;
   const BlockIndex& index_;
+  const ObjectHeaders* headers_ = nullptr;
   std::size_t block_count_ = 0;
   std::size_t edge_count_ = 0;
   std::vector<Part> parts_;

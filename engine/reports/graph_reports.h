@@ -38,6 +38,10 @@ struct LeaksReport {
   // Modules whose file could not be used: blocks they type and globals they name stay unnamed (said
   // first: the verdicts do not depend on it, since their memory is scanned all the same).
   std::vector<std::string> modules_without_symbols;
+  // A runtime's object header recognised (runtime/object_headers.h): pointers just past it counted as
+  // pointers to the block ("CPython PyGC_Head (16 bytes before each GC-tracked object)"); empty when none.
+  std::string object_headers;
+  std::uint64_t object_header_blocks = 0;
   std::vector<std::string> warnings;
 };
 

@@ -96,11 +96,16 @@ const BlockIndex& Session::block_index() {
   return product(block_index_, "block index", [&] { return std::make_unique<BlockIndex>(heap()); });
 }
 
+const std::optional<ObjectHeaders>& Session::object_headers() {
+  return product(object_headers_, "object headers", [&] { return find_object_headers(*image_, heap()); });
+}
+
 const ReferenceGraph& Session::graph() {
   return product(graph_, "scan", [&] {
     const BlockIndex& index = block_index();
     const RootSet& r = roots();
-    return std::make_unique<ReferenceGraph>(*image_, index, r);
+    const std::optional<ObjectHeaders>& headers = object_headers();
+    return std::make_unique<ReferenceGraph>(*image_, index, r, 0, headers ? &*headers : nullptr);
   });
 }
 

@@ -85,6 +85,8 @@ class Session {
   const LibcThreads& libc_threads();      // the C library's thread descriptors, exited threads included
   const RootSet& roots();
   const BlockIndex& block_index();        // address → allocated block, for every product that needs one
+  // A runtime's fixed object headers (CPython's PyGC_Head), when the image runs one heapscope knows.
+  const std::optional<ObjectHeaders>& object_headers();
   const ReferenceGraph& graph();          // pointer scan of blocks and roots
   const LeakVerdicts& verdicts();
   const HeapVerification& verification(); // the allocator's checks of its own structures (`verify`)
@@ -148,6 +150,7 @@ class Session {
   Slot<LibcThreads> libc_threads_;
   Slot<RootSet> roots_;
   Slot<BlockIndex> block_index_;
+  Slot<std::optional<ObjectHeaders>> object_headers_;
   Slot<ReferenceGraph> graph_;
   Slot<LeakVerdicts> verdicts_;
   Slot<HeapVerification> verification_;

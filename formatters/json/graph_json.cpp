@@ -26,6 +26,9 @@ std::string render_json(const LeaksReport& r) {
                    {"possibly", total_json(r.possibly)}};
   out["partial"] = r.partial;
   out["modules_without_symbols"] = r.modules_without_symbols;
+  out["object_headers"] = r.object_headers.empty()
+                              ? nlohmann::ordered_json(nullptr)
+                              : nlohmann::ordered_json{{"layout", r.object_headers}, {"blocks", r.object_header_blocks}};
   return json::finish(std::move(out), r.warnings);
 }
 

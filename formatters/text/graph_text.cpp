@@ -28,6 +28,10 @@ std::string render_text(const LeaksReport& r) {
   if (r.possibly.blocks)
     out += fmt::format("Possibly leaked (reachable only through interior pointers): {} in {} blocks\n",
                        text::bytes(r.possibly.bytes), r.possibly.blocks);
+  if (!r.object_headers.empty())
+    out += fmt::format("Object headers recognised: {} in {} blocks; a pointer just past one counts as a pointer to "
+                       "its block, and the header's list links are not references\n",
+                       r.object_headers, r.object_header_blocks);
   text::append_warnings(out, r.warnings);
   return out;
 }

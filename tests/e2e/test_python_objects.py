@@ -1,0 +1,48 @@
+"""A CPython process (Debian's python3 with PYTHONMALLOC=malloc) holding a dict of a million lists: every
+GC-tracked object is referenced 16 bytes into its block (past its PyGC_Head) and linked into the GC's
+lists. With the header recognised (runtime/object_headers.h), the lists are not "possibly leaked", the
+GC's list links do not tie every object to every other, and the dict's table retains the heap."""
+
+import os
+import unittest
+
+from heapscope_e2e import cached_heapscope_json, capture_program, run_heapscope
+
+PYTHON = "/usr/bin/python3"
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "python_dict_of_lists.py")
+COUNT = 1_000_000
+
+
+@unittest.skipUnless(os.access(PYTHON, os.X_OK), "Debian's python3 is not installed")
+class PythonDictOfLists(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.core, _ = capture_program("python-dict-of-lists", PYTHON, extra_sources=(SCRIPT,),
+                                      env={"PYTHONMALLOC": "malloc"}, args=(SCRIPT, str(COUNT)))
+        cls.leaks = cached_heapscope_json("leaks", cls.core)
+
+    def test_the_header_is_recognised_and_named(self):
+        headers = self.leaks["object_headers"]
+        self.assertIsNotNone(headers)
+        self.assertIn("CPython PyGC_Head", headers["layout"])
+        self.assertGreaterEqual(headers["blocks"], COUNT, "every list is a GC-tracked object")
+        text = run_heapscope("leaks", self.core)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("Object headers recognised: CPython PyGC_Head", text.stdout)
+
+    def test_the_lists_are_not_possibly_leaked(self):
+        in_use = cached_heapscope_json("summary", self.core)
+        possibly = self.leaks["totals"]["possibly"]
+        self.assertLess(possibly["blocks"], COUNT // 100, possibly)
+        self.assertEqual(self.leaks["totals"]["blocks"], 0, "a live dict leaks nothing")
+        self.assertTrue(in_use)
+
+    def test_the_dict_retains_the_heap(self):
+        top = cached_heapscope_json("top", self.core, "-n", "1")
+        (largest,) = top["rows"]
+        self.assertGreaterEqual(largest["retained_percent"], 95.0, largest)
+        self.assertGreaterEqual(largest["retained_blocks"], 3 * COUNT, "the lists, their items and the keys")
+
+
+if __name__ == "__main__":
+    unittest.main()
