@@ -18,13 +18,17 @@ RetainerPath make_path(Session& s, const BlockNames& names, RetainedBytes& retai
                        const std::vector<BlockId>& toward) {
   RetainerPath p;
   p.root = root_ref(s, names, root, first);
+  Address site = p.root.address;  // the word pointing to the next step (0 for a register: not in memory)
   for (BlockId b = first;; b = toward[b]) {
     PathStep step;
     step.block = block_ref(s, names, b);
+    if (const auto word = site ? s.image().read_u64(site) : std::nullopt; word && *word > step.block.address)
+      step.into = *word - step.block.address;
     step.retained = retained(b);
     const BlockId next = toward[b];
     if (next != kNoBlock) step.offset = pointer_offset(s, b, next);
     if (step.offset) step.field = field_at(*names.dwarf, names.dwarf->of_block(names.types, b), *step.offset);
+    site = step.offset ? step.block.address + *step.offset : 0;
     p.steps.push_back(std::move(step));
     if (next == kNoBlock) break;
   }

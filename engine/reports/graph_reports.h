@@ -56,6 +56,7 @@ struct PathStep {
   std::optional<std::uint64_t> offset;  // where in this block the pointer to the next step sits
   std::string field;                    // DWARF: the field at that offset (".next", "[17]"), or empty
   std::uint64_t retained = 0;           // usable bytes this block alone keeps alive (dominator tree)
+  std::uint64_t into = 0;               // how far into this block the pointer reaching it points (0: its start)
 };
 
 struct RetainerPath {

@@ -26,6 +26,7 @@ inline ordered_json path(const RetainerPath& p) {
   ordered_json steps = ordered_json::array();
   for (const PathStep& s : p.steps) {
     ordered_json step = block(s.block);
+    step["into"] = s.into;
     if (s.offset) step["offset"] = *s.offset;
     step["field"] = s.field;
     step["retained"] = s.retained;

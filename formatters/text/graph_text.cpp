@@ -45,7 +45,8 @@ std::string render_text(const RetainersReport& r) {
     out += fmt::format("\nPath {} ({} step{}):\n  {}\n", i + 1, p.steps.size(), p.steps.size() == 1 ? "" : "s",
                        text::root_line(p.root));
     for (const PathStep& s : p.steps)
-      out += fmt::format("  → {}, retains {}{}\n", block_line(s.block), text::bytes(s.retained), text::pointer_place(s));
+      out += fmt::format("  → {}{}, retains {}{}\n", s.into ? fmt::format("+0x{:x} into ", s.into) : "", block_line(s.block),
+                         text::bytes(s.retained), text::pointer_place(s));
   }
   text::append_warnings(out, r.warnings);
   return out;
