@@ -294,6 +294,23 @@ const std::vector<Reg>& scanned_registers() {
   return regs;
 }
 
+std::vector<RegisterWord> register_words(const ThreadState& thread) {
+  std::vector<RegisterWord> words;
+  for (Reg reg : scanned_registers()) words.push_back({static_cast<Address>(reg), thread.reg(reg)});
+  for (int r = 0; r < VectorRegisters::kRegisters; ++r)
+    for (int lane = 0; lane < thread.vector.lanes_read; ++lane)
+      words.push_back({RegisterWord::kFirstVectorSlot + static_cast<Address>(r * VectorRegisters::kYmmLanes + lane),
+                       thread.vector.lanes[r][lane]});
+  return words;
+}
+
+std::string register_slot_name(Address slot) {
+  if (slot < RegisterWord::kFirstVectorSlot) return register_name(static_cast<Reg>(slot));
+  const Address lane_index = slot - RegisterWord::kFirstVectorSlot;
+  return vector_register_name(static_cast<int>(lane_index / VectorRegisters::kYmmLanes),
+                              static_cast<int>(lane_index % VectorRegisters::kYmmLanes));
+}
+
 RootSet collect_roots(const Image& image, const HeapModel& heap, const LibcThreads& threads,
                       LibcFinalizers finalizers) {
   RootSet roots;
@@ -339,7 +356,7 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
                           const std::vector<std::vector<Frame>>* frames) {
   switch (root.kind) {
     case RootKind::registers:
-      return fmt::format("register {}, {}", register_name(static_cast<Reg>(word)), thread_label(image, root.thread));
+      return fmt::format("register {}, {}", register_slot_name(word), thread_label(image, root.thread));
     case RootKind::stack:
       return describe_stack_word(image, root, word, frames);
     case RootKind::global: {

@@ -173,10 +173,10 @@ class HandleScan {
     const Image& image = s_.image();
     for (const RootRange& range : s_.roots().ranges) {
       if (range.kind == RootKind::registers) {
-        for (Reg reg : scanned_registers()) {
+        for (const RegisterWord& w : register_words(image.threads()[range.thread])) {
           HandleHolder holder;
-          note(holder, image.threads()[range.thread].reg(reg));
-          add_root_holder(std::move(holder), range, static_cast<Address>(reg), 0);
+          note(holder, w.value);
+          add_root_holder(std::move(holder), range, w.slot, 0);
         }
         continue;
       }

@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <cctype>
 #include <fstream>
+#include <cstring>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "elf/elf_file.h"
@@ -238,6 +241,52 @@ void LldbImage::mark_unreadable_core_bytes() {
                                     missing));
 }
 
+namespace {
+
+// The bytes of register `reg` (an SBValue of a register set), or nothing when LLDB cannot read them.
+std::optional<std::vector<std::uint8_t>> register_bytes(lldb::SBValue reg) {
+  lldb::SBData data = reg.GetData();
+  const std::size_t size = data.GetByteSize();
+  if (!data.IsValid() || size == 0) return std::nullopt;
+  std::vector<std::uint8_t> bytes(size);
+  lldb::SBError error;
+  if (data.ReadRawData(error, 0, bytes.data(), size) != size || error.Fail()) return std::nullopt;
+  return bytes;
+}
+
+// xmm0-15, or ymm0-15 when LLDB shows them (a target with AVX): LLDB lists xmm in its floating point set
+// and ymm in its AVX set, each a vector value whose bytes are the register's.
+VectorRegisters vector_registers(lldb::SBFrame frame) {
+  std::map<std::string, std::vector<std::uint8_t>> found;
+  lldb::SBValueList sets = frame.GetRegisters();
+  for (std::uint32_t s = 0; s < sets.GetSize(); ++s) {
+    lldb::SBValue set = sets.GetValueAtIndex(s);
+    for (std::uint32_t i = 0; i < set.GetNumChildren(); ++i) {
+      lldb::SBValue reg = set.GetChildAtIndex(i);
+      const std::string_view name = reg.GetName() ? reg.GetName() : "";
+      if (!name.starts_with("xmm") && !name.starts_with("ymm")) continue;
+      if (auto bytes = register_bytes(reg)) found.emplace(name, std::move(*bytes));
+    }
+  }
+  VectorRegisters out;
+  for (const auto& [prefix, lanes] : {std::pair{"ymm", VectorRegisters::kYmmLanes}, {"xmm", VectorRegisters::kXmmLanes}}) {
+    bool all = true;
+    for (int r = 0; r < VectorRegisters::kRegisters && all; ++r) {
+      const auto it = found.find(fmt::format("{}{}", prefix, r));
+      all = it != found.end() && it->second.size() >= 8u * static_cast<std::size_t>(lanes);
+      if (all) std::memcpy(out.lanes[r].data(), it->second.data(), 8u * static_cast<std::size_t>(lanes));
+    }
+    if (all) {
+      out.lanes_read = lanes;
+      return out;
+    }
+    out = VectorRegisters{};
+  }
+  return out;
+}
+
+}  // namespace
+
 void LldbImage::read_threads() {
   const std::uint32_t count = process_.GetNumThreads();
   for (std::uint32_t t = 0; t < count; ++t) {
@@ -252,6 +301,7 @@ void LldbImage::read_threads() {
     if (values.find("rip") == values.end())
       warnings_.push_back(fmt::format("LLDB shows no registers of thread tid {}", state.tid));
     thread_pointer_known_.push_back(values.count("fs_base") > 0);
+    state.vector = vector_registers(thread.GetFrameAtIndex(0));
     threads_.push_back(std::move(state));
   }
 }

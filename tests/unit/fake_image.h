@@ -60,6 +60,8 @@ class FakeImage : public Image {
     threads_.push_back(t);
   }
 
+  ThreadState& thread_state(std::size_t index) { return threads_.at(index); }
+
   const std::vector<MemoryRegion>& regions() const override { return regions_; }
   const std::vector<ThreadState>& threads() const override { return threads_; }
   const std::vector<Module>& modules() const override { return modules_; }
