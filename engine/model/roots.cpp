@@ -61,14 +61,27 @@ void add_thread_roots(const Image& image, std::vector<RootRange>& out, Ranges& c
       s.anchor = t.sp();
       s.start = std::max(stack->start, (t.sp() - kRedZone) & ~Address{7});
       s.end = stack->end;
-      out.push_back(s);
+      // A pthread's static TLS and descriptor sit at the top of its stack mapping, above its frames: they
+      // are TLS, not the outermost frame's stack.
+      const Address tp = t.fs_base();
+      const bool tls_on_stack = tp > s.start && tp < stack->end;
+      if (tls_on_stack) s.end = std::max(s.start, static_tls_start(image, tp, stack->start));
+      if (s.start < s.end) out.push_back(s);
+      if (tls_on_stack) {
+        RootRange tls;
+        tls.kind = RootKind::tls;
+        tls.thread = i;
+        tls.start = s.end;
+        tls.end = stack->end;
+        out.push_back(tls);
+      }
       claimed.push_back({stack->start, stack->end});
     }
   }
 }
 
 // The main thread's TLS and TCB live in memory ld.so allocated; other threads' sit at the top of their
-// stacks (already scanned). Scanning the mapping around fs_base covers both without knowing glibc's
+// stacks (add_thread_roots splits them off). Scanning the mapping around fs_base covers both without knowing glibc's
 // static TLS size.
 void add_tls_roots(const Image& image, std::vector<RootRange>& out, Ranges& claimed, const Ranges& heap) {
   const auto& threads = image.threads();

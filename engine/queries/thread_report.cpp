@@ -8,28 +8,11 @@
 #include "queries/block_refs.h"
 #include "queries/retention_paths.h"
 #include "image/word_scan.h"
+#include "runtime/static_tls.h"
 
 namespace heapscope {
 
 namespace {
-
-// A pthread's static TLS and descriptor sit at the top of its stack mapping, so the root scan sees them as
-// part of its stack. The DTV (tcbhead_t.dtv at tp+8, its length at dtv[-1], entries {val, to_free}) gives
-// where each module's static TLS block starts (to_free is null for those): the lowest such start inside
-// the mapping is where TLS begins; without one, the descriptor at the thread pointer is.
-Address static_tls_start(const Image& image, Address tp, Address mapping_start) {
-  constexpr std::uint64_t kMaxModules = 1 << 16;
-  Address lowest = tp;
-  const auto dtv = image.read_u64(tp + 8);
-  const auto length = dtv && *dtv ? image.read_u64(*dtv - 16) : std::nullopt;
-  if (!length || *length > kMaxModules) return lowest;
-  for (std::uint64_t modid = 1; modid <= *length; ++modid) {
-    const auto val = image.read_u64(*dtv + 16 * modid);
-    const auto to_free = image.read_u64(*dtv + 16 * modid + 8);
-    if (val && to_free && *to_free == 0 && *val >= mapping_start && *val < lowest) lowest = *val & ~Address{7};
-  }
-  return lowest;
-}
 
 // The blocks the words of [start, end) point to.
 std::unordered_set<BlockId> targets_of(Session& s, Address start, Address end) {
