@@ -1,0 +1,185 @@
+"""Roots heapscope once missed or mislabelled (issue 17), on the missed_roots leak fixture
+(tests/fixtures/leaks/missed_roots.c):
+
+- a block whose only pointer is in a worker's xmm0 (and, with AVX, one only in the upper half of its ymm1)
+  is reachable, and `retainers` names the register: in a gdb core, attached with `heapscope attach`, in
+  LLDB attached to the process and in GDB attached to it (the vector registers come from NT_PRFPREG /
+  NT_X86_XSTATE, PTRACE_GETREGSET, LLDB's register sets and GDB's registers through the C API);
+- a block held only by a worker's __thread variable is held by that thread's static TLS in `retainers`,
+  `roots` and `threads`, not by a frame of its stack (glibc puts static TLS at the top of the stack
+  mapping, above the outermost frame, __clone3);
+- a lost 1 MiB mmapped block whose mapping mprotect split in pieces (a read-only page, a PROT_NONE guard
+  page) is found: it is a direct leak and the blocks only it points to are indirect leaks, with no
+  disagreement with mp_'s count of mmapped chunks.
+"""
+
+import os
+import re
+import unittest
+
+from heapscope_e2e import cached_heapscope_json, heapscope_json, run_heapscope, work_dir
+from lldb_session import LiveScenario, parked_fixture, require_lldb_and_gdb
+from test_gdb import between_markers, json_between_markers, run_gdb
+from test_leaks import capture_leak_fixture, leak_fixture_path, parse_leak_ledger
+
+FIXTURE = "missed_roots"
+XMM_BLOCK_SIZE = 1240
+YMM_BLOCK_SIZE = 1352
+TLS_BLOCK_SIZE = 1464
+SPLIT_BLOCK_SIZE = (1 << 20) + 8
+
+
+def designed_block(expectations, ledger, size):
+    """The address of the fixture's block of `size` requested bytes, or None when it made none."""
+    sizes = {a.address: a.size for a in ledger.live}
+    found = [e.address for e in expectations if sizes.get(e.address) == size]
+    if len(found) > 1:
+        raise AssertionError(f"{len(found)} blocks of {size} bytes; the fixture makes at most one")
+    return found[0] if found else None
+
+
+def root_labels(retainers_report):
+    return [path["root"]["label"] for path in retainers_report["paths"]]
+
+
+def register_label(register, thread_tid):
+    return re.compile(rf"^register {register}, thread \d+ \(tid {thread_tid}\)$")
+
+
+class RegisterChecks:
+    """What every frontend must say of the blocks held only in vector registers. Subclasses set
+    expectations, ledger and retainers(address) -> the retainers JSON report."""
+
+    def vector_blocks(self):
+        blocks = [("xmm0", designed_block(self.expectations, self.ledger, XMM_BLOCK_SIZE))]
+        ymm = designed_block(self.expectations, self.ledger, YMM_BLOCK_SIZE)
+        if ymm is not None:  # the fixture ran on a CPU with AVX
+            blocks.append(("ymm1", ymm))
+        return blocks
+
+    def test_a_pointer_only_in_a_vector_register_keeps_its_block_and_is_named(self):
+        tid = self.ledger.properties["vector_thread_tid"]
+        for register, address in self.vector_blocks():
+            with self.subTest(register=register):
+                report = self.retainers(address)
+                self.assertEqual(report["verdict"], "reachable")
+                labels = root_labels(report)
+                self.assertTrue(any(register_label(register, tid).match(label) for label in labels), labels)
+                self.assertEqual({path["root"]["kind"] for path in report["paths"]}, {"register"})
+
+
+class OnACore(RegisterChecks, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        capture = capture_leak_fixture(FIXTURE)
+        cls.core, cls.ledger, cls.expectations = capture.core, capture.ledger, capture.expectations
+
+    def retainers(self, address):
+        return cached_heapscope_json("retainers", self.core, hex(address), "--paths", "8")
+
+    def leaked(self):
+        return {b["address"]: b for b in cached_heapscope_json("blocks", self.core, "--state", "leaked")["blocks"]}
+
+    def test_the_capture_holds_vector_registers_of_every_thread(self):
+        warnings = cached_heapscope_json("summary", self.core)["warnings"]
+        self.assertEqual([w for w in warnings if "vector register" in w], [])
+
+    def test_every_designed_block_gets_its_verdict(self):
+        leaked = self.leaked()
+        for e in self.expectations:
+            with self.subTest(address=hex(e.address), tag=e.tag):
+                self.assertEqual(e.address in leaked, e.verdict == "leaked")
+
+    def test_static_tls_of_a_worker_is_labelled_tls(self):
+        tls_block = designed_block(self.expectations, self.ledger, TLS_BLOCK_SIZE)
+        tid = self.ledger.properties["tls_thread_tid"]
+        report = self.retainers(tls_block)
+        self.assertEqual(report["verdict"], "reachable")
+        self.assertEqual([path["root"]["kind"] for path in report["paths"]], ["tls"])
+        label = root_labels(report)[0]
+        self.assertRegex(label, rf"^static TLS of thread \d+ \(tid {tid}\): t_anchor in {FIXTURE}$")
+
+    def test_roots_and_threads_count_a_workers_static_tls_as_tls(self):
+        tid = self.ledger.properties["tls_thread_tid"]
+        roots = cached_heapscope_json("roots", self.core, "-n", "0")
+        held = [r for r in roots["roots"] if r["tid"] == tid and r["retained_bytes"] >= TLS_BLOCK_SIZE]
+        self.assertEqual([r["kind"] for r in held], ["tls"], held)
+        self.assertNotIn("__clone3", " ".join(r["label"] for r in held))
+        thread = next(t for t in cached_heapscope_json("threads", self.core)["threads"] if t["tid"] == tid)
+        self.assertGreaterEqual(thread["tls_retained_bytes"], TLS_BLOCK_SIZE)
+        self.assertLess(thread["stack_retained_bytes"], TLS_BLOCK_SIZE)
+
+    def test_a_split_mmapped_block_is_found_and_its_leaks_too(self):
+        split = designed_block(self.expectations, self.ledger, SPLIT_BLOCK_SIZE)
+        leaked = self.leaked()
+        self.assertIn(split, leaked)
+        self.assertEqual(leaked[split]["state"], "mmapped")
+        children = [e.address for e in self.expectations if e.tag == "list-node"]
+        self.assertEqual(len(children), 3)
+        leaks = cached_heapscope_json("leaks", self.core)
+        self.assertFalse(leaks["partial"])
+        self.assertEqual([w for w in leaks["warnings"] if "mmapped chunks" in w], [])
+        verdicts = {b["address"]: b["verdict"] for b in leaked.values()}
+        self.assertEqual(verdicts[split], "direct")
+        self.assertEqual([verdicts.get(c) for c in children], ["indirect"] * 3)
+
+
+class AttachedWithTheCli(RegisterChecks, unittest.TestCase):
+    """The fixture running, parked, analysed with `heapscope attach` (registers through ptrace)."""
+
+    @classmethod
+    def setUpClass(cls):
+        ledger_file = os.path.join(work_dir(), f"{FIXTURE}-attach.ledger")
+        cls.reports = {}
+        with parked_fixture(leak_fixture_path(FIXTURE), ledger_file, FIXTURE) as process:
+            cls.ledger, cls.expectations = parse_leak_ledger(ledger_file)
+            for size in (XMM_BLOCK_SIZE, YMM_BLOCK_SIZE):
+                address = designed_block(cls.expectations, cls.ledger, size)
+                if address is not None:
+                    cls.reports[address] = heapscope_json("attach", process.pid, "retainers", hex(address),
+                                                          "--paths", "8")
+
+    def retainers(self, address):
+        return self.reports[address]
+
+
+class InLldb(RegisterChecks, unittest.TestCase):
+    """LLDB attached to the parked fixture (registers from its register sets)."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_lldb_and_gdb()
+        def commands(ledger_file):
+            cls.ledger, cls.expectations = parse_leak_ledger(ledger_file)
+            cls.addresses = [a for a in (designed_block(cls.expectations, cls.ledger, size)
+                                         for size in (XMM_BLOCK_SIZE, YMM_BLOCK_SIZE)) if a is not None]
+            return [f"heap retainers {address:#x} --paths 8 --json" for address in cls.addresses]
+
+        cls.lldb = LiveScenario("lldb-missed-roots", leak_fixture_path(FIXTURE), commands).lldb
+
+    def retainers(self, address):
+        return self.lldb.json_of(f"heap retainers {address:#x} --paths 8 --json")
+
+
+class InGdb(RegisterChecks, unittest.TestCase):
+    """GDB attached to the parked fixture (registers through the C API's hs_vector_registers)."""
+
+    @classmethod
+    def setUpClass(cls):
+        ledger_file = os.path.join(work_dir(), f"{FIXTURE}-gdb.ledger")
+        with parked_fixture(leak_fixture_path(FIXTURE), ledger_file, FIXTURE) as process:
+            cls.ledger, cls.expectations = parse_leak_ledger(ledger_file)
+            commands = []
+            for size in (XMM_BLOCK_SIZE, YMM_BLOCK_SIZE):
+                address = designed_block(cls.expectations, cls.ledger, size)
+                if address is not None:
+                    commands += [f"echo @@{address:x}-begin\\n", f"heap retainers {address:#x} --paths 8 --json",
+                                 f"echo @@{address:x}-end\\n"]
+            cls.gdb = run_gdb(commands + ["detach"], "-p", str(process.pid))
+
+    def retainers(self, address):
+        return json_between_markers(self.gdb, f"{address:x}")
+
+
+if __name__ == "__main__":
+    unittest.main()
