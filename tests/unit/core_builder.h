@@ -170,8 +170,9 @@ class CoreBuilder {
   // NT_PRFPREG of the thread added last, written right after its NT_PRSTATUS as the kernel and gdb do:
   // an FXSAVE area (struct user_fpregs_struct) holding `xmm`. `size` other than 512: a wrong-size note.
   CoreBuilder& fxsave_note(const VectorHalves& xmm, std::size_t size = 512) {
-    std::vector<std::byte> desc(size);
+    std::vector<std::byte> desc(std::max<std::size_t>(size, 512));
     store_halves(desc, 160, xmm);
+    desc.resize(size);
     thread_notes_.back().push_back({NT_PRFPREG, "CORE", std::move(desc)});
     return *this;
   }
