@@ -10,14 +10,15 @@
   mapping, above the outermost frame, __clone3);
 - a lost 1 MiB mmapped block whose mapping mprotect split in pieces (a read-only page, a PROT_NONE guard
   page) is found: it is a direct leak and the blocks only it points to are indirect leaks, with no
-  disagreement with mp_'s count of mmapped chunks.
+  disagreement with mp_'s count of mmapped chunks; with a piece of it unmapped instead, it cannot be found,
+  and `leaks` says that its result is partial and why.
 """
 
 import os
 import re
 import unittest
 
-from heapscope_e2e import cached_heapscope_json, heapscope_json, run_heapscope, work_dir
+from heapscope_e2e import cached_heapscope_json, capture_program, heapscope_json, run_heapscope, work_dir
 from lldb_session import LiveScenario, parked_fixture, require_lldb_and_gdb
 from test_gdb import between_markers, json_between_markers, run_gdb
 from test_leaks import capture_leak_fixture, leak_fixture_path, parse_leak_ledger
@@ -122,6 +123,35 @@ class OnACore(RegisterChecks, unittest.TestCase):
         verdicts = {b["address"]: b["verdict"] for b in leaked.values()}
         self.assertEqual(verdicts[split], "direct")
         self.assertEqual([verdicts.get(c) for c in children], ["indirect"] * 3)
+
+
+class WithPartOfTheBlockUnmapped(unittest.TestCase):
+    """missed_roots --unmap-tail: the mmapped block's last page unmapped, so no run of mappings holds the
+    chunk its header describes. It is not found, and the result must say it is partial and why."""
+
+    @classmethod
+    def setUpClass(cls):
+        core, ledger_file = capture_program(f"leaks-{FIXTURE}-unmap-tail", leak_fixture_path(FIXTURE),
+                                            args=("--unmap-tail",))
+        cls.core = core
+        cls.ledger, cls.expectations = parse_leak_ledger(ledger_file)
+
+    def test_leaks_are_partial_and_say_why(self):
+        leaks = heapscope_json("leaks", self.core)
+        self.assertTrue(leaks["partial"])
+        self.assertTrue(leaks["warnings"][0].startswith("partial result: "), leaks["warnings"])
+        mmapped = [w for w in leaks["warnings"] if w.startswith("mmapped chunks: found 0 (0 bytes) but mp_ counts 1 ")]
+        self.assertEqual(len(mmapped), 1, leaks["warnings"])
+        self.assertIn("missing from leak reports", mmapped[0])
+        text = run_heapscope("leaks", self.core)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("partial result", text.stdout + text.stderr)
+
+    def test_the_block_is_no_block_and_its_memory_anonymous(self):
+        split = designed_block(self.expectations, self.ledger, SPLIT_BLOCK_SIZE)
+        report = run_heapscope("retainers", self.core, hex(split + 64))
+        self.assertNotEqual(report.returncode, 0)
+        self.assertIn("not in any heap block", report.stderr)
 
 
 class AttachedWithTheCli(RegisterChecks, unittest.TestCase):
