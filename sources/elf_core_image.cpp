@@ -179,11 +179,12 @@ class ElfCoreImage::Builder {
   }
 
   void read_note(const ElfNote& note) {
-    if (note.name == "LINUX" && note.type == NT_X86_XSTATE) return read_vector_note(note.desc, "NT_X86_XSTATE");
+    if (note.name == "LINUX" && note.type == NT_X86_XSTATE)
+      return read_vector_note(note.desc, "NT_X86_XSTATE", decode_xsave);
     if (note.name != "CORE") return;
     switch (note.type) {
       case NT_PRSTATUS: read_prstatus(note.desc); break;
-      case NT_PRFPREG: read_vector_note(note.desc, "NT_PRFPREG"); break;
+      case NT_PRFPREG: read_vector_note(note.desc, "NT_PRFPREG", decode_fxsave); break;
       case NT_PRPSINFO: read_prpsinfo(note.desc); break;
       case NT_AUXV: read_auxv(note.desc); break;
       case NT_FILE: read_nt_file(note.desc); break;
@@ -207,13 +208,13 @@ class ElfCoreImage::Builder {
 
   // A thread's SSE/AVX registers follow its NT_PRSTATUS: NT_PRFPREG (the FXSAVE area: xmm0-15) and
   // NT_X86_XSTATE (the XSAVE area: ymm0-15 too). The one with more lanes wins, whatever their order.
-  void read_vector_note(std::span<const std::byte> desc, const char* note_name) {
+  using VectorDecoder = bool (*)(std::span<const std::byte>, VectorRegisters&, std::string*);
+  void read_vector_note(std::span<const std::byte> desc, const char* note_name, VectorDecoder decode) {
     if (!vector_notes_owner_) return;  // its thread was skipped (or the note comes before any thread)
     ThreadState& thread = img_.threads_.back();
     VectorRegisters decoded;
     std::string problem;
-    const bool any = note_name == std::string_view("NT_PRFPREG") ? decode_fxsave(desc, decoded, &problem)
-                                                                  : decode_xsave(desc, decoded, &problem);
+    const bool any = decode(desc, decoded, &problem);
     if (!problem.empty())
       warn(fmt::format("the vector register note ({}) of thread tid {} is damaged: {}{}", note_name, thread.tid,
                        problem, any ? "" : "; pointers held only in its vector registers are not seen"));

@@ -3,8 +3,9 @@
 
 - a block whose only pointer is in a worker's xmm0 (and, with AVX, one only in the upper half of its ymm1)
   is reachable, and `retainers` names the register: in a gdb core, attached with `heapscope attach`, in
-  LLDB attached to the process and in GDB attached to it (the vector registers come from NT_PRFPREG /
-  NT_X86_XSTATE, PTRACE_GETREGSET, LLDB's register sets and GDB's registers through the C API);
+  LLDB attached to the process, in GDB attached to it and through the C API without a debugger (the
+  vector registers come from NT_PRFPREG / NT_X86_XSTATE, PTRACE_GETREGSET, LLDB's register sets, and
+  GDB's registers or ptrace through hs_open_live_with_vector_registers);
 - a block held only by a worker's __thread variable is held by that thread's static TLS in `retainers`,
   `roots` and `threads`, not by a frame of its stack (glibc puts static TLS at the top of the stack
   mapping, above the outermost frame, __clone3);
@@ -20,7 +21,8 @@ import unittest
 
 from heapscope_e2e import cached_heapscope_json, capture_program, heapscope_json, run_heapscope, work_dir
 from lldb_session import LiveScenario, parked_fixture, require_lldb_and_gdb
-from test_gdb import between_markers, json_between_markers, run_gdb
+from test_capi import driver_json
+from test_gdb import json_between_markers, run_gdb
 from test_leaks import capture_leak_fixture, leak_fixture_path, parse_leak_ledger
 
 FIXTURE = "missed_roots"
@@ -168,6 +170,27 @@ class AttachedWithTheCli(RegisterChecks, unittest.TestCase):
                 if address is not None:
                     cls.reports[address] = heapscope_json("attach", process.pid, "retainers", hex(address),
                                                           "--paths", "8")
+
+    def retainers(self, address):
+        return self.reports[address]
+
+
+class ThroughTheCApi(RegisterChecks, unittest.TestCase):
+    """tests/capi/capi_driver stopping the parked fixture with ptrace and handing each thread's vector
+    registers to hs_open_live_with_vector_registers, as a debugger frontend does (also where no debugger
+    can host the library: the sanitizer build)."""
+
+    @classmethod
+    def setUpClass(cls):
+        ledger_file = os.path.join(work_dir(), f"{FIXTURE}-capi.ledger")
+        cls.reports = {}
+        with parked_fixture(leak_fixture_path(FIXTURE), ledger_file, FIXTURE) as process:
+            cls.ledger, cls.expectations = parse_leak_ledger(ledger_file)
+            for size in (XMM_BLOCK_SIZE, YMM_BLOCK_SIZE):
+                address = designed_block(cls.expectations, cls.ledger, size)
+                if address is not None:
+                    cls.reports[address] = driver_json("live-vectors", process.pid, "retainers", hex(address),
+                                                       "--paths", "8")
 
     def retainers(self, address):
         return self.reports[address]
