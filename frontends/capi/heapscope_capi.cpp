@@ -248,7 +248,9 @@ hs_session* hs_open_core(const char* core, const char* exe_or_null, const char* 
 static_assert(HS_VECTOR_REGISTER_COUNT == VectorRegisters::kRegisters && HS_VECTOR_LANES == VectorRegisters::kYmmLanes);
 
 static bool copy_vector_registers(const hs_vector_registers& in, VectorRegisters& out, std::string* problem) {
-  if (in.lanes_read != 0 && in.lanes_read != VectorRegisters::kXmmLanes && in.lanes_read != VectorRegisters::kYmmLanes) {
+  const bool known = in.lanes_read == 0 || in.lanes_read == static_cast<std::uint32_t>(VectorRegisters::kXmmLanes) ||
+                     in.lanes_read == static_cast<std::uint32_t>(VectorRegisters::kYmmLanes);
+  if (!known) {
     *problem = fmt::format("hs_vector_registers.lanes_read is {}; it must be 0, 2 or 4", in.lanes_read);
     return false;
   }

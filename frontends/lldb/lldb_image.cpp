@@ -254,10 +254,11 @@ std::optional<std::vector<std::uint8_t>> register_bytes(lldb::SBValue reg) {
   return bytes;
 }
 
-// xmm0-15, or ymm0-15 when LLDB shows them (a target with AVX): LLDB lists xmm in its floating point set
-// and ymm in its AVX set, each a vector value whose bytes are the register's.
-VectorRegisters vector_registers(lldb::SBFrame frame) {
-  std::map<std::string, std::vector<std::uint8_t>> found;
+using RegisterBytes = std::map<std::string, std::vector<std::uint8_t>, std::less<>>;
+
+// The xmm and ymm registers of the frame's register sets, by name, as bytes.
+RegisterBytes vector_register_bytes(lldb::SBFrame frame) {
+  RegisterBytes found;
   lldb::SBValueList sets = frame.GetRegisters();
   for (std::uint32_t s = 0; s < sets.GetSize(); ++s) {
     lldb::SBValue set = sets.GetValueAtIndex(s);
@@ -268,21 +269,30 @@ VectorRegisters vector_registers(lldb::SBFrame frame) {
       if (auto bytes = register_bytes(reg)) found.emplace(name, std::move(*bytes));
     }
   }
-  VectorRegisters out;
-  for (const auto& [prefix, lanes] : {std::pair{"ymm", VectorRegisters::kYmmLanes}, {"xmm", VectorRegisters::kXmmLanes}}) {
-    bool all = true;
-    for (int r = 0; r < VectorRegisters::kRegisters && all; ++r) {
-      const auto it = found.find(fmt::format("{}{}", prefix, r));
-      all = it != found.end() && it->second.size() >= 8u * static_cast<std::size_t>(lanes);
-      if (all) std::memcpy(out.lanes[r].data(), it->second.data(), 8u * static_cast<std::size_t>(lanes));
-    }
-    if (all) {
-      out.lanes_read = lanes;
-      return out;
-    }
-    out = VectorRegisters{};
+  return found;
+}
+
+// Registers `prefix`0-15 (each `lanes` 8-byte lanes) into `out`; false when LLDB lacks any of them.
+bool take_vector_lanes(const RegisterBytes& found, const char* prefix, int lanes, VectorRegisters& out) {
+  const std::size_t bytes = 8u * static_cast<std::size_t>(lanes);
+  for (int r = 0; r < VectorRegisters::kRegisters; ++r) {
+    const auto it = found.find(fmt::format("{}{}", prefix, r));
+    if (it == found.end() || it->second.size() < bytes) return false;
+    std::memcpy(out.lanes[r].data(), it->second.data(), bytes);
   }
-  return out;
+  out.lanes_read = lanes;
+  return true;
+}
+
+// ymm0-15 when LLDB shows them (a target with AVX: its AVX register set), else xmm0-15 (its floating
+// point set), else none.
+VectorRegisters vector_registers(lldb::SBFrame frame) {
+  const RegisterBytes found = vector_register_bytes(frame);
+  VectorRegisters out;
+  if (take_vector_lanes(found, "ymm", VectorRegisters::kYmmLanes, out)) return out;
+  out = VectorRegisters{};
+  if (take_vector_lanes(found, "xmm", VectorRegisters::kXmmLanes, out)) return out;
+  return VectorRegisters{};
 }
 
 }  // namespace

@@ -294,7 +294,8 @@ TEST_CASE("ElfCoreImage: wrong-size vector register notes give warnings, not reg
   CHECK(any_warning_contains(*image, "(NT_PRFPREG) of thread tid 1 is damaged: the FXSAVE area is 100 bytes"));
   CHECK(image->threads()[1].vector.lanes_read == VectorRegisters::kXmmLanes);
   check_vector_lanes(image->threads()[1], xmm, 0);
-  CHECK(any_warning_contains(*image, "(NT_X86_XSTATE) of thread tid 2 is damaged: the XSAVE area is 600 bytes, too short for the AVX state"));
+  CHECK(any_warning_contains(
+      *image, "(NT_X86_XSTATE) of thread tid 2 is damaged: the XSAVE area is 600 bytes, too short for the AVX state"));
   CHECK(image->threads()[2].vector.lanes_read == 0);
   CHECK(any_warning_contains(*image, "(NT_X86_XSTATE) of thread tid 3 is damaged: the XSAVE area is 300 bytes"));
 }
