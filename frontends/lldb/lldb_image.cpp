@@ -256,7 +256,8 @@ std::optional<std::vector<std::uint8_t>> register_bytes(lldb::SBValue reg) {
 
 using RegisterBytes = std::map<std::string, std::vector<std::uint8_t>, std::less<>>;
 
-// The xmm and ymm registers of the frame's register sets, by name, as bytes.
+// The xmm and ymm registers of the frame's register sets, by name, as bytes (none for one LLDB lists but
+// cannot read).
 RegisterBytes vector_register_bytes(lldb::SBFrame frame) {
   RegisterBytes found;
   lldb::SBValueList sets = frame.GetRegisters();
@@ -266,7 +267,7 @@ RegisterBytes vector_register_bytes(lldb::SBFrame frame) {
       lldb::SBValue reg = set.GetChildAtIndex(i);
       const std::string_view name = reg.GetName() ? reg.GetName() : "";
       if (!name.starts_with("xmm") && !name.starts_with("ymm")) continue;
-      if (auto bytes = register_bytes(reg)) found.emplace(name, std::move(*bytes));
+      found.emplace(name, register_bytes(reg).value_or(std::vector<std::uint8_t>{}));
     }
   }
   return found;
@@ -285,11 +286,13 @@ bool take_vector_lanes(const RegisterBytes& found, const char* prefix, int lanes
 }
 
 // ymm0-15 when LLDB shows them (a target with AVX: its AVX register set), else xmm0-15 (its floating
-// point set), else none.
-VectorRegisters vector_registers(lldb::SBFrame frame) {
+// point set), else none. `ymm_unavailable`: LLDB lists ymm registers it cannot read (LLDB 16 on a core
+// reads no AVX state from its NT_X86_XSTATE notes).
+VectorRegisters vector_registers(lldb::SBFrame frame, bool* ymm_unavailable) {
   const RegisterBytes found = vector_register_bytes(frame);
   VectorRegisters out;
   if (take_vector_lanes(found, "ymm", VectorRegisters::kYmmLanes, out)) return out;
+  *ymm_unavailable = found.contains("ymm0");
   out = VectorRegisters{};
   if (take_vector_lanes(found, "xmm", VectorRegisters::kXmmLanes, out)) return out;
   return VectorRegisters{};
@@ -299,6 +302,7 @@ VectorRegisters vector_registers(lldb::SBFrame frame) {
 
 void LldbImage::read_threads() {
   const std::uint32_t count = process_.GetNumThreads();
+  bool ymm_unavailable = false;
   for (std::uint32_t t = 0; t < count; ++t) {
     lldb::SBThread thread = process_.GetThreadAtIndex(t);
     if (!thread.IsValid()) continue;
@@ -311,9 +315,13 @@ void LldbImage::read_threads() {
     if (values.find("rip") == values.end())
       warnings_.push_back(fmt::format("LLDB shows no registers of thread tid {}", state.tid));
     thread_pointer_known_.push_back(values.count("fs_base") > 0);
-    state.vector = vector_registers(thread.GetFrameAtIndex(0));
+    state.vector = vector_registers(thread.GetFrameAtIndex(0), &ymm_unavailable);
     threads_.push_back(std::move(state));
   }
+  if (ymm_unavailable)
+    warnings_.push_back("LLDB cannot read the ymm registers of this process (LLDB 16 reads no AVX state from a "
+                        "core): only xmm0-15 are scanned, so a pointer held only in the upper half of a ymm "
+                        "register is not seen");
 }
 
 void LldbImage::read_modules() {

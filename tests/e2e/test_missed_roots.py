@@ -2,8 +2,8 @@
 (tests/fixtures/leaks/missed_roots.c):
 
 - a block whose only pointer is in a worker's xmm0 (and, with AVX, one only in the upper half of its ymm1)
-  is reachable, and `retainers` names the register: in a gdb core, attached with `heapscope attach`, in
-  LLDB attached to the process, in GDB attached to it and through the C API without a debugger (the
+  is reachable, and `retainers` names the register: in a gdb core (with the CLI and in LLDB), attached
+  with `heapscope attach`, in LLDB attached to the process, in GDB attached to it and through the C API without a debugger (the
   vector registers come from NT_PRFPREG / NT_X86_XSTATE, PTRACE_GETREGSET, LLDB's register sets, and
   GDB's registers or ptrace through hs_open_live_with_vector_registers);
 - a block held only by a worker's __thread variable is held by that thread's static TLS in `retainers`,
@@ -20,7 +20,7 @@ import re
 import unittest
 
 from heapscope_e2e import cached_heapscope_json, capture_program, heapscope_json, run_heapscope, work_dir
-from lldb_session import LiveScenario, parked_fixture, require_lldb_and_gdb
+from lldb_session import LiveScenario, parked_fixture, require_lldb_and_gdb, run_lldb
 from test_capi import driver_json
 from test_gdb import json_between_markers, run_gdb
 from test_leaks import capture_leak_fixture, leak_fixture_path, parse_leak_ledger
@@ -53,10 +53,12 @@ class RegisterChecks:
     """What every frontend must say of the blocks held only in vector registers. Subclasses set
     expectations, ledger and retainers(address) -> the retainers JSON report."""
 
+    reads_ymm = True  # whether the frontend can read the upper halves of ymm registers
+
     def vector_blocks(self):
         blocks = [("xmm0", designed_block(self.expectations, self.ledger, XMM_BLOCK_SIZE))]
         ymm = designed_block(self.expectations, self.ledger, YMM_BLOCK_SIZE)
-        if ymm is not None:  # the fixture ran on a CPU with AVX
+        if ymm is not None and self.reads_ymm:  # the fixture ran on a CPU with AVX
             blocks.append(("ymm1", ymm))
         return blocks
 
@@ -212,6 +214,33 @@ class InLldb(RegisterChecks, unittest.TestCase):
 
     def retainers(self, address):
         return self.lldb.json_of(f"heap retainers {address:#x} --paths 8 --json")
+
+
+class InLldbOnTheCore(RegisterChecks, unittest.TestCase):
+    """LLDB on the fixture's gdb core (registers from the vector register sets LLDB reads from its notes).
+    LLDB 16 reads a core's xmm registers but not the upper halves of its ymm registers: the plugin says so."""
+
+    reads_ymm = False
+
+    @classmethod
+    def setUpClass(cls):
+        require_lldb_and_gdb()
+        capture = capture_leak_fixture(FIXTURE)
+        cls.ledger, cls.expectations = capture.ledger, capture.expectations
+        commands = [f"target create {capture.executable} --core {capture.core}"]
+        for size in (XMM_BLOCK_SIZE, YMM_BLOCK_SIZE):
+            address = designed_block(cls.expectations, cls.ledger, size)
+            if address is not None:
+                commands.append(f"heap retainers {address:#x} --paths 8 --json")
+        cls.lldb = run_lldb(commands)
+
+    def retainers(self, address):
+        return self.lldb.json_of(f"heap retainers {address:#x} --paths 8 --json")
+
+    def test_the_unread_ymm_halves_are_named_in_a_warning(self):
+        address = designed_block(self.expectations, self.ledger, XMM_BLOCK_SIZE)
+        warnings = self.retainers(address)["warnings"]
+        self.assertEqual(len([w for w in warnings if "LLDB cannot read the ymm registers" in w]), 1, warnings)
 
 
 class InGdb(RegisterChecks, unittest.TestCase):
