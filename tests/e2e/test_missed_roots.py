@@ -2,10 +2,11 @@
 (tests/fixtures/leaks/missed_roots.c):
 
 - a block whose only pointer is in a worker's xmm0 (and, with AVX, one only in the upper half of its ymm1)
-  is reachable, and `retainers` names the register: in a gdb core (with the CLI and in LLDB), attached
-  with `heapscope attach`, in LLDB attached to the process, in GDB attached to it and through the C API without a debugger (the
-  vector registers come from NT_PRFPREG / NT_X86_XSTATE, PTRACE_GETREGSET, LLDB's register sets, and
-  GDB's registers or ptrace through hs_open_live_with_vector_registers);
+  is reachable, and `retainers` names the register: in a gdb core (with the CLI, and in LLDB, which reads
+  no ymm from a core and says so), attached with `heapscope attach`, in LLDB and in GDB attached to the
+  process, and through the C API without a debugger (the vector registers come from NT_PRFPREG /
+  NT_X86_XSTATE, PTRACE_GETREGSET, LLDB's register sets, and GDB's registers or ptrace through
+  hs_open_live_with_vector_registers);
 - a block held only by a worker's __thread variable is held by that thread's static TLS in `retainers`,
   `roots` and `threads`, not by a frame of its stack (glibc puts static TLS at the top of the stack
   mapping, above the outermost frame, __clone3);
