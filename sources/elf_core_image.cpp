@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "image/module_layout.h"
+#include "image/x86_vector_state.h"
 #include "symbols/debuginfod_fetch.h"
 
 namespace heapscope {
@@ -178,9 +179,12 @@ class ElfCoreImage::Builder {
   }
 
   void read_note(const ElfNote& note) {
+    if (note.name == "LINUX" && note.type == NT_X86_XSTATE)
+      return read_vector_note(note.desc, "NT_X86_XSTATE", decode_xsave);
     if (note.name != "CORE") return;
     switch (note.type) {
       case NT_PRSTATUS: read_prstatus(note.desc); break;
+      case NT_PRFPREG: read_vector_note(note.desc, "NT_PRFPREG", decode_fxsave); break;
       case NT_PRPSINFO: read_prpsinfo(note.desc); break;
       case NT_AUXV: read_auxv(note.desc); break;
       case NT_FILE: read_nt_file(note.desc); break;
@@ -189,6 +193,7 @@ class ElfCoreImage::Builder {
   }
 
   void read_prstatus(std::span<const std::byte> desc) {
+    vector_notes_owner_ = false;  // until this thread is accepted: its register notes must not go to another
     if (desc.size() != kPrstatusSize) {
       warn(fmt::format("a thread note (NT_PRSTATUS) is {} bytes instead of {}; that thread is skipped", desc.size(),
                        kPrstatusSize));
@@ -198,6 +203,22 @@ class ElfCoreImage::Builder {
     thread.tid = load_u32(desc, kPrstatusPidOffset);
     std::memcpy(thread.regs.data(), desc.data() + kPrstatusRegsOffset, sizeof thread.regs);
     img_.threads_.push_back(std::move(thread));
+    vector_notes_owner_ = true;
+  }
+
+  // A thread's SSE/AVX registers follow its NT_PRSTATUS: NT_PRFPREG (the FXSAVE area: xmm0-15) and
+  // NT_X86_XSTATE (the XSAVE area: ymm0-15 too). The one with more lanes wins, whatever their order.
+  using VectorDecoder = bool (*)(std::span<const std::byte>, VectorRegisters&, std::string*);
+  void read_vector_note(std::span<const std::byte> desc, const char* note_name, VectorDecoder decode) {
+    if (!vector_notes_owner_) return;  // its thread was skipped (or the note comes before any thread)
+    ThreadState& thread = img_.threads_.back();
+    VectorRegisters decoded;
+    std::string problem;
+    const bool any = decode(desc, decoded, &problem);
+    if (!problem.empty())
+      warn(fmt::format("the vector register note ({}) of thread tid {} is damaged: {}{}", note_name, thread.tid,
+                       problem, any ? "" : "; pointers held only in its vector registers are not seen"));
+    if (any && decoded.lanes_read >= thread.vector.lanes_read) thread.vector = decoded;
   }
 
   void read_prpsinfo(std::span<const std::byte> desc) {
@@ -567,6 +588,7 @@ class ElfCoreImage::Builder {
   const CoreOpenOptions& opts_;
   std::vector<FileMapping> file_mappings_;  // sorted by start
   bool notes_lost_ = false;                 // the file ends before any of its notes
+  bool vector_notes_owner_ = false;         // the last NT_PRSTATUS made a thread: its register notes are its
 };
 
 std::string ElfCoreImage::damage() const {

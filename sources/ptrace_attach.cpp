@@ -1,9 +1,11 @@
 #include "sources/ptrace_attach.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +19,9 @@
 #include <fstream>
 #include <set>
 #include <thread>
+#include <vector>
+
+#include "image/x86_vector_state.h"
 
 namespace heapscope {
 
@@ -29,6 +34,23 @@ constexpr int kMaxTaskListings = 1000;
 
 static_assert(sizeof(user_regs_struct) == sizeof(ThreadState::regs),
               "ThreadState::regs follows user_regs_struct, register for register");
+
+// The XSAVE area (ymm0-15), or failing that the FXSAVE area (xmm0-15), of a stopped thread; none when
+// the kernel gives neither (then pointers held only there are not seen, as before vector registers were
+// read). Large enough for every XSAVE component the kernel may copy out (AMX tiles included).
+VectorRegisters read_vector_registers(int tid) {
+  constexpr std::size_t kXsaveBufferSize = 16 * 1024;
+  VectorRegisters out;
+  std::vector<std::byte> xsave(kXsaveBufferSize);
+  iovec io{xsave.data(), xsave.size()};
+  if (ptrace(PTRACE_GETREGSET, tid, reinterpret_cast<void*>(NT_X86_XSTATE), &io) == 0 &&
+      decode_xsave(std::span(xsave.data(), io.iov_len), out, nullptr))
+    return out;
+  user_fpregs_struct fpregs;
+  if (ptrace(PTRACE_GETFPREGS, tid, nullptr, &fpregs) == 0)
+    decode_fxsave(std::as_bytes(std::span(&fpregs, 1)), out, nullptr);
+  return out;
+}
 
 std::string status_field(int pid, const std::string& field) {
   std::ifstream in(fmt::format("/proc/{}/status", pid));
@@ -124,6 +146,7 @@ bool StoppedProcess::attach_all(std::string* error) {
     ThreadState thread;
     thread.tid = static_cast<std::uint32_t>(t.tid);
     std::memcpy(thread.regs.data(), &regs, sizeof regs);
+    thread.vector = read_vector_registers(t.tid);
     threads_.push_back(std::move(thread));
   }
   std::stable_sort(threads_.begin(), threads_.end(), [this](const ThreadState& a, const ThreadState& b) {

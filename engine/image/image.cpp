@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <fmt/format.h>
+
 namespace heapscope {
 
 const char* register_name(Reg r) {
@@ -11,6 +13,10 @@ const char* register_name(Reg r) {
       "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs"};
   const int i = static_cast<int>(r);
   return i >= 0 && i < static_cast<int>(Reg::count) ? kNames[i] : "?";
+}
+
+std::string vector_register_name(int reg, int lane) {
+  return fmt::format("{}{}", lane < VectorRegisters::kXmmLanes ? "xmm" : "ymm", reg);
 }
 
 std::int64_t Image::capture_time_ns() const {

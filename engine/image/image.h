@@ -43,10 +43,26 @@ enum class Reg : int {
 };
 const char* register_name(Reg r);
 
+// The SSE/AVX registers of a thread. memcpy, SIMD code and compilers move and keep pointers in them, so
+// they are roots like the general registers. xmmN is the low 16 bytes of ymmN; each register is kept as
+// 8-byte lanes, lanes 0-1 being xmmN and lanes 2-3 ymmN's upper half.
+struct VectorRegisters {
+  static constexpr int kRegisters = 16;
+  static constexpr int kXmmLanes = 2;
+  static constexpr int kYmmLanes = 4;
+  std::array<std::array<std::uint64_t, kYmmLanes>, kRegisters> lanes{};
+  // Lanes per register the source gave: 0 (none: a source without them, an unreadable note), kXmmLanes
+  // (SSE state only) or kYmmLanes (AVX state too).
+  int lanes_read = 0;
+};
+// The register a lane belongs to: "xmm3" for lanes 0-1 of register 3, "ymm3" for its upper half.
+std::string vector_register_name(int reg, int lane);
+
 struct ThreadState {
   std::uint32_t tid = 0;
   std::string name;  // may be empty (cores carry only the process name)
   std::array<std::uint64_t, static_cast<int>(Reg::count)> regs{};
+  VectorRegisters vector{};
 
   std::uint64_t reg(Reg r) const { return regs[static_cast<int>(r)]; }
   std::uint64_t fs_base() const { return reg(Reg::fs_base); }

@@ -51,8 +51,8 @@ class ReferenceGraph {
   // came from, so these rescan the one block or root range asked about (a few words), in one place.
   // Every word of block `from` that points into block `to`, in address order.
   std::vector<Address> edge_sites(BlockId from, BlockId to) const;
-  // Every word of root range `root` that points into block `to`; for a thread's registers, the Reg of
-  // each register that does (as an Address).
+  // Every word of root range `root` that points into block `to`; for a thread's registers, the
+  // RegisterWord::slot of each register word that does.
   std::vector<Address> root_edge_sites(std::size_t root, BlockId to) const;
   // Calls fn(word address, word, block) for every word of [start, end) that points into an allocated
   // block: the scan that builds the graph, and how a root range's pointers are split among the variables
@@ -128,8 +128,8 @@ template <typename Fn>
 void ReferenceGraph::for_each_root_pointer(const RootRange& root, Fn&& fn) const {
   if (root.kind != RootKind::registers) return for_each_pointer(root.start, root.end, fn);
   const ThreadState& t = image_.threads()[root.thread];
-  for (Reg reg : scanned_registers())
-    if (const BlockId b = index_.find(t.reg(reg)); b != kNoBlock) fn(static_cast<Address>(reg), t.reg(reg), b);
+  for (const RegisterWord& w : register_words(t))
+    if (const BlockId b = index_.find(w.value); b != kNoBlock) fn(w.slot, w.value, b);
 }
 
 }  // namespace heapscope

@@ -61,14 +61,27 @@ void add_thread_roots(const Image& image, std::vector<RootRange>& out, Ranges& c
       s.anchor = t.sp();
       s.start = std::max(stack->start, (t.sp() - kRedZone) & ~Address{7});
       s.end = stack->end;
-      out.push_back(s);
+      // A pthread's static TLS and descriptor sit at the top of its stack mapping, above its frames: they
+      // are TLS, not the outermost frame's stack.
+      const Address tp = t.fs_base();
+      const bool tls_on_stack = tp > s.start && tp < stack->end;
+      if (tls_on_stack) s.end = std::max(s.start, static_tls_start(image, tp, stack->start));
+      if (s.start < s.end) out.push_back(s);
+      if (tls_on_stack) {
+        RootRange tls;
+        tls.kind = RootKind::tls;
+        tls.thread = i;
+        tls.start = s.end;
+        tls.end = stack->end;
+        out.push_back(tls);
+      }
       claimed.push_back({stack->start, stack->end});
     }
   }
 }
 
 // The main thread's TLS and TCB live in memory ld.so allocated; other threads' sit at the top of their
-// stacks (already scanned). Scanning the mapping around fs_base covers both without knowing glibc's
+// stacks (add_thread_roots splits them off). Scanning the mapping around fs_base covers both without knowing glibc's
 // static TLS size.
 void add_tls_roots(const Image& image, std::vector<RootRange>& out, Ranges& claimed, const Ranges& heap) {
   const auto& threads = image.threads();
@@ -294,6 +307,23 @@ const std::vector<Reg>& scanned_registers() {
   return regs;
 }
 
+std::vector<RegisterWord> register_words(const ThreadState& thread) {
+  std::vector<RegisterWord> words;
+  for (Reg reg : scanned_registers()) words.push_back({static_cast<Address>(reg), thread.reg(reg)});
+  for (int r = 0; r < VectorRegisters::kRegisters; ++r)
+    for (int lane = 0; lane < thread.vector.lanes_read; ++lane)
+      words.push_back({RegisterWord::kFirstVectorSlot + static_cast<Address>(r * VectorRegisters::kYmmLanes + lane),
+                       thread.vector.lanes[r][lane]});
+  return words;
+}
+
+std::string register_slot_name(Address slot) {
+  if (slot < RegisterWord::kFirstVectorSlot) return register_name(static_cast<Reg>(slot));
+  const Address lane_index = slot - RegisterWord::kFirstVectorSlot;
+  return vector_register_name(static_cast<int>(lane_index / VectorRegisters::kYmmLanes),
+                              static_cast<int>(lane_index % VectorRegisters::kYmmLanes));
+}
+
 RootSet collect_roots(const Image& image, const HeapModel& heap, const LibcThreads& threads,
                       LibcFinalizers finalizers) {
   RootSet roots;
@@ -339,7 +369,7 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
                           const std::vector<std::vector<Frame>>* frames) {
   switch (root.kind) {
     case RootKind::registers:
-      return fmt::format("register {}, {}", register_name(static_cast<Reg>(word)), thread_label(image, root.thread));
+      return fmt::format("register {}, {}", register_slot_name(word), thread_label(image, root.thread));
     case RootKind::stack:
       return describe_stack_word(image, root, word, frames);
     case RootKind::global: {

@@ -15,7 +15,7 @@
 namespace heapscope {
 
 enum class RootKind : std::uint8_t {
-  registers,  // a thread's general registers
+  registers,  // a thread's general and vector registers
   stack,      // a thread's stack, from its stack pointer (less the red zone) to the end of the mapping
   global,     // writable PT_LOAD ranges (.data, .bss) of a module, and writable file mappings no module file claimed
   tls,        // a thread's static TLS and thread control block
@@ -82,7 +82,7 @@ RootSet collect_roots(const Image& image, const HeapModel& heap, const LibcThrea
 std::string finalizer_label(const Image& image, const FinalizerRegistration& reg);
 
 // "register rbx, thread 3 (tid 1234)", "stack of thread 1 (tid 99), sp+0x40", "global g_list in app", ...
-// `word` is the address of the pointer inside the root (for registers: the Reg index). With the threads'
+// `word` is the address of the pointer inside the root (for registers: RegisterWord::slot). With the threads'
 // `frames` (Session::frames()), a stack word is named by the frame that holds it: "stack of thread 1
 // (tid 99) frame #3 process_batch() at worker.cpp:88 variable batch (sp+0x40)".
 std::string describe_root(const Image& image, const SymbolIndex& symbols, const RootRange& root, Address word,
@@ -90,5 +90,18 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
 
 // The registers a root scan reads: the general-purpose ones (segment registers and orig_rax excluded).
 const std::vector<Reg>& scanned_registers();
+
+// One word of a thread's registers that a root scan reads. `slot` names the register, and is the `word`
+// describe_root takes for a register root: a Reg index for a general register, kFirstVectorSlot +
+// register × VectorRegisters::kYmmLanes + lane for a lane of a vector register.
+struct RegisterWord {
+  static constexpr Address kFirstVectorSlot = 64;
+  Address slot = 0;
+  std::uint64_t value = 0;
+};
+// The scanned general registers, then every vector register lane the image read.
+std::vector<RegisterWord> register_words(const ThreadState& thread);
+// "rbx", "xmm0" (either lane of it), "ymm3" (its upper half).
+std::string register_slot_name(Address slot);
 
 }  // namespace heapscope

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "queries/block_refs.h"
 #include "queries/retention_paths.h"
@@ -12,38 +11,6 @@
 namespace heapscope {
 
 namespace {
-
-// A pthread's static TLS and descriptor sit at the top of its stack mapping, so the root scan sees them as
-// part of its stack. The DTV (tcbhead_t.dtv at tp+8, its length at dtv[-1], entries {val, to_free}) gives
-// where each module's static TLS block starts (to_free is null for those): the lowest such start inside
-// the mapping is where TLS begins; without one, the descriptor at the thread pointer is.
-Address static_tls_start(const Image& image, Address tp, Address mapping_start) {
-  constexpr std::uint64_t kMaxModules = 1 << 16;
-  Address lowest = tp;
-  const auto dtv = image.read_u64(tp + 8);
-  const auto length = dtv && *dtv ? image.read_u64(*dtv - 16) : std::nullopt;
-  if (!length || *length > kMaxModules) return lowest;
-  for (std::uint64_t modid = 1; modid <= *length; ++modid) {
-    const auto val = image.read_u64(*dtv + 16 * modid);
-    const auto to_free = image.read_u64(*dtv + 16 * modid + 8);
-    if (val && to_free && *to_free == 0 && *val >= mapping_start && *val < lowest) lowest = *val & ~Address{7};
-  }
-  return lowest;
-}
-
-// The blocks the words of [start, end) point to.
-std::unordered_set<BlockId> targets_of(Session& s, Address start, Address end) {
-  std::unordered_set<BlockId> out;
-  s.graph().for_each_pointer(start, end, [&](Address, std::uint64_t, BlockId b) { out.insert(b); });
-  return out;
-}
-
-// A pthread's stack root split in two at the start of its static TLS: blocks the stack node dominates and
-// only the TLS part points to are the TLS's.
-struct StackSplit {
-  std::uint32_t thread = 0;
-  std::unordered_set<BlockId> from_stack, from_tls;
-};
 
 // A thread's frames and local variables that retain anything, largest first. A frame is shown beside its
 // variables only when it retains more than the largest of them (words outside any variable, or blocks two
@@ -80,7 +47,6 @@ std::vector<LiveThreadRow> live_threads(Session& s) {
   }
   // The ownership tree's thread owners and their parts (model/retention.h): the same numbers `roots` and
   // `top` show.
-  std::unordered_map<std::uint32_t, std::uint32_t> stack_node_thread;  // stack node (part or frame) → thread
   for (std::size_t i = 0; i < r.root_nodes().size(); ++i) {
     const RootNode& n = r.root_nodes()[i];
     if (n.owner_kind != OwnerKind::thread || n.thread >= rows.size()) continue;
@@ -92,7 +58,6 @@ std::vector<LiveThreadRow> live_threads(Session& s) {
       continue;
     }
     const bool whole_part = r.root_nodes()[n.parent].level == RootNode::Level::owner;
-    if (n.kind == RootKind::stack) stack_node_thread[node] = n.thread;
     if (!whole_part) {
       if (n.frame != RootNode::kNoFrame) frame_rows[n.thread].push_back({n.frame, n.label, n.variable, bytes});
       continue;
@@ -103,32 +68,6 @@ std::vector<LiveThreadRow> live_threads(Session& s) {
   }
   for (std::size_t t = 0; t < rows.size(); ++t) rows[t].frames = frames_worth_showing(std::move(frame_rows[t]));
 
-  std::unordered_map<std::uint32_t, StackSplit> splits;  // by stack root node
-  for (const RootRange& range : s.roots().ranges) {
-    if (range.kind != RootKind::stack) continue;
-    const Address tp = image.threads()[range.thread].fs_base();
-    const LiveThreadRow& row = rows[range.thread];
-    if (tp < row.stack_start || tp >= row.stack_end) continue;  // TLS elsewhere: a root of its own
-    const Address tls = std::max(range.start, static_tls_start(image, tp, row.stack_start));
-    for (const auto& [node, thread] : stack_node_thread) {
-      if (thread != range.thread) continue;
-      StackSplit& split = splits[node];
-      split.thread = thread;
-      // A stack carved around a finalizer root comes in pieces: their targets add up.
-      split.from_stack.merge(targets_of(s, range.start, tls));
-      split.from_tls.merge(targets_of(s, tls, range.end));
-    }
-  }
-  if (splits.empty()) return rows;
-  for (BlockId b = 0; b < r.block_count(); ++b) {
-    if (!r.reachable(b)) continue;
-    const auto it = splits.find(r.dominator(b));
-    if (it == splits.end()) continue;
-    const StackSplit& split = it->second;
-    if (!split.from_tls.contains(b) || split.from_stack.contains(b)) continue;
-    rows[split.thread].stack_retained -= r.retained_bytes(b);
-    rows[split.thread].tls_retained += r.retained_bytes(b);
-  }
   return rows;
 }
 
@@ -197,10 +136,10 @@ class HandleScan {
     const Image& image = s_.image();
     for (const RootRange& range : s_.roots().ranges) {
       if (range.kind == RootKind::registers) {
-        for (Reg reg : scanned_registers()) {
+        for (const RegisterWord& w : register_words(image.threads()[range.thread])) {
           HandleHolder holder;
-          note(holder, image.threads()[range.thread].reg(reg));
-          add_root_holder(std::move(holder), range, static_cast<Address>(reg), 0);
+          note(holder, w.value);
+          add_root_holder(std::move(holder), range, w.slot, 0);
         }
         continue;
       }

@@ -61,4 +61,18 @@ std::string static_tls_variable(const Image& image, const SymbolIndex& symbols, 
   return {};
 }
 
+Address static_tls_start(const Image& image, Address tp, Address mapping_start) {
+  constexpr std::uint64_t kMaxModules = 1 << 16;
+  Address lowest = tp;
+  const auto dtv = image.read_u64(tp + 8);
+  const auto length = dtv && *dtv ? image.read_u64(*dtv - 16) : std::nullopt;
+  if (!length || *length > kMaxModules) return lowest;
+  for (std::uint64_t modid = 1; modid <= *length; ++modid) {
+    const auto val = image.read_u64(*dtv + 16 * modid);
+    const auto to_free = image.read_u64(*dtv + 16 * modid + 8);
+    if (val && to_free && *to_free == 0 && *val >= mapping_start && *val < lowest) lowest = *val & ~Address{7};
+  }
+  return lowest;
+}
+
 }  // namespace heapscope

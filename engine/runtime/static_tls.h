@@ -28,4 +28,11 @@ const Symbol* tls_symbol_covering(const SymbolIndex& symbols, const StaticTlsBlo
 // app +0x10" when no symbol covers it, empty when no module's block does.
 std::string static_tls_variable(const Image& image, const SymbolIndex& symbols, Address tp, Address word);
 
+// Where the static TLS of a pthread whose thread pointer `tp` lies in its stack mapping (from
+// `mapping_start`) begins: glibc places the TLS blocks right below the descriptor at the top of the
+// mapping. The DTV (tcbhead_t.dtv at tp+8, its length at dtv[-1], entries {val, to_free}) gives where each
+// module's static TLS block starts (to_free is null for those): the lowest such start inside the mapping
+// is where TLS begins; without one, the descriptor at the thread pointer is.
+Address static_tls_start(const Image& image, Address tp, Address mapping_start);
+
 }  // namespace heapscope

@@ -4,6 +4,7 @@
 #include "heapscope_capi.h"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
@@ -243,12 +244,34 @@ hs_session* hs_open_core(const char* core, const char* exe_or_null, const char* 
   return nullptr;
 }
 
+// hs_vector_registers is VectorRegisters with the C API's own fixed sizes.
+static_assert(HS_VECTOR_REGISTER_COUNT == VectorRegisters::kRegisters && HS_VECTOR_LANES == VectorRegisters::kYmmLanes);
+
+static bool copy_vector_registers(const hs_vector_registers& in, VectorRegisters& out, std::string* problem) {
+  const bool known = in.lanes_read == 0 || in.lanes_read == static_cast<std::uint32_t>(VectorRegisters::kXmmLanes) ||
+                     in.lanes_read == static_cast<std::uint32_t>(VectorRegisters::kYmmLanes);
+  if (!known) {
+    *problem = fmt::format("hs_vector_registers.lanes_read is {}; it must be 0, 2 or 4", in.lanes_read);
+    return false;
+  }
+  out.lanes_read = static_cast<int>(in.lanes_read);
+  for (int r = 0; r < VectorRegisters::kRegisters; ++r)
+    std::copy(std::begin(in.lanes[r]), std::end(in.lanes[r]), out.lanes[r].begin());
+  return true;
+}
+
 hs_session* hs_open_live(int pid, const hs_thread* threads, size_t count, char** error) {
   return hs_open_live_with_options(pid, threads, count, nullptr, error);
 }
 
 hs_session* hs_open_live_with_options(int pid, const hs_thread* threads, size_t count, const char* options_or_null,
                                       char** error) {
+  return hs_open_live_with_vector_registers(pid, threads, nullptr, count, options_or_null, error);
+}
+
+hs_session* hs_open_live_with_vector_registers(int pid, const hs_thread* threads,
+                                               const hs_vector_registers* vectors_or_null, size_t count,
+                                               const char* options_or_null, char** error) {
   clear(error);
   try {
     TargetOptions target;
@@ -265,6 +288,10 @@ hs_session* hs_open_live_with_options(int pid, const hs_thread* threads, size_t 
     for (std::size_t i = 0; i < count; ++i) {
       states[i].tid = threads[i].tid;
       std::copy(std::begin(threads[i].registers), std::end(threads[i].registers), states[i].regs.begin());
+      if (vectors_or_null && !copy_vector_registers(vectors_or_null[i], states[i].vector, &message)) {
+        set_string(error, fmt::format("thread {} (tid {}): {}", i + 1, threads[i].tid, message));
+        return nullptr;
+      }
     }
     LiveProcessOptions open_options;
     open_options.executable = target.executable;

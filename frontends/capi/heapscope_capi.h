@@ -55,6 +55,23 @@ HS_API hs_session* hs_open_live(int pid, const hs_thread* threads, size_t count,
 HS_API hs_session* hs_open_live_with_options(int pid, const hs_thread* threads, size_t count,
                                              const char* options_or_null, char** error);
 
+/* A thread's SSE/AVX registers, each as four 8-byte lanes: lanes[r][0..1] is xmm r, lanes[r][2..3] the
+ * upper half of ymm r. lanes_read says how many lanes of each register the caller filled: 0 (none), 2
+ * (xmm only: no AVX) or 4. */
+#define HS_VECTOR_REGISTER_COUNT 16
+#define HS_VECTOR_LANES 4
+typedef struct hs_vector_registers {
+  uint32_t lanes_read;
+  uint64_t lanes[HS_VECTOR_REGISTER_COUNT][HS_VECTOR_LANES];
+} hs_vector_registers;
+
+/* hs_open_live_with_options with every thread's vector registers (vectors_or_null[i] belongs to
+ * threads[i]; NULL: none known), which are roots like the general registers: a pointer held only in
+ * xmm0 keeps its block alive. */
+HS_API hs_session* hs_open_live_with_vector_registers(int pid, const hs_thread* threads,
+                                                      const hs_vector_registers* vectors_or_null, size_t count,
+                                                      const char* options_or_null, char** error);
+
 /* Runs one command line against the session. evaluate (may be NULL: then addresses are numbers) is the
  * session's address evaluator for this call only. Returns 0 with *output set (the rendered report), or
  * non-zero with *error set. */

@@ -7,8 +7,9 @@
 Every command is the engine's (engine/commands): this file only adapts GDB to it. It loads
 libheapscope_capi.so (frontends/capi/heapscope_capi.h) through ctypes and gives the engine
   - for a core file: the core's path, which the engine opens itself, and the program GDB loaded;
-  - for a live process: its pid and every thread's registers as GDB sees them (the process stays
-    stopped by GDB; the engine reads its memory through /proc/PID/mem and never writes it);
+  - for a live process: its pid and every thread's registers as GDB sees them, the vector registers
+    (ymm0-15, or xmm0-15 without AVX) included, since they are roots too (the process stays stopped by
+    GDB; the engine reads its memory through /proc/PID/mem and never writes it);
   - address arguments, which GDB evaluates as expressions in the selected frame.
 The session (heap walk, pointer graph...) is kept until the process runs again or its memory or
 registers are changed from GDB.
@@ -97,6 +98,11 @@ def _thread_type(lib):
     return names, type("_Thread", (ctypes.Structure,), {"_fields_": fields})
 
 
+class _VectorRegisters(ctypes.Structure):
+    """hs_vector_registers: ymm0-15 as four 8-byte lanes each (xmm first), and how many lanes are filled."""
+    _fields_ = [("lanes_read", ctypes.c_uint32), ("lanes", (ctypes.c_uint64 * 4) * 16)]
+
+
 def _declare(lib, thread_type):
     text = ctypes.c_void_p  # char* results are freed with hs_free, so they stay raw pointers
     lib.hs_open_core.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(text)]
@@ -106,6 +112,10 @@ def _declare(lib, thread_type):
     lib.hs_open_live_with_options.argtypes = [ctypes.c_int, ctypes.POINTER(thread_type), ctypes.c_size_t,
                                               ctypes.c_char_p, ctypes.POINTER(text)]
     lib.hs_open_live_with_options.restype = ctypes.c_void_p
+    lib.hs_open_live_with_vector_registers.argtypes = [ctypes.c_int, ctypes.POINTER(thread_type),
+                                                       ctypes.POINTER(_VectorRegisters), ctypes.c_size_t,
+                                                       ctypes.c_char_p, ctypes.POINTER(text)]
+    lib.hs_open_live_with_vector_registers.restype = ctypes.c_void_p
     lib.hs_run.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _EVALUATE_FN, ctypes.c_void_p, ctypes.POINTER(text),
                            ctypes.POINTER(text)]
     lib.hs_run.restype = ctypes.c_int
@@ -166,14 +176,39 @@ def _register(frame, name):
         return 0  # not available for this thread: the engine treats it as holding no pointer
 
 
+def _vector_lanes(frame, name, field, count):
+    """The 8-byte lanes of vector register `name` (its `field` view, e.g. v4_int64), or None when GDB
+    does not show it (no AVX: no ymm)."""
+    try:
+        value = frame.read_register(name)[field]
+        return [int(value[i]) & WORD_MASK for i in range(count)]
+    except (gdb.error, ValueError, TypeError):
+        return None
+
+
+def _vector_registers(frame):
+    """xmm0-15 of the frame's thread, as ymm0-15 when GDB shows them: vector registers are roots too."""
+    record = _VectorRegisters()
+    for register, field, count in (("ymm", "v4_int64", 4), ("xmm", "v2_int64", 2)):
+        lanes = [_vector_lanes(frame, f"{register}{n}", field, count) for n in range(16)]
+        if all(lane is not None for lane in lanes):
+            for n, values in enumerate(lanes):
+                for lane, value in enumerate(values):
+                    record.lanes[n][lane] = value
+            record.lanes_read = count
+            break
+    return record
+
+
 def _live_threads(inferior):
-    """Every thread of the stopped inferior with the registers of its newest frame."""
+    """Every thread of the stopped inferior with the registers of its newest frame, and its vector
+    registers (a list of hs_thread and one of hs_vector_registers, in the same order)."""
     selected_thread = gdb.selected_thread()
     try:
         selected_frame = gdb.selected_frame()
     except gdb.error:
         selected_frame = None
-    threads = []
+    threads, vectors = [], []
     try:
         for thread in sorted(inferior.threads(), key=lambda t: t.num):  # the main thread first, like a core
             if not thread.is_valid() or thread.is_exited():
@@ -188,12 +223,13 @@ def _live_threads(inferior):
             for index, name in enumerate(REGISTER_NAMES):
                 record.registers[index] = _register(frame, name)
             threads.append(record)
+            vectors.append(_vector_registers(frame))
     finally:
         if selected_thread is not None and selected_thread.is_valid():
             selected_thread.switch()
             if selected_frame is not None and selected_frame.is_valid():
                 selected_frame.select()
-    return threads
+    return threads, vectors
 
 
 # ---- address arguments ----
@@ -393,10 +429,11 @@ class _Sessions:
             handle = _lib.hs_open_core(core.encode(), program.encode() if program else None, key[3].encode(),
                                        ctypes.byref(error))
         else:
-            threads = _live_threads(inferior)
+            threads, vectors = _live_threads(inferior)
             array = (_Thread * len(threads))(*threads)
-            handle = _lib.hs_open_live_with_options(inferior.pid, array, len(threads), key[3].encode(),
-                                                    ctypes.byref(error))
+            vector_array = (_VectorRegisters * len(vectors))(*vectors)
+            handle = _lib.hs_open_live_with_vector_registers(inferior.pid, array, vector_array, len(threads),
+                                                             key[3].encode(), ctypes.byref(error))
         if not handle:
             raise gdb.GdbError("heap: " + (_take_string(error.value) or "cannot open the target"))
         return handle

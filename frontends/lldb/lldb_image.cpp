@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <cctype>
 #include <fstream>
+#include <cstring>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "elf/elf_file.h"
@@ -238,8 +241,68 @@ void LldbImage::mark_unreadable_core_bytes() {
                                     missing));
 }
 
+namespace {
+
+// The bytes of register `reg` (an SBValue of a register set), or nothing when LLDB cannot read them.
+std::optional<std::vector<std::uint8_t>> register_bytes(lldb::SBValue reg) {
+  lldb::SBData data = reg.GetData();
+  const std::size_t size = data.GetByteSize();
+  if (!data.IsValid() || size == 0) return std::nullopt;
+  std::vector<std::uint8_t> bytes(size);
+  lldb::SBError error;
+  if (data.ReadRawData(error, 0, bytes.data(), size) != size || error.Fail()) return std::nullopt;
+  return bytes;
+}
+
+using RegisterBytes = std::map<std::string, std::vector<std::uint8_t>, std::less<>>;
+
+// The xmm and ymm registers of the frame's register sets, by name, as bytes (none for one LLDB lists but
+// cannot read).
+RegisterBytes vector_register_bytes(lldb::SBFrame frame) {
+  RegisterBytes found;
+  lldb::SBValueList sets = frame.GetRegisters();
+  for (std::uint32_t s = 0; s < sets.GetSize(); ++s) {
+    lldb::SBValue set = sets.GetValueAtIndex(s);
+    for (std::uint32_t i = 0; i < set.GetNumChildren(); ++i) {
+      lldb::SBValue reg = set.GetChildAtIndex(i);
+      const std::string_view name = reg.GetName() ? reg.GetName() : "";
+      if (!name.starts_with("xmm") && !name.starts_with("ymm")) continue;
+      found.emplace(name, register_bytes(reg).value_or(std::vector<std::uint8_t>{}));
+    }
+  }
+  return found;
+}
+
+// Registers `prefix`0-15 (each `lanes` 8-byte lanes) into `out`; false when LLDB lacks any of them.
+bool take_vector_lanes(const RegisterBytes& found, const char* prefix, int lanes, VectorRegisters& out) {
+  const std::size_t bytes = 8u * static_cast<std::size_t>(lanes);
+  for (int r = 0; r < VectorRegisters::kRegisters; ++r) {
+    const auto it = found.find(fmt::format("{}{}", prefix, r));
+    if (it == found.end() || it->second.size() < bytes) return false;
+    std::memcpy(out.lanes[r].data(), it->second.data(), bytes);
+  }
+  out.lanes_read = lanes;
+  return true;
+}
+
+// ymm0-15 when LLDB shows them (a target with AVX: its AVX register set), else xmm0-15 (its floating
+// point set), else none. `ymm_unavailable`: LLDB lists ymm registers it cannot read (LLDB 16 on a core
+// reads no AVX state from its NT_X86_XSTATE notes).
+VectorRegisters vector_registers(lldb::SBFrame frame, bool* ymm_unavailable) {
+  const RegisterBytes found = vector_register_bytes(frame);
+  VectorRegisters out;
+  if (take_vector_lanes(found, "ymm", VectorRegisters::kYmmLanes, out)) return out;
+  *ymm_unavailable = found.contains("ymm0");
+  out = VectorRegisters{};
+  if (take_vector_lanes(found, "xmm", VectorRegisters::kXmmLanes, out)) return out;
+  return VectorRegisters{};
+}
+
+}  // namespace
+
 void LldbImage::read_threads() {
   const std::uint32_t count = process_.GetNumThreads();
+  bool ymm_unavailable = false;
   for (std::uint32_t t = 0; t < count; ++t) {
     lldb::SBThread thread = process_.GetThreadAtIndex(t);
     if (!thread.IsValid()) continue;
@@ -252,8 +315,13 @@ void LldbImage::read_threads() {
     if (values.find("rip") == values.end())
       warnings_.push_back(fmt::format("LLDB shows no registers of thread tid {}", state.tid));
     thread_pointer_known_.push_back(values.count("fs_base") > 0);
+    state.vector = vector_registers(thread.GetFrameAtIndex(0), &ymm_unavailable);
     threads_.push_back(std::move(state));
   }
+  if (ymm_unavailable)
+    warnings_.push_back("LLDB cannot read the ymm registers of this process (LLDB 16 reads no AVX state from a "
+                        "core): only xmm0-15 are scanned, so a pointer held only in the upper half of a ymm "
+                        "register is not seen");
 }
 
 void LldbImage::read_modules() {

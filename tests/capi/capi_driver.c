@@ -5,6 +5,8 @@
  *   capi_driver core CORE [--exe EXE] COMMAND...   open the core, run one command line, print its output
  *   capi_driver live PID COMMAND...                stop PID with ptrace, hand every thread's registers to
  *                                                  the engine as a debugger would, run, detach
+ *   capi_driver live-vectors PID COMMAND...        the same with every thread's vector registers too
+ *                                                  (hs_open_live_with_vector_registers)
  *   capi_driver help [COMMAND]                     hs_help, and hs_commands for no command
  *
  * An address argument written "@NAME" is given to the engine as the expression NAME and evaluated here
@@ -16,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
 #include <sys/ptrace.h>
+#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 
@@ -25,7 +29,8 @@
 enum { MAX_THREADS = 1024, MAX_LINE = 8192 };
 
 static int usage(void) {
-  fprintf(stderr, "usage: capi_driver core CORE [--exe EXE] COMMAND... | live PID COMMAND... | help [COMMAND]\n");
+  fprintf(stderr, "usage: capi_driver core CORE [--exe EXE] COMMAND... | live PID COMMAND... | "
+                  "live-vectors PID COMMAND... | help [COMMAND]\n");
   return 2;
 }
 
@@ -119,7 +124,24 @@ static size_t stop_threads(int pid, hs_thread* threads, int* tids) {
   return count;
 }
 
-static int run_on_live(int argc, char** argv) {
+/* The thread's XSAVE area, as a debugger reads it: xmm0-15 in the legacy area at byte 160, the upper halves
+ * of ymm0-15 at 576 when the header (XSTATE_BV at 512) marks AVX state present. Without the area, no
+ * vector registers (lanes_read 0). */
+static void read_vector_registers(int tid, hs_vector_registers* out) {
+  static unsigned char area[4096];
+  struct iovec io = {area, sizeof area};
+  memset(out, 0, sizeof *out);
+  if (ptrace(PTRACE_GETREGSET, tid, (void*)NT_X86_XSTATE, &io) != 0 || io.iov_len < 576) return;
+  uint64_t components;
+  memcpy(&components, area + 512, sizeof components);
+  for (int r = 0; r < HS_VECTOR_REGISTER_COUNT; ++r) {
+    memcpy(&out->lanes[r][0], area + 160 + 16 * r, 16);
+    if ((components & 4) && io.iov_len >= 576 + 256) memcpy(&out->lanes[r][2], area + 576 + 16 * r, 16);
+  }
+  out->lanes_read = 4; /* upper halves not marked present are zero, as the hardware would load them */
+}
+
+static int run_on_live(int argc, char** argv, int with_vectors) {
   if (argc < 2) return usage();
   int pid = atoi(argv[0]);
   char line[MAX_LINE];
@@ -132,7 +154,14 @@ static int run_on_live(int argc, char** argv) {
     return 1;
   }
   char* error = NULL;
-  hs_session* session = hs_open_live(pid, threads, count, &error);
+  hs_session* session = NULL;
+  if (with_vectors) {
+    static hs_vector_registers vectors[MAX_THREADS];
+    for (size_t i = 0; i < count; ++i) read_vector_registers(tids[i], &vectors[i]);
+    session = hs_open_live_with_vector_registers(pid, threads, vectors, count, NULL, &error);
+  } else {
+    session = hs_open_live(pid, threads, count, &error);
+  }
   int status = 1;
   if (session) {
     status = run_and_print(session, line);
@@ -156,7 +185,8 @@ static int print_help(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
   if (strcmp(argv[1], "core") == 0) return run_on_core(argc - 2, argv + 2);
-  if (strcmp(argv[1], "live") == 0) return run_on_live(argc - 2, argv + 2);
+  if (strcmp(argv[1], "live") == 0) return run_on_live(argc - 2, argv + 2, 0);
+  if (strcmp(argv[1], "live-vectors") == 0) return run_on_live(argc - 2, argv + 2, 1);
   if (strcmp(argv[1], "help") == 0) return print_help(argc - 2, argv + 2);
   return usage();
 }

@@ -160,6 +160,33 @@ class CoreBuilder {
     t.tid = tid;
     for (const auto& [reg, value] : regs) t.regs[static_cast<int>(reg)] = value;
     threads_.push_back(t);
+    thread_notes_.emplace_back();
+    return *this;
+  }
+
+  // Values of xmm0-15 (or of ymm0-15's upper halves), two 8-byte lanes each.
+  using VectorHalves = std::array<std::array<std::uint64_t, 2>, 16>;
+
+  // NT_PRFPREG of the thread added last, written right after its NT_PRSTATUS as the kernel and gdb do:
+  // an FXSAVE area (struct user_fpregs_struct) holding `xmm`. `size` other than 512: a wrong-size note.
+  CoreBuilder& fxsave_note(const VectorHalves& xmm, std::size_t size = 512) {
+    std::vector<std::byte> desc(std::max<std::size_t>(size, 512));
+    store_halves(desc, 160, xmm);
+    desc.resize(size);
+    thread_notes_.back().push_back({NT_PRFPREG, "CORE", std::move(desc)});
+    return *this;
+  }
+
+  // NT_X86_XSTATE of the thread added last: an XSAVE area in standard format holding `xmm` and, when
+  // `ymm_high` is given, ymm0-15's upper halves (its header marking SSE, and AVX with ymm_high, present).
+  // `size` (default: up to the end of the AVX component) smaller than that: a truncated note.
+  CoreBuilder& xsave_note(const VectorHalves& xmm, const VectorHalves* ymm_high, std::size_t size = 832) {
+    std::vector<std::byte> desc(std::max<std::size_t>(size, 832));
+    store_halves(desc, 160, xmm);
+    store(desc, 512, std::uint64_t{ymm_high ? 0x7u : 0x3u});  // XSTATE_BV: x87, SSE (and AVX)
+    if (ymm_high) store_halves(desc, 576, *ymm_high);
+    desc.resize(size);
+    thread_notes_.back().push_back({NT_X86_XSTATE, "LINUX", std::move(desc)});
     return *this;
   }
 
@@ -345,6 +372,11 @@ class CoreBuilder {
     std::memcpy(desc.data() + offset, &value, sizeof value);
   }
 
+  static void store_halves(std::vector<std::byte>& desc, std::size_t offset, const VectorHalves& halves) {
+    for (std::size_t r = 0; r < halves.size(); ++r)
+      for (std::size_t lane = 0; lane < 2; ++lane) store(desc, offset + 16 * r + 8 * lane, halves[r][lane]);
+  }
+
   std::vector<std::byte> build_notes() const {
     std::vector<std::byte> out;
     if (has_process_ && !suppressed(NT_PRPSINFO)) {
@@ -354,11 +386,13 @@ class CoreBuilder {
       append_note(out, NT_PRPSINFO, "CORE", desc);
     }
     if (!suppressed(NT_PRSTATUS)) {
-      for (const ThreadState& t : threads_) {
+      for (std::size_t i = 0; i < threads_.size(); ++i) {
+        const ThreadState& t = threads_[i];
         std::vector<std::byte> desc(336);  // struct elf_prstatus on x86-64
         store(desc, 32, t.tid);
         std::memcpy(desc.data() + 112, t.regs.data(), sizeof t.regs);
         append_note(out, NT_PRSTATUS, "CORE", desc);
+        for (const RawNote& n : thread_notes_[i]) append_note(out, n.type, n.name, n.desc);
       }
     }
     if (!auxv_.empty() && !suppressed(NT_AUXV)) {
@@ -394,6 +428,7 @@ class CoreBuilder {
   int pid_ = 0;
   std::string name_;
   std::vector<ThreadState> threads_;
+  std::vector<std::vector<RawNote>> thread_notes_;  // per thread: notes written after its NT_PRSTATUS
   std::vector<AuxvEntry> auxv_;
   std::vector<CoreFileMapping> mappings_;
   std::uint64_t nt_file_page_size_ = kTestPageSize;

@@ -26,6 +26,12 @@ class FakeImage : public Image {
     std::sort(regions_.begin(), regions_.end(), [](auto& a, auto& b) { return a.start < b.start; });
     bytes_[start] = std::vector<std::byte>(size);
   }
+  // Changes the permissions of the region at `start` (as mprotect would: a read-only or PROT_NONE piece
+  // of a split mapping).
+  void protect(Address start, bool readable, bool writable) {
+    for (MemoryRegion& r : regions_)
+      if (r.start == start) r.readable = readable, r.writable = writable;
+  }
   // Adds a read-only executable region and a module covering it (code a function pointer may land in).
   void add_code(Address start, std::size_t size, std::string module_path) {
     add_region(start, size, module_path);
@@ -60,6 +66,8 @@ class FakeImage : public Image {
     t.regs[static_cast<int>(Reg::rsp)] = sp;
     threads_.push_back(t);
   }
+
+  ThreadState& thread_state(std::size_t index) { return threads_.at(index); }
 
   const std::vector<MemoryRegion>& regions() const override { return regions_; }
   const std::vector<ThreadState>& threads() const override { return threads_; }

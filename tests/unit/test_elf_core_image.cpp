@@ -221,6 +221,85 @@ TEST_CASE("ElfCoreImage: every register lands in user_regs_struct order", "[core
   }
 }
 
+namespace {
+
+CoreBuilder::VectorHalves vector_halves(std::uint64_t base) {
+  CoreBuilder::VectorHalves halves{};
+  for (std::size_t r = 0; r < halves.size(); ++r) halves[r] = {base + 0x100 * r, base + 0x100 * r + 8};
+  return halves;
+}
+
+void check_vector_lanes(const ThreadState& t, const CoreBuilder::VectorHalves& halves, int first_lane) {
+  for (std::size_t r = 0; r < halves.size(); ++r) {
+    INFO(vector_register_name(static_cast<int>(r), first_lane));
+    CHECK(t.vector.lanes[r][first_lane] == halves[r][0]);
+    CHECK(t.vector.lanes[r][first_lane + 1] == halves[r][1]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ElfCoreImage: each thread's vector registers come from the notes after its NT_PRSTATUS", "[coredump]") {
+  const auto xmm1 = vector_halves(0x5000), xmm2 = vector_halves(0x6000), ymm2 = vector_halves(0x7000);
+  CoreBuilder core;
+  core.process(1, "vectors");
+  core.thread(1).fxsave_note(xmm1);                                       // SSE only: the FXSAVE area
+  core.thread(2).fxsave_note(xmm1).xsave_note(xmm2, &ymm2);               // the XSAVE area wins
+  core.thread(3);                                                         // none
+  core.segment(kA, 0x1000);
+  TempFile file("vectors.core");
+  auto [image, error] = write_and_open(core, file);
+  REQUIRE(image);
+  INFO(all_warnings(*image));
+  CHECK_FALSE(any_warning_contains(*image, "vector register"));
+  REQUIRE(image->threads().size() == 3);
+  const ThreadState& sse = image->threads()[0];
+  CHECK(sse.vector.lanes_read == VectorRegisters::kXmmLanes);
+  check_vector_lanes(sse, xmm1, 0);
+  const ThreadState& avx = image->threads()[1];
+  CHECK(avx.vector.lanes_read == VectorRegisters::kYmmLanes);
+  check_vector_lanes(avx, xmm2, 0);
+  check_vector_lanes(avx, ymm2, 2);
+  CHECK(image->threads()[2].vector.lanes_read == 0);
+}
+
+TEST_CASE("ElfCoreImage: an XSAVE area whose AVX state is in its initial state has zero upper halves", "[coredump]") {
+  const auto xmm = vector_halves(0x5000);
+  CoreBuilder core;
+  core.process(1, "vectors").thread(1).xsave_note(xmm, nullptr);
+  core.segment(kA, 0x1000);
+  TempFile file("vectors-init.core");
+  auto [image, error] = write_and_open(core, file);
+  REQUIRE(image);
+  const ThreadState& t = image->threads().at(0);
+  CHECK(t.vector.lanes_read == VectorRegisters::kYmmLanes);
+  check_vector_lanes(t, xmm, 0);
+  check_vector_lanes(t, CoreBuilder::VectorHalves{}, 2);
+}
+
+TEST_CASE("ElfCoreImage: wrong-size vector register notes give warnings, not registers or crashes", "[coredump]") {
+  const auto xmm = vector_halves(0x5000), ymm = vector_halves(0x7000);
+  CoreBuilder core;
+  core.process(1, "vectors");
+  core.thread(1).fxsave_note(xmm, 100);          // cut far short of the FXSAVE area
+  core.thread(2).xsave_note(xmm, &ymm, 600);     // the header, but not the AVX state it marks present
+  core.thread(3).xsave_note(xmm, &ymm, 300);     // not even the header
+  core.segment(kA, 0x1000);
+  TempFile file("vectors-bad.core");
+  auto [image, error] = write_and_open(core, file);
+  REQUIRE(image);
+  INFO(all_warnings(*image));
+  REQUIRE(image->threads().size() == 3);
+  CHECK(image->threads()[0].vector.lanes_read == 0);
+  CHECK(any_warning_contains(*image, "(NT_PRFPREG) of thread tid 1 is damaged: the FXSAVE area is 100 bytes"));
+  CHECK(image->threads()[1].vector.lanes_read == VectorRegisters::kXmmLanes);
+  check_vector_lanes(image->threads()[1], xmm, 0);
+  CHECK(any_warning_contains(
+      *image, "(NT_X86_XSTATE) of thread tid 2 is damaged: the XSAVE area is 600 bytes, too short for the AVX state"));
+  CHECK(image->threads()[2].vector.lanes_read == 0);
+  CHECK(any_warning_contains(*image, "(NT_X86_XSTATE) of thread tid 3 is damaged: the XSAVE area is 300 bytes"));
+}
+
 TEST_CASE("ElfCoreImage: a module file with the process's build-id supplies omitted bytes", "[coredump]") {
   const std::vector<std::uint8_t> id = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa};
   const auto payload = pattern(0x1800, 9);

@@ -167,3 +167,41 @@ TEST_CASE("mmapped chunks are found at mapping starts, also memalign'ed and in m
   const MmappedChunks excluded = find_mmapped_chunks(mem, {{kMap, kMap + 0x40000}});
   CHECK(excluded.blocks.empty());
 }
+
+// mprotect on part of an mmapped chunk (a read-only stretch, a PROT_NONE guard page) splits its mapping:
+// the chunk spans adjacent mappings of different permissions.
+TEST_CASE("an mmapped chunk whose mapping mprotect split is found across the pieces, but not across a hole") {
+  constexpr Address kMap = 0x7ffff7000000;
+  const auto split_chunk_image = [](FakeImage& img, bool guard_page_in_image) {
+    img.add_region(kMap, 0x8000);
+    img.add_region(kMap + 0x8000, 0x1000);
+    img.protect(kMap + 0x8000, true, false);  // read-only
+    img.add_region(kMap + 0x9000, 0x6000);
+    if (guard_page_in_image) {
+      img.add_region(kMap + 0xf000, 0x1000);
+      img.protect(kMap + 0xf000, false, false);  // PROT_NONE
+    }
+    img.add_region(kMap + 0x10000, 0x2000);  // the next chunk's own mapping
+    img.chunk(kMap, 0x10000 | kIsMmapped);
+    img.chunk(kMap + 0x10000, 0x2000 | kIsMmapped);
+  };
+
+  FakeImage whole;
+  split_chunk_image(whole, true);
+  MemoryCursor mem(whole);
+  const MmappedChunks found = find_mmapped_chunks(mem, {});
+  REQUIRE(found.blocks.size() == 2);
+  CHECK(found.blocks[0].chunk == kMap);
+  CHECK(found.blocks[0].chunk_size() == 0x10000);
+  CHECK(found.blocks[1].chunk == kMap + 0x10000);
+  CHECK(found.mapped_bytes == 0x12000);
+
+  // A piece the image lacks (a core that left out the guard page) leaves the chunk's extent unknown: it is
+  // not taken on trust, and the walk's count check against mp_ reports it.
+  FakeImage holed;
+  split_chunk_image(holed, false);
+  MemoryCursor holed_mem(holed);
+  const MmappedChunks holed_found = find_mmapped_chunks(holed_mem, {});
+  REQUIRE(holed_found.blocks.size() == 1);
+  CHECK(holed_found.blocks[0].chunk == kMap + 0x10000);
+}

@@ -3,6 +3,7 @@
 
 #include "model/leak_verdicts.h"
 #include "model/reference_graph.h"
+#include "symbols/symbol_index.h"
 #include "small_heap.h"
 
 using namespace heapscope;
@@ -47,6 +48,42 @@ TEST_CASE("verdicts: a lost list is one direct leak and the rest indirect") {
   CHECK(v.verdict[3] == Verdict::indirect_leak);
   CHECK(v.verdict[4] == Verdict::indirect_leak);
   CHECK(v.verdict[5] == Verdict::direct_leak);
+}
+
+TEST_CASE("verdicts: blocks held only in vector registers are reachable, and the registers name them") {
+  Fixture f(3);
+  f.image.add_thread(42, 0, 0);
+  VectorRegisters& vector = f.image.thread_state(0).vector;
+  vector.lanes_read = VectorRegisters::kYmmLanes;
+  vector.lanes[0][1] = Fixture::user(0);  // the high half of xmm0
+  vector.lanes[3][2] = Fixture::user(1);  // the upper half of ymm3
+  RootRange registers;
+  registers.kind = RootKind::registers;
+  registers.thread = 0;
+  f.roots.ranges.push_back(registers);
+  const std::size_t register_root = f.roots.ranges.size() - 1;
+
+  const LeakVerdicts v = f.verdicts();
+  CHECK(v.verdict[0] == Verdict::reachable);
+  CHECK(v.verdict[1] == Verdict::reachable);
+  CHECK(v.verdict[2] == Verdict::direct_leak);
+
+  const BlockIndex index(f.heap);
+  const ReferenceGraph g(f.image, index, f.roots, 1);
+  const SymbolIndex symbols(f.image, SymbolSearchOptions{});
+  const auto label = [&](BlockId b) {
+    const std::vector<Address> sites = g.root_edge_sites(register_root, b);
+    REQUIRE(sites.size() == 1);
+    return describe_root(f.image, symbols, f.roots.ranges[register_root], sites.front());
+  };
+  CHECK(label(0) == "register xmm0, thread 1 (tid 42)");
+  CHECK(label(1) == "register ymm3, thread 1 (tid 42)");
+
+  // A source that read no vector registers: their stale lanes are not roots.
+  vector.lanes_read = 0;
+  const LeakVerdicts without = f.verdicts();
+  CHECK(without.verdict[0] == Verdict::direct_leak);
+  CHECK(without.verdict[1] == Verdict::direct_leak);
 }
 
 TEST_CASE("verdicts: a cycle with no entry is a cycle leak; with a direct entry it is indirect") {

@@ -223,11 +223,18 @@ void add_mmapped_chunks(const Image& image, const Runtime& rt, std::vector<Segme
   model.mmapped_total.blocks = found.blocks.size();
   model.mmapped_total.bytes = found.mapped_bytes;
   model.discovery.push_back({"mmapped chunks", 0, "scan"});
+  // A chunk the scan missed (its mapping split or partly unmapped and the pieces not all in the image, its
+  // header page unreadable) is scanned as anonymous memory: blocks only it points to look reachable, and
+  // it is in no leak report. Say so, and let the analyses mark their results partial.
   if (rt.params && (rt.params->n_mmaps != static_cast<int>(found.blocks.size()) ||
-                    rt.params->mmapped_mem != found.mapped_bytes))
-    model.warnings.push_back(fmt::format("mmapped chunks: found {} ({} bytes) but mp_ counts {} ({} bytes)",
-                                         found.blocks.size(), found.mapped_bytes, rt.params->n_mmaps,
-                                         rt.params->mmapped_mem));
+                    rt.params->mmapped_mem != found.mapped_bytes)) {
+    model.complete = false;
+    model.warnings.push_back(fmt::format(
+        "mmapped chunks: found {} ({} bytes) but mp_ counts {} ({} bytes): a chunk whose mapping was changed "
+        "(mprotect or munmap of part of it, its pages left out of the image) was not recognised; its memory "
+        "is scanned as anonymous memory, so it and the blocks only it holds are missing from leak reports",
+        found.blocks.size(), found.mapped_bytes, rt.params->n_mmaps, rt.params->mmapped_mem));
+  }
   mmapped = std::move(found.blocks);
 }
 

@@ -30,21 +30,36 @@ std::optional<Address> aligned_header(MemoryCursor& mem, Address map_start, std:
   return std::nullopt;
 }
 
+// The end of the run of adjacent anonymous mappings that starts with regions[first]. mprotect on part of
+// a mapping (guard pages, a read-only stretch) splits it into mappings with different permissions, so one
+// mmapped chunk may span several.
+Address anonymous_run_end(const std::vector<MemoryRegion>& regions, std::size_t first) {
+  Address end = regions[first].end;
+  for (std::size_t i = first + 1; i < regions.size() && regions[i].start == end && regions[i].backing_path.empty(); ++i)
+    end = regions[i].end;
+  return end;
+}
+
 }  // namespace
 
 MmappedChunks find_mmapped_chunks(MemoryCursor& mem, const std::vector<HeapSegment>& exclude) {
   MmappedChunks out;
-  for (const MemoryRegion& r : mem.image().regions()) {
-    if (!r.readable || !r.writable || !r.bytes_present || !r.backing_path.empty()) continue;
+  const std::vector<MemoryRegion>& regions = mem.image().regions();
+  Address found_end = 0;  // where the last chunk found ends: mappings before it belong to that chunk
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    const MemoryRegion& r = regions[i];
+    // The header's page may have been made read-only; it still tells the chunk's size.
+    if (!r.readable || !r.bytes_present || !r.backing_path.empty()) continue;
     if ((r.start & (kPage - 1)) != 0) continue;
-    Address p = r.start;
+    const Address run_end = anonymous_run_end(regions, i);
+    Address p = std::max(r.start, found_end);
     while (p + kPage <= r.end) {
       const auto prev = mem.u64(p);
       const auto size_field = mem.u64(p + 8);
       if (!prev || !size_field) break;
       const std::uint64_t size = *size_field & ~kFlagMask;
       const bool header = *prev == 0 && (*size_field & kFlagMask) == kIsMmapped && size >= kPage &&
-                          (size & (kPage - 1)) == 0 && size <= r.end - p;
+                          (size & (kPage - 1)) == 0 && size <= run_end - p;
       if (!header || overlaps(exclude, p, p + size)) {
         p += kPage;  // merged neighbouring mappings: the next chunk, if any, starts on a page boundary
         continue;
@@ -58,6 +73,7 @@ MmappedChunks find_mmapped_chunks(MemoryCursor& mem, const std::vector<HeapSegme
       out.blocks.push_back(b);
       out.mapped_bytes += size;
       p += size;
+      found_end = p;
     }
   }
   return out;

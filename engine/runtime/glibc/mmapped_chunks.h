@@ -1,6 +1,7 @@
 // Chunks that malloc placed in mappings of their own. glibc keeps no list of them, only a count
 // (mp_.n_mmaps), so they are found by looking at the start of anonymous mappings for a chunk header
-// with IS_MMAPPED set whose size fills the mapping.
+// with IS_MMAPPED set whose size fills the mapping — or a run of adjacent anonymous mappings, since
+// mprotect on part of a chunk (guard pages, a read-only stretch) splits its mapping.
 #pragma once
 
 #include <vector>
