@@ -7,6 +7,7 @@
 #include "image/address_literal.h"
 #include "model/graph_closure.h"
 #include "runtime/builtin/builtin_runtimes.h"
+#include "types/leak_naming.h"
 
 namespace heapscope {
 
@@ -136,12 +137,14 @@ std::unique_ptr<BlockNames> Session::name_blocks(const std::vector<bool>* within
   const RootSet& r = roots();
   const CoroutineFrames& coroutine_frames = coroutines();
   const auto& f = frames();
+  const LeakVerdicts& leaks = verdicts();
   auto names = std::make_unique<BlockNames>(BlockNames{infer_types(*image_, symbols_, h, index, r, within), nullptr});
   type_coroutine_frames(names->types, coroutine_frames);
   PhaseTimer dwarf_timer("dwarf types");
   PhaseScope dwarf_phase(progress_, "dwarf types");
   names->dwarf = std::make_unique<DwarfTypes>(*image_, symbols_);
   type_blocks_from_dwarf(*image_, symbols_, h, index, &f, names->types, *names->dwarf, within);
+  name_leaked_blocks(*image_, h, index, leaks, names->types, *names->dwarf, within);
   return names;
 }
 

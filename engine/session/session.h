@@ -62,7 +62,8 @@ class AnalysisError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Block names: symbol typing, coroutine frames, then DWARF typing, computed together.
+// Block names: symbol typing, coroutine frames, DWARF typing from roots, then the namers of leaked blocks
+// (types/leak_naming.h), computed together; each type id keeps the evidence that named it.
 struct BlockNames {
   BlockTypes types;
   std::unique_ptr<DwarfTypes> dwarf;

@@ -84,10 +84,12 @@ int specificity(const DwarfType& t) {
 
 class Propagator {
  public:
+  // `evidence`: Naming::dwarf when the seeds are certain (typed roots, blocks named by their vtable),
+  // Naming::inferred when they are guesses (layout inference): then every name given is inferred too, and
+  // blocks already named keep their names.
   Propagator(const Image& image, const HeapModel& heap, const BlockIndex& index, BlockTypes& types, DwarfTypes& dwarf,
-             const std::vector<bool>* within)
-      : heap_(heap), index_(index), types_(types), dwarf_(dwarf), within_(within), mem_(image),
-        first_dwarf_id_(static_cast<std::uint32_t>(types.type_count())) {
+             const std::vector<bool>* within, Naming evidence = Naming::dwarf)
+      : heap_(heap), index_(index), types_(types), dwarf_(dwarf), within_(within), mem_(image), evidence_(evidence) {
     walked_.assign(heap.blocks.size(), false);
     progress_total(heap.blocks.size());
     indexes_.resize(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule));
@@ -97,6 +99,28 @@ class Propagator {
   void seed(std::uint16_t module, Address address, DwarfTypeId type) {
     if (module >= indexes_.size() || !indexes_[module]) return;
     visit(address, module, type, kNoDwarfType, 0);
+    drain();
+  }
+
+  // A heap block known (or inferred) to hold one `type`: named so, and followed as from a root.
+  void seed_block(BlockId b, std::uint16_t module, DwarfTypeId type) {
+    if (module >= indexes_.size() || !indexes_[module]) return;
+    types_.set(b, name_id(module, type, false));
+    if (indexes_[module]->type(type).has_pointers) queue_.push_back({heap_.blocks[b].address(), module, type, 1, kNoDwarfType});
+    drain();
+  }
+
+  // A heap block named by a symbol or its RTTI: followed by the DWARF layout of its class, when a module
+  // defines one.
+  void seed_symbol_typed(BlockId b) {
+    const std::uint32_t id = types_.type_id(b);
+    DwarfTypeRef ref = dwarf_.of_type_id(id);
+    for (std::size_t m = 0; !ref.known() && m < indexes_.size(); ++m) {
+      const DwarfTypeId found = indexes_[m] ? indexes_[m]->find_structure(types_.name_of(id)) : kNoDwarfType;
+      if (found != kNoDwarfType) ref = DwarfTypeRef{static_cast<std::uint16_t>(m), found};
+    }
+    if (!ref.known()) return;
+    walk_symbol_typed(b, ref.module, kNoDwarfType);
     drain();
   }
 
@@ -126,9 +150,7 @@ class Propagator {
   std::vector<TypeFacts> facts_;
   std::vector<Pending> queue_;
   std::unordered_map<std::uint64_t, std::uint32_t> name_ids_;
-  // BlockTypes ids from here on were made by this propagation; those below name symbol types (a DWARF type
-  // named like one shares its id and is treated as one: walked once per block).
-  std::uint32_t first_dwarf_id_;
+  Naming evidence_;
   std::vector<bool> walked_;       // by block: a symbol-typed block whose members were followed
   std::uint32_t drained_ = 0;      // queue entries since progress was last told
 
@@ -207,6 +229,7 @@ class Propagator {
     const Block& block = heap_.blocks[b];
     if (block.address() != *value) return;
     const std::uint32_t had = types_.type_id(b);
+    if (had != BlockTypes::kUnknown && evidence_ == Naming::inferred) return;  // a guess never renames
     if (had != BlockTypes::kUnknown && !is_dwarf_named(had)) {
       walk_symbol_typed(b, module, node);
       return;
@@ -221,7 +244,11 @@ class Propagator {
     if (target.has_pointers) queue_.push_back({*value, module, pointee, std::min(count, kMaxElements), node});
   }
 
-  bool is_dwarf_named(std::uint32_t type_id) const { return type_id >= first_dwarf_id_; }
+  // A DWARF type named like a symbol type shares its id, and is treated as one: walked once per block.
+  bool is_dwarf_named(std::uint32_t type_id) const {
+    const Naming n = types_.naming_of(type_id);
+    return n == Naming::dwarf || n == Naming::inferred;
+  }
 
   // A block typed by its vtable (or as a functor, a coroutine frame) keeps that name, but its members are
   // followed as the DWARF structure of the same name says, when there is one: a shared_ptr's control block
@@ -247,8 +274,10 @@ class Propagator {
     auto [it, fresh] = name_ids_.try_emplace(key, 0);
     if (fresh) {
       const DwarfType& t = indexes_[module]->type(type);
-      const std::string name = t.name.empty() ? std::string("(anonymous)") : t.name;
-      it->second = types_.intern(array ? name + "[]" : name);
+      std::string name = t.name.empty() ? std::string("(anonymous)") : t.name;
+      if (array) name += "[]";
+      if (evidence_ == Naming::inferred) name += kInferredMark;
+      it->second = types_.intern(name, evidence_);
       types_.set_source(it->second, t.declared.describe());
       if (it->second >= dwarf_.by_type_id.size()) dwarf_.by_type_id.resize(it->second + 1);
       dwarf_.by_type_id[it->second] = DwarfTypeRef{module, type};
@@ -374,6 +403,23 @@ void name_objects_in_larger_blocks(const Image& image, const HeapModel& heap, Bl
 }
 
 }  // namespace
+
+void type_from_symbol_typed_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                                   std::span<const BlockId> blocks, BlockTypes& types, DwarfTypes& dwarf,
+                                   const std::vector<bool>* within) {
+  if (blocks.empty()) return;
+  Propagator propagate(image, heap, index, types, dwarf, within, Naming::dwarf);
+  for (const BlockId b : blocks) propagate.seed_symbol_typed(b);
+}
+
+void type_from_inferred_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                               std::span<const InferredBlock> guesses, BlockTypes& types, DwarfTypes& dwarf,
+                               const std::vector<bool>* within) {
+  if (guesses.empty()) return;
+  Propagator propagate(image, heap, index, types, dwarf, within, Naming::inferred);
+  for (const InferredBlock& g : guesses)
+    if (types.type_id(g.block) == BlockTypes::kUnknown) propagate.seed_block(g.block, g.type.module, g.type.type);
+}
 
 namespace {
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,25 @@ class DwarfTypes {
 void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
                             const BlockIndex& index, const std::vector<std::vector<Frame>>* frames,
                             BlockTypes& types, DwarfTypes& dwarf, const std::vector<bool>* within = nullptr);
+
+// Typing from blocks instead of roots, for the blocks no root reaches (leaks, types/leak_naming.h).
+// Each of `blocks` (named by its vtable, its RTTI or a std::function manager) is followed by the DWARF
+// layout of its class, when a module defines one; what it leads to is named with certain evidence.
+void type_from_symbol_typed_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                                   std::span<const BlockId> blocks, BlockTypes& types, DwarfTypes& dwarf,
+                                   const std::vector<bool>* within = nullptr);
+
+// A block layout inference guessed to hold one DWARF structure.
+struct InferredBlock {
+  BlockId block = kNoBlock;
+  DwarfTypeRef type;
+};
+
+// Names each block of `guesses` still unnamed "T?" (inferred) and follows it as from a root: what it leads
+// to is named inferred too ("Node?"), and nothing already named is renamed.
+void type_from_inferred_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                               std::span<const InferredBlock> guesses, BlockTypes& types, DwarfTypes& dwarf,
+                               const std::vector<bool>* within = nullptr);
 
 // The field at `offset` of a block of type `ref` (an array of it when the block holds several):
 // ".clients", "[17]", "[2].next", or "" when the layout says nothing there.

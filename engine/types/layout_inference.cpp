@@ -1,0 +1,321 @@
+#include "types/layout_inference.h"
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+
+#include "base/progress.h"
+#include "image/memory_cursor.h"
+
+namespace heapscope {
+
+namespace {
+
+constexpr int kMaxNesting = 8;
+constexpr std::size_t kMaxSlots = 64;           // members checked per candidate
+constexpr std::uint64_t kMaxArrayElements = 16;  // elements of a member array checked
+constexpr std::uint64_t kLargestInferred = 1 << 16;  // larger blocks are buffers, not single structures
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+// Structures a library defines for itself: they are the libstdc++ shape namer's business, or too
+// generic to tell apart.
+bool is_candidate_name(const std::string& name) {
+  return !name.empty() && name[0] != '_' && !starts_with(name, "std::") && !starts_with(name, "__gnu_cxx::") &&
+         name.find("{lambda") == std::string::npos;
+}
+
+// One member that can be checked against the block's bytes.
+struct Slot {
+  enum class Kind : std::uint8_t { data_pointer, function_pointer, string, vector } kind = Kind::data_pointer;
+  std::uint64_t offset = 0;
+  std::uint64_t pointee_size = 0;  // data pointer: the pointee's size when it is a structure, else 0;
+                                   // vector: the element's size
+  bool library = false;            // inside a library type: its pointers may point into blocks' middles
+  DwarfTypeId pointee = kNoDwarfType;  // data pointer: the pointee when it is a structure
+};
+
+struct Candidate {
+  std::uint16_t module = 0;
+  DwarfTypeId type = kNoDwarfType;
+  const std::string* name = nullptr;
+};
+
+class SlotCollector {
+ public:
+  explicit SlotCollector(const DwarfTypeIndex& ix) : ix_(ix) {}
+
+  std::vector<Slot> collect(DwarfTypeId type) {
+    slots_.clear();
+    add(type, 0, false, 0);
+    return std::move(slots_);
+  }
+
+ private:
+  const DwarfTypeIndex& ix_;
+  std::vector<Slot> slots_;
+
+  void push(Slot s) {
+    if (slots_.size() < kMaxSlots) slots_.push_back(s);
+  }
+
+  // The size of the first data pointer's pointee inside `type` (a vector's element), 0 when none.
+  std::uint64_t first_pointee_size(DwarfTypeId type, int depth) {
+    type = ix_.definition(type);
+    if (type == kNoDwarfType || depth > kMaxNesting) return 0;
+    const DwarfType& t = ix_.type(type);
+    if (t.kind == DwarfType::Kind::pointer) {
+      const DwarfTypeId p = ix_.definition(ix_.pointee(type));
+      return p == kNoDwarfType ? 0 : ix_.type(p).size;
+    }
+    if (t.kind != DwarfType::Kind::structure) return 0;
+    for (const DwarfTypeMember& m : ix_.members(type))
+      if (const std::uint64_t size = first_pointee_size(m.type, depth + 1)) return size;
+    return 0;
+  }
+
+  void add(DwarfTypeId type, std::uint64_t at, bool library, int depth) {
+    type = ix_.definition(type);
+    if (type == kNoDwarfType || depth > kMaxNesting) return;
+    const DwarfType& t = ix_.type(type);
+    if (!t.has_pointers) return;
+    switch (t.kind) {
+      case DwarfType::Kind::structure: {
+        if (starts_with(t.name, "std::__cxx11::basic_string<char,")) {
+          push({Slot::Kind::string, at, 0, true, kNoDwarfType});
+          return;
+        }
+        if (starts_with(t.name, "std::vector<")) {
+          push({Slot::Kind::vector, at, first_pointee_size(type, 0), true, kNoDwarfType});
+          return;
+        }
+        const bool in_library = library || starts_with(t.name, "std::") || starts_with(t.name, "__gnu_cxx::");
+        for (const DwarfTypeMember& m : ix_.members(type))
+          if (m.bit_size == 0) add(m.type, at + m.offset, in_library, depth + 1);
+        return;
+      }
+      case DwarfType::Kind::array: {
+        const DwarfTypeId element = ix_.definition(t.target);
+        const std::uint64_t size = element == kNoDwarfType ? 0 : ix_.type(element).size;
+        for (std::uint64_t i = 0; size && i < std::min(t.count, kMaxArrayElements); ++i)
+          add(t.target, at + i * size, library, depth + 1);
+        return;
+      }
+      case DwarfType::Kind::pointer: {
+        const DwarfTypeId pointee = ix_.definition(ix_.pointee(type));
+        if (pointee != kNoDwarfType && ix_.type(pointee).kind == DwarfType::Kind::function) {
+          push({Slot::Kind::function_pointer, at, 0, library, kNoDwarfType});
+          return;
+        }
+        const bool structure = pointee != kNoDwarfType && ix_.type(pointee).kind == DwarfType::Kind::structure &&
+                               !ix_.type(pointee).declaration;
+        push({Slot::Kind::data_pointer, at, structure ? ix_.type(pointee).size : 0, library,
+              structure ? pointee : kNoDwarfType});
+        return;
+      }
+      default:
+        return;
+    }
+  }
+};
+
+enum class Check { rejects, neutral, supports };
+
+class LayoutChecker {
+ public:
+  LayoutChecker(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                const std::vector<const DwarfTypeIndex*>& indexes)
+      : image_(image), heap_(heap), index_(index), indexes_(indexes), mem_(image) {}
+
+  // The members of module `module`'s structure `type` that can be checked, computed once.
+  const std::vector<Slot>& slots(std::uint16_t module, DwarfTypeId type) {
+    auto [it, fresh] = slots_.try_emplace((std::uint64_t{module} << 32) | type);
+    if (fresh) it->second = SlotCollector(*indexes_[module]).collect(type);
+    return it->second;
+  }
+
+  // Evidence for a candidate of module `module` (members that check out positively), or -1 when a
+  // member rules it out. A pointer to a structure is followed one step: the block it points to must not
+  // rule out the pointee's own layout (a list's `next` leads to another node of the list).
+  int evidence(const Block& block, std::uint16_t module, const std::vector<Slot>& checked, bool follow = true) {
+    int found = 0;
+    for (const Slot& s : checked) {
+      Check c = check(block, s);
+      if (c == Check::supports && follow && s.pointee != kNoDwarfType) {
+        const BlockId target = index_.find(*mem_.u64(block.address() + s.offset));
+        if (evidence(heap_.blocks[target], module, slots(module, s.pointee), false) < 0) c = Check::rejects;
+      }
+      if (c == Check::rejects) return -1;
+      if (c == Check::supports) ++found;
+    }
+    return found;
+  }
+
+ private:
+  const Image& image_;
+  const HeapModel& heap_;
+  const BlockIndex& index_;
+  const std::vector<const DwarfTypeIndex*>& indexes_;  // by module; null without DWARF
+  MemoryCursor mem_;
+  std::unordered_map<std::uint64_t, std::vector<Slot>> slots_;
+
+  // The allocated block starting exactly at `value`, or null.
+  const Block* block_at(Address value) const {
+    const BlockId b = index_.find(value);
+    return b != kNoBlock && heap_.blocks[b].address() == value ? &heap_.blocks[b] : nullptr;
+  }
+
+  Check check(const Block& block, const Slot& s) {
+    const Address at = block.address() + s.offset;
+    switch (s.kind) {
+      case Slot::Kind::data_pointer: return data_pointer(block, s, at);
+      case Slot::Kind::function_pointer: return function_pointer(at);
+      case Slot::Kind::string: return string(at);
+      case Slot::Kind::vector: return vector(s, at);
+    }
+    return Check::rejects;
+  }
+
+  Check data_pointer(const Block& block, const Slot& s, Address at) {
+    const auto value = mem_.u64(at);
+    if (!value) return Check::rejects;
+    if (*value == 0) return Check::neutral;
+    if (*value >= block.address() && *value < block.user_end()) return Check::neutral;  // into itself
+    if (const BlockId b = index_.find(*value); b != kNoBlock) {
+      const Block& target = heap_.blocks[b];
+      if (target.address() != *value) return s.library ? Check::neutral : Check::rejects;
+      if (s.pointee_size == 0) return Check::neutral;
+      if (s.pointee_size > target.usable_size()) return Check::rejects;
+      const auto [lo, hi] = fitting_sizes(target);
+      return s.pointee_size >= lo && s.pointee_size <= hi ? Check::supports : Check::neutral;
+    }
+    // Outside every allocated block: a module's data or a stack may hold the pointee; free heap memory
+    // and unmapped addresses may not.
+    const MemoryRegion* region = image_.region_at(*value);
+    if (!region || !region->readable) return Check::rejects;
+    if (s.pointee_size != 0 && !image_.module_at(*value) && heap_contains(*value)) return Check::rejects;
+    return Check::neutral;
+  }
+
+  bool heap_contains(Address a) const {
+    for (const ArenaInfo& arena : heap_.arenas)
+      for (const HeapSegment& seg : arena.heaps)
+        if (a >= seg.start && a < seg.end) return true;
+    return false;
+  }
+
+  Check function_pointer(Address at) {
+    const auto value = mem_.u64(at);
+    if (!value) return Check::rejects;
+    if (*value == 0) return Check::neutral;
+    const MemoryRegion* region = image_.region_at(*value);
+    return region && region->executable && image_.module_at(*value) ? Check::supports : Check::rejects;
+  }
+
+  // libstdc++'s std::string: pointer, length, then capacity or the 16-byte SSO buffer the pointer points
+  // to; the character at [length] is NUL.
+  Check string(Address at) {
+    const auto p = mem_.u64(at), length = mem_.u64(at + 8), capacity = mem_.u64(at + 16);
+    if (!p || !length || !capacity) return Check::rejects;
+    std::uint64_t room = 0;
+    if (*p == at + 16) {
+      room = 15;
+    } else if (const Block* body = block_at(*p)) {
+      if (*capacity < 16 || *capacity + 1 > body->usable_size()) return Check::rejects;
+      room = *capacity;
+    } else {
+      return Check::rejects;
+    }
+    if (*length > room) return Check::rejects;
+    std::uint8_t terminator = 1;
+    if (!image_.read_exact(*p + *length, &terminator, 1) || terminator != 0) return Check::rejects;
+    return Check::supports;
+  }
+
+  // libstdc++'s std::vector: begin, end, end of storage; all null, or one body holding them in order.
+  Check vector(const Slot& s, Address at) {
+    const auto begin = mem_.u64(at), end = mem_.u64(at + 8), capacity = mem_.u64(at + 16);
+    if (!begin || !end || !capacity) return Check::rejects;
+    if (*begin == 0) return *end == 0 && *capacity == 0 ? Check::neutral : Check::rejects;
+    const Block* body = block_at(*begin);
+    if (!body || *end < *begin || *capacity < *end || *capacity - *begin > body->usable_size() ||
+        *capacity == *begin)
+      return Check::rejects;
+    if (s.pointee_size && ((*end - *begin) % s.pointee_size || (*capacity - *begin) % s.pointee_size))
+      return Check::rejects;
+    return Check::supports;
+  }
+};
+
+}  // namespace
+
+std::pair<std::uint64_t, std::uint64_t> fitting_sizes(const Block& block) {
+  const std::uint64_t usable = block.usable_size();
+  if (block.is_bare()) {
+    // tcmalloc's size classes are at most an eighth apart (and 8 bytes apart below 128).
+    const std::uint64_t slack = std::max<std::uint64_t>(8, usable / 8);
+    return {usable > slack ? usable - slack + 1 : 1, usable};
+  }
+  // glibc: a request of n bytes gets a chunk of max(32, n + 8 rounded up to 16), usable 8 bytes less.
+  constexpr std::uint64_t kSmallestUsable = 24, kAlignment = 16;
+  if (usable <= kSmallestUsable) return {1, usable};
+  return {usable - kAlignment + 1, usable};
+}
+
+std::vector<InferredBlock> infer_layouts(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                                         const DwarfTypes& dwarf, std::span<const BlockId> blocks) {
+  std::vector<InferredBlock> out;
+  if (blocks.empty()) return out;
+  std::vector<std::pair<std::uint16_t, const DwarfTypeIndex*>> modules;
+  std::vector<const DwarfTypeIndex*> indexes;
+  for (std::size_t m = 0; m < image.modules().size() && m < DwarfTypeRef::kNoModule; ++m) {
+    indexes.push_back(dwarf.index(m));
+    if (indexes.back()) modules.push_back({static_cast<std::uint16_t>(m), indexes.back()});
+  }
+  if (modules.empty()) return out;
+  LayoutChecker checker(image, heap, index, indexes);
+
+  // Candidates per fitting size range, gathered once: many leaked blocks share a size.
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<Candidate>> by_range;
+  auto candidates = [&](const Block& block) -> const std::vector<Candidate>& {
+    const auto range = fitting_sizes(block);
+    auto [it, fresh] = by_range.try_emplace(range);
+    if (!fresh) return it->second;
+    for (const auto& [module, ix] : modules)
+      for (const DwarfTypeId id : ix->structures_sized(range.first, range.second)) {
+        const DwarfType& t = ix->type(id);
+        if (t.kind != DwarfType::Kind::structure || t.declaration || !t.has_pointers || !is_candidate_name(t.name))
+          continue;
+        if (!checker.slots(module, id).empty()) it->second.push_back({module, id, &t.name});
+      }
+    return it->second;
+  };
+
+  constexpr std::uint64_t kProgressBlocks = 1 << 12;
+  std::uint64_t done = 0;
+  for (const BlockId b : blocks) {
+    if (++done % kProgressBlocks == 0) progress_check();
+    const Block& block = heap.blocks[b];
+    if (!is_allocated(block.state) || block.usable_size() > kLargestInferred) continue;
+    const Candidate* best = nullptr;
+    int best_evidence = 0;
+    bool contested = false;
+    for (const Candidate& c : candidates(block)) {
+      const int e = checker.evidence(block, c.module, checker.slots(c.module, c.type));
+      if (e <= 0 || e < best_evidence) continue;
+      if (e == best_evidence && best) {
+        // The same structure defined by two modules (or two units) is one candidate.
+        contested = contested || *c.name != *best->name;
+        continue;
+      }
+      best = &c;
+      best_evidence = e;
+      contested = false;
+    }
+    if (best && !contested) out.push_back({b, DwarfTypeRef{best->module, best->type}});
+  }
+  return out;
+}
+
+}  // namespace heapscope

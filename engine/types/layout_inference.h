@@ -1,0 +1,28 @@
+// Layout inference: names a block nothing else names by the one DWARF structure whose layout fits it.
+// A candidate is a structure (not a library's: std::, __gnu_cxx::, reserved names) whose size fits the
+// block as its allocator would have sized it, and every pointer-bearing member of which holds what its
+// type allows: a data pointer null or pointing where its pointee fits (the start of a block with room for
+// it, a module's data, a stack), a function pointer null or into a module's code, a std::string member a
+// consistent pointer/length/capacity (or its own SSO buffer), a std::vector member an ordered begin/end/
+// capacity triple around one body. Each member that checks out positively is evidence; a block is named
+// only when one candidate has strictly more evidence than every other, and its name is marked inferred.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "heap/heap_model.h"
+#include "image/image.h"
+#include "model/block_index.h"
+#include "types/dwarf_typing.h"
+
+namespace heapscope {
+
+// The blocks of `blocks` (allocated, unnamed) for which one candidate clearly wins, in the order given.
+std::vector<InferredBlock> infer_layouts(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                                         const DwarfTypes& dwarf, std::span<const BlockId> blocks);
+
+// The structure sizes a block of `usable` bytes may have been allocated for: [first, second].
+std::pair<std::uint64_t, std::uint64_t> fitting_sizes(const Block& block);
+
+}  // namespace heapscope

@@ -1,0 +1,44 @@
+#include "types/leak_naming.h"
+
+#include "base/phase_timer.h"
+#include "types/content_naming.h"
+#include "types/layout_inference.h"
+
+namespace heapscope {
+
+namespace {
+
+std::vector<BlockId> leaked_blocks(const HeapModel& heap, const LeakVerdicts& verdicts, const std::vector<bool>* within,
+                                   const BlockTypes& types, bool named) {
+  std::vector<BlockId> out;
+  for (BlockId b = 0; b < heap.blocks.size(); ++b)
+    if (is_leaked(verdicts.verdict[b]) && (!within || (*within)[b]) &&
+        (types.type_id(b) != BlockTypes::kUnknown) == named)
+      out.push_back(b);
+  return out;
+}
+
+}  // namespace
+
+void name_leaked_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                        const LeakVerdicts& verdicts, BlockTypes& types, DwarfTypes& dwarf,
+                        const std::vector<bool>* within) {
+  PhaseTimer timer("leak names");
+  {
+    std::vector<BlockId> certain;
+    for (const BlockId b : leaked_blocks(heap, verdicts, within, types, /*named=*/true)) {
+      const Naming n = types.naming(b);
+      if (n == Naming::symbol || n == Naming::rtti) certain.push_back(b);
+    }
+    type_from_symbol_typed_blocks(image, heap, index, certain, types, dwarf, within);
+  }
+  {
+    const std::vector<BlockId> unnamed = leaked_blocks(heap, verdicts, within, types, /*named=*/false);
+    const std::vector<InferredBlock> guesses = infer_layouts(image, heap, index, dwarf, unnamed);
+    type_from_inferred_blocks(image, heap, index, guesses, types, dwarf, within);
+  }
+  const std::vector<BlockId> unnamed = leaked_blocks(heap, verdicts, within, types, /*named=*/false);
+  name_by_content(image, heap, index, unnamed, types);
+}
+
+}  // namespace heapscope
