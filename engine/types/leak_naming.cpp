@@ -3,6 +3,7 @@
 #include "base/phase_timer.h"
 #include "types/content_naming.h"
 #include "types/layout_inference.h"
+#include "types/libstdcxx_shapes.h"
 
 namespace heapscope {
 
@@ -31,6 +32,18 @@ void name_leaked_blocks(const Image& image, const HeapModel& heap, const BlockIn
       if (n == Naming::symbol || n == Naming::rtti) certain.push_back(b);
     }
     type_from_symbol_typed_blocks(image, heap, index, certain, types, dwarf, within);
+  }
+  {
+    // Shapes are checked over every leaked block (a hash chain's later nodes are no ancestors of its
+    // first), named only within `within`.
+    std::vector<bool> leaked(heap.blocks.size(), false);
+    std::vector<BlockId> owners;
+    for (BlockId b = 0; b < heap.blocks.size(); ++b)
+      if (is_leaked(verdicts.verdict[b])) {
+        leaked[b] = true;
+        owners.push_back(b);
+      }
+    name_libstdcxx_shapes(image, heap, index, owners, leaked, within, types);
   }
   {
     const std::vector<BlockId> unnamed = leaked_blocks(heap, verdicts, within, types, /*named=*/false);

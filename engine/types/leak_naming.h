@@ -3,9 +3,11 @@
 // each on what the ones before left unnamed:
 //   1. blocks named by a symbol or RTTI are followed by their class's DWARF layout, as from a root
 //      (what they lead to is certain: Naming::dwarf);
-//   2. layout inference (layout_inference.h) names a block by the one structure that fits it, "T?", and
+//   2. libstdc++'s shapes (libstdcxx_shapes.h) name string bodies, vector bodies and container nodes by
+//      their owners and neighbours, debug info or not;
+//   3. layout inference (layout_inference.h) names a block by the one structure that fits it, "T?", and
 //      what it leads to is followed with inferred names;
-//   3. the content namer names what is left by its bytes (content_naming.h).
+//   4. the content namer names what is left by its bytes (content_naming.h).
 // Only leaked blocks (and, through their pointers, the blocks they lead to) are named here: the cost is
 // that of the leaks, not of the heap.
 #pragma once

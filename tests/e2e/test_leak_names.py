@@ -104,16 +104,18 @@ RIGHT_NAMES = {
     "Circle": lambda n: n == "Circle",
     "Polygon": lambda n: n == "Polygon",
     "Inventory": lambda n: n == "Inventory",
-    "string-body": lambda n: n == "char[]" or _is_text(n),
+    "string-body": lambda n: n in ("char[]", "std::string body") or _is_text(n),
     "c-string": lambda n: n in ("char[]", "C string"),
-    "int-body": lambda n: n == "int[]",
-    "double-body": lambda n: n == "double[]",
-    "strings-body": lambda n: n.startswith("std::__cxx11::basic_string<char") and n.endswith("[]"),
-    "map-node": lambda n: n.startswith("std::_Rb_tree_node<std::pair<int const, Record>"),
-    "hash-node": lambda n: n.startswith("std::__detail::_Hash_node<std::pair<int const, Record>"),
-    "list-node": lambda n: n.startswith("std::_List_node<Record>"),
-    "deque-map": lambda n: n in ("int*[]", "pointer array"),
-    "deque-chunk": lambda n: n == "int[]",
+    "int-body": lambda n: n in ("int[]", "std::vector body"),
+    "double-body": lambda n: n in ("double[]", "std::vector body"),
+    "strings-body": lambda n: (n.startswith("std::__cxx11::basic_string<char") and n.endswith("[]")) or
+    n == "std::vector body",
+    "map-node": lambda n: n.startswith("std::_Rb_tree_node<std::pair<int const, Record>") or n == "std::map/set node",
+    "hash-node": lambda n: (n.startswith("std::__detail::_Hash_node<std::pair<int const, Record>") or
+                           n == "std::unordered_map/set node"),
+    "list-node": lambda n: n.startswith("std::_List_node<Record>") or n == "std::list node",
+    "deque-map": lambda n: n in ("int*[]", "pointer array", "std::deque map"),
+    "deque-chunk": lambda n: n in ("int[]", "std::deque chunk"),
     "shared-holder": lambda n: n.startswith("std::_Sp_counted_ptr_inplace<Holder,"),
 }
 
