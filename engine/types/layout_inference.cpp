@@ -275,6 +275,8 @@ std::vector<InferredBlock> infer_layouts(const Image& image, const HeapModel& he
   }
   if (modules.empty()) return out;
   LayoutChecker checker(image, heap, index, indexes);
+  const Module* main = image.main_executable();
+  const auto main_module = static_cast<std::uint16_t>(main ? main - image.modules().data() : DwarfTypeRef::kNoModule);
 
   // Candidates per fitting size range, gathered once: many leaked blocks share a size.
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<Candidate>> by_range;
@@ -298,22 +300,25 @@ std::vector<InferredBlock> infer_layouts(const Image& image, const HeapModel& he
     if (++done % kProgressBlocks == 0) progress_check();
     const Block& block = heap.blocks[b];
     if (!is_allocated(block.state) || block.usable_size() > kLargestInferred) continue;
-    const Candidate* best = nullptr;
+    // The candidates with the most evidence; one of them is named only when it is the only one, or the only
+    // one the program itself defines (a tie with a library's internal structure — glibc's regex tree
+    // node has a list node's first pointer — goes to the program's own type).
+    std::vector<const Candidate*> best;
     int best_evidence = 0;
-    bool contested = false;
     for (const Candidate& c : candidates(block)) {
       const int e = checker.evidence(block, c.module, checker.slots(c.module, c.type));
       if (e <= 0 || e < best_evidence) continue;
-      if (e == best_evidence && best) {
-        // The same structure defined by two modules (or two units) is one candidate.
-        contested = contested || *c.name != *best->name;
-        continue;
-      }
-      best = &c;
+      if (e > best_evidence) best.clear();
       best_evidence = e;
-      contested = false;
+      // The same structure defined by two modules (or two units) is one candidate.
+      if (std::none_of(best.begin(), best.end(), [&](const Candidate* o) { return *o->name == *c.name; }))
+        best.push_back(&c);
     }
-    if (best && !contested) out.push_back({b, DwarfTypeRef{best->module, best->type}});
+    if (best.size() > 1) {
+      std::erase_if(best, [&](const Candidate* c) { return c->module != main_module; });
+      if (best.size() != 1) continue;
+    }
+    if (best.size() == 1) out.push_back({b, DwarfTypeRef{best.front()->module, best.front()->type}});
   }
   return out;
 }

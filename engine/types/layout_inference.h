@@ -4,8 +4,11 @@
 // type allows: a data pointer null or pointing where its pointee fits (the start of a block with room for
 // it, a module's data, a stack), a function pointer null or into a module's code, a std::string member a
 // consistent pointer/length/capacity (or its own SSO buffer), a std::vector member an ordered begin/end/
-// capacity triple around one body. Each member that checks out positively is evidence; a block is named
-// only when one candidate has strictly more evidence than every other, and its name is marked inferred.
+// capacity triple around one body. A pointer to a structure is followed one step: the block it points to
+// must not rule out that structure's own layout. Each member that checks out positively is evidence; a
+// block is named only when one candidate has strictly more evidence than every other — or, in a tie, when
+// exactly one of the tied candidates is the program's own (the main executable's) — and its name is
+// marked inferred.
 #pragma once
 
 #include <span>
