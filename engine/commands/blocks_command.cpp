@@ -35,7 +35,11 @@ void add_types(Session& s, const std::vector<std::size_t>& selected, BlocksRepor
   const auto& blocks = s.heap().blocks;
   if (std::none_of(selected.begin(), selected.end(), [&](std::size_t i) { return is_allocated(blocks[i].state); }))
     return;
-  const BlockTypes& types = s.types();
+  // Leaked blocks alone are named at the cost of the leaks (Session::leak_names).
+  const bool only_leaks = std::all_of(selected.begin(), selected.end(), [&](std::size_t i) {
+    return !is_allocated(blocks[i].state) || is_leaked(s.verdicts().verdict[i]);
+  });
+  const BlockTypes& types = only_leaks ? s.leak_names().types : s.types();
   std::unordered_map<std::uint32_t, std::uint32_t> index;  // BlockTypes id → type_names index
   r.type_names.push_back("");
   r.type_namings.emplace_back(naming_name(Naming::none));

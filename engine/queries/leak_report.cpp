@@ -34,7 +34,7 @@ std::string unseen_memory(const Image& image) {
 LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   const HeapModel& heap = s.heap();
   const LeakVerdicts& v = s.verdicts();
-  const BlockTypes& types = s.types();
+  const BlockTypes& types = s.leak_names().types;
   LeaksReport r;
   std::map<std::pair<std::string, std::uint64_t>, LeakGroup> groups;
   NamingTally named;

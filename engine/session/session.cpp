@@ -172,6 +172,17 @@ const BlockNames& Session::names_for(std::span<const BlockId> blocks) {
   });
 }
 
+const BlockNames& Session::leak_names() {
+  std::lock_guard lock(mutex_);
+  if (names_.value) return *names_.value;
+  return product(leak_names_, "types of the leaked blocks", [&] {
+    const LeakVerdicts& v = verdicts();
+    std::vector<bool> leaked(v.verdict.size(), false);
+    for (std::size_t b = 0; b < leaked.size(); ++b) leaked[b] = is_leaked(v.verdict[b]);
+    return name_blocks(&leaked);
+  });
+}
+
 const Retention& Session::retention() {
   return product(retention_, "dominators", [&] {
     const HeapModel& h = heap();

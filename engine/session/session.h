@@ -99,6 +99,10 @@ class Session {
   // gives them, computed over that part of the heap alone — what a command about one block needs. Once
   // names() is computed, that; otherwise kept for the last few sets of blocks asked about.
   const BlockNames& names_for(std::span<const BlockId> blocks);
+  // The names of the leaked blocks: what names() gives them, computed over the leaked blocks alone (no
+  // reachable block points to a leak, so they are closed under predecessors) — what `leaks` needs, at
+  // the cost of the leaks rather than of the heap. Once names() is computed, that.
+  const BlockNames& leak_names();
   const Retention& retention();           // dominator tree and retained sizes
   // The dominator tree when some command has built it already; null otherwise.
   const Retention* retention_if_computed() const;
@@ -156,6 +160,7 @@ class Session {
   Slot<CoroutineFrames> coroutines_;
   Slot<BlockNames> names_;
   std::map<std::vector<BlockId>, Slot<BlockNames>> names_of_parts_;
+  Slot<BlockNames> leak_names_;
   std::vector<std::vector<BlockId>> parts_asked_;  // names_of_parts_'s keys, oldest first
   Slot<Retention> retention_;
   AddressEvaluator evaluate_;

@@ -413,12 +413,15 @@ void type_from_symbol_typed_blocks(const Image& image, const HeapModel& heap, co
 }
 
 void type_from_inferred_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
-                               std::span<const InferredBlock> guesses, BlockTypes& types, DwarfTypes& dwarf,
-                               const std::vector<bool>* within) {
-  if (guesses.empty()) return;
+                               std::span<const BlockId> blocks,
+                               const std::function<std::optional<DwarfTypeRef>(BlockId)>& infer, BlockTypes& types,
+                               DwarfTypes& dwarf, const std::vector<bool>* within) {
+  if (blocks.empty()) return;
   Propagator propagate(image, heap, index, types, dwarf, within, Naming::inferred);
-  for (const InferredBlock& g : guesses)
-    if (types.type_id(g.block) == BlockTypes::kUnknown) propagate.seed_block(g.block, g.type.module, g.type.type);
+  for (const BlockId b : blocks) {
+    if (types.type_id(b) != BlockTypes::kUnknown) continue;
+    if (const std::optional<DwarfTypeRef> guess = infer(b)) propagate.seed_block(b, guess->module, guess->type);
+  }
 }
 
 namespace {

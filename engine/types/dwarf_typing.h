@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <map>
 #include <memory>
 #include <span>
@@ -78,17 +80,13 @@ void type_from_symbol_typed_blocks(const Image& image, const HeapModel& heap, co
                                    std::span<const BlockId> blocks, BlockTypes& types, DwarfTypes& dwarf,
                                    const std::vector<bool>* within = nullptr);
 
-// A block layout inference guessed to hold one DWARF structure.
-struct InferredBlock {
-  BlockId block = kNoBlock;
-  DwarfTypeRef type;
-};
-
-// Names each block of `guesses` still unnamed "T?" (inferred) and follows it as from a root: what it leads
-// to is named inferred too ("Node?"), and nothing already named is renamed.
+// Asks `infer` for the structure each of `blocks` still unnamed holds, in order; names the block "T?"
+// (inferred) and follows it as from a root: what it leads to is named inferred too ("Node?"), so that a
+// list's later nodes are named by its head without being inferred one by one. Nothing named is renamed.
 void type_from_inferred_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
-                               std::span<const InferredBlock> guesses, BlockTypes& types, DwarfTypes& dwarf,
-                               const std::vector<bool>* within = nullptr);
+                               std::span<const BlockId> blocks,
+                               const std::function<std::optional<DwarfTypeRef>(BlockId)>& infer, BlockTypes& types,
+                               DwarfTypes& dwarf, const std::vector<bool>* within = nullptr);
 
 // The field at `offset` of a block of type `ref` (an array of it when the block holds several):
 // ".clients", "[17]", "[2].next", or "" when the layout says nothing there.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 
@@ -34,6 +35,7 @@ struct Slot {
                                    // vector: the element's size
   bool library = false;            // inside a library type: its pointers may point into blocks' middles
   DwarfTypeId pointee = kNoDwarfType;  // data pointer: the pointee when it is a structure
+  bool pointee_flexible = false;       // data pointer: the pointee ends in a flexible array
 };
 
 struct Candidate {
@@ -83,11 +85,11 @@ class SlotCollector {
     switch (t.kind) {
       case DwarfType::Kind::structure: {
         if (starts_with(t.name, "std::__cxx11::basic_string<char,")) {
-          push({Slot::Kind::string, at, 0, true, kNoDwarfType});
+          push({Slot::Kind::string, at, 0, true, kNoDwarfType, false});
           return;
         }
         if (starts_with(t.name, "std::vector<")) {
-          push({Slot::Kind::vector, at, first_pointee_size(type, 0), true, kNoDwarfType});
+          push({Slot::Kind::vector, at, first_pointee_size(type, 0), true, kNoDwarfType, false});
           return;
         }
         const bool in_library = library || starts_with(t.name, "std::") || starts_with(t.name, "__gnu_cxx::");
@@ -105,13 +107,13 @@ class SlotCollector {
       case DwarfType::Kind::pointer: {
         const DwarfTypeId pointee = ix_.definition(ix_.pointee(type));
         if (pointee != kNoDwarfType && ix_.type(pointee).kind == DwarfType::Kind::function) {
-          push({Slot::Kind::function_pointer, at, 0, library, kNoDwarfType});
+          push({Slot::Kind::function_pointer, at, 0, library, kNoDwarfType, false});
           return;
         }
         const bool structure = pointee != kNoDwarfType && ix_.type(pointee).kind == DwarfType::Kind::structure &&
                                !ix_.type(pointee).declaration;
         push({Slot::Kind::data_pointer, at, structure ? ix_.type(pointee).size : 0, library,
-              structure ? pointee : kNoDwarfType});
+              structure ? pointee : kNoDwarfType, structure && ix_.type(pointee).flexible});
         return;
       }
       default:
@@ -187,6 +189,7 @@ class LayoutChecker {
       if (target.address() != *value) return s.library ? Check::neutral : Check::rejects;
       if (s.pointee_size == 0) return Check::neutral;
       if (s.pointee_size > target.usable_size()) return Check::rejects;
+      if (s.pointee_flexible) return Check::supports;  // its elements fill the rest of the block
       const auto [lo, hi] = fitting_sizes(target);
       return s.pointee_size >= lo && s.pointee_size <= hi ? Check::supports : Check::neutral;
     }
@@ -263,64 +266,79 @@ std::pair<std::uint64_t, std::uint64_t> fitting_sizes(const Block& block) {
   return {usable - kAlignment + 1, usable};
 }
 
-std::vector<InferredBlock> infer_layouts(const Image& image, const HeapModel& heap, const BlockIndex& index,
-                                         const DwarfTypes& dwarf, std::span<const BlockId> blocks) {
-  std::vector<InferredBlock> out;
-  if (blocks.empty()) return out;
-  std::vector<std::pair<std::uint16_t, const DwarfTypeIndex*>> modules;
-  std::vector<const DwarfTypeIndex*> indexes;
-  for (std::size_t m = 0; m < image.modules().size() && m < DwarfTypeRef::kNoModule; ++m) {
-    indexes.push_back(dwarf.index(m));
-    if (indexes.back()) modules.push_back({static_cast<std::uint16_t>(m), indexes.back()});
+struct LayoutInference::State {
+  State(const Image& image, const HeapModel& heap, const BlockIndex& index, std::vector<const DwarfTypeIndex*> ixs)
+      : heap(heap), indexes(std::move(ixs)), checker(image, heap, index, indexes) {
+    const Module* main = image.main_executable();
+    main_module = static_cast<std::uint16_t>(main ? main - image.modules().data() : DwarfTypeRef::kNoModule);
   }
-  if (modules.empty()) return out;
-  LayoutChecker checker(image, heap, index, indexes);
-  const Module* main = image.main_executable();
-  const auto main_module = static_cast<std::uint16_t>(main ? main - image.modules().data() : DwarfTypeRef::kNoModule);
 
+  const HeapModel& heap;
+  std::vector<const DwarfTypeIndex*> indexes;  // by module; null without DWARF
+  LayoutChecker checker;
+  std::uint16_t main_module = DwarfTypeRef::kNoModule;
   // Candidates per fitting size range, gathered once: many leaked blocks share a size.
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<Candidate>> by_range;
-  auto candidates = [&](const Block& block) -> const std::vector<Candidate>& {
+
+  bool candidate(std::uint16_t module, DwarfTypeId id) {
+    const DwarfType& t = indexes[module]->type(id);
+    return t.kind == DwarfType::Kind::structure && !t.declaration && t.has_pointers && is_candidate_name(t.name) &&
+           !checker.slots(module, id).empty();
+  }
+
+  const std::vector<Candidate>& candidates(const Block& block) {
     const auto range = fitting_sizes(block);
     auto [it, fresh] = by_range.try_emplace(range);
     if (!fresh) return it->second;
-    for (const auto& [module, ix] : modules)
-      for (const DwarfTypeId id : ix->structures_sized(range.first, range.second)) {
-        const DwarfType& t = ix->type(id);
-        if (t.kind != DwarfType::Kind::structure || t.declaration || !t.has_pointers || !is_candidate_name(t.name))
-          continue;
-        if (!checker.slots(module, id).empty()) it->second.push_back({module, id, &t.name});
-      }
+    for (std::size_t m = 0; m < indexes.size(); ++m) {
+      if (!indexes[m]) continue;
+      const auto module = static_cast<std::uint16_t>(m);
+      for (const DwarfTypeId id : indexes[m]->structures_sized(range.first, range.second))
+        if (candidate(module, id)) it->second.push_back({module, id, &indexes[m]->type(id).name});
+      // A structure ending in a flexible array was allocated for its elements too: any larger block fits.
+      for (const DwarfTypeId id : indexes[m]->structures_sized(1, range.first - 1))
+        if (indexes[m]->type(id).flexible && candidate(module, id))
+          it->second.push_back({module, id, &indexes[m]->type(id).name});
+    }
     return it->second;
-  };
-
-  constexpr std::uint64_t kProgressBlocks = 1 << 12;
-  std::uint64_t done = 0;
-  for (const BlockId b : blocks) {
-    if (++done % kProgressBlocks == 0) progress_check();
-    const Block& block = heap.blocks[b];
-    if (!is_allocated(block.state) || block.usable_size() > kLargestInferred) continue;
-    // The candidates with the most evidence; one of them is named only when it is the only one, or the only
-    // one the program itself defines (a tie with a library's internal structure — glibc's regex tree
-    // node has a list node's first pointer — goes to the program's own type).
-    std::vector<const Candidate*> best;
-    int best_evidence = 0;
-    for (const Candidate& c : candidates(block)) {
-      const int e = checker.evidence(block, c.module, checker.slots(c.module, c.type));
-      if (e <= 0 || e < best_evidence) continue;
-      if (e > best_evidence) best.clear();
-      best_evidence = e;
-      // The same structure defined by two modules (or two units) is one candidate.
-      if (std::none_of(best.begin(), best.end(), [&](const Candidate* o) { return *o->name == *c.name; }))
-        best.push_back(&c);
-    }
-    if (best.size() > 1) {
-      std::erase_if(best, [&](const Candidate* c) { return c->module != main_module; });
-      if (best.size() != 1) continue;
-    }
-    if (best.size() == 1) out.push_back({b, DwarfTypeRef{best.front()->module, best.front()->type}});
   }
-  return out;
+};
+
+LayoutInference::LayoutInference(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                                 const DwarfTypes& dwarf) {
+  std::vector<const DwarfTypeIndex*> indexes;
+  bool any = false;
+  for (std::size_t m = 0; m < image.modules().size() && m < DwarfTypeRef::kNoModule; ++m) {
+    indexes.push_back(dwarf.index(m));
+    any = any || indexes.back();
+  }
+  if (any) state_ = std::make_unique<State>(image, heap, index, std::move(indexes));
+}
+
+LayoutInference::~LayoutInference() = default;
+
+std::optional<DwarfTypeRef> LayoutInference::infer(BlockId b) {
+  if (!state_) return std::nullopt;
+  const Block& block = state_->heap.blocks[b];
+  if (!is_allocated(block.state) || block.usable_size() > kLargestInferred) return std::nullopt;
+  // The candidates with the most evidence; one of them is named only when it is the only one, or the only
+  // one the program itself defines (a tie with a library's internal structure — glibc's regex tree node
+  // starts with a pointer to its own type, as a list node does — goes to the program's own type).
+  std::vector<const Candidate*> best;
+  int best_evidence = 0;
+  for (const Candidate& c : state_->candidates(block)) {
+    const int e = state_->checker.evidence(block, c.module, state_->checker.slots(c.module, c.type));
+    if (e <= 0 || e < best_evidence) continue;
+    if (e > best_evidence) best.clear();
+    best_evidence = e;
+    // The same structure defined by two modules (or two units) is one candidate.
+    if (std::none_of(best.begin(), best.end(), [&](const Candidate* o) { return *o->name == *c.name; }))
+      best.push_back(&c);
+  }
+  if (best.size() > 1)
+    std::erase_if(best, [&](const Candidate* c) { return c->module != state_->main_module; });
+  if (best.size() != 1) return std::nullopt;
+  return DwarfTypeRef{best.front()->module, best.front()->type};
 }
 
 }  // namespace heapscope

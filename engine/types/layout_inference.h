@@ -11,8 +11,8 @@
 // marked inferred.
 #pragma once
 
-#include <span>
-#include <vector>
+#include <memory>
+#include <optional>
 
 #include "heap/heap_model.h"
 #include "image/image.h"
@@ -21,9 +21,19 @@
 
 namespace heapscope {
 
-// The blocks of `blocks` (allocated, unnamed) for which one candidate clearly wins, in the order given.
-std::vector<InferredBlock> infer_layouts(const Image& image, const HeapModel& heap, const BlockIndex& index,
-                                         const DwarfTypes& dwarf, std::span<const BlockId> blocks);
+// Candidates are gathered once per block size and each block's own bytes decide: what a block is
+// inferred to be does not depend on what else was inferred.
+class LayoutInference {
+ public:
+  LayoutInference(const Image& image, const HeapModel& heap, const BlockIndex& index, const DwarfTypes& dwarf);
+  ~LayoutInference();
+  // The structure that clearly wins for allocated block `b`; nullopt when none does (or no DWARF).
+  std::optional<DwarfTypeRef> infer(BlockId b);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // The structure sizes a block of `usable` bytes may have been allocated for: [first, second].
 std::pair<std::uint64_t, std::uint64_t> fitting_sizes(const Block& block);

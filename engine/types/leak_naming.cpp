@@ -1,5 +1,7 @@
 #include "types/leak_naming.h"
 
+#include <algorithm>
+
 #include "base/phase_timer.h"
 #include "types/content_naming.h"
 #include "types/layout_inference.h"
@@ -26,6 +28,7 @@ void name_leaked_blocks(const Image& image, const HeapModel& heap, const BlockIn
                         const std::vector<bool>* within) {
   PhaseTimer timer("leak names");
   {
+    PhaseTimer step("leak names: from vtables");
     std::vector<BlockId> certain;
     for (const BlockId b : leaked_blocks(heap, verdicts, within, types, /*named=*/true)) {
       const Naming n = types.naming(b);
@@ -34,6 +37,7 @@ void name_leaked_blocks(const Image& image, const HeapModel& heap, const BlockIn
     type_from_symbol_typed_blocks(image, heap, index, certain, types, dwarf, within);
   }
   {
+    PhaseTimer step("leak names: libstdc++ shapes");
     // Shapes are checked over every leaked block (a hash chain's later nodes are no ancestors of its
     // first), named only within `within`.
     std::vector<bool> leaked(heap.blocks.size(), false);
@@ -46,10 +50,19 @@ void name_leaked_blocks(const Image& image, const HeapModel& heap, const BlockIn
     name_libstdcxx_shapes(image, heap, index, owners, leaked, within, types);
   }
   {
-    const std::vector<BlockId> unnamed = leaked_blocks(heap, verdicts, within, types, /*named=*/false);
-    const std::vector<InferredBlock> guesses = infer_layouts(image, heap, index, dwarf, unnamed);
-    type_from_inferred_blocks(image, heap, index, guesses, types, dwarf, within);
+    PhaseTimer step("leak names: layout inference");
+    // Where lost structures start first (direct leaks, then cycles): what they lead to is named from them.
+    std::vector<BlockId> unnamed = leaked_blocks(heap, verdicts, within, types, /*named=*/false);
+    std::stable_partition(unnamed.begin(), unnamed.end(),
+                          [&](BlockId b) { return verdicts.verdict[b] == Verdict::direct_leak; });
+    std::stable_partition(unnamed.begin(), unnamed.end(), [&](BlockId b) {
+      return verdicts.verdict[b] == Verdict::direct_leak || verdicts.verdict[b] == Verdict::cycle_leak;
+    });
+    LayoutInference inference(image, heap, index, dwarf);
+    type_from_inferred_blocks(image, heap, index, unnamed, [&](BlockId b) { return inference.infer(b); }, types,
+                              dwarf, within);
   }
+  PhaseTimer step("leak names: content");
   const std::vector<BlockId> unnamed = leaked_blocks(heap, verdicts, within, types, /*named=*/false);
   name_by_content(image, heap, index, unnamed, types);
 }

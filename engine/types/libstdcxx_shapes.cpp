@@ -25,6 +25,9 @@ class ShapeNamer {
   void try_at(Address a) {
     const auto first = word(a), second = word(a + 8);
     if (!first || !second) return;
+    // Every shape's object holds a pointer to one of its blocks in its first two words (a hashtable with
+    // one bucket: to its own single bucket): most words of most blocks are ruled out here.
+    if (index_.find(*first) == kNoBlock && index_.find(*second) == kNoBlock && *first != a + 48) return;
     const BlockId at_first = target_at(*first);
     if (at_first != kNoBlock && (string_body(a, at_first) || vector_body(a, at_first) || deque(a, at_first))) return;
     if (hashtable(a)) return;
