@@ -338,6 +338,10 @@ std::optional<DwarfTypeRef> LayoutInference::infer(BlockId b) {
   if (best.size() > 1)
     std::erase_if(best, [&](const Candidate* c) { return c->module != state_->main_module; });
   if (best.size() != 1) return std::nullopt;
+  // A library's structure (glibc's, with libc6-dbg) needs two members of evidence: its internal lists and
+  // flexible-array headers fit any block that starts with one pointer to a block of the right size.
+  constexpr int kLibraryEvidence = 2;
+  if (best.front()->module != state_->main_module && best_evidence < kLibraryEvidence) return std::nullopt;
   return DwarfTypeRef{best.front()->module, best.front()->type};
 }
 

@@ -7,8 +7,8 @@
 // capacity triple around one body. A pointer to a structure is followed one step: the block it points to
 // must not rule out that structure's own layout. Each member that checks out positively is evidence; a
 // block is named only when one candidate has strictly more evidence than every other — or, in a tie, when
-// exactly one of the tied candidates is the program's own (the main executable's) — and its name is
-// marked inferred.
+// exactly one of the tied candidates is the program's own (the main executable's); a library's structure
+// needs two members of evidence — and its name is marked inferred.
 #pragma once
 
 #include <memory>

@@ -12,6 +12,7 @@
 // that of the leaks, not of the heap.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "heap/heap_model.h"
@@ -22,6 +23,14 @@
 #include "types/dwarf_typing.h"
 
 namespace heapscope {
+
+// The namers above, on the blocks of `order` (taken in that order: a structure inferred at a block names
+// what the block leads to), as if no root reached them. name_leaked_blocks runs them on the leaks; the
+// precision benchmark (frontends/cli/naming_precision.cpp) on reachable blocks DWARF types, to count
+// where they disagree with DWARF.
+void name_unrooted_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                          std::span<const BlockId> order, BlockTypes& types, DwarfTypes& dwarf,
+                          const std::vector<bool>* within = nullptr);
 
 // With `within` (closed under predecessors, as infer_types takes it), only the leaked blocks in it are
 // named, with the names the whole-heap pass gives them: every name here comes from the block's own
