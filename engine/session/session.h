@@ -140,7 +140,8 @@ class Session {
   template <class T, class Compute>
   const T& product(Slot<T>& slot, const char* name, Compute&& compute);
   void check_interrupted();
-  std::unique_ptr<BlockNames> name_blocks(const std::vector<bool>* within);
+  // `from_roots`: type by DWARF from the roots too (false only when `within` holds no reachable block).
+  std::unique_ptr<BlockNames> name_blocks(const std::vector<bool>* within, bool from_roots = true);
   void add_warnings(const std::vector<std::string>& more);
 
   std::shared_ptr<const Image> image_;

@@ -1,6 +1,7 @@
 #include "types/layout_inference.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -267,18 +268,33 @@ std::pair<std::uint64_t, std::uint64_t> fitting_sizes(const Block& block) {
 }
 
 struct LayoutInference::State {
-  State(const Image& image, const HeapModel& heap, const BlockIndex& index, std::vector<const DwarfTypeIndex*> ixs)
-      : heap(heap), indexes(std::move(ixs)), checker(image, heap, index, indexes) {
+  State(const Image& image, const HeapModel& heap, const BlockIndex& index, const DwarfTypes& dwarf)
+      : heap(heap), dwarf(dwarf),
+        indexes(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule), nullptr),
+        loaded(indexes.size(), false), checker(image, heap, index, indexes) {
     const Module* main = image.main_executable();
     main_module = static_cast<std::uint16_t>(main ? main - image.modules().data() : DwarfTypeRef::kNoModule);
   }
 
   const HeapModel& heap;
-  std::vector<const DwarfTypeIndex*> indexes;  // by module; null without DWARF
+  const DwarfTypes& dwarf;
+  // By module, read on first use: the libraries' DWARF (glibc's, with libc6-dbg, is large) only when the
+  // program's own types leave a block unnamed.
+  std::vector<const DwarfTypeIndex*> indexes;
+  std::vector<bool> loaded;
   LayoutChecker checker;
   std::uint16_t main_module = DwarfTypeRef::kNoModule;
-  // Candidates per fitting size range, gathered once: many leaked blocks share a size.
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<Candidate>> by_range;
+  // Candidates per fitting size range, the program's own [0] and the libraries' [1], gathered once: many
+  // leaked blocks share a size.
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::array<std::optional<std::vector<Candidate>>, 2>> by_range;
+
+  const DwarfTypeIndex* index(std::size_t m) {
+    if (!loaded[m]) {
+      indexes[m] = dwarf.index(m);
+      loaded[m] = true;
+    }
+    return indexes[m];
+  }
 
   bool candidate(std::uint16_t module, DwarfTypeId id) {
     const DwarfType& t = indexes[module]->type(id);
@@ -286,63 +302,66 @@ struct LayoutInference::State {
            !checker.slots(module, id).empty();
   }
 
-  const std::vector<Candidate>& candidates(const Block& block) {
+  void add_candidates(std::size_t m, std::pair<std::uint64_t, std::uint64_t> range, std::vector<Candidate>& out) {
+    const DwarfTypeIndex* ix = index(m);
+    if (!ix) return;
+    const auto module = static_cast<std::uint16_t>(m);
+    for (const DwarfTypeId id : ix->structures_sized(range.first, range.second))
+      if (candidate(module, id)) out.push_back({module, id, &ix->type(id).name});
+    // A structure ending in a flexible array was allocated for its elements too: any larger block fits.
+    for (const DwarfTypeId id : ix->structures_sized(1, range.first - 1))
+      if (ix->type(id).flexible && candidate(module, id)) out.push_back({module, id, &ix->type(id).name});
+  }
+
+  // `libraries`: the structures of every module but the main executable; otherwise the main executable's.
+  const std::vector<Candidate>& candidates(const Block& block, bool libraries) {
     const auto range = fitting_sizes(block);
-    auto [it, fresh] = by_range.try_emplace(range);
-    if (!fresh) return it->second;
-    for (std::size_t m = 0; m < indexes.size(); ++m) {
-      if (!indexes[m]) continue;
-      const auto module = static_cast<std::uint16_t>(m);
-      for (const DwarfTypeId id : indexes[m]->structures_sized(range.first, range.second))
-        if (candidate(module, id)) it->second.push_back({module, id, &indexes[m]->type(id).name});
-      // A structure ending in a flexible array was allocated for its elements too: any larger block fits.
-      for (const DwarfTypeId id : indexes[m]->structures_sized(1, range.first - 1))
-        if (indexes[m]->type(id).flexible && candidate(module, id))
-          it->second.push_back({module, id, &indexes[m]->type(id).name});
+    std::optional<std::vector<Candidate>>& slot = by_range[range][libraries ? 1 : 0];
+    if (slot) return *slot;
+    slot.emplace();
+    for (std::size_t m = 0; m < indexes.size(); ++m)
+      if ((m == main_module) != libraries) add_candidates(m, range, *slot);
+    return *slot;
+  }
+
+  // The candidates with the most evidence (one per name: the same structure defined by two units is one),
+  // and that evidence.
+  std::pair<std::vector<const Candidate*>, int> best_of(const Block& block, const std::vector<Candidate>& all) {
+    std::vector<const Candidate*> best;
+    int best_evidence = 0;
+    for (const Candidate& c : all) {
+      const int e = checker.evidence(block, c.module, checker.slots(c.module, c.type));
+      if (e <= 0 || e < best_evidence) continue;
+      if (e > best_evidence) best.clear();
+      best_evidence = e;
+      if (std::none_of(best.begin(), best.end(), [&](const Candidate* o) { return *o->name == *c.name; }))
+        best.push_back(&c);
     }
-    return it->second;
+    return {std::move(best), best_evidence};
   }
 };
 
 LayoutInference::LayoutInference(const Image& image, const HeapModel& heap, const BlockIndex& index,
-                                 const DwarfTypes& dwarf) {
-  std::vector<const DwarfTypeIndex*> indexes;
-  bool any = false;
-  for (std::size_t m = 0; m < image.modules().size() && m < DwarfTypeRef::kNoModule; ++m) {
-    indexes.push_back(dwarf.index(m));
-    any = any || indexes.back();
-  }
-  if (any) state_ = std::make_unique<State>(image, heap, index, std::move(indexes));
-}
+                                 const DwarfTypes& dwarf)
+    : state_(std::make_unique<State>(image, heap, index, dwarf)) {}
 
 LayoutInference::~LayoutInference() = default;
 
 std::optional<DwarfTypeRef> LayoutInference::infer(BlockId b) {
-  if (!state_) return std::nullopt;
   const Block& block = state_->heap.blocks[b];
   if (!is_allocated(block.state) || block.usable_size() > kLargestInferred) return std::nullopt;
-  // The candidates with the most evidence; one of them is named only when it is the only one, or the only
-  // one the program itself defines (a tie with a library's internal structure — glibc's regex tree node
-  // starts with a pointer to its own type, as a list node does — goes to the program's own type).
-  std::vector<const Candidate*> best;
-  int best_evidence = 0;
-  for (const Candidate& c : state_->candidates(block)) {
-    const int e = state_->checker.evidence(block, c.module, state_->checker.slots(c.module, c.type));
-    if (e <= 0 || e < best_evidence) continue;
-    if (e > best_evidence) best.clear();
-    best_evidence = e;
-    // The same structure defined by two modules (or two units) is one candidate.
-    if (std::none_of(best.begin(), best.end(), [&](const Candidate* o) { return *o->name == *c.name; }))
-      best.push_back(&c);
-  }
-  if (best.size() > 1)
-    std::erase_if(best, [&](const Candidate* c) { return c->module != state_->main_module; });
-  if (best.size() != 1) return std::nullopt;
-  // A library's structure (glibc's, with libc6-dbg) needs two members of evidence: its internal lists and
-  // flexible-array headers fit any block that starts with one pointer to a block of the right size.
+  // The program's own structures first: a leak is most often of the program's own types, and a library's
+  // internal structure (glibc's regex tree node starts with a pointer to its own type, as a list node
+  // does) must not outvote them. A tie among them names nothing.
+  const auto [own, own_evidence] = state_->best_of(block, state_->candidates(block, /*libraries=*/false));
+  if (own.size() == 1) return DwarfTypeRef{own.front()->module, own.front()->type};
+  if (!own.empty()) return std::nullopt;
+  // A library's structure needs two members of evidence: its internal lists and flexible-array headers fit
+  // any block that starts with one pointer to a block of the right size.
   constexpr int kLibraryEvidence = 2;
-  if (best.front()->module != state_->main_module && best_evidence < kLibraryEvidence) return std::nullopt;
-  return DwarfTypeRef{best.front()->module, best.front()->type};
+  const auto [library, evidence] = state_->best_of(block, state_->candidates(block, /*libraries=*/true));
+  if (library.size() != 1 || evidence < kLibraryEvidence) return std::nullopt;
+  return DwarfTypeRef{library.front()->module, library.front()->type};
 }
 
 }  // namespace heapscope

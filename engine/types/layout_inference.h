@@ -5,10 +5,10 @@
 // it, a module's data, a stack), a function pointer null or into a module's code, a std::string member a
 // consistent pointer/length/capacity (or its own SSO buffer), a std::vector member an ordered begin/end/
 // capacity triple around one body. A pointer to a structure is followed one step: the block it points to
-// must not rule out that structure's own layout. Each member that checks out positively is evidence; a
-// block is named only when one candidate has strictly more evidence than every other — or, in a tie, when
-// exactly one of the tied candidates is the program's own (the main executable's); a library's structure
-// needs two members of evidence — and its name is marked inferred.
+// must not rule out that structure's own layout. Each member that checks out positively is evidence. The
+// program's own structures (the main executable's) are tried first, and name a block when one of them has
+// strictly more evidence than the others; only when none has any are the libraries' structures tried,
+// which need two members of evidence. The name is marked inferred.
 #pragma once
 
 #include <memory>
