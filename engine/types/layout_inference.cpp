@@ -30,7 +30,8 @@ bool is_candidate_name(const std::string& name) {
 
 // One member that can be checked against the block's bytes.
 struct Slot {
-  enum class Kind : std::uint8_t { data_pointer, function_pointer, string, vector } kind = Kind::data_pointer;
+  enum class Kind : std::uint8_t { data_pointer, function_pointer, vtable_pointer, string, vector } kind =
+      Kind::data_pointer;
   std::uint64_t offset = 0;
   std::uint64_t pointee_size = 0;  // data pointer: the pointee's size when it is a structure, else 0;
                                    // vector: the element's size
@@ -94,8 +95,14 @@ class SlotCollector {
           return;
         }
         const bool in_library = library || starts_with(t.name, "std::") || starts_with(t.name, "__gnu_cxx::");
-        for (const DwarfTypeMember& m : ix_.members(type))
-          if (m.bit_size == 0) add(m.type, at + m.offset, in_library, depth + 1);
+        for (const DwarfTypeMember& m : ix_.members(type)) {
+          if (m.bit_size != 0) continue;
+          // A polymorphic class's hidden first member: it points to a vtable, in a module's read-only data.
+          if (m.name.rfind("_vptr", 0) == 0)
+            push({Slot::Kind::vtable_pointer, at + m.offset, 0, in_library, kNoDwarfType, false});
+          else
+            add(m.type, at + m.offset, in_library, depth + 1);
+        }
         return;
       }
       case DwarfType::Kind::array: {
@@ -176,6 +183,7 @@ class LayoutChecker {
       case Slot::Kind::function_pointer: return function_pointer(at);
       case Slot::Kind::string: return string(at);
       case Slot::Kind::vector: return vector(s, at);
+      case Slot::Kind::vtable_pointer: return vtable_pointer(at);
     }
     return Check::rejects;
   }
@@ -207,6 +215,12 @@ class LayoutChecker {
       for (const HeapSegment& seg : arena.heaps)
         if (a >= seg.start && a < seg.end) return true;
     return false;
+  }
+
+  Check vtable_pointer(Address at) {
+    const auto value = mem_.u64(at);
+    const MemoryRegion* region = value ? image_.region_at(*value) : nullptr;
+    return region && !region->writable && image_.module_at(*value) ? Check::supports : Check::rejects;
   }
 
   Check function_pointer(Address at) {
@@ -268,10 +282,10 @@ std::pair<std::uint64_t, std::uint64_t> fitting_sizes(const Block& block) {
 }
 
 struct LayoutInference::State {
-  State(const Image& image, const HeapModel& heap, const BlockIndex& index, const DwarfTypes& dwarf)
-      : heap(heap), dwarf(dwarf),
+  State(const Image& image, const HeapModel& heap_model, const BlockIndex& index, const DwarfTypes& dwarf_types)
+      : heap(heap_model), dwarf(dwarf_types),
         indexes(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule), nullptr),
-        loaded(indexes.size(), false), checker(image, heap, index, indexes) {
+        loaded(indexes.size(), false), checker(image, heap_model, index, indexes) {
     const Module* main = image.main_executable();
     main_module = static_cast<std::uint16_t>(main ? main - image.modules().data() : DwarfTypeRef::kNoModule);
   }

@@ -89,6 +89,10 @@ class ShapeNamer {
 
   // _List_node_header: next, prev, size; each node starts with next, prev.
   bool list(Address a) {
+    // The sentinel is the list object's own node, inside its owner. One at a block's start could be a node
+    // of the program's own ring whose third word happens to count the others: such a list (made by
+    // `new std::list`) is left unnamed rather than risk naming a ring.
+    if (block_at(a) != kNoBlock) return false;
     const auto size = word(a + 16);
     if (!size || *size == 0 || *size > kMostNodes) return false;
     std::vector<BlockId> nodes;

@@ -7,7 +7,8 @@
 //   std::vector body     the referrer holds begin ≤ end ≤ end of storage, begin the block's start and end of
 //                        storage its end (as the allocator sized it)
 //   std::list node       next/prev agree both ways round a ring with one sentinel (the list object's own
-//                        node, not a block's start) whose size word counts the ring's nodes
+//                        node inside its owner, never a block's start) whose size word counts the ring's
+//                        nodes
 //   std::map/set node    colour, parent, left, right consistent over the whole tree, up to a header whose
 //                        parent is the root, left the leftmost node, right the rightmost and whose node
 //                        count is the tree's

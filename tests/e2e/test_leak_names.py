@@ -100,6 +100,7 @@ def _is_text(name):
 RIGHT_NAMES = {
     "CNode": lambda n: n == "CNode",
     "CHandler": lambda n: n == "CHandler",
+    "CRing": lambda n: n == "CRing",
     "Order": lambda n: n == "Order",
     "Circle": lambda n: n == "Circle",
     "Polygon": lambda n: n == "Polygon",
