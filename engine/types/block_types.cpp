@@ -173,7 +173,8 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
     const Block& b = heap.blocks[i];
     if (!is_allocated(b.state) || b.usable_size() < 8 || !wanted(i)) continue;
     const auto first = mem.u64(b.address());
-    if (!first || *first == 0 || !image.module_at(*first)) continue;
+    // A vtable is in a module, never in a heap block: most first words are heap pointers or data.
+    if (!first || *first == 0 || index.find(*first) != kNoBlock || !image.module_at(*first)) continue;
     auto [it, fresh] = by_first_word.try_emplace(*first, BlockTypes::kUnknown);
     if (fresh) {
       // The `vtable for X` symbol where there is one; the RTTI the vtable points to otherwise.

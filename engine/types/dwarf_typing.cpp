@@ -92,21 +92,21 @@ class Propagator {
       : heap_(heap), index_(index), types_(types), dwarf_(dwarf), within_(within), mem_(image), evidence_(evidence) {
     walked_.assign(heap.blocks.size(), false);
     progress_total(heap.blocks.size());
-    indexes_.resize(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule));
-    for (std::size_t m = 0; m < indexes_.size(); ++m) indexes_[m] = dwarf.index(m);
+    indexes_.resize(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule), nullptr);
+    loaded_.resize(indexes_.size(), false);
   }
 
   void seed(std::uint16_t module, Address address, DwarfTypeId type) {
-    if (module >= indexes_.size() || !indexes_[module]) return;
+    if (!index(module)) return;
     visit(address, module, type, kNoDwarfType, 0);
     drain();
   }
 
   // A heap block known (or inferred) to hold one `type`: named so, and followed as from a root.
   void seed_block(BlockId b, std::uint16_t module, DwarfTypeId type) {
-    if (module >= indexes_.size() || !indexes_[module]) return;
+    if (!index(module)) return;
     types_.set(b, name_id(module, type, false));
-    if (indexes_[module]->type(type).has_pointers) queue_.push_back({heap_.blocks[b].address(), module, type, 1, kNoDwarfType});
+    if (index(module)->type(type).has_pointers) queue_.push_back({heap_.blocks[b].address(), module, type, 1, kNoDwarfType});
     drain();
   }
 
@@ -116,7 +116,7 @@ class Propagator {
     const std::uint32_t id = types_.type_id(b);
     DwarfTypeRef ref = dwarf_.of_type_id(id);
     for (std::size_t m = 0; !ref.known() && m < indexes_.size(); ++m) {
-      const DwarfTypeId found = indexes_[m] ? indexes_[m]->find_structure(types_.name_of(id)) : kNoDwarfType;
+      const DwarfTypeId found = index(m) ? index(m)->find_structure(types_.name_of(id)) : kNoDwarfType;
       if (found != kNoDwarfType) ref = DwarfTypeRef{static_cast<std::uint16_t>(m), found};
     }
     if (!ref.known()) return;
@@ -146,7 +146,18 @@ class Propagator {
   DwarfTypes& dwarf_;
   const std::vector<bool>* within_;  // the blocks to type; null: all
   MemoryCursor mem_;
+  // By module, read on first use: typing from a few leaked blocks needs their modules' DWARF only.
   std::vector<const DwarfTypeIndex*> indexes_;
+  std::vector<bool> loaded_;
+
+  const DwarfTypeIndex* index(std::size_t module) {
+    if (module >= indexes_.size()) return nullptr;
+    if (!loaded_[module]) {
+      indexes_[module] = dwarf_.index(module);
+      loaded_[module] = true;
+    }
+    return indexes_[module];
+  }
   std::vector<TypeFacts> facts_;
   std::vector<Pending> queue_;
   std::unordered_map<std::uint64_t, std::uint32_t> name_ids_;
@@ -177,13 +188,13 @@ class Propagator {
       }
       const Pending p = queue_.back();
       queue_.pop_back();
-      const std::uint64_t size = indexes_[p.module]->type(p.type).size;
+      const std::uint64_t size = index(p.module)->type(p.type).size;
       for (std::uint64_t i = 0; i < p.count; ++i) visit(p.address + i * size, p.module, p.type, p.node, 0);
     }
   }
 
   void visit(Address at, std::uint16_t module, DwarfTypeId id, DwarfTypeId node, int depth) {
-    const DwarfTypeIndex& ix = *indexes_[module];
+    const DwarfTypeIndex& ix = *index(module);
     id = ix.definition(id);
     if (id == kNoDwarfType || depth > kMaxNesting) return;
     const DwarfType& t = ix.type(id);
@@ -216,7 +227,7 @@ class Propagator {
   }
 
   void follow(Address at, std::uint16_t module, DwarfTypeId pointee, DwarfTypeId node) {
-    const DwarfTypeIndex& ix = *indexes_[module];
+    const DwarfTypeIndex& ix = *index(module);
     pointee = ix.definition(pointee);
     if (pointee == kNoDwarfType) return;  // void*
     if (node != kNoDwarfType && is_base_of_node(ix.type(pointee).name, ix.type(node).name)) pointee = node;
@@ -260,7 +271,7 @@ class Propagator {
     if (id >= dwarf_.by_type_id.size()) dwarf_.by_type_id.resize(id + 1);
     DwarfTypeRef& ref = dwarf_.by_type_id[id];
     if (!ref.known()) {
-      const DwarfTypeId named = indexes_[module]->find_structure(types_.name(b, heap_.blocks[b]));
+      const DwarfTypeId named = index(module)->find_structure(types_.name(b, heap_.blocks[b]));
       if (named == kNoDwarfType) return;
       ref = DwarfTypeRef{module, named};
     }
@@ -273,7 +284,7 @@ class Propagator {
     const std::uint64_t key = (std::uint64_t{module} << 33) | (std::uint64_t{type} << 1) | (array ? 1 : 0);
     auto [it, fresh] = name_ids_.try_emplace(key, 0);
     if (fresh) {
-      const DwarfType& t = indexes_[module]->type(type);
+      const DwarfType& t = index(module)->type(type);
       std::string name = t.name.empty() ? std::string("(anonymous)") : t.name;
       if (array) name += "[]";
       if (evidence_ == Naming::inferred) name += kInferredMark;
