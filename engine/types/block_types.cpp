@@ -103,6 +103,11 @@ ClassName class_of_unnamed_vtable(const Image& image, Address vptr) {
 
 }  // namespace
 
+std::string class_named_by_rtti(const Image& image, Address vptr) {
+  ClassName named = class_of_unnamed_vtable(image, vptr);
+  return named.naming == Naming::rtti ? std::move(named.name) : std::string();
+}
+
 std::string functor_type_from_manager(const std::string& demangled) {
   const std::size_t at = demangled.find(">::_M_manager(");
   if (at == std::string::npos) return {};

@@ -67,6 +67,11 @@ class BlockTypes {
 BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const BlockIndex& index,
                        const RootSet& roots, const std::vector<bool>* within = nullptr);
 
+// The class the RTTI of the vtable `vptr` names (what a stripped binary's objects are named by); empty
+// when the vtable has no type_info (-fno-rtti) or is no vtable. For the precision benchmark, which checks
+// it against the vtable's symbol.
+std::string class_named_by_rtti(const Image& image, Address vptr);
+
 // Types each coroutine frame "coroutine frame <function>".
 void type_coroutine_frames(BlockTypes& types, const CoroutineFrames& coroutines);
 

@@ -2,7 +2,8 @@
 // blocks) disagree with DWARF. On a core whose reachable blocks DWARF types from the roots, it hides that
 // typing — each reachable DWARF-typed block starts out as what the vtable/RTTI pass alone gives it — runs
 // the namers of unrooted blocks (types/leak_naming.h) over those blocks, and counts per namer the blocks it
-// named and those whose name disagrees with DWARF's. Not installed; scripts/bench --naming-precision runs it,
+// named and those whose name disagrees with DWARF's; and, for every object a vtable's symbol names, whether
+// its RTTI alone (what a stripped binary has) names the same class. Not installed; scripts/bench --naming-precision runs it,
 // and docs/performance.md has its figures.
 //
 //   heapscope-naming-precision CORE [--exe EXE] [--no-debug-files] ... [--examples N]
@@ -99,6 +100,23 @@ int main(int argc, char** argv) {
       if (t.examples.size() < examples)
         t.examples.push_back(fmt::format("0x{:x}: {} (DWARF: {})", heap.blocks[b].address(), name, dwarf_name));
     }
+    // RTTI against the vtable's symbol: every object a vtable symbol names, named again by its RTTI alone.
+    Tally rtti;
+    for (BlockId b = 0; b < heap.blocks.size(); ++b) {
+      const std::uint32_t id = truth.types.type_id(b);
+      if (!is_allocated(heap.blocks[b].state) || truth.types.naming_of(id) != Naming::symbol ||
+          !truth.types.from_vtable(id))
+        continue;
+      const auto vptr = s.image().read_u64(heap.blocks[b].address());
+      const std::string by_rtti = vptr ? class_named_by_rtti(s.image(), *vptr) : std::string();
+      if (by_rtti.empty()) continue;  // no RTTI (-fno-rtti): the vtable namer's "class with vtable" instead
+      ++rtti.named;
+      if (by_rtti == truth.types.name_of(id)) continue;
+      ++rtti.disagree;
+      if (rtti.examples.size() < examples)
+        rtti.examples.push_back(fmt::format("0x{:x}: {} (symbol: {})", heap.blocks[b].address(), by_rtti,
+                                            truth.types.name_of(id)));
+    }
     fmt::print("{} reachable blocks typed by DWARF from the roots\n", measured.size());
     fmt::print("{:<10} {:>10} {:>12} {:>8}\n", "namer", "named", "disagreeing", "share");
     for (const auto& [naming, t] : by_naming) {
@@ -110,6 +128,10 @@ int main(int argc, char** argv) {
                  t.named ? 100.0 * static_cast<double>(t.disagree) / static_cast<double>(t.named) : 0.0);
       for (const std::string& e : t.examples) fmt::print("    {}\n", e);
     }
+    fmt::print("{:<10} {:>10} {:>12} {:>7.2f}%   (objects a vtable symbol names, named by their RTTI alone)\n",
+               "rtti", rtti.named, rtti.disagree,
+               rtti.named ? 100.0 * static_cast<double>(rtti.disagree) / static_cast<double>(rtti.named) : 0.0);
+    for (const std::string& e : rtti.examples) fmt::print("    {}\n", e);
   } catch (const std::exception& e) {
     std::cerr << "heapscope-naming-precision: " << e.what() << "\n";
     return 1;
