@@ -5,6 +5,7 @@
 
 #include "commands/command.h"
 #include "commands/option_checks.h"
+#include "types/content_naming.h"
 
 namespace heapscope {
 
@@ -34,17 +35,27 @@ void add_types(Session& s, const std::vector<std::size_t>& selected, BlocksRepor
   const auto& blocks = s.heap().blocks;
   if (std::none_of(selected.begin(), selected.end(), [&](std::size_t i) { return is_allocated(blocks[i].state); }))
     return;
-  const BlockTypes& types = s.types();
+  // Leaked blocks alone are named at the cost of the leaks (Session::leak_names).
+  const bool only_leaks = std::all_of(selected.begin(), selected.end(), [&](std::size_t i) {
+    return !is_allocated(blocks[i].state) || is_leaked(s.verdicts().verdict[i]);
+  });
+  const BlockTypes& types = only_leaks ? s.leak_names().types : s.types();
   std::unordered_map<std::uint32_t, std::uint32_t> index;  // BlockTypes id → type_names index
   r.type_names.push_back("");
+  r.type_namings.emplace_back(naming_name(Naming::none));
   for (std::size_t i : selected) {
-    const std::uint32_t id = is_allocated(blocks[i].state) ? types.type_id(i) : BlockTypes::kUnknown;
+    const bool allocated = is_allocated(blocks[i].state);
+    r.texts.push_back(allocated ? text_preview(s.image(), blocks[i]).value_or("") : "");
+    const std::uint32_t id = allocated ? types.type_id(i) : BlockTypes::kUnknown;
     if (id == BlockTypes::kUnknown) {
       r.type_ids.push_back(0);
       continue;
     }
     auto [it, fresh] = index.try_emplace(id, static_cast<std::uint32_t>(r.type_names.size()));
-    if (fresh) r.type_names.push_back(types.name(i, blocks[i]));
+    if (fresh) {
+      r.type_names.push_back(types.name(i, blocks[i]));
+      r.type_namings.emplace_back(naming_name(types.naming_of(id)));
+    }
     r.type_ids.push_back(it->second);
   }
 }

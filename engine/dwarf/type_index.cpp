@@ -1,5 +1,7 @@
 #include "dwarf/type_index.h"
 
+#include <algorithm>
+
 #include <dwarf.h>
 
 #include "base/progress.h"
@@ -116,8 +118,10 @@ class TypeIndexBuilder {
         const std::string name = qualified(die, prefix);
         if (name.empty()) return;
         index_.qualified_names_[offset] = name;
-        if (tag != DW_TAG_enumeration_type && !has_flag(die, DW_AT_declaration))
-          index_.definitions_.try_emplace(name, offset);
+        if (tag != DW_TAG_enumeration_type && !has_flag(die, DW_AT_declaration) &&
+            index_.definitions_.try_emplace(name, offset).second && tag != DW_TAG_union_type)
+          if (const std::optional<Dwarf_Word> size = udata(die, DW_AT_byte_size); size && *size > 0)
+            index_.structure_sizes_.push_back({*size, offset});
         walk(die, name + "::", depth + 1);
         return;
       }
@@ -176,7 +180,16 @@ std::unique_ptr<DwarfTypeIndex> DwarfTypeIndex::build(const DwarfFile& dwarf) {
     return false;
   });
   builder.resolve_variables();
+  std::sort(index->structure_sizes_.begin(), index->structure_sizes_.end());
   return index;
+}
+
+std::vector<DwarfTypeId> DwarfTypeIndex::structures_sized(std::uint64_t min, std::uint64_t max) const {
+  std::vector<DwarfTypeId> out;
+  auto it = std::lower_bound(structure_sizes_.begin(), structure_sizes_.end(), std::pair<std::uint64_t, std::uint64_t>{min, 0});
+  for (; it != structure_sizes_.end() && it->first <= max; ++it)
+    if (const DwarfTypeId id = type_of_die(it->second); id != kNoDwarfType) out.push_back(id);
+  return out;
 }
 
 DwarfTypeId DwarfTypeIndex::type_of_die(std::uint64_t die_offset) const {

@@ -75,6 +75,9 @@ class DwarfTypeIndex {
   DwarfTypeId definition(DwarfTypeId id) const;
   // A defined structure by its full name ("std::_Rb_tree_node<int>"), or kNoDwarfType.
   DwarfTypeId find_structure(const std::string& name) const;
+  // The defined structures and classes (not unions) whose size is in [min, max], one per name, resolved
+  // on demand: the candidates of layout inference for a block of that size.
+  std::vector<DwarfTypeId> structures_sized(std::uint64_t min, std::uint64_t max) const;
 
  private:
   friend class TypeIndexBuilder;
@@ -86,6 +89,7 @@ class DwarfTypeIndex {
   mutable std::unordered_map<std::uint64_t, DwarfTypeId> by_die_;
   std::unordered_map<std::uint64_t, std::string> qualified_names_;  // DIE offset → scope-qualified name
   std::unordered_map<std::string, std::uint64_t> definitions_;      // structure name → defining DIE offset
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> structure_sizes_;  // (size, defining DIE offset), sorted
   std::vector<DwarfVariable> variables_;
   DwarfTypeId resolve(Dwarf_Die die) const;
   std::string type_name(Dwarf_Die die, int depth = 0) const;  // without resolving layouts

@@ -9,7 +9,7 @@ namespace heapscope {
 
 BlockRef block_ref(Session& s, const BlockNames& names, BlockId b) {
   const Block& blk = s.heap().blocks[b];
-  return {blk.address(), blk.usable_size(), names.types.name(b, blk)};
+  return {blk.address(), blk.usable_size(), names.types.name(b, blk), std::string(naming_name(names.types.naming(b)))};
 }
 
 RootRef root_ref(Session& s, const BlockNames& names, std::size_t root, BlockId target) {

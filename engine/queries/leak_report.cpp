@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 #include "base/progress.h"
+#include "queries/naming_tally.h"
+#include "types/content_naming.h"
 
 namespace heapscope {
 namespace {
@@ -32,9 +34,10 @@ std::string unseen_memory(const Image& image) {
 LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   const HeapModel& heap = s.heap();
   const LeakVerdicts& v = s.verdicts();
-  const BlockTypes& types = s.types();
+  const BlockTypes& types = s.leak_names().types;
   LeaksReport r;
   std::map<std::pair<std::string, std::uint64_t>, LeakGroup> groups;
+  NamingTally named;
   for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
     if ((i & kCheckMask) == 0) progress_check();
     const Block& b = heap.blocks[i];
@@ -43,6 +46,9 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
     const std::string type = types.name(i, b);
     LeakGroup& g = groups[{type, b.usable_size()}];
     g.type = type;
+    const Naming naming = types.naming(i);
+    g.naming = naming_name(naming);
+    named.add(naming, b.usable_size());
     g.size = b.usable_size();
     ++g.count;
     g.bytes += b.usable_size();
@@ -53,9 +59,12 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
       default: ++g.cycle; r.cycle.add(b.usable_size()); break;
     }
     // Direct leaks make the best examples: they are where each lost structure starts.
-    if (g.examples.size() < examples && (v.verdict[i] != Verdict::indirect_leak || g.direct == 0))
+    if (g.examples.size() < examples && (v.verdict[i] != Verdict::indirect_leak || g.direct == 0)) {
       g.examples.push_back(b.address());
+      g.example_texts.push_back(text_preview(s.image(), b).value_or(""));
+    }
   }
+  r.named = named.shares();
   for (auto& [key, g] : groups) r.groups.push_back(std::move(g));
   std::stable_sort(r.groups.begin(), r.groups.end(), [](auto& a, auto& b) { return a.bytes > b.bytes; });
   r.modules_without_symbols = modules_without_file(s.image());
@@ -129,6 +138,7 @@ HistogramReport build_histogram(Session& s, const std::string& by, std::size_t e
     if (type != BlockTypes::kUnknown) ++r.typed_blocks;
     HistogramRow& row = rows[types.name(i, b)];
     row.source = types.source_of(type);
+    row.naming = naming_name(types.naming_of(type));
     add_block(row, b, is_leaked(v.verdict[i]), examples);
   }
   for (auto& [name, row] : rows) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "queries/naming_tally.h"
 #include "symbols/debug_packages.h"
 
 namespace heapscope {
@@ -61,15 +62,18 @@ ModuleRow module_row(const Session& s, const Module& m) {
 
 TypedShare typed_share(const HeapModel& heap, const BlockTypes& types) {
   TypedShare share;
+  NamingTally by_naming;
   for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
     const Block& b = heap.blocks[i];
     if (!is_allocated(b.state)) continue;
     share.in_use_blocks += 1;
     share.in_use_bytes += b.usable_size();
+    by_naming.add(types.naming(i), b.usable_size());
     if (types.type_id(i) == BlockTypes::kUnknown) continue;
     share.blocks += 1;
     share.bytes += b.usable_size();
   }
+  share.by_naming = by_naming.shares();
   return share;
 }
 

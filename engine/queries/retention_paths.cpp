@@ -8,6 +8,7 @@
 #include "queries/block_fields.h"
 #include "queries/block_refs.h"
 #include "image/word_scan.h"
+#include "types/content_naming.h"
 
 namespace heapscope {
 
@@ -122,6 +123,7 @@ DescribeReport describe_block(Session& s, BlockId target, Address query, std::si
   r.chunk = b.chunk;
   r.chunk_size = b.chunk_size();
   r.state = block_state_name(b.state);
+  r.text = text_preview(s.image(), b).value_or("");
   r.arena = b.arena == Block::kNoArena ? 0 : heap.arenas[b.arena].address;
   r.verdict = verdict_name(s.verdicts().verdict[target]);
   r.possibly = s.verdicts().possibly[target] != 0;
@@ -136,6 +138,8 @@ DescribeReport describe_block(Session& s, BlockId target, Address query, std::si
   });
   BlockFields fields = block_fields(s, names, target, max_fields);
   r.fields_type = std::move(fields.type);
+  // Fields read through a guessed layout are as much a guess as the name.
+  if (!r.fields_type.empty() && names.types.naming(target) == Naming::inferred) r.fields_type += kInferredMark;
   r.fields = std::move(fields.rows);
   r.fields_truncated = fields.truncated;
   return r;

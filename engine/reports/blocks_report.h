@@ -19,6 +19,8 @@ struct BlocksReport {
   // listed block is allocated.
   std::vector<std::uint32_t> type_ids;
   std::vector<std::string> type_names;
+  std::vector<std::string> type_namings;  // per type_names entry: its evidence (BlockRef::naming)
+  std::vector<std::string> texts;         // per listed block: the text it starts with (escaped), or empty
   std::vector<std::string> warnings;
 
   Address arena_of(const Block& b) const {

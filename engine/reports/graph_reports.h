@@ -6,13 +6,15 @@
 #include <vector>
 
 #include "heap/heap_model.h"
+#include "reports/naming_share.h"
 
 namespace heapscope {
 
 struct BlockRef {
   Address address = 0;     // user pointer
   std::uint64_t size = 0;  // usable bytes
-  std::string type;
+  std::string type;        // an inferred name carries its mark ("AuditRecord?")
+  std::string naming;      // the evidence behind `type`: dwarf, symbol, rtti, vtable, pattern, inferred, content, none
 };
 
 struct RootRef {
@@ -24,13 +26,17 @@ struct RootRef {
 
 struct LeakGroup {
   std::string type;
+  std::string naming;      // as BlockRef::naming
   std::uint64_t size = 0;  // usable bytes of each block
   std::uint64_t count = 0, bytes = 0, direct = 0, indirect = 0, cycle = 0;
   std::vector<Address> examples;
+  std::vector<std::string> example_texts;  // per example: the text it starts with (escaped), or empty
 };
+
 
 struct LeaksReport {
   std::vector<LeakGroup> groups;  // by bytes, largest first
+  std::vector<NamingShare> named;  // the leaked blocks per evidence, most reliable first (none last)
   StateTotal leaked, direct, indirect, cycle, possibly;  // bytes are usable bytes
   // Some heap, stack or writable memory could not be read: leaks there are missed, and blocks only it
   // points to are reported (the first warnings say what is missing).
@@ -110,6 +116,7 @@ struct DescribeReport {
   Address chunk = 0;
   std::uint64_t chunk_size = 0;
   std::string state;
+  std::string text;   // the text the block starts with (escaped, cut short), or empty
   Address arena = 0;  // 0 for mmapped
   std::string verdict;
   bool possibly = false;
@@ -124,6 +131,7 @@ struct DescribeReport {
 
 struct HistogramRow {
   std::string type;    // by type: the type; by source: empty
+  std::string naming;  // by type: as BlockRef::naming
   std::string source;  // where the type was declared (DWARF), empty when unknown
   std::vector<std::string> types;  // by source: the types declared there, most bytes first
   std::uint64_t count = 0, bytes = 0, leaked_count = 0, leaked_bytes = 0;

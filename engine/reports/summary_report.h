@@ -1,6 +1,8 @@
 // Report objects are plain data: an analysis fills them, a formatter renders them (text, JSON, ...).
 #pragma once
 
+#include "reports/naming_share.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +37,7 @@ struct ModuleRow {
 struct TypedShare {
   std::uint64_t blocks = 0, bytes = 0;                // typed
   std::uint64_t in_use_blocks = 0, in_use_bytes = 0;  // all allocated
+  std::vector<NamingShare> by_naming;  // the allocated blocks per evidence, most reliable first, "none" last
   double bytes_percent() const { return in_use_bytes ? 100.0 * static_cast<double>(bytes) / static_cast<double>(in_use_bytes) : 0; }
 };
 

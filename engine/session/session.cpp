@@ -7,6 +7,7 @@
 #include "image/address_literal.h"
 #include "model/graph_closure.h"
 #include "runtime/builtin/builtin_runtimes.h"
+#include "types/leak_naming.h"
 
 namespace heapscope {
 
@@ -135,18 +136,20 @@ const CoroutineFrames& Session::coroutines() {
   return product(coroutines_, "coroutines", [&] { return find_coroutine_frames(*image_, symbols_, heap()); });
 }
 
-std::unique_ptr<BlockNames> Session::name_blocks(const std::vector<bool>* within) {
+std::unique_ptr<BlockNames> Session::name_blocks(const std::vector<bool>* within, bool from_roots) {
   const HeapModel& h = heap();
   const BlockIndex& index = block_index();
   const RootSet& r = roots();
   const CoroutineFrames& coroutine_frames = coroutines();
-  const auto& f = frames();
+  const auto* f = from_roots ? &frames() : nullptr;
+  const LeakVerdicts& leaks = verdicts();
   auto names = std::make_unique<BlockNames>(BlockNames{infer_types(*image_, symbols_, h, index, r, within), nullptr});
   type_coroutine_frames(names->types, coroutine_frames);
   PhaseTimer dwarf_timer("dwarf types");
   PhaseScope dwarf_phase(progress_, "dwarf types");
   names->dwarf = std::make_unique<DwarfTypes>(*image_, symbols_);
-  type_blocks_from_dwarf(*image_, symbols_, h, index, &f, names->types, *names->dwarf, within);
+  if (from_roots) type_blocks_from_dwarf(*image_, symbols_, h, index, f, names->types, *names->dwarf, within);
+  name_leaked_blocks(*image_, h, index, leaks, names->types, *names->dwarf, within);
   return names;
 }
 
@@ -171,6 +174,18 @@ const BlockNames& Session::names_for(std::span<const BlockId> blocks) {
   return product(names_of_parts_[key], "types of the blocks asked about", [&] {
     const std::vector<bool> within = ancestors_of(graph(), key);
     return name_blocks(&within);
+  });
+}
+
+const BlockNames& Session::leak_names() {
+  std::lock_guard lock(mutex_);
+  if (names_.value) return *names_.value;
+  return product(leak_names_, "types of the leaked blocks", [&] {
+    const LeakVerdicts& v = verdicts();
+    std::vector<bool> leaked(v.verdict.size(), false);
+    for (std::size_t b = 0; b < leaked.size(); ++b) leaked[b] = is_leaked(v.verdict[b]);
+    // No root reaches a leak: DWARF typing from the roots (and the call stacks it reads) has nothing to do.
+    return name_blocks(&leaked, /*from_roots=*/false);
   });
 }
 

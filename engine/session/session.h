@@ -62,7 +62,8 @@ class AnalysisError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Block names: symbol typing, coroutine frames, then DWARF typing, computed together.
+// Block names: symbol typing, coroutine frames, DWARF typing from roots, then the namers of leaked blocks
+// (types/leak_naming.h), computed together; each type id keeps the evidence that named it.
 struct BlockNames {
   BlockTypes types;
   std::unique_ptr<DwarfTypes> dwarf;
@@ -100,6 +101,10 @@ class Session {
   // gives them, computed over that part of the heap alone — what a command about one block needs. Once
   // names() is computed, that; otherwise kept for the last few sets of blocks asked about.
   const BlockNames& names_for(std::span<const BlockId> blocks);
+  // The names of the leaked blocks: what names() gives them, computed over the leaked blocks alone (no
+  // reachable block points to a leak, so they are closed under predecessors) — what `leaks` needs, at
+  // the cost of the leaks rather than of the heap. Once names() is computed, that.
+  const BlockNames& leak_names();
   const Retention& retention();           // dominator tree and retained sizes
   // The dominator tree when some command has built it already; null otherwise.
   const Retention* retention_if_computed() const;
@@ -137,7 +142,8 @@ class Session {
   template <class T, class Compute>
   const T& product(Slot<T>& slot, const char* name, Compute&& compute);
   void check_interrupted();
-  std::unique_ptr<BlockNames> name_blocks(const std::vector<bool>* within);
+  // `from_roots`: type by DWARF from the roots too (false only when `within` holds no reachable block).
+  std::unique_ptr<BlockNames> name_blocks(const std::vector<bool>* within, bool from_roots = true);
   void add_warnings(const std::vector<std::string>& more);
 
   std::shared_ptr<const Image> image_;
@@ -158,6 +164,7 @@ class Session {
   Slot<CoroutineFrames> coroutines_;
   Slot<BlockNames> names_;
   std::map<std::vector<BlockId>, Slot<BlockNames>> names_of_parts_;
+  Slot<BlockNames> leak_names_;
   std::vector<std::vector<BlockId>> parts_asked_;  // names_of_parts_'s keys, oldest first
   Slot<Retention> retention_;
   AddressEvaluator evaluate_;

@@ -81,21 +81,32 @@ std::string type_info_class(const Image& image, Address type_info) {
 // pointer: the class's RTTI names it. Without RTTI (-fno-rtti) that pointer is 0, and objects can still
 // be grouped by their vtable, "class with vtable app+0x1c2340", when it has a vtable's shape: in a
 // module's read-only data, its first slot pointing to code. Empty when the checks fail (no vtable).
-std::string class_of_unnamed_vtable(const Image& image, Address vptr) {
+struct ClassName {
+  std::string name;
+  Naming naming = Naming::none;
+};
+
+ClassName class_of_unnamed_vtable(const Image& image, Address vptr) {
   const auto offset_to_top = image.read_u64(vptr - 16);
   const auto type_info = image.read_u64(vptr - 8);
   if (!offset_to_top || *offset_to_top != 0 || !type_info) return {};
-  if (*type_info != 0) return image.module_at(*type_info) ? type_info_class(image, *type_info) : std::string();
+  if (*type_info != 0)
+    return image.module_at(*type_info) ? ClassName{type_info_class(image, *type_info), Naming::rtti} : ClassName{};
   const Module* module = image.module_at(vptr);
   const MemoryRegion* region = image.region_at(vptr);
   const auto first_slot = image.read_u64(vptr);
   if (!module || !region || region->writable || !first_slot) return {};
   const MemoryRegion* code = image.region_at(*first_slot);
   if (!code || !code->executable || !image.module_at(*first_slot)) return {};
-  return fmt::format("class with vtable {}+0x{:x}", module->name(), vptr - module->load_bias);
+  return {fmt::format("class with vtable {}+0x{:x}", module->name(), vptr - module->load_bias), Naming::vtable};
 }
 
 }  // namespace
+
+std::string class_named_by_rtti(const Image& image, Address vptr) {
+  ClassName named = class_of_unnamed_vtable(image, vptr);
+  return named.naming == Naming::rtti ? std::move(named.name) : std::string();
+}
 
 std::string functor_type_from_manager(const std::string& demangled) {
   const std::size_t at = demangled.find(">::_M_manager(");
@@ -108,7 +119,7 @@ std::string functor_type_from_manager(const std::string& demangled) {
 
 void type_coroutine_frames(BlockTypes& types, const CoroutineFrames& coroutines) {
   std::vector<std::uint32_t> ids;
-  for (const CoroutineFunction& f : coroutines.functions) ids.push_back(types.intern("coroutine frame " + f.name));
+  for (const CoroutineFunction& f : coroutines.functions) ids.push_back(types.intern("coroutine frame " + f.name, Naming::symbol));
   for (const CoroutineFrame& frame : coroutines.frames) types.set(frame.block, ids[frame.function]);
 }
 
@@ -123,18 +134,19 @@ void BlockTypes::mark_from_vtable(std::uint32_t id) {
 }
 
 std::uint32_t BlockTypes::first_of_larger(std::uint32_t id) {
-  const std::uint32_t larger = intern(names_[id] + " (first of a larger block)");
+  const std::uint32_t larger = intern(names_[id] + " (first of a larger block)", namings_[id]);
   if (larger >= first_of_.size()) first_of_.resize(larger + 1, kUnknown);
   first_of_[larger] = id;
   set_source(larger, sources_[id]);
   return larger;
 }
 
-std::uint32_t BlockTypes::intern(const std::string& name) {
+std::uint32_t BlockTypes::intern(const std::string& name, Naming naming) {
   auto it = std::find(names_.begin(), names_.end(), name);
   if (it != names_.end()) return static_cast<std::uint32_t>(it - names_.begin());
   names_.push_back(name);
   sources_.emplace_back();
+  namings_.push_back(naming);
   return static_cast<std::uint32_t>(names_.size() - 1);
 }
 
@@ -166,20 +178,21 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
     const Block& b = heap.blocks[i];
     if (!is_allocated(b.state) || b.usable_size() < 8 || !wanted(i)) continue;
     const auto first = mem.u64(b.address());
-    if (!first || *first == 0 || !image.module_at(*first)) continue;
+    // A vtable is in a module, never in a heap block: most first words are heap pointers or data.
+    if (!first || *first == 0 || index.find(*first) != kNoBlock || !image.module_at(*first)) continue;
     auto [it, fresh] = by_first_word.try_emplace(*first, BlockTypes::kUnknown);
     if (fresh) {
       // The `vtable for X` symbol where there is one; the RTTI the vtable points to otherwise.
       const ResolvedSymbol s = symbols.resolve(*first);
-      std::string name;
+      ClassName named;
       if (s.symbol && s.symbol->name.rfind("_ZTV", 0) == 0) {
-        name = demangle(s.symbol->name);
-        if (name.rfind(kVtablePrefix, 0) == 0) name.erase(0, kVtablePrefix.size());
+        named = {demangle(s.symbol->name), Naming::symbol};
+        if (named.name.rfind(kVtablePrefix, 0) == 0) named.name.erase(0, kVtablePrefix.size());
       } else if (!s.symbol || s.symbol->kind != SymbolKind::function) {
-        name = class_of_unnamed_vtable(image, *first);
+        named = class_of_unnamed_vtable(image, *first);
       }
-      if (!name.empty()) {
-        it->second = types.intern(name);
+      if (!named.name.empty()) {
+        it->second = types.intern(named.name, named.naming);
         types.mark_from_vtable(it->second);
       }
     }
@@ -204,7 +217,7 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
     const BlockId target = index.find(*functor);
     if (target == kNoBlock || heap.blocks[target].address() != *functor || !wanted(target)) return;
     auto [it, fresh] = functor_ids.try_emplace(&m->second, 0);
-    if (fresh) it->second = types.intern(m->second.functor_type);
+    if (fresh) it->second = types.intern(m->second.functor_type, Naming::symbol);
     types.set(target, it->second);
   };
   // The words next to a pointer into a wanted block lie in a block pointing to it: wanted too.

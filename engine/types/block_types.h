@@ -2,7 +2,9 @@
 // at offset 0 names its dynamic type (by the vtable's symbol, or on a stripped binary by the RTTI the vtable
 // points to, or without RTTI as "class with vtable app+0x…"); a functor stored by std::function is named by its libstdc++ manager
 // function, found next to the pointer to it, and DWARF adds where the functor (a lambda) was written;
-// coroutine frames by their resume/destroy clones. Everything else is "unknown (N bytes)".
+// coroutine frames by their resume/destroy clones. Everything else is "unknown (N bytes)" until DWARF
+// typing (dwarf_typing) and the namers of leaked blocks (leak_naming) have had their turn. Each type id
+// keeps the evidence that named it (types/naming.h).
 #pragma once
 
 #include <string>
@@ -13,6 +15,7 @@
 #include "heap/heap_model.h"
 #include "symbols/symbol_index.h"
 #include "types/coroutine_frames.h"
+#include "types/naming.h"
 
 namespace heapscope {
 
@@ -20,12 +23,17 @@ class BlockTypes {
  public:
   static constexpr std::uint32_t kUnknown = 0;
 
-  BlockTypes() : names_{""}, sources_{""} {}
+  BlockTypes() : names_{""}, sources_{""}, namings_{Naming::none} {}
   std::uint32_t type_id(std::size_t block) const { return block < ids_.size() ? ids_[block] : kUnknown; }
   // The type's name, or "unknown (N bytes)" for untyped blocks.
   std::string name(std::size_t block, const Block& b) const;
   const std::string& name_of(std::uint32_t id) const { return names_[id]; }
-  std::uint32_t intern(const std::string& name);
+  // The id of `name`, made on first use with the evidence that named it; a name interned again keeps its
+  // first evidence (a vtable symbol's class that DWARF names too stays "symbol"). Inferred names carry
+  // their mark ("T?"), so they never share an id with a certain name.
+  std::uint32_t intern(const std::string& name, Naming naming);
+  Naming naming_of(std::uint32_t id) const { return id < namings_.size() ? namings_[id] : Naming::none; }
+  Naming naming(std::size_t block) const { return naming_of(type_id(block)); }
   std::size_t type_count() const { return names_.size(); }  // ids are below this
   void rename(std::uint32_t id, std::string name);
   // Where the type was declared ("client.h:12"), when DWARF says; empty otherwise.
@@ -48,6 +56,7 @@ class BlockTypes {
   std::vector<std::uint32_t> ids_;
   std::vector<std::string> names_;
   std::vector<std::string> sources_;  // by type id, like names_
+  std::vector<Naming> namings_;       // by type id, like names_
   std::vector<bool> from_vtable_;           // by type id
   std::vector<std::uint32_t> first_of_;     // by type id: T's id for "T (first of a larger block)"
 };
@@ -57,6 +66,11 @@ class BlockTypes {
 // the whole heap.
 BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const BlockIndex& index,
                        const RootSet& roots, const std::vector<bool>* within = nullptr);
+
+// The class the RTTI of the vtable `vptr` names (what a stripped binary's objects are named by); empty
+// when the vtable has no type_info (-fno-rtti) or is no vtable. For the precision benchmark, which checks
+// it against the vtable's symbol.
+std::string class_named_by_rtti(const Image& image, Address vptr);
 
 // Types each coroutine frame "coroutine frame <function>".
 void type_coroutine_frames(BlockTypes& types, const CoroutineFrames& coroutines);

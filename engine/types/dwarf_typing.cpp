@@ -84,19 +84,43 @@ int specificity(const DwarfType& t) {
 
 class Propagator {
  public:
+  // `evidence`: Naming::dwarf when the seeds are certain (typed roots, blocks named by their vtable),
+  // Naming::inferred when they are guesses (layout inference): then every name given is inferred too, and
+  // blocks already named keep their names.
   Propagator(const Image& image, const HeapModel& heap, const BlockIndex& index, BlockTypes& types, DwarfTypes& dwarf,
-             const std::vector<bool>* within)
-      : heap_(heap), index_(index), types_(types), dwarf_(dwarf), within_(within), mem_(image),
-        first_dwarf_id_(static_cast<std::uint32_t>(types.type_count())) {
+             const std::vector<bool>* within, Naming evidence = Naming::dwarf)
+      : heap_(heap), index_(index), types_(types), dwarf_(dwarf), within_(within), mem_(image), evidence_(evidence) {
     walked_.assign(heap.blocks.size(), false);
     progress_total(heap.blocks.size());
-    indexes_.resize(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule));
-    for (std::size_t m = 0; m < indexes_.size(); ++m) indexes_[m] = dwarf.index(m);
+    indexes_.resize(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule), nullptr);
+    loaded_.resize(indexes_.size(), false);
   }
 
   void seed(std::uint16_t module, Address address, DwarfTypeId type) {
-    if (module >= indexes_.size() || !indexes_[module]) return;
+    if (!index(module)) return;
     visit(address, module, type, kNoDwarfType, 0);
+    drain();
+  }
+
+  // A heap block known (or inferred) to hold one `type`: named so, and followed as from a root.
+  void seed_block(BlockId b, std::uint16_t module, DwarfTypeId type) {
+    if (!index(module)) return;
+    types_.set(b, name_id(module, type, false));
+    if (index(module)->type(type).has_pointers) queue_.push_back({heap_.blocks[b].address(), module, type, 1, kNoDwarfType});
+    drain();
+  }
+
+  // A heap block named by a symbol or its RTTI: followed by the DWARF layout of its class, when a module
+  // defines one.
+  void seed_symbol_typed(BlockId b) {
+    const std::uint32_t id = types_.type_id(b);
+    DwarfTypeRef ref = dwarf_.of_type_id(id);
+    for (std::size_t m = 0; !ref.known() && m < indexes_.size(); ++m) {
+      const DwarfTypeId found = index(m) ? index(m)->find_structure(types_.name_of(id)) : kNoDwarfType;
+      if (found != kNoDwarfType) ref = DwarfTypeRef{static_cast<std::uint16_t>(m), found};
+    }
+    if (!ref.known()) return;
+    walk_symbol_typed(b, ref.module, kNoDwarfType);
     drain();
   }
 
@@ -122,13 +146,22 @@ class Propagator {
   DwarfTypes& dwarf_;
   const std::vector<bool>* within_;  // the blocks to type; null: all
   MemoryCursor mem_;
+  // By module, read on first use: typing from a few leaked blocks needs their modules' DWARF only.
   std::vector<const DwarfTypeIndex*> indexes_;
+  std::vector<bool> loaded_;
+
+  const DwarfTypeIndex* index(std::size_t module) {
+    if (module >= indexes_.size()) return nullptr;
+    if (!loaded_[module]) {
+      indexes_[module] = dwarf_.index(module);
+      loaded_[module] = true;
+    }
+    return indexes_[module];
+  }
   std::vector<TypeFacts> facts_;
   std::vector<Pending> queue_;
   std::unordered_map<std::uint64_t, std::uint32_t> name_ids_;
-  // BlockTypes ids from here on were made by this propagation; those below name symbol types (a DWARF type
-  // named like one shares its id and is treated as one: walked once per block).
-  std::uint32_t first_dwarf_id_;
+  Naming evidence_;
   std::vector<bool> walked_;       // by block: a symbol-typed block whose members were followed
   std::uint32_t drained_ = 0;      // queue entries since progress was last told
 
@@ -155,13 +188,13 @@ class Propagator {
       }
       const Pending p = queue_.back();
       queue_.pop_back();
-      const std::uint64_t size = indexes_[p.module]->type(p.type).size;
+      const std::uint64_t size = index(p.module)->type(p.type).size;
       for (std::uint64_t i = 0; i < p.count; ++i) visit(p.address + i * size, p.module, p.type, p.node, 0);
     }
   }
 
   void visit(Address at, std::uint16_t module, DwarfTypeId id, DwarfTypeId node, int depth) {
-    const DwarfTypeIndex& ix = *indexes_[module];
+    const DwarfTypeIndex& ix = *index(module);
     id = ix.definition(id);
     if (id == kNoDwarfType || depth > kMaxNesting) return;
     const DwarfType& t = ix.type(id);
@@ -194,7 +227,7 @@ class Propagator {
   }
 
   void follow(Address at, std::uint16_t module, DwarfTypeId pointee, DwarfTypeId node) {
-    const DwarfTypeIndex& ix = *indexes_[module];
+    const DwarfTypeIndex& ix = *index(module);
     pointee = ix.definition(pointee);
     if (pointee == kNoDwarfType) return;  // void*
     if (node != kNoDwarfType && is_base_of_node(ix.type(pointee).name, ix.type(node).name)) pointee = node;
@@ -207,6 +240,7 @@ class Propagator {
     const Block& block = heap_.blocks[b];
     if (block.address() != *value) return;
     const std::uint32_t had = types_.type_id(b);
+    if (had != BlockTypes::kUnknown && evidence_ == Naming::inferred) return;  // a guess never renames
     if (had != BlockTypes::kUnknown && !is_dwarf_named(had)) {
       walk_symbol_typed(b, module, node);
       return;
@@ -221,7 +255,11 @@ class Propagator {
     if (target.has_pointers) queue_.push_back({*value, module, pointee, std::min(count, kMaxElements), node});
   }
 
-  bool is_dwarf_named(std::uint32_t type_id) const { return type_id >= first_dwarf_id_; }
+  // A DWARF type named like a symbol type shares its id, and is treated as one: walked once per block.
+  bool is_dwarf_named(std::uint32_t type_id) const {
+    const Naming n = types_.naming_of(type_id);
+    return n == Naming::dwarf || n == Naming::inferred;
+  }
 
   // A block typed by its vtable (or as a functor, a coroutine frame) keeps that name, but its members are
   // followed as the DWARF structure of the same name says, when there is one: a shared_ptr's control block
@@ -233,7 +271,7 @@ class Propagator {
     if (id >= dwarf_.by_type_id.size()) dwarf_.by_type_id.resize(id + 1);
     DwarfTypeRef& ref = dwarf_.by_type_id[id];
     if (!ref.known()) {
-      const DwarfTypeId named = indexes_[module]->find_structure(types_.name(b, heap_.blocks[b]));
+      const DwarfTypeId named = index(module)->find_structure(types_.name(b, heap_.blocks[b]));
       if (named == kNoDwarfType) return;
       ref = DwarfTypeRef{module, named};
     }
@@ -246,9 +284,11 @@ class Propagator {
     const std::uint64_t key = (std::uint64_t{module} << 33) | (std::uint64_t{type} << 1) | (array ? 1 : 0);
     auto [it, fresh] = name_ids_.try_emplace(key, 0);
     if (fresh) {
-      const DwarfType& t = indexes_[module]->type(type);
-      const std::string name = t.name.empty() ? std::string("(anonymous)") : t.name;
-      it->second = types_.intern(array ? name + "[]" : name);
+      const DwarfType& t = index(module)->type(type);
+      std::string name = t.name.empty() ? std::string("(anonymous)") : t.name;
+      if (array) name += "[]";
+      if (evidence_ == Naming::inferred) name += kInferredMark;
+      it->second = types_.intern(name, evidence_);
       types_.set_source(it->second, t.declared.describe());
       if (it->second >= dwarf_.by_type_id.size()) dwarf_.by_type_id.resize(it->second + 1);
       dwarf_.by_type_id[it->second] = DwarfTypeRef{module, type};
@@ -374,6 +414,26 @@ void name_objects_in_larger_blocks(const Image& image, const HeapModel& heap, Bl
 }
 
 }  // namespace
+
+void type_from_symbol_typed_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                                   std::span<const BlockId> blocks, BlockTypes& types, DwarfTypes& dwarf,
+                                   const std::vector<bool>* within) {
+  if (blocks.empty()) return;
+  Propagator propagate(image, heap, index, types, dwarf, within, Naming::dwarf);
+  for (const BlockId b : blocks) propagate.seed_symbol_typed(b);
+}
+
+void type_from_inferred_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                               std::span<const BlockId> blocks,
+                               const std::function<std::optional<DwarfTypeRef>(BlockId)>& infer, BlockTypes& types,
+                               DwarfTypes& dwarf, const std::vector<bool>* within) {
+  if (blocks.empty()) return;
+  Propagator propagate(image, heap, index, types, dwarf, within, Naming::inferred);
+  for (const BlockId b : blocks) {
+    if (types.type_id(b) != BlockTypes::kUnknown) continue;
+    if (const std::optional<DwarfTypeRef> guess = infer(b)) propagate.seed_block(b, guess->module, guess->type);
+  }
+}
 
 namespace {
 

@@ -9,8 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -69,6 +72,21 @@ class DwarfTypes {
 void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
                             const BlockIndex& index, const std::vector<std::vector<Frame>>* frames,
                             BlockTypes& types, DwarfTypes& dwarf, const std::vector<bool>* within = nullptr);
+
+// Typing from blocks instead of roots, for the blocks no root reaches (leaks, types/leak_naming.h).
+// Each of `blocks` (named by its vtable, its RTTI or a std::function manager) is followed by the DWARF
+// layout of its class, when a module defines one; what it leads to is named with certain evidence.
+void type_from_symbol_typed_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                                   std::span<const BlockId> blocks, BlockTypes& types, DwarfTypes& dwarf,
+                                   const std::vector<bool>* within = nullptr);
+
+// Asks `infer` for the structure each of `blocks` still unnamed holds, in order; names the block "T?"
+// (inferred) and follows it as from a root: what it leads to is named inferred too ("Node?"), so that a
+// list's later nodes are named by its head without being inferred one by one. Nothing named is renamed.
+void type_from_inferred_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                               std::span<const BlockId> blocks,
+                               const std::function<std::optional<DwarfTypeRef>(BlockId)>& infer, BlockTypes& types,
+                               DwarfTypes& dwarf, const std::vector<bool>* within = nullptr);
 
 // The field at `offset` of a block of type `ref` (an array of it when the block holds several):
 // ".clients", "[17]", "[2].next", or "" when the layout says nothing there.

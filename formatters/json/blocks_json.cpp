@@ -19,12 +19,14 @@ std::string render_json(const BlocksReport& r) {
         i < r.verdicts.size()
             ? fmt::format(", \"verdict\": \"{}\", \"possibly\": {}", r.verdicts[i], r.possibly[i] ? "true" : "false")
             : "";
-    const std::string type =
+    std::string type =
         i < r.type_ids.size() && is_allocated(b.state)
             ? ", \"type\": " + nlohmann::json(r.type_ids[i] ? r.type_names[r.type_ids[i]]
                                                               : fmt::format("unknown ({} bytes)", b.usable_size()))
-                                     .dump()
+                                     .dump() +
+                  ", \"naming\": " + nlohmann::json(r.type_namings[r.type_ids[i]]).dump()
             : std::string();
+    if (i < r.texts.size() && !r.texts[i].empty()) type += ", \"text\": " + nlohmann::json(r.texts[i]).dump();
     out += fmt::format("{}\n    {{\"address\": {}, \"chunk\": {}, \"usable_size\": {}, \"chunk_size\": {}, "
                        "\"state\": \"{}\", \"arena\": {}{}{}}}",
                        i ? "," : "", b.address(), b.chunk, b.usable_size(), b.chunk_size(),

@@ -1,6 +1,8 @@
 // JSON renderers of the graph commands' reports (schema: docs/json.md).
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "formatters/json/json_parts.h"
 #include "formatters/render.h"
 
@@ -17,10 +19,17 @@ ordered_json total_json(const StateTotal& t) { return {{"blocks", t.blocks}, {"b
 std::string render_json(const LeaksReport& r) {
   ordered_json out = {{"command", "leaks"}};
   ordered_json groups = ordered_json::array();
-  for (const LeakGroup& g : r.groups)
-    groups.push_back({{"type", g.type}, {"size", g.size}, {"count", g.count}, {"bytes", g.bytes},
-                      {"direct", g.direct}, {"indirect", g.indirect}, {"cycle", g.cycle}, {"examples", g.examples}});
+  for (const LeakGroup& g : r.groups) {
+    ordered_json group = {{"type", g.type},        {"naming", g.naming}, {"size", g.size},
+                          {"count", g.count},      {"bytes", g.bytes},   {"direct", g.direct},
+                          {"indirect", g.indirect}, {"cycle", g.cycle},  {"examples", g.examples}};
+    // Per example, the text it starts with: only for groups whose examples hold text.
+    if (std::any_of(g.example_texts.begin(), g.example_texts.end(), [](auto& t) { return !t.empty(); }))
+      group["example_texts"] = g.example_texts;
+    groups.push_back(std::move(group));
+  }
   out["groups"] = groups;
+  out["named"] = json::naming_shares(r.named);
   out["totals"] = {{"blocks", r.leaked.blocks}, {"bytes", r.leaked.bytes}, {"direct", total_json(r.direct)},
                    {"indirect", total_json(r.indirect)}, {"cycle", total_json(r.cycle)},
                    {"possibly", total_json(r.possibly)}};
@@ -64,6 +73,7 @@ std::string render_json(const DescribeReport& r) {
   ordered_json block = json::block(r.block);
   block.update({{"chunk", r.chunk}, {"chunk_size", r.chunk_size}, {"state", r.state}, {"arena", r.arena},
                 {"verdict", r.verdict}, {"possibly", r.possibly}});
+  if (!r.text.empty()) block["text"] = r.text;
   ordered_json pointers = ordered_json::array();
   for (const PointerSlot& p : r.pointers)
     pointers.push_back({{"offset", p.offset}, {"value", p.value}, {"points_to", p.points_to}});
@@ -84,7 +94,7 @@ std::string render_json(const HistogramReport& r) {
     if (r.by == "source") {
       row = {{"source", h.source}, {"types", h.types}};
     } else {
-      row = {{"type", h.type}, {"source", h.source}};
+      row = {{"type", h.type}, {"naming", h.naming}, {"source", h.source}};
     }
     row["count"] = h.count;
     row["bytes"] = h.bytes;

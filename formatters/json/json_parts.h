@@ -16,7 +16,16 @@ namespace heapscope::json {
 
 using nlohmann::ordered_json;
 
-inline ordered_json block(const BlockRef& b) { return {{"address", b.address}, {"size", b.size}, {"type", b.type}}; }
+// [{"naming": "dwarf", "blocks": 12, "bytes": 672}, ...]
+inline ordered_json naming_shares(const std::vector<NamingShare>& shares) {
+  ordered_json out = ordered_json::array();
+  for (const NamingShare& s : shares) out.push_back({{"naming", s.naming}, {"blocks", s.blocks}, {"bytes", s.bytes}});
+  return out;
+}
+
+inline ordered_json block(const BlockRef& b) {
+  return {{"address", b.address}, {"size", b.size}, {"type", b.type}, {"naming", b.naming}};
+}
 
 inline ordered_json root(const RootRef& r) {
   return {{"kind", r.kind}, {"label", r.label}, {"address", r.address}, {"field", r.field}};

@@ -78,7 +78,8 @@ std::string render_json(const SummaryReport& r) {
                     {"bytes", r.typed->bytes},
                     {"allocated_blocks", r.typed->in_use_blocks},
                     {"allocated_bytes", r.typed->in_use_bytes},
-                    {"bytes_percent", json::rounded_percent(r.typed->bytes_percent())}};
+                    {"bytes_percent", json::rounded_percent(r.typed->bytes_percent())},
+                    {"by_naming", json::naming_shares(r.typed->by_naming)}};
   if (r.outside_malloc) {
     ordered_json largest = ordered_json::array();
     for (const AnonymousMapping& m : r.outside_malloc->largest)

@@ -21,10 +21,15 @@ std::string render_text(const LeaksReport& r) {
     for (Address a : g.examples) examples += (examples.empty() ? "" : " ") + text::hex(a);
     out += fmt::format("{:>10} in {:>7} blocks of {:>6} bytes  {}  ({})\n           e.g. {}\n", text::bytes(g.bytes),
                        g.count, g.size, g.type, kinds, examples);
+    // Blocks holding text show it: a leaked request buffer says which request it was.
+    for (std::size_t i = 0; i < g.examples.size() && i < g.example_texts.size(); ++i)
+      if (!g.example_texts[i].empty())
+        out += fmt::format("           {}  \"{}\"\n", text::hex(g.examples[i]), g.example_texts[i]);
   }
   out += fmt::format("\nLeaked: {} in {} blocks (direct {} in {}, indirect {} in {}, in cycles {} in {})\n",
                      text::bytes(r.leaked.bytes), r.leaked.blocks, text::bytes(r.direct.bytes), r.direct.blocks,
                      text::bytes(r.indirect.bytes), r.indirect.blocks, text::bytes(r.cycle.bytes), r.cycle.blocks);
+  if (!r.named.empty()) out += "Named: " + text::naming_shares(r.named, r.leaked.bytes) + "\n";
   if (r.possibly.blocks)
     out += fmt::format("Possibly leaked (reachable only through interior pointers): {} in {} blocks\n",
                        text::bytes(r.possibly.bytes), r.possibly.blocks);
@@ -69,6 +74,8 @@ std::string render_text(const DescribeReport& r) {
                                 block_line(r.block), r.chunk, r.chunk_size, r.state,
                                 r.arena ? text::hex(r.arena) : "- (own mapping)", r.verdict,
                                 r.possibly ? " (only through interior pointers: possibly leaked)" : "");
+  if (r.block.naming != "none") out += fmt::format("  named by: {}\n", r.block.naming);
+  if (!r.text.empty()) out += fmt::format("  text: \"{}\"\n", r.text);
   for (std::size_t row = 0; row < r.dump.size(); row += 16) {
     std::string hex, ascii;
     for (std::size_t i = row; i < row + 16 && i < r.dump.size(); ++i) {

@@ -89,6 +89,8 @@ void append_heap(std::string& out, const SummaryReport& r) {
     out += fmt::format("Typed:    {:.1f}% of allocated bytes ({} of {}), {} of {} blocks\n", r.typed->bytes_percent(),
                        text::bytes(r.typed->bytes), text::bytes(r.typed->in_use_bytes), r.typed->blocks,
                        r.typed->in_use_blocks);
+  if (r.typed && !r.typed->by_naming.empty())
+    out += fmt::format("Named by: {}\n", text::naming_shares(r.typed->by_naming, r.typed->in_use_bytes));
   if (r.outside_malloc && r.outside_malloc->bytes) {
     const OutsideMalloc& o = *r.outside_malloc;
     const AnonymousMapping& big = o.largest.front();

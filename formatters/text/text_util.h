@@ -61,6 +61,16 @@ inline std::string missing_symbols_note(const std::vector<std::string>& modules)
                      names, modules.size() == 1 ? "it" : "them");
 }
 
+// "dwarf 62% (1.2 KiB), inferred 30% (...), content 8% (...)": the share of `total` bytes per evidence.
+inline std::string naming_shares(const std::vector<NamingShare>& shares, std::uint64_t total) {
+  std::string out;
+  for (const NamingShare& s : shares)
+    out += fmt::format("{}{} {:.0f}% ({} in {} blocks)", out.empty() ? "" : ", ", s.naming,
+                       total ? 100.0 * static_cast<double>(s.bytes) / static_cast<double>(total) : 0.0, bytes(s.bytes),
+                       s.blocks);
+  return out;
+}
+
 inline void append_warnings(std::string& out, const std::vector<std::string>& warnings) {
   if (warnings.empty()) return;
   out += fmt::format("\nWarnings ({}):\n", warnings.size());

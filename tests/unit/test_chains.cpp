@@ -21,7 +21,7 @@ struct ChainHeap : heapscope::testing::SmallHeap {
   }
 
   void name(std::initializer_list<int> blocks, const std::string& type) {
-    const std::uint32_t id = types.intern(type);
+    const std::uint32_t id = types.intern(type, Naming::dwarf);
     for (int b : blocks) types.set(b, id);
   }
   // Block i points to block i+1, for i in [first, last).

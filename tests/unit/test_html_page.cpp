@@ -25,13 +25,13 @@ std::size_t count_of(const std::string& text, const std::string& what) {
 RetainersReport two_paths_report() {
   RetainersReport r;
   r.query = 0x3000;
-  r.target = {0x3000, 24, "Node"};
+  r.target = {0x3000, 24, "Node", "dwarf"};
   r.verdict = "reachable";
   RootRef root{"global", "global g_\"quoted\" <list> in app", 0x601000, ".head"};
-  PathStep first{{0x1000, 48, "List<int>"}, 8, ".first", 4096};
-  PathStep via_a{{0x2000, 24, "Node"}, 0, ".next", 48};
-  PathStep via_b{{0x2800, 24, "Node"}, 16, "", 48};
-  PathStep target{{0x3000, 24, "Node"}, std::nullopt, "", 24};
+  PathStep first{{0x1000, 48, "List<int>", "dwarf"}, 8, ".first", 4096};
+  PathStep via_a{{0x2000, 24, "Node", "dwarf"}, 0, ".next", 48};
+  PathStep via_b{{0x2800, 24, "Node", "dwarf"}, 16, "", 48};
+  PathStep target{{0x3000, 24, "Node", "dwarf"}, std::nullopt, "", 24};
   r.paths.push_back({root, {first, via_a, target}});
   r.paths.push_back({root, {first, via_b, target}});
   return r;

@@ -156,7 +156,7 @@ TEST_CASE("diff samples the types of largest net growth, never one that only chu
 
   // The report says how the samples were chosen.
   DiffReport shown = d;
-  shown.samples.push_back({BlockRef{0x21000, 56, "Growth"}, std::nullopt});
+  shown.samples.push_back({BlockRef{0x21000, 56, "Growth", "dwarf"}, std::nullopt});
   const std::string text = render(shown, OutputFormat::text);
   CHECK(text.find("New blocks of the types with the largest net growth (new bytes less gone bytes)") != std::string::npos);
 }

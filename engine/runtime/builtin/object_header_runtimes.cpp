@@ -1,5 +1,7 @@
 #include "runtime/object_headers.h"
 
+// The runtimes whose object headers heapscope knows (runtime/object_headers.h), tried in turn.
+
 #include "runtime/cpython/cpython_objects.h"
 
 namespace heapscope {

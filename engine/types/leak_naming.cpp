@@ -1,0 +1,68 @@
+#include "types/leak_naming.h"
+
+#include <algorithm>
+
+#include "base/phase_timer.h"
+#include "types/content_naming.h"
+#include "types/layout_inference.h"
+#include "types/libstdcxx_shapes.h"
+
+namespace heapscope {
+
+namespace {
+
+// The blocks of `order` that are in `within` and named (or unnamed), in order.
+std::vector<BlockId> select(std::span<const BlockId> order, const std::vector<bool>* within, const BlockTypes& types,
+                            bool named) {
+  std::vector<BlockId> out;
+  for (const BlockId b : order)
+    if ((!within || (*within)[b]) && (types.type_id(b) != BlockTypes::kUnknown) == named) out.push_back(b);
+  return out;
+}
+
+}  // namespace
+
+void name_unrooted_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                          std::span<const BlockId> order, BlockTypes& types, DwarfTypes& dwarf,
+                          const std::vector<bool>* within) {
+  {
+    PhaseTimer step("leak names: from vtables");
+    std::vector<BlockId> certain;
+    for (const BlockId b : select(order, within, types, /*named=*/true)) {
+      const Naming n = types.naming(b);
+      if (n == Naming::symbol || n == Naming::rtti) certain.push_back(b);
+    }
+    type_from_symbol_typed_blocks(image, heap, index, certain, types, dwarf, within);
+  }
+  {
+    PhaseTimer step("leak names: libstdc++ shapes");
+    // Shapes are checked over all of `order` (a hash chain's later nodes are no ancestors of its first),
+    // named only within `within`.
+    std::vector<bool> targets(heap.blocks.size(), false);
+    for (const BlockId b : order) targets[b] = true;
+    name_libstdcxx_shapes(image, heap, index, order, targets, within, types);
+  }
+  {
+    PhaseTimer step("leak names: layout inference");
+    LayoutInference inference(image, heap, index, dwarf);
+    type_from_inferred_blocks(image, heap, index, select(order, within, types, /*named=*/false),
+                              [&](BlockId b) { return inference.infer(b); }, types, dwarf, within);
+  }
+  PhaseTimer step("leak names: content");
+  name_by_content(image, heap, index, select(order, within, types, /*named=*/false), types);
+}
+
+void name_leaked_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                        const LeakVerdicts& verdicts, BlockTypes& types, DwarfTypes& dwarf,
+                        const std::vector<bool>* within) {
+  PhaseTimer timer("leak names");
+  // Where lost structures start first (direct leaks, then cycles, then what they lead to): a structure
+  // inferred at its start names what it leads to.
+  std::vector<BlockId> order;
+  for (const Verdict v : {Verdict::direct_leak, Verdict::cycle_leak, Verdict::indirect_leak})
+    for (BlockId b = 0; b < heap.blocks.size(); ++b)
+      if (verdicts.verdict[b] == v) order.push_back(b);
+  name_unrooted_blocks(image, heap, index, order, types, dwarf, within);
+}
+
+}  // namespace heapscope
