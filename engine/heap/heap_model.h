@@ -67,6 +67,20 @@ struct TrimSettings {
   std::uint64_t pad = 0;        // bytes of the top chunk trimming keeps
 };
 
+// One of the allocator's own figures beside the walk's count of the same thing (`summary` shows both; a
+// difference says the walk and the allocator disagree, or the allocator's counters lag).
+struct AllocatorFigure {
+  std::string name;     // the allocator's name for it: "stats.allocated", "pageheap free bytes"
+  std::string meaning;  // what it counts, and how the walk's count is made
+  std::optional<std::uint64_t> own;   // read from the allocator's counters; absent when they cannot be read
+  std::optional<std::uint64_t> walk;  // the walk's count; absent when the walk cannot count it
+};
+
+// What an allocator calls each block state (summary's column headings), empty for a state it never
+// produces. glibc's names by default.
+using StateLabels = std::array<std::string, kBlockStateCount>;
+inline StateLabels glibc_state_labels() { return {"in use", "mmapped", "free (bins)", "tcache", "fastbins", "top"}; }
+
 struct HeapModel {
   std::string allocator;       // "glibc", "tcmalloc"
   std::string version;         // the allocator's release ("2.36", "2.10"), or empty when unknown
@@ -81,6 +95,8 @@ struct HeapModel {
   std::vector<Discovery> discovery;
   std::vector<std::string> warnings;
   std::optional<MallInfo> mallinfo;
+  StateLabels state_labels = glibc_state_labels();
+  std::vector<AllocatorFigure> figures;  // the allocator's own counters beside the walk's (summary)
   // The allocator's trimming settings (glibc: mp_.trim_threshold, mp_.top_pad); absent when unknown.
   std::optional<TrimSettings> trim;
   bool complete = true;
