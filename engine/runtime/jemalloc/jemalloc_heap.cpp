@@ -162,17 +162,17 @@ class Walker {
       if (!head) continue;
       // The stack grows down to stack_head from its empty position; only their low 16 bits are kept apart.
       const auto span = static_cast<std::uint16_t>(empty - static_cast<std::uint16_t>(head));
-      // A bin with room has its stack's last slot (just below the empty position) inside the thread cache's
-      // stack allocation: one such slot tells which block that allocation is.
-      if (full != empty && !stack_marked) {
-        cache_stacks_.push_back(head + span - 8);
-        stack_marked = true;
-      }
       if (span % 8 || span / 8 > kMaxCachedPerBin) {
         warn(fmt::format("thread cache bin 0x{:x} (size class {}) has a bad stack (head 0x{:x}, empty at 0x{:x})",
                          bins + b * cl.stride, b, head, empty),
              true, "cache bin");
         continue;
+      }
+      // A bin with room has its stack's last slot (just below the empty position) inside the thread cache's
+      // stack allocation: one such slot tells which block that allocation is.
+      if (full != empty && !stack_marked) {
+        cache_stacks_.push_back(head + span - 8);
+        stack_marked = true;
       }
       std::vector<std::uint64_t> items(span / 8);
       if (!image_.read_exact(head, items.data(), items.size() * 8)) {

@@ -25,33 +25,25 @@ bool is_readable(const Image& image, Address a) {
   return r && r->readable;
 }
 
-// One global to find: by its symbol, at the known build's place, then by a scan of the library's writable
+// One global to find: at its placement (symbol or known build), then by a scan of the library's writable
 // data for words matching `word_matches`; every candidate must pass `check`.
 struct Search {
-  std::string structure;            // the name summary shows
-  const char* symbol;
-  std::optional<std::uint64_t> known_vaddr;  // the known build's file virtual address
+  std::string structure;  // the name summary shows
+  const Placed& placed;
   std::function<bool(Address, std::uint64_t)> word_matches;
   std::function<bool(Address)> check;
 };
 
-std::optional<Address> find(const Image& image, const SymbolIndex& symbols, const Module& module,
-                            const WritableRanges& writable, const Search& search, Runtime& rt) {
-  if (const auto at = symbols.address_of(module, search.symbol)) {
-    if (search.check(*at)) {
-      rt.discovery.push_back({search.structure, *at, "symbol, checked"});
-      return at;
+std::optional<Address> find_global(const Image& image, const WritableRanges& writable, const Search& search,
+                                   Runtime& rt) {
+  if (search.placed.at) {
+    if (search.check(*search.placed.at)) {
+      rt.discovery.push_back({search.structure, *search.placed.at, search.placed.method + ", checked"});
+      return search.placed.at;
     }
-    rt.warnings.push_back(fmt::format("jemalloc's {} at its symbol {} (0x{:x}) does not check out; searched for "
+    rt.warnings.push_back(fmt::format("jemalloc's {} at its {} place (0x{:x}) does not check out; searched for "
                                       "instead",
-                                      search.structure, search.symbol, *at));
-  }
-  if (search.known_vaddr) {
-    const Address at = module.load_bias + *search.known_vaddr;
-    if (search.check(at)) {
-      rt.discovery.push_back({search.structure, at, "known-build, checked"});
-      return at;
-    }
+                                      search.structure, search.placed.method, *search.placed.at));
   }
   if (const auto at = scan_writable(image, writable, search.word_matches, search.check)) {
     rt.discovery.push_back({search.structure, *at, "scan, checked"});
@@ -60,12 +52,12 @@ std::optional<Address> find(const Image& image, const SymbolIndex& symbols, cons
   return std::nullopt;
 }
 
-// Where a global would be before any check: its symbol, else the known build's place.
-std::optional<Address> unchecked_place(const SymbolIndex& symbols, const Module& module, const char* symbol,
-                                       std::optional<std::uint64_t> known_vaddr) {
-  if (const auto at = symbols.address_of(module, symbol)) return at;
-  if (known_vaddr) return module.load_bias + *known_vaddr;
-  return std::nullopt;
+// A global's symbol, else its place in the known build.
+Placed place(const SymbolIndex& symbols, const Module& module, const char* symbol, const std::optional<KnownBuild>& known,
+             std::uint64_t KnownBuild::*field) {
+  if (const auto at = symbols.address_of(module, symbol)) return {at, "symbol"};
+  if (known) return {module.load_bias + (*known).*field, "known-build"};
+  return {};
 }
 
 }  // namespace
@@ -183,7 +175,6 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
   Runtime rt;
   rt.module = &module;
   rt.layout = &layout_5_3();
-  const Layout& layout = *rt.layout;
   const ModuleSymbols* syms = symbols.symbols_for(module);
   if (!syms) {
     *error = fmt::format("cannot read the symbols of {}", module.name());
@@ -202,73 +193,81 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
     rt.warnings.push_back(fmt::format("jemalloc {} is not the release heapscope knows ({}); its structures are "
                                       "read with that release's layout and accepted only where they check out",
                                       rt.version, kKnownRelease));
-  auto known_at = [&](std::uint64_t KnownBuild::*field) -> std::optional<std::uint64_t> {
-    if (!known) return std::nullopt;
-    return (*known).*field;
-  };
-  const WritableRanges writable = writable_ranges(module, *syms);
+  const Placements placements{place(symbols, module, kSizeTableSymbol, known, &KnownBuild::size_table),
+                              place(symbols, module, kBinInfosSymbol, known, &KnownBuild::bin_infos),
+                              place(symbols, module, kArenasSymbol, known, &KnownBuild::arenas),
+                              place(symbols, module, kEmapSymbol, known, &KnownBuild::emap)};
+  if (!find_globals(image, module, writable_ranges(module, *syms), placements, rt, error)) return std::nullopt;
+  return rt;
+}
 
+bool find_globals(const Image& image, const Module& module, const WritableRanges& writable,
+                  const Placements& placements, Runtime& rt, std::string* error) {
+  const Layout& layout = *rt.layout;
   // Before the first allocation nothing is set up: the size table is still zeros and arena 0 absent.
-  const auto table_place = unchecked_place(symbols, module, kSizeTableSymbol, known_at(&KnownBuild::size_table));
-  const auto arenas_place = unchecked_place(symbols, module, kArenasSymbol, known_at(&KnownBuild::arenas));
-  if (table_place && arenas_place && image.read_u64(*table_place) == 0 && image.read_u64(*arenas_place) == 0) {
+  const Placed& table_place = placements.size_table;
+  const Placed& arenas_place = placements.arenas;
+  if (table_place.at && arenas_place.at && image.read_u64(*table_place.at) == 0 &&
+      image.read_u64(*arenas_place.at) == 0) {
     rt.warnings.push_back("jemalloc is not initialised yet (no size classes, no arena 0): the heap is empty");
-    rt.discovery.push_back({"arenas", *arenas_place, "placed, empty"});
-    return rt;
+    rt.discovery.push_back({"arenas", *arenas_place.at, arenas_place.method + ", empty"});
+    rt.initialized = false;
+    return true;
   }
 
   // The size classes.
   std::optional<std::vector<std::uint64_t>> sizes;
-  const Search size_search{"sz_index2size_tab", kSizeTableSymbol, known_at(&KnownBuild::size_table),
-                           [](Address, std::uint64_t w) { return w == 8; },
+  const Search size_search{"sz_index2size_tab", placements.size_table, [](Address, std::uint64_t w) { return w == 8; },
                            [&](Address at) { return (sizes = read_size_table(image, at)).has_value(); }};
-  if (!find(image, symbols, module, writable, size_search, rt)) {
+  if (!find_global(image, writable, size_search, rt)) {
     *error = fmt::format("cannot find jemalloc's size class table in {} (jemalloc {}?)", module.name(),
                          rt.version.empty() ? "release unknown" : rt.version);
-    return std::nullopt;
+    return false;
   }
   rt.sizes = std::move(*sizes);
 
   // The slabs' geometry per small class.
   std::optional<std::vector<BinInfo>> bins;
-  const Search bin_search{"bin_infos", kBinInfosSymbol, known_at(&KnownBuild::bin_infos),
-                          [](Address, std::uint64_t w) { return w == 8; },
+  const Search bin_search{"bin_infos", placements.bin_infos, [](Address, std::uint64_t w) { return w == 8; },
                           [&](Address at) { return (bins = read_bin_infos(image, layout, at, rt.sizes)).has_value(); }};
-  if (!find(image, symbols, module, writable, bin_search, rt)) {
+  if (!find_global(image, writable, bin_search, rt)) {
     *error = fmt::format("cannot find jemalloc's bin geometry (bin_infos) in {}", module.name());
-    return std::nullopt;
+    return false;
   }
   rt.bins = std::move(*bins);
 
-  // The arenas: arena 0 always exists once jemalloc is initialised.
+  // The arenas: arena 0 always exists once jemalloc is initialised; the slots after it are empty or arenas
+  // of their index (which tells je_arenas from another word pointing at arena 0).
   const Search arena_search{
-      "arenas", kArenasSymbol, known_at(&KnownBuild::arenas),
+      "arenas", placements.arenas,
       [&](Address, std::uint64_t w) { return w != 0 && w % 8 == 0 && (w < module.start || w >= module.end); },
       [&](Address at) {
-        const auto first = image.read_u64(at);
-        return first && is_arena(image, layout, *first, 0);
+        std::array<std::uint64_t, 8> first{};
+        if (!image.read_exact(at, first.data(), sizeof first) || !is_arena(image, layout, first[0], 0)) return false;
+        for (std::uint32_t i = 1; i < first.size(); ++i)
+          if (first[i] && !is_arena(image, layout, first[i], i)) return false;
+        return true;
       }};
-  const auto arenas = find(image, symbols, module, writable, arena_search, rt);
+  const auto arenas = find_global(image, writable, arena_search, rt);
   if (!arenas) {
     *error = fmt::format("cannot find jemalloc's arenas (arena 0) in {}", module.name());
-    return std::nullopt;
+    return false;
   }
   rt.arenas = *arenas;
   const Address arena0 = image.read_u64(rt.arenas).value_or(0);
   const Address base0 = image.read_u64(arena0 + layout.arena.base).value_or(0);  // checked by is_arena
 
   // The extent map: its radix tree draws its nodes from arena 0's metadata allocator.
-  const Search emap_search{"arena_emap_global", kEmapSymbol, known_at(&KnownBuild::emap),
-                           [&](Address, std::uint64_t w) { return w == base0; },
+  const Search emap_search{"arena_emap_global", placements.emap, [&](Address, std::uint64_t w) { return w == base0; },
                            [&](Address at) { return is_emap(image, layout, at, base0); }};
-  const auto emap = find(image, symbols, module, writable, emap_search, rt);
+  const auto emap = find_global(image, writable, emap_search, rt);
   if (!emap) {
     *error = fmt::format("cannot find jemalloc's extent map (arena_emap_global) in {}", module.name());
-    return std::nullopt;
+    return false;
   }
   rt.emap = *emap;
   rt.initialized = true;
-  return rt;
+  return true;
 }
 
 }  // namespace heapscope::jemalloc

@@ -43,6 +43,22 @@ struct Runtime {
 // Whether `module` is a jemalloc by its symbols (an exported mallctl, or the private je_ globals).
 bool is_jemalloc(const Module& module, const SymbolIndex& symbols);
 
+// Where a global is expected before any check, and what placed it there ("symbol", "known-build").
+struct Placed {
+  std::optional<Address> at;
+  std::string method;
+};
+struct Placements {
+  Placed size_table, bin_infos, arenas, emap;
+};
+
+// Finds the globals at their placements, each checked, else by a scan of `writable` (the library's data);
+// fills rt's addresses, tables and discovery (rt.layout must be set). An image where the size table and
+// arena 0 are still empty at their placements is jemalloc before its first allocation: rt.initialized is
+// false then. False with *error when a global is found nowhere.
+bool find_globals(const Image& image, const Module& module, const WritableRanges& writable,
+                  const Placements& placements, Runtime& rt, std::string* error);
+
 // Null with *error when jemalloc's structures cannot be found in `module` (the one serving malloc).
 std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& symbols, const Module& module,
                                       std::string* error);
