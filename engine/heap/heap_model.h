@@ -76,6 +76,23 @@ struct AllocatorFigure {
   std::optional<std::uint64_t> walk;  // the walk's count; absent when the walk cannot count it
 };
 
+// One size class of a slab allocator (jemalloc's bins, tcmalloc's size classes): its slabs (spans) and how
+// their objects are used, for `fragmentation`.
+struct SizeClassUse {
+  std::uint64_t object_bytes = 0;
+  std::uint64_t slabs = 0, slab_bytes = 0;
+  std::uint64_t in_use = 0, cached = 0, free = 0;  // objects by state
+  std::uint64_t objects() const { return in_use + cached + free; }
+};
+
+// Free pages an allocator keeps for reuse, by kind (jemalloc's dirty and muzzy pages, tcmalloc's free and
+// returned spans): already among the free blocks, counted apart for `fragmentation`.
+struct FreePages {
+  std::string kind;     // "dirty", "muzzy", "free spans", "returned spans"
+  std::string meaning;  // what the allocator does with them
+  std::uint64_t runs = 0, bytes = 0;
+};
+
 // What an allocator calls each block state (summary's column headings), empty for a state it never
 // produces. glibc's names by default.
 using StateLabels = std::array<std::string, kBlockStateCount>;
@@ -97,6 +114,8 @@ struct HeapModel {
   std::optional<MallInfo> mallinfo;
   StateLabels state_labels = glibc_state_labels();
   std::vector<AllocatorFigure> figures;  // the allocator's own counters beside the walk's (summary)
+  std::vector<SizeClassUse> size_classes;  // slab allocators only, smallest objects first
+  std::vector<FreePages> free_pages;       // likewise
   // The allocator's trimming settings (glibc: mp_.trim_threshold, mp_.top_pad); absent when unknown.
   std::optional<TrimSettings> trim;
   bool complete = true;

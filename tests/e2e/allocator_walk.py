@@ -235,6 +235,31 @@ class WalkChecks:
         text = run_heapscope("fragmentation", self.core).stdout
         self.assertIn(f"not available for {self.ALLOCATOR.name}", text)
 
+    def test_fragmentation_shows_slab_utilisation_and_free_pages(self):
+        report = heapscope_json("fragmentation", self.core)
+        classes = report["size_classes"]
+        self.assertGreater(len(classes), 10)
+        states = collections.Counter(b["state"] for b in self.blocks)
+        by_size = collections.Counter((b["chunk_size"], b["state"]) for b in self.blocks)
+        for c in classes:
+            with self.subTest(size=c["object_bytes"]):
+                objects = c["in_use"] + c["cached"] + c["free"]
+                self.assertGreater(objects, 0)
+                self.assertLessEqual(objects * c["object_bytes"], c["slab_bytes"])
+                # Every cached and free object of the class is a block of that size and state.
+                self.assertLessEqual(c["cached"], by_size[(c["object_bytes"], "tcache")])
+                self.assertLessEqual(c["free"], by_size[(c["object_bytes"], "free")])
+        self.assertLessEqual(sum(c["cached"] for c in classes), states["tcache"])
+        # The bulk class (40-byte requests) was mostly freed: its slabs are far from full.
+        bulk = min((c for c in classes if c["object_bytes"] >= 40), key=lambda c: c["object_bytes"])
+        self.assertGreater(bulk["free"] + bulk["cached"], bulk["in_use"])
+        free_bytes = sum(b["chunk_size"] for b in self.blocks if b["state"] == "free")
+        self.assertGreater(len(report["free_pages"]), 0)
+        self.assertLessEqual(sum(f["bytes"] for f in report["free_pages"] if f["kind"] != "retained"), free_bytes)
+        text = run_heapscope("fragmentation", self.core).stdout
+        self.assertIn("Slab utilisation per size class", text)
+        self.assertIn("Free pages kept for reuse", text)
+
 
 class DebuggerChecks:
     """The debuggers' `heap leaks` on the allocator's core says what the CLI says."""

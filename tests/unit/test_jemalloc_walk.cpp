@@ -242,6 +242,15 @@ TEST_CASE("jemalloc: the extent map becomes regions, a large block and free page
   };
   CHECK(in_metadata(kBase));
   CHECK(in_metadata(region(2)));
+
+  // For fragmentation: class 3's one slab (the stacks' region counts as handed out), and the free pages.
+  REQUIRE(m.size_classes.size() == 1);
+  const SizeClassUse& use = m.size_classes.front();
+  CHECK((use.object_bytes == kRegion && use.slabs == 1 && use.slab_bytes == kPageBytes));
+  CHECK((use.in_use == 3 && use.cached == 1 && use.free == kRegions - 4));
+  REQUIRE(m.free_pages.size() == 3);
+  CHECK((m.free_pages[0].kind == "dirty" && m.free_pages[0].runs == 1 && m.free_pages[0].bytes == 2 * kPageBytes));
+  CHECK((m.free_pages[2].kind == "retained" && m.free_pages[2].bytes == 4 * kPageBytes));
 }
 
 TEST_CASE("jemalloc: its own counters are the walk's counts") {
@@ -343,6 +352,18 @@ TEST_CASE("jemalloc: globals are taken at their placements when they check out, 
                                                   "arenas: scan, checked", "arena_emap_global: scan, checked"});
     CHECK((rt.arenas == kArenas && rt.emap == kEmap && rt.sizes == h.rt.sizes));
     CHECK(rt.warnings.size() == 3);  // each wrong placement is named
+  }
+  SECTION("a scan passes over another word pointing at arena 0 (jemalloc's a0) by the slots after it") {
+    h.image.put(kGlobals + 0x1800, kArena);
+    h.image.put(kGlobals + 0x1808, 9);  // a count, not arena 1
+    const Placements none{{kSizeTable, "symbol"}, {kBinInfos, "symbol"}, {}, {kEmap, "symbol"}};
+    REQUIRE(find_globals(h.image, h.module(), JeHeap::writable(), none, rt, &error));
+    CHECK(rt.arenas == kArenas);
+  }
+  SECTION("a damaged slot after arena 0 at the placement is the walk's warning, not a lost heap") {
+    h.image.put(kArenas + 16, 0x1000);
+    REQUIRE(find_globals(h.image, h.module(), JeHeap::writable(), JeHeap::placed_right(), rt, &error));
+    CHECK(rt.arenas == kArenas);
   }
   SECTION("a radix tree found nowhere is an error, not a guess") {
     h.image.put(kEmap + layout_5_3().rtree.root + 8 * ((kHeap >> kPageShift) >> RtreeLayout::kLeafBits), 0);

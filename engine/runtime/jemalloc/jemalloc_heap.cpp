@@ -80,6 +80,13 @@ class Walker {
     for (const auto& [what, count] : suppressed_)
       model_.warnings.push_back(fmt::format("… and {} more warnings like the above ({})", count, what));
     add_figures();
+    for (const SizeClassUse& use : classes_)
+      if (use.slabs) model_.size_classes.push_back(use);
+    model_.free_pages = {
+        {"dirty", "freed pages not purged yet: resident, reused first", dirty_runs_, dirty_bytes_},
+        {"muzzy", "pages purged lazily (MADV_FREE): the kernel may take them back", muzzy_runs_, muzzy_bytes_},
+        {"retained", "address space kept without memory (not free blocks)", retained_runs_, retained_bytes_},
+    };
     for (auto& [index, arena] : model_arenas_) {
       for (const HeapSegment& h : arena.heaps) arena.system_bytes += h.end - h.start;
       model_.arenas.push_back(std::move(arena));
@@ -384,6 +391,7 @@ class Walker {
     const Extent& e = r.extent;
     if (e.state == ExtentState::retained) {  // address space kept without memory: no blocks
       retained_bytes_ += e.size;
+      ++retained_runs_;
       return;
     }
     if (e.state != ExtentState::active && e.state != ExtentState::dirty && e.state != ExtentState::muzzy) {
@@ -400,6 +408,7 @@ class Walker {
       arena.heaps.push_back({e.base(), e.end()});
     if (e.state != ExtentState::active) {  // dirty or muzzy: pages free for reuse, not yet returned
       (e.state == ExtentState::dirty ? dirty_bytes_ : muzzy_bytes_) += e.size;
+      ++(e.state == ExtentState::dirty ? dirty_runs_ : muzzy_runs_);
       push(arena, arena_index, e.base(), e.size, BlockState::free);
       return;
     }
@@ -440,12 +449,18 @@ class Walker {
     }
     const BinInfo& bin = rt_.bins[e.szind];
     ++slabs_;
+    SizeClassUse& use = classes_[e.szind];
+    use.object_bytes = bin.region_size;
+    ++use.slabs;
+    use.slab_bytes += e.size;
     std::uint32_t free = 0;
     for (std::uint32_t i = 0; i < bin.regions; ++i) {
       const Address at = e.base() + i * bin.region_size;
       const bool is_free = (r.bitmap[i / 64] >> (i % 64)) & 1;
       free += is_free;
-      push(arena, arena_index, at, bin.region_size, is_free ? BlockState::free : allocated_state(at, e.szind));
+      const BlockState state = is_free ? BlockState::free : allocated_state(at, e.szind);
+      ++(state == BlockState::free ? use.free : state == BlockState::tcache ? use.cached : use.in_use);
+      push(arena, arena_index, at, bin.region_size, state);
     }
     if (free != e.nfree)
       warn(fmt::format("slab 0x{:x}: {} regions free by its bitmap, {} by its count", e.base(), free, e.nfree), false,
@@ -464,6 +479,8 @@ class Walker {
   std::vector<Address> cache_stacks_;  // one slot inside each thread cache's stack allocation, sorted
   std::uint64_t cache_stack_bytes_ = 0;
   std::uint64_t dirty_bytes_ = 0, muzzy_bytes_ = 0, retained_bytes_ = 0, slabs_ = 0;
+  std::uint64_t dirty_runs_ = 0, muzzy_runs_ = 0, retained_runs_ = 0;
+  std::vector<SizeClassUse> classes_ = std::vector<SizeClassUse>(kSmallClasses);
   std::unordered_map<std::string, std::size_t> warnings_of_, suppressed_;
 };
 

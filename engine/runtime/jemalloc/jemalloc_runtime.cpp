@@ -26,12 +26,14 @@ bool is_readable(const Image& image, Address a) {
 }
 
 // One global to find: at its placement (symbol or known build), then by a scan of the library's writable
-// data for words matching `word_matches`; every candidate must pass `check`.
+// data for words matching `word_matches`; every candidate must pass `check`, and a scan's also
+// `scan_check` when there is one (what tells the global from another word that looks like it).
 struct Search {
   std::string structure;  // the name summary shows
   const Placed& placed;
   std::function<bool(Address, std::uint64_t)> word_matches;
   std::function<bool(Address)> check;
+  std::function<bool(Address)> scan_check;  // may be empty
 };
 
 std::optional<Address> find_global(const Image& image, const WritableRanges& writable, const Search& search,
@@ -45,7 +47,8 @@ std::optional<Address> find_global(const Image& image, const WritableRanges& wri
                                       "instead",
                                       search.structure, search.placed.method, *search.placed.at));
   }
-  if (const auto at = scan_writable(image, writable, search.word_matches, search.check)) {
+  const auto scan_check = [&](Address at) { return search.check(at) && (!search.scan_check || search.scan_check(at)); };
+  if (const auto at = scan_writable(image, writable, search.word_matches, scan_check)) {
     rt.discovery.push_back({search.structure, *at, "scan, checked"});
     return at;
   }
@@ -218,7 +221,7 @@ bool find_globals(const Image& image, const Module& module, const WritableRanges
   // The size classes.
   std::optional<std::vector<std::uint64_t>> sizes;
   const Search size_search{"sz_index2size_tab", placements.size_table, [](Address, std::uint64_t w) { return w == 8; },
-                           [&](Address at) { return (sizes = read_size_table(image, at)).has_value(); }};
+                           [&](Address at) { return (sizes = read_size_table(image, at)).has_value(); }, nullptr};
   if (!find_global(image, writable, size_search, rt)) {
     *error = fmt::format("cannot find jemalloc's size class table in {} (jemalloc {}?)", module.name(),
                          rt.version.empty() ? "release unknown" : rt.version);
@@ -229,23 +232,29 @@ bool find_globals(const Image& image, const Module& module, const WritableRanges
   // The slabs' geometry per small class.
   std::optional<std::vector<BinInfo>> bins;
   const Search bin_search{"bin_infos", placements.bin_infos, [](Address, std::uint64_t w) { return w == 8; },
-                          [&](Address at) { return (bins = read_bin_infos(image, layout, at, rt.sizes)).has_value(); }};
+                          [&](Address at) { return (bins = read_bin_infos(image, layout, at, rt.sizes)).has_value(); },
+                          nullptr};
   if (!find_global(image, writable, bin_search, rt)) {
     *error = fmt::format("cannot find jemalloc's bin geometry (bin_infos) in {}", module.name());
     return false;
   }
   rt.bins = std::move(*bins);
 
-  // The arenas: arena 0 always exists once jemalloc is initialised; the slots after it are empty or arenas
-  // of their index (which tells je_arenas from another word pointing at arena 0).
+  // The arenas: arena 0 always exists once jemalloc is initialised. A scan also wants the slots after it
+  // empty or arenas of their index, which tells je_arenas from another word pointing at arena 0 (a damaged
+  // slot at a placement is the walk's warning, not a reason to lose the heap).
   const Search arena_search{
       "arenas", placements.arenas,
       [&](Address, std::uint64_t w) { return w != 0 && w % 8 == 0 && (w < module.start || w >= module.end); },
       [&](Address at) {
-        std::array<std::uint64_t, 8> first{};
-        if (!image.read_exact(at, first.data(), sizeof first) || !is_arena(image, layout, first[0], 0)) return false;
-        for (std::uint32_t i = 1; i < first.size(); ++i)
-          if (first[i] && !is_arena(image, layout, first[i], i)) return false;
+        const auto first = image.read_u64(at);
+        return first && is_arena(image, layout, *first, 0);
+      },
+      [&](Address at) {
+        std::array<std::uint64_t, 8> slots{};
+        if (!image.read_exact(at, slots.data(), sizeof slots)) return false;
+        for (std::uint32_t i = 1; i < slots.size(); ++i)
+          if (slots[i] && !is_arena(image, layout, slots[i], i)) return false;
         return true;
       }};
   const auto arenas = find_global(image, writable, arena_search, rt);
@@ -259,7 +268,7 @@ bool find_globals(const Image& image, const Module& module, const WritableRanges
 
   // The extent map: its radix tree draws its nodes from arena 0's metadata allocator.
   const Search emap_search{"arena_emap_global", placements.emap, [&](Address, std::uint64_t w) { return w == base0; },
-                           [&](Address at) { return is_emap(image, layout, at, base0); }};
+                           [&](Address at) { return is_emap(image, layout, at, base0); }, nullptr};
   const auto emap = find_global(image, writable, emap_search, rt);
   if (!emap) {
     *error = fmt::format("cannot find jemalloc's extent map (arena_emap_global) in {}", module.name());

@@ -60,6 +60,13 @@ class Walker {
     for (const auto& [what, count] : suppressed_)
       model_.warnings.push_back(fmt::format("… and {} more warnings like the above ({})", count, what));
     add_figures();
+    for (const SizeClassUse& use : classes_)
+      if (use.slabs) model_.size_classes.push_back(use);
+    model_.free_pages = {
+        {"free spans", "free page runs still mapped", free_spans_, free_span_bytes_},
+        {"returned spans", "free page runs returned to the system (madvised), mapped again on reuse", returned_spans_,
+         returned_span_bytes_},
+    };
     if (!arena_.heaps.empty() || !model_.blocks.empty()) model_.arenas.push_back(std::move(arena_));
     std::sort(model_.metadata.begin(), model_.metadata.end(),
               [](const HeapSegment& a, const HeapSegment& b) { return a.start < b.start; });
@@ -285,6 +292,7 @@ class Walker {
     add_segment(base, base + bytes);
     if (span.location != SpanLayout::kInUse) {
       (span.location == SpanLayout::kOnReturnedFreeList ? returned_span_bytes_ : free_span_bytes_) += bytes;
+      ++(span.location == SpanLayout::kOnReturnedFreeList ? returned_spans_ : free_spans_);
       push(base, bytes, BlockState::free);
       return;
     }
@@ -330,6 +338,11 @@ class Walker {
       }
       obj = *next;
     }
+    if (classes_.size() < rt_.classes.size()) classes_.resize(rt_.classes.size());
+    SizeClassUse& use = classes_[span.size_class];
+    use.object_bytes = cls.size;
+    ++use.slabs;
+    use.slab_bytes += bytes;
     for (std::uint64_t i = 0; i < count; ++i) {
       const Address at = base + i * cls.size;
       BlockState state = states[i];
@@ -339,6 +352,7 @@ class Walker {
           ++cached_matched_;
         }
       }
+      ++(state == BlockState::free ? use.free : state == BlockState::tcache ? use.cached : use.in_use);
       push(at, cls.size, state);
     }
     arena_.overhead_bytes += bytes - count * cls.size;
@@ -351,7 +365,8 @@ class Walker {
   ArenaInfo arena_;
   std::unordered_map<Address, std::uint32_t> cached_;  // object → size class: thread and transfer caches
   std::size_t cached_matched_ = 0;
-  std::uint64_t free_span_bytes_ = 0, returned_span_bytes_ = 0;
+  std::uint64_t free_span_bytes_ = 0, returned_span_bytes_ = 0, free_spans_ = 0, returned_spans_ = 0;
+  std::vector<SizeClassUse> classes_;  // by size class
   std::unordered_map<std::string, std::size_t> warnings_of_, suppressed_;
 };
 
