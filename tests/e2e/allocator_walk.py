@@ -224,11 +224,6 @@ class WalkChecks:
         self.assertEqual((addresses["new_blocks"], addresses["gone_blocks"]), (0, 0))
         self.assertEqual(addresses["kept_blocks"], len(self.used))
 
-    def test_verify_says_there_are_no_checks(self):
-        result = run_heapscope("verify", self.core)
-        self.assertEqual(result.returncode, 1)
-        self.assertIn(f"{self.ALLOCATOR.name} has no checks of its own structures", result.stderr)
-
     def test_fragmentation_has_no_trimming_figures(self):
         report = heapscope_json("fragmentation", self.core)
         self.assertGreater(report["pages"], 0)

@@ -9,6 +9,7 @@ verdict on the same program. How the totals reconcile is in docs/architecture.md
 jemalloc's own figures").
 """
 
+import json
 import os
 import shutil
 import struct
@@ -54,6 +55,14 @@ class JemallocChecks(WalkChecks):
         threads = len(self.summary["threads"])
         self.assertGreater(stacks, 0)
         self.assertLessEqual(stacks, threads * MAX_CACHE_STACK_BYTES)
+
+    def test_verify_finds_a_sound_heap_sound(self):
+        report = heapscope_json("verify", self.core)
+        self.assertEqual(report["findings"], [])
+        checked = report["checked"]
+        self.assertEqual(checked["arenas"], len(self.summary["heap"]["arenas"]))
+        self.assertEqual(checked["tcaches"], len(self.summary["threads"]))  # one thread cache per thread
+        self.assertEqual(checked["tcache_entries"], sum(1 for b in self.blocks if b["state"] == "tcache"))
 
     def test_large_blocks_lie_inside_their_extents(self):
         # Cache-oblivious large allocations start at a random cache line of their extent's first page.
@@ -102,6 +111,10 @@ class JemallocDamage(unittest.TestCase):
         # Its thread's cached blocks now show as in use, but every block is still there.
         used = {b["address"] for b in heapscope_json("blocks", core, "--state", "used")["blocks"]}
         self.assertTrue({a.address for a in self.ledger.live} <= used)
+        # verify names the damaged slot.
+        result = run_heapscope("verify", core, "--json")
+        findings = json.loads(result.stdout)["findings"]
+        self.assertIn(("arena", 0x1000, "je_arenas[1]"), [(f["kind"], f["chunk"], f["where"]) for f in findings])
 
 
 class JemallocInDebuggers(DebuggerChecks, unittest.TestCase):

@@ -31,6 +31,11 @@ class TcmallocWalk(WalkChecks, unittest.TestCase):
         for structure in ("sizemap_", "central_cache_", "pageheap_"):
             self.assertTrue(found[structure].startswith("known-build"), found[structure])
 
+    def test_verify_says_there_are_no_checks(self):
+        result = run_heapscope("verify", self.core)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("tcmalloc has no checks of its own structures", result.stderr)
+
     def test_in_use_bytes_are_tcmallocs_allocated_bytes(self):
         in_use = sum(b["chunk_size"] for b in self.used)
         self.assertEqual(in_use, self.ledger.properties[TCMALLOC.allocated_figure])

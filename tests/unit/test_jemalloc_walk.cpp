@@ -402,3 +402,27 @@ TEST_CASE("jemalloc: the release comes from the library's version string, the pl
   CHECK_FALSE(symbols->find("je_arena_emap_global"));
   CHECK(symbols->find("mallctl"));
 }
+
+TEST_CASE("jemalloc: verify reports the walk's checks as findings") {
+  JeHeap h;
+  SECTION("a sound heap has none, and says what was checked") {
+    const HeapVerification v = verify_heap(h.image, h.rt);
+    CHECK(v.findings.empty());
+    CHECK((v.checked.arenas == 1 && v.checked.tcaches == 1 && v.checked.tcache_entries == 1));
+    CHECK(v.checked.chunks == kRegions - 1 + 2);
+  }
+  SECTION("a block cached while free in its slab was freed twice") {
+    h.put_stack(kSlabClass, region(2), 2, {region(1), region(3)});
+    const HeapVerification v = verify_heap(h.image, h.rt);
+    REQUIRE(v.findings.size() == 1);
+    CHECK(v.findings[0].kind == "double_free");
+    CHECK(v.findings[0].chunk == region(3));
+  }
+  SECTION("a slab whose free count disagrees with its bitmap") {
+    h.put_extent(edata(0), kHeap, kPageBytes, true, ExtentState::active, kSlabClass, 7);
+    const HeapVerification v = verify_heap(h.image, h.rt);
+    REQUIRE(v.findings.size() == 1);
+    CHECK(v.findings[0].kind == "slab_count");
+    CHECK(v.findings[0].chunk == edata(0));
+  }
+}

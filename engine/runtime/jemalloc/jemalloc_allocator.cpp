@@ -16,6 +16,8 @@ class JemallocAllocator final : public LocatedAllocator {
 
   std::string name() const override { return "jemalloc"; }
   std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
+  // The walk's checks again, recorded as findings (a second walk: 0.2 s at 5 M blocks).
+  std::optional<HeapVerification> verify(const HeapModel&) const override { return verify_heap(image_, runtime_); }
 
  private:
   const Image& image_;

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "base/phase_timer.h"
+#include "heap/heap_check.h"
 
 namespace heapscope::jemalloc {
 
@@ -20,6 +21,7 @@ constexpr std::size_t kMaxCachedPerBin = std::size_t{1} << 13;  // a cache bin's
 constexpr std::size_t kMaxBaseBlocks = std::size_t{1} << 20;
 constexpr std::uint64_t kMaxExtentBytes = Block::kMaxBareBytes & ~(kPageBytes - 1);
 constexpr std::size_t kMaxWarningsOfAKind = 8;
+constexpr std::size_t kMaxFindings = 1000;
 
 // One extent of the extent map, with what the walk needs of its edata_t.
 struct ExtentRecord {
@@ -35,7 +37,9 @@ struct Cached {
 
 class Walker {
  public:
-  Walker(const Image& image, const Runtime& rt) : image_(image), rt_(rt), l_(*rt.layout) {}
+  // With `verification`, what the walk finds wrong is also recorded there as `verify`'s findings.
+  Walker(const Image& image, const Runtime& rt, HeapVerification* verification = nullptr)
+      : image_(image), rt_(rt), l_(*rt.layout), verification_(verification) {}
 
   HeapModel run() {
     model_.allocator = "jemalloc";
@@ -62,6 +66,8 @@ class Walker {
       Address covered = 0;
       for (const ExtentRecord& r : extents_) {
         if (r.extent.base() < covered) {
+          find("extent", r.edata, fmt::format("an extent starting at or after 0x{:x}, where the one before ends", covered),
+               fmt::format("0x{:x}", r.extent.base()), "extent map", "the extent's blocks are missing");
           warn(fmt::format("extent 0x{:x} at 0x{:x} overlaps the extent before it; skipped", r.edata, r.extent.base()),
                true, "extent");
           continue;
@@ -71,7 +77,13 @@ class Walker {
       }
     }
     std::size_t unmatched = 0;
-    for (const auto& [address, cached] : cached_) unmatched += !cached.matched;
+    for (const auto& [address, cached] : cached_) {
+      if (cached.matched) continue;
+      ++unmatched;
+      find("tcache_link", address, fmt::format("a region or large extent of size class {}", cached.size_class),
+           "no block of that class", fmt::format("thread cache bin {}", cached.size_class),
+           "none: the pointer is left out");
+    }
     if (unmatched)
       warn(fmt::format("{} pointers in thread caches are not allocated regions or large extents of their size class; "
                        "they are left out",
@@ -80,6 +92,11 @@ class Walker {
     for (const auto& [what, count] : suppressed_)
       model_.warnings.push_back(fmt::format("… and {} more warnings like the above ({})", count, what));
     add_figures();
+    if (verification_) {
+      verification_->checked.arenas = arenas_.size();
+      for (const auto& [index, arena] : model_arenas_) verification_->checked.heaps += arena.heaps.size();
+      verification_->checked.chunks = model_.blocks.size();
+    }
     for (const SizeClassUse& use : classes_)
       if (use.slabs) model_.size_classes.push_back(use);
     model_.free_pages = {
@@ -106,6 +123,24 @@ class Walker {
     model_.warnings.push_back(std::move(text));
   }
 
+  // One of `verify`'s findings (when verifying): the walk's checks are jemalloc's consistency checks.
+  void find(const char* kind, Address at, std::string expected, std::string found, std::string where,
+            const char* affects) {
+    if (!verification_) return;
+    if (verification_->findings.size() >= kMaxFindings) {
+      ++verification_->findings_dropped;
+      return;
+    }
+    HeapFinding f;
+    f.kind = kind;
+    f.chunk = at;
+    f.expected = std::move(expected);
+    f.found = std::move(found);
+    f.where = std::move(where);
+    f.affects = affects;
+    verification_->findings.push_back(std::move(f));
+  }
+
   // je_arenas: each arena that exists must say it is the one at its index.
   void collect_arenas() {
     std::vector<std::uint64_t> slots(kArenaLimit);
@@ -117,6 +152,9 @@ class Walker {
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (!slots[i]) continue;
       if (!is_arena(image_, l_, slots[i], static_cast<std::uint32_t>(i))) {
+        find("arena", slots[i], fmt::format("an arena_t naming itself arena {}, with a metadata allocator of its own", i),
+             "a pointer to something else", fmt::format("je_arenas[{}]", i),
+             "its threads' caches are not read: their blocks show as in use");
         warn(fmt::format("jemalloc arena {} (0x{:x}) does not look like an arena; its thread caches are not read",
                          i, slots[i]),
              true, "arena");
@@ -145,6 +183,7 @@ class Walker {
              true);
         return;
       }
+      if (verification_) ++verification_->checked.tcaches;
       collect_cache_bins(*bins, index);
       d = *next;
     }
@@ -170,6 +209,9 @@ class Walker {
       // The stack grows down to stack_head from its empty position; only their low 16 bits are kept apart.
       const auto span = static_cast<std::uint16_t>(empty - static_cast<std::uint16_t>(head));
       if (span % 8 || span / 8 > kMaxCachedPerBin) {
+        find("cache_bin", bins + b * cl.stride, "a stack of whole pointers, at most 64 KiB",
+             fmt::format("head 0x{:x}, empty position ending 0x{:04x}", head, empty),
+             fmt::format("thread cache bin {} of arena {}", b, arena), "that bin's cached blocks show as in use");
         warn(fmt::format("thread cache bin 0x{:x} (size class {}) has a bad stack (head 0x{:x}, empty at 0x{:x})",
                          bins + b * cl.stride, b, head, empty),
              true, "cache bin");
@@ -187,9 +229,14 @@ class Walker {
              true, "cache bin");
         continue;
       }
-      for (std::uint64_t p : items)
-        if (!cached_.emplace(p, Cached{static_cast<std::uint32_t>(b), false}).second)
-          warn(fmt::format("0x{:x} is cached twice in thread caches", p), true, "cache bin");
+      for (std::uint64_t p : items) {
+        if (verification_) ++verification_->checked.tcache_entries;
+        if (cached_.emplace(p, Cached{static_cast<std::uint32_t>(b), false}).second) continue;
+        find("double_free", p, "each block in at most one thread cache", "cached twice",
+             fmt::format("thread cache bin {} of arena {}", b, arena),
+             "a block freed twice: the next two allocations of its class get the same memory");
+        warn(fmt::format("0x{:x} is cached twice in thread caches", p), true, "cache bin");
+      }
     }
   }
 
@@ -255,6 +302,8 @@ class Walker {
     r.extent = decode_extent(words[0], words[1], words[2]);
     const Extent& e = r.extent;
     if (e.size == 0 || e.size > kMaxExtentBytes || page < e.base() || page >= e.end()) {
+      find("extent", edata, fmt::format("an extent covering page 0x{:x}, which the extent map gives it", page),
+           fmt::format("0x{:x}, {} bytes", e.address, e.size), "extent map", "the extent's blocks are missing");
       warn(fmt::format("page 0x{:x}: its extent 0x{:x} (0x{:x}, {} bytes) does not cover it; skipped", page, edata,
                        e.address, e.size),
            true, "extent");
@@ -387,6 +436,17 @@ class Walker {
     return BlockState::tcache;
   }
 
+  // A region free in its slab's bitmap that a thread cache also holds was freed twice.
+  void cached_free_region(Address at, std::uint32_t size_class) {
+    const auto it = cached_.find(at);
+    if (it == cached_.end() || it->second.size_class != size_class) return;
+    it->second.matched = true;
+    find("double_free", at, "a cached region allocated in its slab", "free in its slab's bitmap too",
+         fmt::format("thread cache bin {}", size_class),
+         "a block freed twice: the next two allocations of its class get the same memory");
+    warn(fmt::format("0x{:x} is free in its slab and in a thread cache (freed twice)", at), true, "double free");
+  }
+
   void add_extent(const ExtentRecord& r) {
     const Extent& e = r.extent;
     if (e.state == ExtentState::retained) {  // address space kept without memory: no blocks
@@ -441,6 +501,9 @@ class Walker {
   void add_slab(const ExtentRecord& r, ArenaInfo& arena, std::uint16_t arena_index) {
     const Extent& e = r.extent;
     if (e.szind >= kSmallClasses || rt_.bins[e.szind].slab_size != e.size) {
+      find("extent", r.edata, "a slab of its size class's slab size",
+           fmt::format("size class {}, {} bytes", e.szind, e.size), "extent map",
+           "the slab is one block: its regions are missing");
       warn(fmt::format("slab 0x{:x} at 0x{:x} names size class {} but has {} bytes; taken as one block", r.edata,
                        e.base(), e.szind, e.size),
            true, "slab");
@@ -458,13 +521,18 @@ class Walker {
       const Address at = e.base() + i * bin.region_size;
       const bool is_free = (r.bitmap[i / 64] >> (i % 64)) & 1;
       free += is_free;
+      if (is_free) cached_free_region(at, e.szind);
       const BlockState state = is_free ? BlockState::free : allocated_state(at, e.szind);
       ++(state == BlockState::free ? use.free : state == BlockState::tcache ? use.cached : use.in_use);
       push(arena, arena_index, at, bin.region_size, state);
     }
-    if (free != e.nfree)
+    if (free != e.nfree) {
+      find("slab_count", r.edata, fmt::format("{} free regions, as its bitmap says", free),
+           fmt::format("a free count of {}", e.nfree), fmt::format("slab 0x{:x}", e.base()),
+           "none for heapscope (it goes by the bitmap); jemalloc may hand out a region twice or never");
       warn(fmt::format("slab 0x{:x}: {} regions free by its bitmap, {} by its count", e.base(), free, e.nfree), false,
            "slab count");
+    }
     arena.overhead_bytes += e.size - std::uint64_t{bin.regions} * bin.region_size;
   }
 
@@ -482,10 +550,21 @@ class Walker {
   std::uint64_t dirty_runs_ = 0, muzzy_runs_ = 0, retained_runs_ = 0;
   std::vector<SizeClassUse> classes_ = std::vector<SizeClassUse>(kSmallClasses);
   std::unordered_map<std::string, std::size_t> warnings_of_, suppressed_;
+  HeapVerification* verification_ = nullptr;
 };
 
 }  // namespace
 
 HeapModel walk_heap(const Image& image, const Runtime& runtime) { return Walker(image, runtime).run(); }
+
+HeapVerification verify_heap(const Image& image, const Runtime& runtime) {
+  HeapVerification v;
+  if (!runtime.initialized) {
+    v.notes.push_back("jemalloc is not initialised yet: there is nothing to check");
+    return v;
+  }
+  Walker(image, runtime, &v).run();
+  return v;
+}
 
 }  // namespace heapscope::jemalloc
