@@ -10,6 +10,7 @@
 
 #include "base/phase_timer.h"
 #include "heap/heap_check.h"
+#include "runtime/jemalloc/jemalloc_counters.h"
 
 namespace heapscope::jemalloc {
 
@@ -316,51 +317,8 @@ class Walker {
     extents_.push_back(r);
   }
 
-  // jemalloc's own counters, summed over its arenas (what mallctl's stats.* report after an epoch bump),
-  // beside the walk's counts of the same.
-  struct OwnCounters {
-    std::uint64_t allocated = 0, slabs = 0, dirty_pages = 0, muzzy_pages = 0, retained_pages = 0;
-  };
-
-  std::optional<OwnCounters> read_own_counters() const {
-    const ArenaLayout& al = l_.arena;
-    OwnCounters c;
-    constexpr std::size_t kLargeClasses = kSizeClasses - kSmallClasses;
-    std::vector<std::uint8_t> large(kLargeClasses * al.large_stats_stride);
-    for (const auto& [index, arena] : arenas_) {
-      // Small: each bin's regions handed out of its slabs (to threads' caches too), at the class's size.
-      std::uint64_t bin_slot = 0;
-      for (std::size_t i = 0; i < kSmallClasses; ++i) {
-        for (std::uint32_t shard = 0; shard < rt_.bins[i].shards; ++shard, ++bin_slot) {
-          const Address bin = arena + al.bins + bin_slot * al.bin_stride;
-          const auto regions = image_.read_u64(bin + al.bin_current_regions);
-          const auto slabs = image_.read_u64(bin + al.bin_current_slabs);
-          if (!regions || !slabs) return std::nullopt;
-          c.allocated += *regions * rt_.bins[i].region_size;
-          c.slabs += *slabs;
-        }
-      }
-      // Large: allocations less frees per class, at the class's size.
-      if (!image_.read_exact(arena + al.large_stats, large.data(), large.size())) return std::nullopt;
-      for (std::size_t k = 0; k < kLargeClasses; ++k) {
-        std::uint64_t allocations, frees;
-        std::memcpy(&allocations, large.data() + k * al.large_stats_stride + al.large_stats_allocations, 8);
-        std::memcpy(&frees, large.data() + k * al.large_stats_stride + al.large_stats_frees, 8);
-        if (allocations >= frees) c.allocated += (allocations - frees) * rt_.sizes[kSmallClasses + k];
-      }
-      const auto dirty = image_.read_u64(arena + al.dirty_pages);
-      const auto muzzy = image_.read_u64(arena + al.muzzy_pages);
-      const auto retained = image_.read_u64(arena + al.retained_pages);
-      if (!dirty || !muzzy || !retained) return std::nullopt;
-      c.dirty_pages += *dirty;
-      c.muzzy_pages += *muzzy;
-      c.retained_pages += *retained;
-    }
-    return c;
-  }
-
   void add_figures() {
-    const std::optional<OwnCounters> own = read_own_counters();
+    const std::optional<OwnCounters> own = read_own_counters(image_, rt_, arenas_);
     auto own_of = [&](std::uint64_t OwnCounters::*field, std::uint64_t scale) -> std::optional<std::uint64_t> {
       if (!own) return std::nullopt;
       return (*own).*field * scale;
