@@ -217,6 +217,17 @@ class WalkChecks:
                 result = run_heapscope(command, self.core, hex(leaked))
                 self.assertEqual(result.returncode, 0, result.stderr)
 
+    def test_the_html_report_shows_the_allocators_figures_and_size_classes(self):
+        page_file = os.path.join(work_dir(), self.ALLOCATOR.key + "-report.html")
+        result = run_heapscope("report", self.core, "-o", page_file)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(page_file, encoding="utf-8") as f:
+            page = f.read()
+        os.remove(page_file)
+        for table in ("summary.figures", "fragmentation.size_classes", "fragmentation.free_pages"):
+            self.assertIn(f'data-table="{table}"', page)
+        self.assertNotIn("fastbins bytes", page)
+
     def test_a_core_diffed_with_itself_keeps_every_block(self):
         result = heapscope_json("diff", self.core, self.core)
         self.assertTrue(result["addresses_compared"])
