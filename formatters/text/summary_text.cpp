@@ -91,8 +91,8 @@ void append_heap(std::string& out, const SummaryReport& r) {
                           total(BlockState::in_use).bytes + total(BlockState::mmapped).bytes};
   const StateTotal free{total(BlockState::free).blocks + total(BlockState::tcache).blocks + total(BlockState::fastbin).blocks,
                         total(BlockState::free).bytes + total(BlockState::tcache).bytes + total(BlockState::fastbin).bytes};
-  out += fmt::format("\nIn use:   {} blocks, {} ({}bytes{})\n", in_use.blocks, text::bytes(in_use.bytes),
-                     has(BlockState::top) ? "chunk " : "", has(BlockState::mmapped) ? ", mmapped included" : "");
+  out += fmt::format("\nIn use:   {} blocks, {} ({} bytes{})\n", in_use.blocks, text::bytes(in_use.bytes),
+                     has(BlockState::top) ? "chunk" : "block", has(BlockState::mmapped) ? ", mmapped included" : "");
   // glibc's free states are "bins, tcache, fastbins"; another allocator's by its own names.
   std::string kinds;
   for (BlockState s : {BlockState::free, BlockState::tcache, BlockState::fastbin}) {

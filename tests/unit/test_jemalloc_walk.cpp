@@ -315,7 +315,7 @@ TEST_CASE("jemalloc: damaged extents, caches and arenas give warnings and a part
     const HeapModel m = walk_heap(h.image, h.rt);
     CHECK_FALSE(m.complete);
     CHECK(has_warning(m, "has a bad stack"));
-    CHECK(has_warning(m, "1 pointers in thread caches are not allocated regions"));
+    CHECK(has_warning(m, "1 cached pointer in thread caches is no allocated region"));
   }
   SECTION("an arena that does not name itself, and an unreadable leaf") {
     JeHeap h;

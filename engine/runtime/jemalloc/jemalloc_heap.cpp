@@ -86,9 +86,9 @@ class Walker {
            "none: the pointer is left out");
     }
     if (unmatched)
-      warn(fmt::format("{} pointers in thread caches are not allocated regions or large extents of their size class; "
-                       "they are left out",
-                       unmatched),
+      warn(fmt::format("{} cached pointer{} in thread caches {} no allocated region or large extent of {} size "
+                       "class; left out",
+                       unmatched, unmatched == 1 ? "" : "s", unmatched == 1 ? "is" : "are", unmatched == 1 ? "its" : "their"),
            true);
     for (const auto& [what, count] : suppressed_)
       model_.warnings.push_back(fmt::format("… and {} more warnings like the above ({})", count, what));
