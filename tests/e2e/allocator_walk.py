@@ -23,6 +23,8 @@ from test_gdb import between_markers, marked, run_gdb
 
 FIXTURE = "allocator_fixture"
 LEAK_TAGS = {"leaked-head": "direct", "leaked-node": "indirect", "leaked": "direct"}
+# The warning that glibc's arenas hold memory under another allocator (runtime/allocator.h, also_holds_memory).
+GLIBC_ALSO = "glibc's malloc also holds memory"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,7 +137,15 @@ class WalkChecks:
         found = {d["structure"] for d in heap["discovery"]}
         self.assertTrue(set(self.ALLOCATOR.structures) <= found, found)
         self.assertNotIn("mallinfo2", heap)
-        self.assertEqual(self.summary["warnings"], [])
+        self.assertEqual([w for w in self.summary["warnings"] if not w.startswith(GLIBC_ALSO)], [])
+
+    def test_glibcs_arenas_are_reported_beside_the_allocator(self):
+        # The fixture's three blocks from glibc's own malloc keep memory in glibc's arenas.
+        also = [w for w in self.summary["warnings"] if w.startswith(GLIBC_ALSO)]
+        self.assertEqual(len(also), 1, self.summary["warnings"])
+        self.assertRegex(also[0], r"^glibc's malloc also holds memory: [1-9]\d* bytes in 1 arena,")
+        _, glibc_core, _ = capture(None)
+        self.assertFalse(any(w.startswith(GLIBC_ALSO) for w in heapscope_json("summary", glibc_core)["warnings"]))
 
     def test_summary_speaks_the_allocators_terms(self):
         labels = self.summary["heap"]["state_labels"]
