@@ -67,6 +67,37 @@ struct TrimSettings {
   std::uint64_t pad = 0;        // bytes of the top chunk trimming keeps
 };
 
+// One of the allocator's own figures beside the walk's count of the same thing (`summary` shows both; a
+// difference says the walk and the allocator disagree, or the allocator's counters lag).
+struct AllocatorFigure {
+  std::string name;     // the allocator's name for it: "stats.allocated", "pageheap free bytes"
+  std::string meaning;  // what it counts, and how the walk's count is made
+  std::optional<std::uint64_t> own;   // read from the allocator's counters; absent when they cannot be read
+  std::optional<std::uint64_t> walk;  // the walk's count; absent when the walk cannot count it
+};
+
+// One size class of a slab allocator (jemalloc's bins, tcmalloc's size classes): its slabs (spans) and how
+// their objects are used, for `fragmentation`.
+struct SizeClassUse {
+  std::uint64_t object_bytes = 0;
+  std::uint64_t slabs = 0, slab_bytes = 0;
+  std::uint64_t in_use = 0, cached = 0, free = 0;  // objects by state
+  std::uint64_t objects() const { return in_use + cached + free; }
+};
+
+// Free pages an allocator keeps for reuse, by kind (jemalloc's dirty and muzzy pages, tcmalloc's free and
+// returned spans): already among the free blocks, counted apart for `fragmentation`.
+struct FreePages {
+  std::string kind;     // "dirty", "muzzy", "free spans", "returned spans"
+  std::string meaning;  // what the allocator does with them
+  std::uint64_t runs = 0, bytes = 0;
+};
+
+// What an allocator calls each block state (summary's column headings), empty for a state it never
+// produces. glibc's names by default.
+using StateLabels = std::array<std::string, kBlockStateCount>;
+inline StateLabels glibc_state_labels() { return {"in use", "mmapped", "free (bins)", "tcache", "fastbins", "top"}; }
+
 struct HeapModel {
   std::string allocator;       // "glibc", "tcmalloc"
   std::string version;         // the allocator's release ("2.36", "2.10"), or empty when unknown
@@ -81,6 +112,10 @@ struct HeapModel {
   std::vector<Discovery> discovery;
   std::vector<std::string> warnings;
   std::optional<MallInfo> mallinfo;
+  StateLabels state_labels = glibc_state_labels();
+  std::vector<AllocatorFigure> figures;  // the allocator's own counters beside the walk's (summary)
+  std::vector<SizeClassUse> size_classes;  // slab allocators only, smallest objects first
+  std::vector<FreePages> free_pages;       // likewise
   // The allocator's trimming settings (glibc: mp_.trim_threshold, mp_.top_pad); absent when unknown.
   std::optional<TrimSettings> trim;
   bool complete = true;

@@ -276,6 +276,8 @@ FragmentationReport build_fragmentation_report(Session& s, std::size_t type_rows
   out.pages = pages.granules();
   out.regions = regions.granules();
 
+  out.size_classes = heap.size_classes;
+  out.free_pages = heap.free_pages;
   out.sparse_type_count = sparse.size();
   out.sparse_types = sparse.rows(s, type_rows, [](const TypeTally& t) { return t.count; });
   out.blocker_types = blockers.rows(s, type_rows, [](const TypeTally& t) { return t.bytes; });

@@ -123,6 +123,8 @@ SummaryReport build_summary_report(Session& s) {
     r.mmapped = heap.mmapped_total;
     r.totals = heap.totals();
     r.mallinfo = heap.mallinfo;
+    r.state_labels = heap.state_labels;
+    r.figures = heap.figures;
     r.typed = typed_share(heap, s.types());
     r.outside_malloc = outside_malloc(s);
   } catch (const AnalysisError& e) {

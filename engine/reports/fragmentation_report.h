@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "heap/heap_model.h"
 #include "reports/graph_reports.h"
 
 namespace heapscope {
@@ -81,6 +82,9 @@ struct FragmentationReport {
   std::vector<FragmentationTypeRow> sparse_types;   // most blocks first; at most -n rows
   // Live trim blockers of every arena, by type.
   std::vector<FragmentationTypeRow> blocker_types;  // most bytes first; at most -n rows
+  // A slab allocator's size classes (their slabs' utilisation) and the free pages it keeps; empty for glibc.
+  std::vector<SizeClassUse> size_classes;
+  std::vector<FreePages> free_pages;
   // The heap walk skipped damaged or unreadable parts (skipped_bytes of heap): their pages are not
   // counted and the figures cover only what was walked (the first warning says so).
   bool partial = false;

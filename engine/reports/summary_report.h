@@ -69,6 +69,8 @@ struct SummaryReport {
   StateTotal mmapped;
   StateTotals totals{};
   std::optional<MallInfo> mallinfo;  // glibc's only
+  StateLabels state_labels = glibc_state_labels();
+  std::vector<AllocatorFigure> figures;
   std::optional<TypedShare> typed;  // absent when the heap was not walked
   std::optional<OutsideMalloc> outside_malloc;  // likewise
 

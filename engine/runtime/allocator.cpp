@@ -22,13 +22,19 @@ MallocProvider find_malloc_provider(const Image& image, const SymbolIndex& symbo
 
 std::unique_ptr<LocatedAllocator> locate_allocator(const Image& image, const SymbolIndex& symbols,
                                                    const std::vector<const AllocatorPlugin*>& plugins,
-                                                   std::string* error) {
+                                                   std::string* error, std::vector<std::string>* others) {
   const MallocProvider provider = find_malloc_provider(image, symbols);
   std::vector<std::string> declined;
   std::string claimed;  // the reason of the plug-in whose allocator serves malloc, but could not be located
   for (const AllocatorPlugin* plugin : plugins) {
     std::string why_not;
-    if (auto located = plugin->locate(image, symbols, provider, &why_not)) return located;
+    if (auto located = plugin->locate(image, symbols, provider, &why_not)) {
+      if (others)
+        for (const AllocatorPlugin* other : plugins)
+          if (other != plugin)
+            if (auto held = other->also_holds_memory(image, symbols)) others->push_back(std::move(*held));
+      return located;
+    }
     declined.push_back(fmt::format("{}: {}", plugin->name(), why_not));
     if (claimed.empty() && provider.module && plugin->claims(provider, symbols))
       claimed = fmt::format("{} serves malloc, and it is {}, but {}", provider.name(), plugin->name(), why_not);

@@ -60,13 +60,22 @@ class AllocatorPlugin {
     (void)symbols;
     return false;
   }
+  // When another plug-in's allocator serves malloc: one sentence saying that this plug-in's allocator still
+  // holds memory in the image (glibc's arenas keep what was malloc'ed before an interposer took over), or
+  // nothing when it holds none or cannot tell. Such memory is reported, not walked.
+  virtual std::optional<std::string> also_holds_memory(const Image& image, const SymbolIndex& symbols) const {
+    (void)image;
+    (void)symbols;
+    return std::nullopt;
+  }
 };
 
 // The first of `plugins` whose allocator is in the image. When none is, *error says why: the reason of a
 // plug-in that claims the module serving malloc, else which module serves malloc and that no plug-in walks
-// it ("unsupported allocator: …"), or why each plug-in declined.
+// it ("unsupported allocator: …"), or why each plug-in declined. With `others`, what the other plug-ins'
+// allocators still hold in the image (also_holds_memory) is added there.
 std::unique_ptr<LocatedAllocator> locate_allocator(const Image& image, const SymbolIndex& symbols,
                                                    const std::vector<const AllocatorPlugin*>& plugins,
-                                                   std::string* error);
+                                                   std::string* error, std::vector<std::string>* others = nullptr);
 
 }  // namespace heapscope

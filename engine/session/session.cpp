@@ -63,8 +63,11 @@ const T& Session::product(Slot<T>& slot, const char* name, Compute&& compute) {
 const LocatedAllocator& Session::allocator() {
   return product(allocator_, "locate allocator", [&] {
     std::string error;
-    std::unique_ptr<LocatedAllocator> located = locate_allocator(*image_, symbols_, options_.allocators, &error);
+    std::vector<std::string> others;
+    std::unique_ptr<LocatedAllocator> located =
+        locate_allocator(*image_, symbols_, options_.allocators, &error, &others);
     if (!located) throw AnalysisError(error);
+    add_warnings(others);
     return located;
   });
 }

@@ -66,6 +66,28 @@ void add_type_rows(Page& page, const std::vector<FragmentationTypeRow>& rows, co
   }
 }
 
+// A slab allocator's size classes and the free pages it keeps (nothing for glibc).
+void add_size_classes(Page& page, const FragmentationReport& r, int level) {
+  if (!r.size_classes.empty()) {
+    page.section("Slab utilisation per size class", level);
+    Table classes("fragmentation.size_classes");
+    classes.column("size", Table::Kind::number).column("slabs", Table::Kind::number).column("bytes", Table::Kind::number);
+    classes.column("in use", Table::Kind::number).column("cached", Table::Kind::number).column("free", Table::Kind::number);
+    for (const SizeClassUse& c : r.size_classes)
+      classes.row({number_cell(c.object_bytes), number_cell(c.slabs), bytes_cell(c.slab_bytes), number_cell(c.in_use),
+                   number_cell(c.cached), number_cell(c.free)});
+    page.append(classes.html());
+  }
+  if (!r.free_pages.empty()) {
+    page.section("Free pages kept for reuse", level);
+    Table pages("fragmentation.free_pages");
+    pages.column("kind").column("bytes", Table::Kind::number).column("runs", Table::Kind::number).column("what");
+    for (const FreePages& f : r.free_pages)
+      pages.row({text_cell(f.kind), bytes_cell(f.bytes), number_cell(f.runs), text_cell(f.meaning)});
+    page.append(pages.html());
+  }
+}
+
 }  // namespace
 
 void add_fragmentation(Page& page, const FragmentationReport& r, int level) {
@@ -74,6 +96,7 @@ void add_fragmentation(Page& page, const FragmentationReport& r, int level) {
                                text::bytes(r.skipped_bytes)));
   page.section("Arenas", level);
   page.append(arena_table(r).html());
+  add_size_classes(page, r, level);
   page.section("Page occupancy", level);
   page.paragraph(fmt::format("{} pages of {} and {} regions of {} (top chunks and mmapped chunks excluded), by "
                              "the share of their bytes live blocks use. Most pages in the lowest buckets means "

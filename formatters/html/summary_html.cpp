@@ -64,9 +64,11 @@ void add_arenas(Page& page, const SummaryReport& r, int level) {
   page.section("Arenas", level);
   Table arenas("summary.arenas");
   arenas.column("arena").column("heaps", Table::Kind::number).column("system", Table::Kind::number);
-  const BlockState states[] = {BlockState::in_use, BlockState::free, BlockState::tcache, BlockState::fastbin,
-                               BlockState::top};
-  for (BlockState s : states) arenas.column(std::string(block_state_name(s)) + " bytes", Table::Kind::number);
+  // The states the allocator has, by its own names.
+  std::vector<BlockState> states;
+  for (BlockState s : {BlockState::in_use, BlockState::free, BlockState::tcache, BlockState::fastbin, BlockState::top})
+    if (!r.state_labels[static_cast<int>(s)].empty()) states.push_back(s);
+  for (BlockState s : states) arenas.column(r.state_labels[static_cast<int>(s)] + " bytes", Table::Kind::number);
   arenas.column("in use blocks", Table::Kind::number).column("complete");
   for (const ArenaInfo& a : r.arenas) {
     std::vector<Cell> row{html_cell((a.is_main ? "main " : "") + escape(text::hex(a.address)), std::to_string(a.address)),
@@ -77,7 +79,18 @@ void add_arenas(Page& page, const SummaryReport& r, int level) {
     arenas.row(std::move(row));
   }
   page.append(arenas.html());
-  page.paragraph(fmt::format("mmapped chunks: {} in {} blocks", text::bytes(r.mmapped.bytes), r.mmapped.blocks));
+  if (!r.state_labels[static_cast<int>(BlockState::mmapped)].empty())
+    page.paragraph(fmt::format("mmapped chunks: {} in {} blocks", text::bytes(r.mmapped.bytes), r.mmapped.blocks));
+  if (r.figures.empty()) return;
+  // The allocator's own counters beside the walk's counts of the same.
+  Table figures("summary.figures");
+  figures.column("figure").column("its count", Table::Kind::number).column("the walk's", Table::Kind::number)
+      .column("what");
+  auto count = [](const std::optional<std::uint64_t>& v) { return v ? number_cell(*v) : text_cell("-"); };
+  for (const AllocatorFigure& f : r.figures)
+    figures.row({text_cell(f.name), count(f.own), count(f.walk),
+                 text_cell(f.meaning + (f.own && f.walk && *f.own != *f.walk ? " (DIFFERENT)" : ""))});
+  page.append(figures.html());
 }
 
 }  // namespace

@@ -71,6 +71,15 @@ std::string render_json(const FragmentationReport& r) {
                       {"blocker_types", type_rows_json(r.blocker_types)},
                       {"partial", r.partial},
                       {"skipped_bytes", r.skipped_bytes}};
+  ordered_json classes = ordered_json::array();
+  for (const SizeClassUse& c : r.size_classes)
+    classes.push_back({{"object_bytes", c.object_bytes}, {"slabs", c.slabs}, {"slab_bytes", c.slab_bytes},
+                       {"in_use", c.in_use}, {"cached", c.cached}, {"free", c.free}});
+  out["size_classes"] = classes;
+  ordered_json pages = ordered_json::array();
+  for (const FreePages& f : r.free_pages)
+    pages.push_back({{"kind", f.kind}, {"meaning", f.meaning}, {"runs", f.runs}, {"bytes", f.bytes}});
+  out["free_pages"] = pages;
   return json::finish(std::move(out), r.warnings);
 }
 

@@ -49,6 +49,17 @@ ordered_json heap_json(const SummaryReport& r) {
   heap["mmapped"] = {{"blocks", r.mmapped.blocks}, {"bytes", r.mmapped.bytes}};
   heap["totals"] = state_totals(r.totals, true);
   if (r.mallinfo) heap["mallinfo2"] = mallinfo_json(*r.mallinfo);
+  ordered_json labels = ordered_json::object();
+  for (int s = 0; s < kBlockStateCount; ++s)
+    if (!r.state_labels[s].empty()) labels[block_state_name(static_cast<BlockState>(s))] = r.state_labels[s];
+  heap["state_labels"] = labels;
+  ordered_json figures = ordered_json::array();
+  for (const AllocatorFigure& f : r.figures)
+    figures.push_back({{"name", f.name},
+                       {"meaning", f.meaning},
+                       {"own", f.own ? ordered_json(*f.own) : ordered_json(nullptr)},
+                       {"walk", f.walk ? ordered_json(*f.walk) : ordered_json(nullptr)}});
+  heap["figures"] = figures;
   return heap;
 }
 

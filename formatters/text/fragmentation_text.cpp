@@ -73,6 +73,27 @@ void append_type_rows(std::string& out, const std::vector<FragmentationTypeRow>&
   }
 }
 
+// A slab allocator's classes: how full their slabs are, and the free pages it keeps for reuse.
+void append_size_classes(std::string& out, const FragmentationReport& r) {
+  if (!r.size_classes.empty()) {
+    out += "\nSlab utilisation per size class (objects in use of all the slabs' objects; cached ones are free to "
+           "their thread):\n";
+    out += fmt::format("  {:>9} {:>7} {:>10} {:>9} {:>9} {:>9}  {}\n", "size", "slabs", "bytes", "in use", "cached",
+                       "free", "used");
+    for (const SizeClassUse& c : r.size_classes) {
+      const double used = c.objects() ? 100.0 * static_cast<double>(c.in_use) / static_cast<double>(c.objects()) : 0;
+      out += fmt::format("  {:>9} {:>7} {:>10} {:>9} {:>9} {:>9}  {:5.1f} %\n", c.object_bytes, c.slabs,
+                         text::bytes(c.slab_bytes), c.in_use, c.cached, c.free, used);
+    }
+  }
+  if (!r.free_pages.empty()) {
+    out += "\nFree pages kept for reuse:\n";
+    for (const FreePages& f : r.free_pages)
+      out += fmt::format("  {:<16} {:>10} in {} run{}: {}\n", f.kind, text::bytes(f.bytes), f.runs,
+                         f.runs == 1 ? "" : "s", f.meaning);
+  }
+}
+
 }  // namespace
 
 std::string render_text(const FragmentationReport& r) {
@@ -89,6 +110,7 @@ std::string render_text(const FragmentationReport& r) {
   else
     out += fmt::format("\nWhat could go back to the system: {}\n", r.trim_unavailable);
   for (const ArenaFragmentation& a : r.arenas) append_blockers(out, a);
+  append_size_classes(out, r);
   append_histogram(out, r);
 
   const std::uint64_t sparse_pages = r.page_fill[0];

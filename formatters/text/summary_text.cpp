@@ -64,27 +64,53 @@ void append_heap(std::string& out, const SummaryReport& r) {
   out += "Found by:\n";
   for (const Discovery& d : r.discovery)
     if (d.structure != "arena") out += fmt::format("  {:<15} {:<18} {}\n", d.structure, d.address ? text::hex(d.address) : "", d.method);
-  out += fmt::format("\n{:<22} {:>5} {:>10}  {:<20} {:<20} {:<20} {:<20} {}\n", "Arena", "heaps", "system",
-                     "in use", "free (bins)", "tcache", "fastbins", "top");
+  // Columns for the states the allocator has, headed by its own names; mmapped blocks get a line of their
+  // own, top chunks a byte count.
+  const StateLabels& label = r.state_labels;
+  auto has = [&](BlockState s) { return !label[static_cast<int>(s)].empty(); };
+  constexpr BlockState kColumns[] = {BlockState::in_use, BlockState::free, BlockState::tcache, BlockState::fastbin};
+  std::string heading = fmt::format("\n{:<22} {:>5} {:>10} ", "Arena", "heaps", "system");
+  for (BlockState s : kColumns)
+    if (has(s)) heading += fmt::format(" {:<20}", label[static_cast<int>(s)]);
+  if (has(BlockState::top)) heading += " " + label[static_cast<int>(BlockState::top)];
+  out += heading + "\n";
   for (const ArenaInfo& a : r.arenas) {
-    auto t = [&](BlockState s) { return state_cell(a.totals[static_cast<int>(s)]); };
-    out += fmt::format("{:<22} {:>5} {:>10}  {:<20} {:<20} {:<20} {:<20} {}{}\n",
-                       (a.is_main ? "main " : "") + text::hex(a.address), a.heaps.size(), text::bytes(a.system_bytes),
-                       t(BlockState::in_use), t(BlockState::free), t(BlockState::tcache), t(BlockState::fastbin),
-                       text::bytes(a.totals[static_cast<int>(BlockState::top)].bytes), a.complete ? "" : "  PARTIAL");
+    std::string row = fmt::format("{:<22} {:>5} {:>10} ", (a.is_main ? "main " : "") + text::hex(a.address),
+                                  a.heaps.size(), text::bytes(a.system_bytes));
+    for (BlockState s : kColumns)
+      if (has(s)) row += fmt::format(" {:<20}", state_cell(a.totals[static_cast<int>(s)]));
+    if (has(BlockState::top)) row += " " + text::bytes(a.totals[static_cast<int>(BlockState::top)].bytes);
+    out += row + (a.complete ? "" : "  PARTIAL") + "\n";
   }
-  out += fmt::format("{:<22} {:>5} {:>10}  {}\n", "mmapped chunks", "", text::bytes(r.mmapped.bytes),
-                     state_cell(r.mmapped));
+  if (has(BlockState::mmapped))
+    out += fmt::format("{:<22} {:>5} {:>10}  {}\n", "mmapped chunks", "", text::bytes(r.mmapped.bytes),
+                       state_cell(r.mmapped));
   const auto& t = r.totals;
   auto total = [&](BlockState s) { return t[static_cast<int>(s)]; };
   const StateTotal in_use{total(BlockState::in_use).blocks + total(BlockState::mmapped).blocks,
                           total(BlockState::in_use).bytes + total(BlockState::mmapped).bytes};
   const StateTotal free{total(BlockState::free).blocks + total(BlockState::tcache).blocks + total(BlockState::fastbin).blocks,
                         total(BlockState::free).bytes + total(BlockState::tcache).bytes + total(BlockState::fastbin).bytes};
-  out += fmt::format("\nIn use:   {} blocks, {} (chunk bytes, mmapped included)\n", in_use.blocks, text::bytes(in_use.bytes));
-  out += fmt::format("Free:     {} blocks, {} (bins {}, tcache {}, fastbins {}), plus {} in top chunks\n", free.blocks,
-                     text::bytes(free.bytes), total(BlockState::free).blocks, total(BlockState::tcache).blocks,
-                     total(BlockState::fastbin).blocks, text::bytes(total(BlockState::top).bytes));
+  out += fmt::format("\nIn use:   {} blocks, {} ({} bytes{})\n", in_use.blocks, text::bytes(in_use.bytes),
+                     has(BlockState::top) ? "chunk" : "block", has(BlockState::mmapped) ? ", mmapped included" : "");
+  // glibc's free states are "bins, tcache, fastbins"; another allocator's by its own names.
+  std::string kinds;
+  for (BlockState s : {BlockState::free, BlockState::tcache, BlockState::fastbin}) {
+    if (!has(s)) continue;
+    const std::string& name = label[static_cast<int>(s)];
+    kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", s == BlockState::free && name == "free (bins)" ? "bins" : name,
+                         total(s).blocks);
+  }
+  out += fmt::format("Free:     {} blocks, {} ({})", free.blocks, text::bytes(free.bytes), kinds);
+  if (has(BlockState::top)) out += fmt::format(", plus {} in top chunks", text::bytes(total(BlockState::top).bytes));
+  out += "\n";
+  if (!r.figures.empty()) {
+    out += fmt::format("\n{:<36} {:>14} {:>14}  {}\n", "Allocator's own figures", "its count", "the walk's", "what");
+    auto cell = [](const std::optional<std::uint64_t>& v) { return v ? fmt::format("{}", *v) : std::string("-"); };
+    for (const AllocatorFigure& f : r.figures)
+      out += fmt::format("{:<36} {:>14} {:>14}  {}{}\n", f.name, cell(f.own), cell(f.walk), f.meaning,
+                         f.own && f.walk && *f.own != *f.walk ? "  (DIFFERENT)" : "");
+  }
   if (r.typed)
     out += fmt::format("Typed:    {:.1f}% of allocated bytes ({} of {}), {} of {} blocks\n", r.typed->bytes_percent(),
                        text::bytes(r.typed->bytes), text::bytes(r.typed->in_use_bytes), r.typed->blocks,

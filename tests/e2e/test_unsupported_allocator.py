@@ -1,8 +1,9 @@
-"""A process whose malloc is an allocator heapscope does not walk (libjemalloc preloaded, as servers run
-it) must never read as "no leaks": every command, in the CLI, LLDB and GDB, says which module serves malloc
-and that heapscope does not walk that allocator (runtime/allocator.h). The same fixture without a preload is
-walked as usual, so the message comes from the process, not from the fixture. tcmalloc (gperftools) is
-walked (test_tcmalloc.py); here it only must not get the message.
+"""A process whose malloc is an allocator heapscope does not walk must never read as "no leaks": every
+command, in the CLI, LLDB and GDB, says which module serves malloc and that heapscope does not walk that
+allocator (runtime/allocator.h). The allocator is the fixtures' libbump_allocator.so
+(tests/fixtures/bump_allocator.c), preloaded. The same fixture without a preload is walked as usual, so the
+message comes from the process, not from the fixture. tcmalloc (gperftools) and jemalloc are walked
+(test_tcmalloc.py, test_jemalloc.py); here they only must not get the message.
 """
 
 import os
@@ -14,10 +15,11 @@ from lldb_session import require_lldb_and_gdb, run_lldb
 from test_gdb import between_markers, marked, run_gdb
 
 LIBRARIES = {
-    "jemalloc": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+    "bump": fixture_path("libbump_allocator.so"),
 }
 WALKED_LIBRARIES = {
     "tcmalloc": "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+    "jemalloc": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
 }
 
 # Every command of the table, with the arguments it needs to reach the heap.
@@ -35,7 +37,8 @@ def preloaded_capture(allocator):
 
 class UnsupportedAllocatorTest(unittest.TestCase):
     def expected(self, allocator):
-        """The message, naming the library file the process mapped (libtcmalloc_minimal.so.4.5.10)."""
+        """The message, naming the library file the process mapped (a versioned name, libfoo.so.4.5.10, as
+        the process maps it)."""
         name = re.escape(os.path.basename(LIBRARIES[allocator]))
         return re.compile(rf"unsupported allocator: {name}[0-9.]* serves malloc")
 
@@ -78,11 +81,11 @@ class UnsupportedAllocatorTest(unittest.TestCase):
 
     def test_lldb_and_gdb_say_the_same(self):
         require_lldb_and_gdb()
-        executable, core = preloaded_capture("jemalloc")
+        executable, core = preloaded_capture("bump")
         lldb = run_lldb([f"target create {executable} --core {core}", "heap leaks"])
-        self.assertRegex(lldb.output_of("heap leaks") + lldb.stderr, self.expected("jemalloc"))
+        self.assertRegex(lldb.output_of("heap leaks") + lldb.stderr, self.expected("bump"))
         gdb = run_gdb(marked("leaks", "heap leaks"), executable, core)
-        self.assertRegex(between_markers(gdb, "leaks") + gdb.stderr, self.expected("jemalloc"))
+        self.assertRegex(between_markers(gdb, "leaks") + gdb.stderr, self.expected("bump"))
 
 
 if __name__ == "__main__":

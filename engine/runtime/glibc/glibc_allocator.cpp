@@ -47,6 +47,28 @@ class GlibcPlugin final : public AllocatorPlugin {
     }
     return std::make_unique<GlibcAllocator>(image, std::move(*runtime));
   }
+
+  // Under an interposed allocator, glibc's arenas still hold what was malloc'ed through glibc (before the
+  // interposer was in place, or by __libc_malloc): their system_mem says how much.
+  std::optional<std::string> also_holds_memory(const Image& image, const SymbolIndex& symbols) const override {
+    std::string why_not;
+    const std::optional<Runtime> runtime = locate_runtime(image, symbols, &why_not);
+    if (!runtime) return std::nullopt;
+    std::vector<std::string> ignored;
+    std::uint64_t bytes = 0;
+    std::size_t arenas = 0;
+    for (Address arena : arena_ring(image, runtime->layout, runtime->main_arena, &ignored)) {
+      const std::uint64_t system = image.read_u64(arena + runtime->layout.arena.system_mem).value_or(0);
+      bytes += system;
+      arenas += system != 0;
+    }
+    if (bytes == 0) return std::nullopt;
+    return fmt::format("glibc's malloc also holds memory: {} bytes in {} arena{}, from blocks malloc'ed through "
+                       "glibc (before the allocator that serves malloc took over, or by calls to glibc's malloc "
+                       "itself); heapscope walks the heap of the allocator that serves malloc only, so those blocks "
+                       "are not shown",
+                       bytes, arenas, arenas == 1 ? "" : "s");
+  }
 };
 
 }  // namespace

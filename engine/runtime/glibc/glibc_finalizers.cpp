@@ -9,6 +9,7 @@
 #include "elf/elf_file.h"
 #include "image/link_map.h"
 #include "image/word_scan.h"
+#include "runtime/module_data.h"
 #include "runtime/static_tls.h"
 
 namespace heapscope {
@@ -54,14 +55,9 @@ void name_function(const SymbolIndex& symbols, FinalizerRegistration& reg) {
 }
 
 // The writable PT_LOAD ranges of a module (.data, .bss), where libc keeps `initial` and `__exit_funcs`.
-std::vector<std::pair<Address, Address>> writable_ranges(const Module& module, const SymbolIndex& symbols) {
-  std::vector<std::pair<Address, Address>> out;
+WritableRanges writable_ranges(const Module& module, const SymbolIndex& symbols) {
   const ModuleSymbols* syms = symbols.symbols_for(module);
-  if (!syms) return out;
-  for (const GElf_Phdr& ph : syms->elf().program_headers())
-    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W))
-      out.emplace_back((module.load_bias + ph.p_vaddr) & ~Address{7}, module.load_bias + ph.p_vaddr + ph.p_memsz);
-  return out;
+  return syms ? writable_ranges(module, *syms) : WritableRanges{};
 }
 
 // ---- exit handlers ----

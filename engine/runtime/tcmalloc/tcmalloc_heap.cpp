@@ -35,6 +35,7 @@ class Walker {
 
   HeapModel run() {
     model_.allocator = "tcmalloc";
+    model_.state_labels = {"in use", "", "free", "thread/transfer caches", "", ""};
     model_.version = rt_.version;
     model_.discovery = rt_.discovery;
     model_.warnings = rt_.warnings;
@@ -58,6 +59,14 @@ class Walker {
            true);
     for (const auto& [what, count] : suppressed_)
       model_.warnings.push_back(fmt::format("… and {} more warnings like the above ({})", count, what));
+    add_figures();
+    for (const SizeClassUse& use : classes_)
+      if (use.slabs) model_.size_classes.push_back(use);
+    model_.free_pages = {
+        {"free spans", "free page runs still mapped", free_spans_, free_span_bytes_},
+        {"returned spans", "free page runs returned to the system (madvised), mapped again on reuse", returned_spans_,
+         returned_span_bytes_},
+    };
     if (!arena_.heaps.empty() || !model_.blocks.empty()) model_.arenas.push_back(std::move(arena_));
     std::sort(model_.metadata.begin(), model_.metadata.end(),
               [](const HeapSegment& a, const HeapSegment& b) { return a.start < b.start; });
@@ -233,6 +242,23 @@ class Walker {
     }
   }
 
+  // The page heap's own counters (PageHeap::stats_) beside the walk's spans.
+  void add_figures() {
+    std::uint64_t stats[3];
+    const bool readable = image_.read_exact(rt_.pageheap + l_.pageheap.stats, stats, sizeof stats);
+    auto own = [&](int i) { return readable ? std::optional<std::uint64_t>(stats[i]) : std::nullopt; };
+    std::uint64_t span_bytes = 0;
+    for (const HeapSegment& h : arena_.heaps) span_bytes += h.end - h.start;
+    model_.figures = {
+        {"pageheap system_bytes", "bytes the page heap got from the system; the walk's: all spans", own(0), span_bytes},
+        {"pageheap free_bytes", "bytes of free spans still mapped; the walk's: spans on the normal free lists", own(1),
+         free_span_bytes_},
+        {"pageheap unmapped_bytes", "bytes of free spans returned to the system; the walk's: spans on the returned "
+         "free lists",
+         own(2), returned_span_bytes_},
+    };
+  }
+
   bool read_span(Address at, SpanInfo* span) const {
     std::uint64_t words[6];
     if ((at & 7) || !image_.read_exact(at, words, sizeof words)) return false;
@@ -265,6 +291,8 @@ class Walker {
     const std::uint64_t bytes = span.length << kPageShift;
     add_segment(base, base + bytes);
     if (span.location != SpanLayout::kInUse) {
+      (span.location == SpanLayout::kOnReturnedFreeList ? returned_span_bytes_ : free_span_bytes_) += bytes;
+      ++(span.location == SpanLayout::kOnReturnedFreeList ? returned_spans_ : free_spans_);
       push(base, bytes, BlockState::free);
       return;
     }
@@ -310,6 +338,11 @@ class Walker {
       }
       obj = *next;
     }
+    if (classes_.size() < rt_.classes.size()) classes_.resize(rt_.classes.size());
+    SizeClassUse& use = classes_[span.size_class];
+    use.object_bytes = cls.size;
+    ++use.slabs;
+    use.slab_bytes += bytes;
     for (std::uint64_t i = 0; i < count; ++i) {
       const Address at = base + i * cls.size;
       BlockState state = states[i];
@@ -319,6 +352,7 @@ class Walker {
           ++cached_matched_;
         }
       }
+      ++(state == BlockState::free ? use.free : state == BlockState::tcache ? use.cached : use.in_use);
       push(at, cls.size, state);
     }
     arena_.overhead_bytes += bytes - count * cls.size;
@@ -331,6 +365,8 @@ class Walker {
   ArenaInfo arena_;
   std::unordered_map<Address, std::uint32_t> cached_;  // object → size class: thread and transfer caches
   std::size_t cached_matched_ = 0;
+  std::uint64_t free_span_bytes_ = 0, returned_span_bytes_ = 0, free_spans_ = 0, returned_spans_ = 0;
+  std::vector<SizeClassUse> classes_;  // by size class
   std::unordered_map<std::string, std::size_t> warnings_of_, suppressed_;
 };
 

@@ -1,14 +1,13 @@
 #include "runtime/tcmalloc/tcmalloc_runtime.h"
 
-#include <elf.h>
 #include <fmt/format.h>
 
 #include <array>
 #include <cstring>
-#include <functional>
 #include <regex>
 
 #include "elf/elf_file.h"
+#include "runtime/module_data.h"
 
 namespace heapscope::tcmalloc {
 
@@ -27,31 +26,6 @@ bool plausible_list_head(const Image& image, const Layout& l, Address head) {
     if (*p != head && !is_readable(image, *p)) return false;
   }
   return true;
-}
-
-// The module's writable PT_LOAD ranges (.data, .bss), at runtime addresses.
-WritableRanges writable_ranges(const Module& module, const ModuleSymbols& syms) {
-  WritableRanges out;
-  for (const GElf_Phdr& ph : syms.elf().program_headers())
-    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W))
-      out.emplace_back((module.load_bias + ph.p_vaddr) & ~Address{7}, module.load_bias + ph.p_vaddr + ph.p_memsz);
-  return out;
-}
-
-// Calls `try_at(address)` for each 8-aligned word of `ranges` (the module's writable data) for which
-// `word_matches` holds, until one returns true; returns that address.
-std::optional<Address> scan_writable(const Image& image, const WritableRanges& ranges,
-                                     const std::function<bool(Address, std::uint64_t)>& word_matches,
-                                     const std::function<bool(Address)>& try_at) {
-  for (const auto& [start, end] : ranges) {
-    std::vector<std::uint64_t> words((end - start) / 8);
-    const std::size_t got = image.read(start, words.data(), words.size() * 8) / 8;
-    for (std::size_t i = 0; i < got; ++i) {
-      const Address at = start + 8 * i;
-      if (word_matches(at, words[i]) && try_at(at)) return at;
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "heap/heap_model.h"
 #include "image/image.h"
+#include "runtime/module_data.h"
 #include "runtime/tcmalloc/tcmalloc_layout.h"
 #include "symbols/symbol_index.h"
 
@@ -41,9 +42,6 @@ struct Runtime {
 inline constexpr const char* kPageheapLockSymbol = "_ZN8tcmalloc6Static14pageheap_lock_E";
 inline constexpr const char* kInitedSymbol = "_ZN8tcmalloc6Static7inited_E";
 inline constexpr const char* kThreadHeapsSymbol = "_ZN8tcmalloc11ThreadCache13thread_heaps_E";
-
-// Address ranges [start, end) of a module's writable data (.data, .bss).
-using WritableRanges = std::vector<std::pair<Address, Address>>;
 
 // Places Static::sizemap_, central_cache_ and pageheap_ at `lock` (pageheap_lock_) plus the offsets of
 // `placement` (recorded with the method `placed`), each accepted only when its check holds; one that fails

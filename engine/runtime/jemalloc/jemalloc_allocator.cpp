@@ -1,0 +1,59 @@
+#include "runtime/jemalloc/jemalloc_allocator.h"
+
+#include <fmt/format.h>
+
+#include "base/phase_timer.h"
+#include "runtime/jemalloc/jemalloc_heap.h"
+#include "runtime/jemalloc/jemalloc_runtime.h"
+
+namespace heapscope::jemalloc {
+
+namespace {
+
+class JemallocAllocator final : public LocatedAllocator {
+ public:
+  JemallocAllocator(const Image& image, Runtime runtime) : image_(image), runtime_(std::move(runtime)) {}
+
+  std::string name() const override { return "jemalloc"; }
+  std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
+  // The walk's checks again, recorded as findings (a second walk: 0.2 s at 5 M blocks).
+  std::optional<HeapVerification> verify(const HeapModel&) const override { return verify_heap(image_, runtime_); }
+
+ private:
+  const Image& image_;
+  const Runtime runtime_;
+};
+
+class JemallocPlugin final : public AllocatorPlugin {
+ public:
+  std::string_view name() const override { return "jemalloc"; }
+
+  std::unique_ptr<LocatedAllocator> locate(const Image& image, const SymbolIndex& symbols,
+                                           const MallocProvider& provider, std::string* why_not) const override {
+    PhaseTimer timer("walk: locate jemalloc");
+    if (!provider.module) {
+      *why_not = "no module's symbols say which one serves malloc";
+      return nullptr;
+    }
+    if (!claims(provider, symbols)) {
+      *why_not = fmt::format("{} serves malloc, and it is not jemalloc", provider.name());
+      return nullptr;
+    }
+    std::optional<Runtime> runtime = locate_runtime(image, symbols, *provider.module, why_not);
+    if (!runtime) return nullptr;
+    return std::make_unique<JemallocAllocator>(image, std::move(*runtime));
+  }
+
+  bool claims(const MallocProvider& provider, const SymbolIndex& symbols) const override {
+    return provider.module && is_jemalloc(*provider.module, symbols);
+  }
+};
+
+}  // namespace
+
+const AllocatorPlugin& allocator_plugin() {
+  static const JemallocPlugin plugin;
+  return plugin;
+}
+
+}  // namespace heapscope::jemalloc

@@ -1,0 +1,29 @@
+#include "runtime/jemalloc/jemalloc_layout.h"
+
+#include <array>
+
+namespace heapscope::jemalloc {
+
+namespace {
+
+// Builds whose hidden globals' places heapscope knows (each is still checked before use): where the scan
+// found them in a process running that very file.
+constexpr std::array kKnownBuilds{
+    KnownBuild{"1d5163c246dc9cd2b4d339f2ac42efd95c6e0ae1", "Debian 12 libjemalloc2 5.3.0-1 amd64", 0xcd6c0, 0xd5aa0,
+               0x2d5c00, 0x2ebac0},
+};
+
+}  // namespace
+
+const Layout& layout_5_3() {
+  static const Layout layout;
+  return layout;
+}
+
+std::optional<KnownBuild> known_build(std::string_view build_id) {
+  for (const KnownBuild& b : kKnownBuilds)
+    if (b.build_id == build_id) return b;
+  return std::nullopt;
+}
+
+}  // namespace heapscope::jemalloc
