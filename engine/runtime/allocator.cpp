@@ -53,4 +53,17 @@ std::unique_ptr<LocatedAllocator> locate_allocator(const Image& image, const Sym
   return nullptr;
 }
 
+const Module* claimed_provider(const AllocatorPlugin& plugin, std::string_view allocator, const MallocProvider& provider,
+                               const SymbolIndex& symbols, std::string* why_not) {
+  if (!provider.module) {
+    *why_not = "no module's symbols say which one serves malloc";
+    return nullptr;
+  }
+  if (!plugin.claims(provider, symbols)) {
+    *why_not = fmt::format("{} serves malloc, and it is not {}", provider.name(), allocator);
+    return nullptr;
+  }
+  return provider.module;
+}
+
 }  // namespace heapscope

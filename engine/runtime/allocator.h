@@ -70,6 +70,12 @@ class AllocatorPlugin {
   }
 };
 
+// For a plug-in whose allocator serves malloc from a module of its own (an interposer such as tcmalloc or
+// jemalloc): that module, when symbols say which module serves malloc and `plugin` claims it; null with
+// *why_not otherwise ("libc.so.6 serves malloc, and it is not jemalloc").
+const Module* claimed_provider(const AllocatorPlugin& plugin, std::string_view allocator, const MallocProvider& provider,
+                               const SymbolIndex& symbols, std::string* why_not);
+
 // The first of `plugins` whose allocator is in the image. When none is, *error says why: the reason of a
 // plug-in that claims the module serving malloc, else which module serves malloc and that no plug-in walks
 // it ("unsupported allocator: …"), or why each plug-in declined. With `others`, what the other plug-ins'

@@ -1,7 +1,5 @@
 #include "runtime/jemalloc/jemalloc_allocator.h"
 
-#include <fmt/format.h>
-
 #include "base/phase_timer.h"
 #include "runtime/jemalloc/jemalloc_heap.h"
 #include "runtime/jemalloc/jemalloc_runtime.h"
@@ -31,15 +29,9 @@ class JemallocPlugin final : public AllocatorPlugin {
   std::unique_ptr<LocatedAllocator> locate(const Image& image, const SymbolIndex& symbols,
                                            const MallocProvider& provider, std::string* why_not) const override {
     PhaseTimer timer("walk: locate jemalloc");
-    if (!provider.module) {
-      *why_not = "no module's symbols say which one serves malloc";
-      return nullptr;
-    }
-    if (!claims(provider, symbols)) {
-      *why_not = fmt::format("{} serves malloc, and it is not jemalloc", provider.name());
-      return nullptr;
-    }
-    std::optional<Runtime> runtime = locate_runtime(image, symbols, *provider.module, why_not);
+    const Module* module = claimed_provider(*this, "jemalloc", provider, symbols, why_not);
+    if (!module) return nullptr;
+    std::optional<Runtime> runtime = locate_runtime(image, symbols, *module, why_not);
     if (!runtime) return nullptr;
     return std::make_unique<JemallocAllocator>(image, std::move(*runtime));
   }

@@ -1,7 +1,5 @@
 #include "runtime/tcmalloc/tcmalloc_allocator.h"
 
-#include <fmt/format.h>
-
 #include "base/phase_timer.h"
 #include "runtime/tcmalloc/tcmalloc_heap.h"
 #include "runtime/tcmalloc/tcmalloc_runtime.h"
@@ -29,15 +27,9 @@ class TcmallocPlugin final : public AllocatorPlugin {
   std::unique_ptr<LocatedAllocator> locate(const Image& image, const SymbolIndex& symbols,
                                            const MallocProvider& provider, std::string* why_not) const override {
     PhaseTimer timer("walk: locate tcmalloc");
-    if (!provider.module) {
-      *why_not = "no module's symbols say which one serves malloc";
-      return nullptr;
-    }
-    if (!claims(provider, symbols)) {
-      *why_not = fmt::format("{} serves malloc, and it is not tcmalloc", provider.name());
-      return nullptr;
-    }
-    std::optional<Runtime> runtime = locate_runtime(image, symbols, *provider.module, why_not);
+    const Module* module = claimed_provider(*this, "tcmalloc", provider, symbols, why_not);
+    if (!module) return nullptr;
+    std::optional<Runtime> runtime = locate_runtime(image, symbols, *module, why_not);
     if (!runtime) return nullptr;
     return std::make_unique<TcmallocAllocator>(image, std::move(*runtime));
   }
