@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "runtime/known_builds.h"
+
 namespace heapscope::jemalloc {
 
 namespace {
@@ -21,9 +23,7 @@ const Layout& layout_5_3() {
 }
 
 std::optional<KnownBuild> known_build(std::string_view build_id) {
-  for (const KnownBuild& b : kKnownBuilds)
-    if (b.build_id == build_id) return b;
-  return std::nullopt;
+  return find_known_build(std::span<const KnownBuild>(kKnownBuilds), build_id);
 }
 
 }  // namespace heapscope::jemalloc
