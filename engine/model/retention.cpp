@@ -34,12 +34,15 @@ class RootNodeBuilder {
 
   RootNodeEdges build(const RootSet& roots) {
     const std::set<std::pair<std::uint32_t, BlockId>> on_stacks = stack_targets(roots);
-    for (const RootRange& range : roots.ranges)
-      if (range.kind == RootKind::stack) note_variable_targets(range);
+    // Each stack's pointers placed in their frames once: which variables hold what decides who the
+    // other words' copies are charged to.
+    std::vector<std::vector<StackWord>> stack_words(roots.ranges.size());
+    for (std::size_t r = 0; r < roots.ranges.size(); ++r)
+      if (roots.ranges[r].kind == RootKind::stack) stack_words[r] = place_in_frames(roots.ranges[r]);
     for (std::size_t r = 0; r < roots.ranges.size(); ++r) {
       const RootRange& range = roots.ranges[r];
       if (range.kind == RootKind::global && split_by_symbol(range)) continue;
-      if (range.kind == RootKind::stack && split_by_frame(range)) continue;
+      if (range.kind == RootKind::stack && split_by_frame(range, stack_words[r])) continue;
       const std::uint32_t node = node_for_range(range);
       for (std::uint32_t e : graph_.root_edges(r)) {
         // A register holding what its own thread's stack holds is a working copy; the stack slot (a
@@ -201,35 +204,45 @@ class RootNodeBuilder {
     return true;
   }
 
-  // Rescans a thread's stack word by word and gives each pointer to the local variable or frame that
-  // holds its word; words outside every frame go to the thread's stack. False without frames.
-  bool split_by_frame(const RootRange& r) {
-    if (!frames_ || r.thread >= frames_->size() || (*frames_)[r.thread].empty()) return false;
+  // A pointer on a thread's stack and where the unwind puts its word.
+  struct StackWord {
+    BlockId target = kNoBlock;
+    std::size_t frame_index = 0;
+    const Frame* frame = nullptr;             // null: outside every frame
+    const FrameVariable* variable = nullptr;  // null: in no named local
+  };
+
+  // Rescans a thread's stack word by word and places each pointer in its frame and local variable;
+  // records (thread, block) for what a variable holds. Nothing without frames.
+  std::vector<StackWord> place_in_frames(const RootRange& r) {
+    std::vector<StackWord> words;
+    if (!frames_ || r.thread >= frames_->size() || (*frames_)[r.thread].empty()) return words;
     const std::vector<Frame>& frames = (*frames_)[r.thread];
     graph_.for_each_pointer(r.start, r.end, [&](Address at, std::uint64_t, BlockId target) {
-      std::size_t f = 0;
-      const Frame* frame = frame_covering(frames, at, &f);
-      const FrameVariable* variable = frame ? frame->variable_at(at) : nullptr;
-      // A stack word no variable covers (a saved register, a spill, a temporary) that holds what one of the
-      // thread's variables holds is a copy of it: the variable is charged.
-      if (!variable && variable_targets_.contains({r.thread, target})) return;
-      const std::uint32_t holder = !frame      ? thread_part(r.thread, RootKind::stack)
-                                   : variable ? variable_node(r.thread, f, *frame, *variable)
-                                              : frame_node(r.thread, f, *frame);
-      edges_.emplace_back(holder, target);
+      StackWord w;
+      w.target = target;
+      w.frame = frame_covering(frames, at, &w.frame_index);
+      w.variable = w.frame ? w.frame->variable_at(at) : nullptr;
+      if (w.variable) variable_targets_.emplace(r.thread, target);
+      words.push_back(w);
     });
-    return true;
+    return words;
   }
 
-  // Records (thread, block) for every pointer a local variable of the thread holds.
-  void note_variable_targets(const RootRange& r) {
-    if (!frames_ || r.thread >= frames_->size()) return;
-    const std::vector<Frame>& frames = (*frames_)[r.thread];
-    graph_.for_each_pointer(r.start, r.end, [&](Address at, std::uint64_t, BlockId target) {
-      std::size_t f = 0;
-      const Frame* frame = frame_covering(frames, at, &f);
-      if (frame && frame->variable_at(at)) variable_targets_.emplace(r.thread, target);
-    });
+  // Gives each of a stack's pointers (`words`, from place_in_frames) to the local variable or frame that
+  // holds its word; words outside every frame go to the thread's stack. False without frames.
+  bool split_by_frame(const RootRange& r, const std::vector<StackWord>& words) {
+    if (!frames_ || r.thread >= frames_->size() || (*frames_)[r.thread].empty()) return false;
+    for (const StackWord& w : words) {
+      // A stack word no variable covers (a saved register, a spill, a temporary) that holds what one of the
+      // thread's variables holds is a copy of it: the variable is charged.
+      if (!w.variable && variable_targets_.contains({r.thread, w.target})) continue;
+      const std::uint32_t holder = !w.frame      ? thread_part(r.thread, RootKind::stack)
+                                   : w.variable ? variable_node(r.thread, w.frame_index, *w.frame, *w.variable)
+                                                : frame_node(r.thread, w.frame_index, *w.frame);
+      edges_.emplace_back(holder, w.target);
+    }
+    return true;
   }
 
   std::uint32_t frame_node(std::uint32_t thread, std::size_t index, const Frame& frame) {
