@@ -100,6 +100,11 @@ def read_core(core, address, size):
         return f.read(size)
 
 
+def discovered_addresses(core):
+    """Where `summary` says the walk found each allocator structure: {structure: address}."""
+    return {d["structure"]: d["address"] for d in heapscope_json("summary", core)["heap"]["discovery"]}
+
+
 def damaged_copy(core, name, writes):
     """A copy of `core` in the work directory with `writes` ({address: bytes}) applied to its memory."""
     copy = os.path.join(work_dir(), name + ".core")

@@ -19,7 +19,7 @@ import unittest
 import xml.etree.ElementTree as ElementTree
 
 from allocator_walk import (LEAK_TAGS, Allocator, AttachChecks, DebuggerChecks, WalkChecks, capture,
-                            damaged_copy, read_core)
+                            damaged_copy, discovered_addresses, read_core)
 from heapscope_e2e import fixture_path, heapscope_json, parse_ledger, run_heapscope
 
 STRUCTURES = ("sz_index2size_tab", "bin_infos", "arenas", "arena_emap_global")
@@ -89,7 +89,7 @@ class JemallocDamage(unittest.TestCase):
     def setUpClass(cls):
         SHARED.require()
         _, cls.core, cls.ledger = capture(SHARED)
-        found = {d["structure"]: d["address"] for d in heapscope_json("summary", cls.core)["heap"]["discovery"]}
+        found = discovered_addresses(cls.core)
         cls.arenas, cls.emap = found["arenas"], found["arena_emap_global"]
 
     def test_a_lost_extent_map_is_an_error_naming_jemalloc(self):

@@ -160,44 +160,41 @@ class WithPartOfTheBlockUnmapped(unittest.TestCase):
         self.assertIn("not in any heap block", report.stderr)
 
 
-class AttachedWithTheCli(RegisterChecks, unittest.TestCase):
-    """The fixture running, parked, analysed with `heapscope attach` (registers through ptrace)."""
+class LiveRetainers:
+    """Runs the fixture parked and asks `run(pid, "retainers", ADDR, ...)` about each vector-register block
+    while it runs; the ledger goes to <fixture>-<name>.ledger."""
 
     @classmethod
-    def setUpClass(cls):
-        ledger_file = os.path.join(work_dir(), f"{FIXTURE}-attach.ledger")
+    def ask_live(cls, name, run):
+        ledger_file = os.path.join(work_dir(), f"{FIXTURE}-{name}.ledger")
         cls.reports = {}
         with parked_fixture(leak_fixture_path(FIXTURE), ledger_file, FIXTURE) as process:
             cls.ledger, cls.expectations = parse_leak_ledger(ledger_file)
             for size in (XMM_BLOCK_SIZE, YMM_BLOCK_SIZE):
                 address = designed_block(cls.expectations, cls.ledger, size)
                 if address is not None:
-                    cls.reports[address] = heapscope_json("attach", process.pid, "retainers", hex(address),
-                                                          "--paths", "8")
+                    cls.reports[address] = run(process.pid, "retainers", hex(address), "--paths", "8")
 
     def retainers(self, address):
         return self.reports[address]
 
 
-class ThroughTheCApi(RegisterChecks, unittest.TestCase):
+class AttachedWithTheCli(LiveRetainers, RegisterChecks, unittest.TestCase):
+    """The fixture running, parked, analysed with `heapscope attach` (registers through ptrace)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.ask_live("attach", lambda pid, *command: heapscope_json("attach", pid, *command))
+
+
+class ThroughTheCApi(LiveRetainers, RegisterChecks, unittest.TestCase):
     """tests/capi/capi_driver stopping the parked fixture with ptrace and handing each thread's vector
     registers to hs_open_live_with_vector_registers, as a debugger frontend does (also where no debugger
     can host the library: the sanitizer build)."""
 
     @classmethod
     def setUpClass(cls):
-        ledger_file = os.path.join(work_dir(), f"{FIXTURE}-capi.ledger")
-        cls.reports = {}
-        with parked_fixture(leak_fixture_path(FIXTURE), ledger_file, FIXTURE) as process:
-            cls.ledger, cls.expectations = parse_leak_ledger(ledger_file)
-            for size in (XMM_BLOCK_SIZE, YMM_BLOCK_SIZE):
-                address = designed_block(cls.expectations, cls.ledger, size)
-                if address is not None:
-                    cls.reports[address] = driver_json("live-vectors", process.pid, "retainers", hex(address),
-                                                       "--paths", "8")
-
-    def retainers(self, address):
-        return self.reports[address]
+        cls.ask_live("capi", lambda pid, *command: driver_json("live-vectors", pid, *command))
 
 
 class InLldb(RegisterChecks, unittest.TestCase):

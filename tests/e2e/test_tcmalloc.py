@@ -10,7 +10,8 @@ docs/architecture.md ("Reconciling with tcmalloc's own figures").
 import struct
 import unittest
 
-from allocator_walk import (Allocator, AttachChecks, DebuggerChecks, WalkChecks, capture, damaged_copy)
+from allocator_walk import (Allocator, AttachChecks, DebuggerChecks, WalkChecks, capture, damaged_copy,
+                            discovered_addresses)
 from heapscope_e2e import heapscope_json, run_heapscope
 
 TCMALLOC = Allocator(
@@ -52,7 +53,7 @@ class TcmallocDamage(unittest.TestCase):
     def setUpClass(cls):
         TCMALLOC.require()
         _, cls.core, cls.ledger = capture(TCMALLOC)
-        found = {d["structure"]: d["address"] for d in heapscope_json("summary", cls.core)["heap"]["discovery"]}
+        found = discovered_addresses(cls.core)
         cls.sizemap, cls.central = found["sizemap_"], found["central_cache_"]
 
     def test_a_lost_size_map_is_an_error_naming_tcmalloc(self):
