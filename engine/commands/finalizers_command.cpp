@@ -77,11 +77,9 @@ FinalizersReport build_finalizers_report(Session& s, std::size_t count) {
     out.kinds.push_back(std::move(total));
   }
   out.functions = function_groups(out.registrations);
-  if (const std::uint32_t node = r.owner_kind_node(OwnerKind::finalizer); node != kNoNode) out.total = retained_of(r, node);
-  out.total.bytes += of_threads_bytes;
-  out.total.blocks += of_threads_blocks;
-  out.total.percent =
-      out.heap.in_use_bytes ? 100.0 * static_cast<double>(out.total.bytes) / static_cast<double>(out.heap.in_use_bytes) : 0;
+  const std::uint32_t process_wide = r.owner_kind_node(OwnerKind::finalizer);
+  const Retained by_process_wide = process_wide == kNoNode ? Retained{} : retained_of(r, process_wide);
+  out.total = retained_total(r, by_process_wide.bytes + of_threads_bytes, by_process_wide.blocks + of_threads_blocks);
   out.registrations_total = out.registrations.size();
   if (count && out.registrations.size() > count) out.registrations.resize(count);
   // Said here only: methods, not problems, but ones the reader of this report should know about.

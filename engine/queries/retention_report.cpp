@@ -387,7 +387,11 @@ std::vector<RootPartTotal> thread_part_totals(const Retention& r) {
 }  // namespace
 
 Retained retained_of(const Retention& r, std::uint32_t node) {
-  return {r.retained_bytes(node), r.retained_blocks(node), percent_of_heap(r, r.retained_bytes(node))};
+  return retained_total(r, r.retained_bytes(node), r.retained_blocks(node));
+}
+
+Retained retained_total(const Retention& r, std::uint64_t bytes, std::uint64_t blocks) {
+  return {bytes, blocks, percent_of_heap(r, bytes)};
 }
 
 HeapTotals heap_totals(const Retention& r) {
@@ -443,9 +447,7 @@ RootsReport build_roots_report(Session& s, std::size_t count) {
   }
   std::stable_sort(out.kinds.begin(), out.kinds.end(),
                    [](const RootKindRow& a, const RootKindRow& b) { return a.retained.bytes > b.retained.bytes; });
-  out.shared.bytes = out.heap.reachable_bytes - by_kinds.bytes;
-  out.shared.blocks = out.heap.reachable_blocks - by_kinds.blocks;
-  out.shared.percent = percent_of_heap(r, out.shared.bytes);
+  out.shared = retained_total(r, out.heap.reachable_bytes - by_kinds.bytes, out.heap.reachable_blocks - by_kinds.blocks);
   out.roots = top_roots(s, r, count);
   out.root_count = 0;
   for (const RootNode& n : r.root_nodes()) out.root_count += n.level == RootNode::Level::owner;

@@ -25,6 +25,9 @@ inline constexpr std::size_t kRetainedTypesPerSuspect = 5;
 
 // A node's retained bytes and blocks, and their share of the in-use heap.
 Retained retained_of(const Retention& r, std::uint32_t node);
+// A retained size made of `bytes` in `blocks` (a sum of nodes, or what is left of one), with its share of
+// the in-use heap.
+Retained retained_total(const Retention& r, std::uint64_t bytes, std::uint64_t blocks);
 // In-use and reachable totals of the heap.
 HeapTotals heap_totals(const Retention& r);
 
