@@ -2,20 +2,11 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <thread>
 
 #include "base/progress.h"
+#include "base/workers.h"
 
 namespace heapscope {
-
-namespace {
-
-unsigned worker_count(unsigned requested, std::size_t blocks) {
-  unsigned n = requested ? requested : std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(n, blocks / 4096 + 1)));
-}
-
-}  // namespace
 
 ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, unsigned workers,
                                const ObjectHeaders* headers)
@@ -24,7 +15,7 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
   if (blocks.size() >= kInteriorBit) throw std::length_error("more than 2^31 heap blocks");
 
   // Slices of equal byte volume keep the workers equally busy when block sizes vary.
-  const unsigned n = worker_count(workers, blocks.size());
+  const unsigned n = worker_count(blocks.size(), 4096, workers);
   std::uint64_t total_bytes = 0;
   for (const Block& b : blocks) total_bytes += b.chunk_size();
   parts_.resize(n);
@@ -41,7 +32,6 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
   // Progress counts the blocks' bytes; an interrupt (or any failure) in one slice is rethrown once every
   // slice has stopped.
   progress_total(total_bytes);
-  ThreadErrors errors;
   auto scan_part = [&](Part& part) {
     part.offsets.reserve(part.last - part.first + 1);
     part.offsets.push_back(0);
@@ -63,11 +53,7 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
     }
     part.edges.shrink_to_fit();
   };
-  std::vector<std::thread> threads;
-  for (unsigned p = 1; p < n; ++p) threads.emplace_back([&, p] { errors.run([&] { scan_part(parts_[p]); }); });
-  errors.run([&] { scan_part(parts_[0]); });
-  for (auto& t : threads) t.join();
-  errors.rethrow();
+  run_workers(n, [&](unsigned p) { scan_part(parts_[p]); });
   for (const Part& p : parts_) edge_count_ += p.edges.size();
 
   root_offsets_.push_back(0);

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "base/progress.h"
+#include "base/workers.h"
 #include "model/block_index.h"
 #include "image/memory_cursor.h"
 #include "image/word_scan.h"
@@ -168,36 +169,46 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
   BlockTypes types;
   types.resize(heap.blocks.size());
 
-  // Vtables: many objects share one, so each distinct first word is resolved once.
-  std::unordered_map<Address, std::uint32_t> by_first_word;
-  MemoryCursor mem(image);
-  constexpr std::size_t kProgressBlocks = 1 << 16;
+  // Vtables. A vtable is in a module, never in a heap block: most first words are heap pointers or data.
+  // The workers find the blocks whose first word could be one; each distinct word is then resolved once.
+  const unsigned n = worker_count(heap.blocks.size(), 1 << 16);
+  std::vector<std::vector<std::pair<BlockId, Address>>> candidates(n);
   progress_total(heap.blocks.size());
-  for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
-    if (i % kProgressBlocks == kProgressBlocks - 1) progress_step(kProgressBlocks);  // throws on Ctrl-C
-    const Block& b = heap.blocks[i];
-    if (!is_allocated(b.state) || b.usable_size() < 8 || !wanted(i)) continue;
-    const auto first = mem.u64(b.address());
-    // A vtable is in a module, never in a heap block: most first words are heap pointers or data.
-    if (!first || *first == 0 || index.find(*first) != kNoBlock || !image.module_at(*first)) continue;
-    auto [it, fresh] = by_first_word.try_emplace(*first, BlockTypes::kUnknown);
-    if (fresh) {
-      // The `vtable for X` symbol where there is one; the RTTI the vtable points to otherwise.
-      const ResolvedSymbol s = symbols.resolve(*first);
-      ClassName named;
-      if (s.symbol && s.symbol->name.rfind("_ZTV", 0) == 0) {
-        named = {demangle(s.symbol->name), Naming::symbol};
-        if (named.name.rfind(kVtablePrefix, 0) == 0) named.name.erase(0, kVtablePrefix.size());
-      } else if (!s.symbol || s.symbol->kind != SymbolKind::function) {
-        named = class_of_unnamed_vtable(image, *first);
-      }
-      if (!named.name.empty()) {
-        it->second = types.intern(named.name, named.naming);
-        types.mark_from_vtable(it->second);
-      }
+  run_workers(n, [&](unsigned w) {
+    MemoryCursor mem(image);
+    constexpr std::size_t kProgressBlocks = 1 << 16;
+    const std::size_t first = heap.blocks.size() * w / n, last = heap.blocks.size() * (w + 1) / n;
+    for (std::size_t i = first; i < last; ++i) {
+      if ((i - first) % kProgressBlocks == kProgressBlocks - 1) progress_step(kProgressBlocks);  // throws on Ctrl-C
+      if (!wanted(i)) continue;  // first: most blocks are not wanted, and their Block need not be read
+      const Block& b = heap.blocks[i];
+      if (!is_allocated(b.state) || b.usable_size() < 8) continue;
+      const auto word = mem.u64(b.address());
+      if (word && *word != 0 && image.module_at(*word) && index.find(*word) == kNoBlock)
+        candidates[w].emplace_back(static_cast<BlockId>(i), *word);
     }
-    types.set(i, it->second);
-  }
+  });
+  std::unordered_map<Address, std::uint32_t> by_first_word;
+  for (const auto& slice : candidates)
+    for (const auto& [block, word] : slice) {
+      auto [it, fresh] = by_first_word.try_emplace(word, BlockTypes::kUnknown);
+      if (fresh) {
+        // The `vtable for X` symbol where there is one; the RTTI the vtable points to otherwise.
+        const ResolvedSymbol s = symbols.resolve(word);
+        ClassName named;
+        if (s.symbol && s.symbol->name.rfind("_ZTV", 0) == 0) {
+          named = {demangle(s.symbol->name), Naming::symbol};
+          if (named.name.rfind(kVtablePrefix, 0) == 0) named.name.erase(0, kVtablePrefix.size());
+        } else if (!s.symbol || s.symbol->kind != SymbolKind::function) {
+          named = class_of_unnamed_vtable(image, word);
+        }
+        if (!named.name.empty()) {
+          it->second = types.intern(named.name, named.naming);
+          types.mark_from_vtable(it->second);
+        }
+      }
+      types.set(block, it->second);
+    }
 
   // std::function keeps its heap-stored functor pointer 16 bytes before its manager pointer.
   const auto managers = manager_functions(image, symbols);
@@ -222,8 +233,9 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
   };
   // The words next to a pointer into a wanted block lie in a block pointing to it: wanted too.
   for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+    if (!wanted(i)) continue;
     const Block& b = heap.blocks[i];
-    if (is_allocated(b.state) && wanted(i)) for_each_word(image, b.address(), b.address() + b.usable_size(), visit);
+    if (is_allocated(b.state)) for_each_word(image, b.address(), b.address() + b.usable_size(), visit);
   }
   for (const RootRange& r : roots.ranges)
     if (r.kind != RootKind::registers) for_each_word(image, r.start, r.end, visit);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/progress.h"
+#include "base/workers.h"
 #include "image/memory_cursor.h"
 #include "types/layout_inference.h"
 
@@ -17,24 +18,26 @@ constexpr std::uint64_t kLargestCapacity = std::uint64_t{1} << 40;
 
 class ShapeNamer {
  public:
+  // A namer that only looks (`dry`) names nothing: what it finds is a superset of what naming finds, since
+  // a name given only rules blocks out of later shapes.
   ShapeNamer(const Image& image, const HeapModel& heap, const BlockIndex& index, const std::vector<bool>& targets,
-             const std::vector<bool>* within, BlockTypes& types)
-      : image_(image), heap_(heap), index_(index), targets_(targets), within_(within), types_(types), mem_(image) {}
+             const std::vector<bool>* within, BlockTypes& types, bool dry)
+      : image_(image), heap_(heap), index_(index), targets_(targets), within_(within), types_(types), mem_(image),
+        dry_(dry) {}
 
-  // Tries every shape whose object could start at `a` (a word of an owner block).
-  void try_at(Address a) {
+  // Tries every shape whose object could start at `a` (a word of an owner block); true when one fits.
+  bool try_at(Address a) {
     const auto first = word(a), second = word(a + 8);
-    if (!first || !second) return;
-    // Every shape's object holds a pointer to one of its blocks in its first two words (a hashtable with
-    // one bucket: to its own single bucket): most words of most blocks are ruled out here.
-    if (index_.find(*first) == kNoBlock && index_.find(*second) == kNoBlock && *first != a + 48) return;
-    const BlockId at_first = target_at(*first);
-    if (at_first != kNoBlock && (string_body(a, at_first) || vector_body(a, at_first) || deque(a, at_first))) return;
-    if (hashtable(a)) return;
-    if (target_at(*first) != kNoBlock || target_at(*second) != kNoBlock) {
-      if (list(a)) return;
-    }
-    rb_tree(a);
+    if (!first || !second) return false;
+    // Every shape's object holds a pointer to one of its unnamed target blocks in its first two words,
+    // or (a hashtable with one bucket) to its own single bucket: most words are ruled out here.
+    const BlockId at_first = target_at(*first), at_second = target_at(*second);
+    if (at_first == kNoBlock && at_second == kNoBlock && *first != a + 48) return false;
+    if (at_first != kNoBlock && (string_body(a, at_first) || vector_body(a, at_first) || deque(a, at_first)))
+      return true;
+    if ((at_first != kNoBlock || *first == a + 48) && hashtable(a)) return true;  // buckets: a target or its own
+    if (at_first != kNoBlock && list(a)) return true;  // the sentinel's next is the first node
+    return at_second != kNoBlock && rb_tree(a);        // the header's second word is the root node
   }
 
  private:
@@ -45,6 +48,7 @@ class ShapeNamer {
   const std::vector<bool>* within_;  // the blocks to name (null: all); shapes are checked over all targets
   BlockTypes& types_;
   MemoryCursor mem_;
+  bool dry_;
 
   std::optional<std::uint64_t> word(Address a) { return mem_.u64(a); }
 
@@ -64,7 +68,7 @@ class ShapeNamer {
     return bytes >= lo && bytes <= hi;
   }
   void name(BlockId b, const char* what) {
-    if (targets_[b] && (!within_ || (*within_)[b]) && types_.type_id(b) == BlockTypes::kUnknown)
+    if (!dry_ && targets_[b] && (!within_ || (*within_)[b]) && types_.type_id(b) == BlockTypes::kUnknown)
       types_.set(b, types_.intern(what, Naming::pattern));
   }
 
@@ -218,14 +222,25 @@ class ShapeNamer {
 void name_libstdcxx_shapes(const Image& image, const HeapModel& heap, const BlockIndex& index,
                            std::span<const BlockId> owners, const std::vector<bool>& targets,
                            const std::vector<bool>* within, BlockTypes& types) {
-  ShapeNamer namer(image, heap, index, targets, within, types);
-  std::uint64_t done = 0;
-  for (const BlockId owner : owners) {
-    if (++done % 4096 == 0) progress_check();
-    const Block& b = heap.blocks[owner];
-    const Address end = b.address() + std::min(b.usable_size(), kLongestOwnerScanned);
-    for (Address a = b.address(); a + 24 <= end; a += 8) namer.try_at(a);
-  }
+  // Reading every word of every owner is the cost: the workers look (each over a slice of the owners) for
+  // the words where some shape fits, and the shapes found are then named in the owners' order, as one
+  // pass would name them.
+  const unsigned n = worker_count(owners.size(), 1 << 14);
+  std::vector<std::vector<Address>> fits(n);
+  run_workers(n, [&](unsigned w) {
+    ShapeNamer looker(image, heap, index, targets, within, types, /*dry=*/true);
+    const std::size_t first = owners.size() * w / n, last = owners.size() * (w + 1) / n;
+    for (std::size_t i = first; i < last; ++i) {
+      if ((i - first) % 4096 == 4095) progress_check();
+      const Block& b = heap.blocks[owners[i]];
+      const Address end = b.address() + std::min(b.usable_size(), kLongestOwnerScanned);
+      for (Address a = b.address(); a + 24 <= end; a += 8)
+        if (looker.try_at(a)) fits[w].push_back(a);
+    }
+  });
+  ShapeNamer namer(image, heap, index, targets, within, types, /*dry=*/false);
+  for (const auto& slice : fits)
+    for (const Address a : slice) namer.try_at(a);
 }
 
 }  // namespace heapscope

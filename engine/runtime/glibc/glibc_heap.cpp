@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <map>
 #include <atomic>
-#include <thread>
 #include <unordered_set>
 
 #include "runtime/glibc/chunk_walk.h"
@@ -14,6 +13,7 @@
 #include "runtime/glibc/mmapped_chunks.h"
 #include "base/phase_timer.h"
 #include "base/progress.h"
+#include "base/workers.h"
 
 namespace heapscope::glibc {
 
@@ -100,23 +100,13 @@ void run_in_parallel(std::vector<SegmentJob>& jobs, const Image& image) {
   for (const SegmentJob& j : jobs) total += j.range.end - j.first_chunk;
   progress_total(total);
   std::atomic<std::size_t> next{0};
-  ThreadErrors errors;
-  auto worker = [&] {
-    errors.run([&] {
-      MemoryCursor mem(image);
-      for (std::size_t i = next++; i < jobs.size(); i = next++) {
-        SegmentJob& j = jobs[i];
-        j.result = walk_segment(mem, j.first_chunk, j.range.end, j.top, j.arena, j.sink);
-      }
-    });
-  };
-  const unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
-                                                     static_cast<unsigned>(jobs.size())));
-  std::vector<std::thread> threads;
-  for (unsigned t = 1; t < n; ++t) threads.emplace_back(worker);
-  worker();
-  for (auto& t : threads) t.join();
-  errors.rethrow();
+  run_workers(worker_count(jobs.size(), 1), [&](unsigned) {
+    MemoryCursor mem(image);
+    for (std::size_t i = next++; i < jobs.size(); i = next++) {
+      SegmentJob& j = jobs[i];
+      j.result = walk_segment(mem, j.first_chunk, j.range.end, j.top, j.arena, j.sink);
+    }
+  });
 }
 
 // List entries that lie in the part of a heap its walk skipped after damage: consequences of that one

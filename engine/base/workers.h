@@ -1,0 +1,32 @@
+// Running one job on all cores: the pool shape the walk, the scan and the shape search share.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <thread>
+#include <vector>
+
+#include "base/progress.h"
+
+namespace heapscope {
+
+// How many workers to use for `items` units of work, one worker per `per_worker` units at least, and at
+// most `requested` (0: one per core).
+inline unsigned worker_count(std::size_t items, std::size_t per_worker, unsigned requested = 0) {
+  const unsigned cores = requested ? requested : std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(cores, (items + per_worker - 1) / per_worker)));
+}
+
+// Calls fn(w) for each w in [0, n) on its own thread (worker 0 on the calling one), each with the caller's
+// Progress installed; once all have stopped, rethrows the first exception one threw (Ctrl-C included).
+template <class Fn>
+void run_workers(unsigned n, Fn&& fn) {
+  ThreadErrors errors;
+  std::vector<std::thread> threads;
+  for (unsigned w = 1; w < n; ++w) threads.emplace_back([&, w] { errors.run([&] { fn(w); }); });
+  errors.run([&] { fn(0u); });
+  for (auto& t : threads) t.join();
+  errors.rethrow();
+}
+
+}  // namespace heapscope
