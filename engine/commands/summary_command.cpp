@@ -7,8 +7,15 @@ namespace {
 
 class SummaryCommand final : public Command {
  public:
-  void add_options(CLI::App&) override {}
-  Report run(Session& s) override { return build_summary_report(s); }
+  void add_options(CLI::App& app) override {
+    app.add_flag("--names", count_names_,
+                 "Also name every block and give the share named, by evidence (DWARF, RTTI, shapes...): a pointer "
+                 "scan and type propagation over the whole heap, many times the cost of the summary itself");
+  }
+  Report run(Session& s) override { return build_summary_report(s, count_names_); }
+
+ private:
+  bool count_names_ = false;
 };
 
 }  // namespace

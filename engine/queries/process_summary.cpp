@@ -105,7 +105,7 @@ OutsideMalloc outside_malloc(Session& s) {
 
 }  // namespace
 
-SummaryReport build_summary_report(Session& s) {
+SummaryReport build_summary_report(Session& s, bool count_names) {
   SummaryReport r;
   const Image& image = s.image();
   r.target = image.description();
@@ -125,7 +125,7 @@ SummaryReport build_summary_report(Session& s) {
     r.mallinfo = heap.mallinfo;
     r.state_labels = heap.state_labels;
     r.figures = heap.figures;
-    r.typed = typed_share(heap, s.types());
+    if (count_names) r.typed = typed_share(heap, s.types());
     r.outside_malloc = outside_malloc(s);
   } catch (const AnalysisError& e) {
     r.heap_error = e.what();  // the process overview is still worth showing

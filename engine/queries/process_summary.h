@@ -8,6 +8,9 @@ namespace heapscope {
 // The process and heap overview of `summary` (and of `report`'s first part): threads, modules and where
 // their symbols come from, the heap walk's arenas and totals, and how much of the heap carries a type.
 // A heap that cannot be walked leaves heap_error set and the process part filled.
-SummaryReport build_summary_report(Session& s);
+// `count_names`: also name every block and count the names by evidence (the "Typed" share) — the cost of
+// naming the whole heap (a pointer scan and DWARF typing from the roots), which the rest of the summary,
+// a walk of the heap, does not have.
+SummaryReport build_summary_report(Session& s, bool count_names);
 
 }  // namespace heapscope

@@ -71,7 +71,7 @@ struct SummaryReport {
   std::optional<MallInfo> mallinfo;  // glibc's only
   StateLabels state_labels = glibc_state_labels();
   std::vector<AllocatorFigure> figures;
-  std::optional<TypedShare> typed;  // absent when the heap was not walked
+  std::optional<TypedShare> typed;  // absent when the heap was not walked or the names were not counted
   std::optional<OutsideMalloc> outside_malloc;  // likewise
 
   std::vector<std::string> warnings;

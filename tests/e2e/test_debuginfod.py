@@ -181,12 +181,12 @@ class DebugFileFromServer(ServedFiles):
         cls.capture = capture_stripped()
         cls.start_server("debuginfod-debug", [split_debug_file()])
         cls.requests_before = cls.server.requests("debuginfo")
-        cls.first = run_heapscope("summary", cls.capture.core, env=cls.env)
+        cls.first = run_heapscope("summary", cls.capture.core, "--names", env=cls.env)
         cls.requests_after_first = cls.server.requests("debuginfo")
-        cls.second = run_heapscope("summary", cls.capture.core, env=cls.env)
+        cls.second = run_heapscope("summary", cls.capture.core, "--names", env=cls.env)
         cls.requests_after_second = cls.server.requests("debuginfo")
         # The same core with the unstripped program (same build-id) in place of the stripped one.
-        cls.unstripped = run_heapscope("summary", cls.capture.core, "--exe", fixture_path("typed_c"),
+        cls.unstripped = run_heapscope("summary", cls.capture.core, "--names", "--exe", fixture_path("typed_c"),
                                        "--no-debuginfod", env=cls.env)
 
     def test_the_program_has_no_dwarf_and_no_local_debug_file(self):
@@ -203,7 +203,7 @@ class DebugFileFromServer(ServedFiles):
         expected = typed_line(self, self.unstripped.stdout)
         self.assertEqual(typed_line(self, self.first.stdout), expected)
         self.assertEqual(typed_line(self, self.second.stdout), expected)
-        alone = run_heapscope("summary", self.capture.core, "--no-debuginfod", env=self.env)
+        alone = run_heapscope("summary", self.capture.core, "--names", "--no-debuginfod", env=self.env)
         self.assertNotEqual(typed_line(self, alone.stdout), expected, "without the debug file fewer bytes are typed")
 
     def test_summary_says_the_symbols_and_dwarf_came_from_debuginfod(self):
@@ -300,7 +300,7 @@ class ExecutableFromServer(ServedFiles):
 
     def test_the_core_is_analysed_with_the_executable_fetched_by_build_id(self):
         before = self.server.requests("executable")
-        summary = heapscope_json("summary", self.capture.core, env=self.env)
+        summary = heapscope_json("summary", self.capture.core, "--names", env=self.env)
         self.assertEqual(self.server.requests("executable"), before + 1)
         module = module_named(self, summary, "typed_c_stripped")
         self.assertEqual(module["file"]["origin"], "debuginfod")
@@ -333,7 +333,7 @@ class Sysroot(unittest.TestCase):
             program = plant(capture.executable, fixture_path("typed_c"))  # same build-id, with its DWARF
             plant(libc, libc)
             wrong_loader = plant(loader, fixture_path("typed_c_stripped"))  # another build
-            summary = heapscope_json("summary", capture.core, "--sysroot", scratch.path + "/", "--no-debuginfod")
+            summary = heapscope_json("summary", capture.core, "--names", "--sysroot", scratch.path + "/", "--no-debuginfod")
             modules = {os.path.basename(m["path"]): m for m in summary["modules"]}
             self.assertEqual(modules["typed_c_stripped"]["file"], {"path": program, "origin": "sysroot"})
             self.assertEqual(modules["typed_c_stripped"]["dwarf_source"], "file")
@@ -343,7 +343,7 @@ class Sysroot(unittest.TestCase):
             mismatches = [w for w in summary["warnings"] if w.startswith("build-id mismatch")]
             self.assertEqual(len(mismatches), 1, summary["warnings"])
             self.assertIn(wrong_loader, mismatches[0])
-            self.assertEqual(summary["typed"], heapscope_json("summary", capture.core, "--exe", fixture_path("typed_c"),
+            self.assertEqual(summary["typed"], heapscope_json("summary", capture.core, "--names", "--exe", fixture_path("typed_c"),
                                                               "--no-debuginfod")["typed"])
         finally:
             scratch.remove()
@@ -399,11 +399,11 @@ class GdbFrontend(ServedFiles):
         cls.start_server("debuginfod-gdb", [split_debug_file()])
 
     def gdb_summary(self, cache, *settings):
-        """`heap summary --json` in gdb -batch after `settings`, with a fresh cache named `cache`. gdb -batch
+        """`heap summary --names --json` in gdb -batch after `settings`, with a fresh cache named `cache`. gdb -batch
         answers its own debuginfod question ("ask") with no when it loads the program, so a test that wants
         it on says so."""
         with debugger_environment_for(self.server.url, self.scratch.sub(cache)):
-            result = run_gdb([*settings, "heap summary --json"], self.capture.executable, self.capture.core)
+            result = run_gdb([*settings, "heap summary --names --json"], self.capture.executable, self.capture.core)
         self.assertEqual(result.returncode, 0, result.stderr)
         start = result.stdout.index('{\n  "command": "summary"')
         return json.JSONDecoder().raw_decode(result.stdout[start:])[0]
@@ -413,7 +413,8 @@ class GdbFrontend(ServedFiles):
         summary = self.gdb_summary("cache-on", "set debuginfod enabled on")
         self.assertEqual(module_named(self, summary, "typed_c_stripped")["dwarf_source"], "debuginfod")
         self.assertGreaterEqual(self.server.requests("debuginfo"), before + 1)
-        expected = heapscope_json("summary", self.capture.core, "--exe", fixture_path("typed_c"), "--no-debuginfod")
+        expected = heapscope_json("summary", self.capture.core, "--names", "--exe", fixture_path("typed_c"),
+                                  "--no-debuginfod")
         self.assertEqual(summary["typed"], expected["typed"])
 
     def test_debuginfod_enabled_off_in_gdb_turns_it_off(self):

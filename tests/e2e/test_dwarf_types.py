@@ -114,7 +114,7 @@ class TypedC(LedgeredTypes, unittest.TestCase):
         cls.source = fixture_source("typed_c.c")
 
     def test_nine_tenths_of_the_in_use_bytes_are_typed(self):
-        typed = typed_totals(self, cached_heapscope_json("summary", self.capture.core))
+        typed = typed_totals(self, cached_heapscope_json("summary", self.capture.core, "--names"))
         self.assertGreaterEqual(typed["bytes_percent"], 90)
         self.assertLessEqual(typed["bytes_percent"], 100)
         # At least the ledgered blocks of arena chunks (every state counts them in use) are among them.
@@ -292,11 +292,11 @@ class StrippedWithDebugFile(unittest.TestCase):
         self.assertFalse(self.program_module(without)["symbols"].startswith("debug file"))
 
     def test_nine_tenths_of_the_in_use_bytes_are_typed_through_the_debug_file(self):
-        typed = typed_totals(self, cached_heapscope_json("summary", self.capture.core, *self.with_debug_dir))
+        typed = typed_totals(self, cached_heapscope_json("summary", self.capture.core, "--names", *self.with_debug_dir))
         self.assertGreaterEqual(typed["bytes_percent"], 90)
 
     def test_without_the_debug_file_the_globals_give_no_types(self):
-        typed = typed_totals(self, cached_heapscope_json("summary", self.capture.core))
+        typed = typed_totals(self, cached_heapscope_json("summary", self.capture.core, "--names"))
         self.assertLess(typed["bytes_percent"], 10)
 
 

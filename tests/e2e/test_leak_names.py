@@ -75,7 +75,7 @@ class DemoLeakNames(unittest.TestCase):
         self.assertIn("Named: ", result.stdout)
 
     def test_summary_gives_the_share_per_evidence(self):
-        typed = heapscope_json("summary", self.core)["typed"]
+        typed = heapscope_json("summary", self.core, "--names")["typed"]
         by_naming = {share["naming"]: share for share in typed["by_naming"]}
         self.assertIn("dwarf", by_naming)
         self.assertIn("inferred", by_naming)

@@ -2,7 +2,7 @@
 does), not through lldb-server: the leaks it reports there are exactly those `heapscope attach` reports on
 the same parked process, and its summary says where memory came from.
 
-leak_shapes is started and parked; `lldb -p PID` runs `heap leaks --json` and `heap summary --json` and
+leak_shapes is started and parked; `lldb -p PID` runs `heap leaks --json` and `heap summary --names --json` and
 detaches; then `heapscope attach PID leaks` runs on the same, unchanged process.
 """
 
@@ -29,13 +29,13 @@ class LiveLldbReadsLikeAttach(unittest.TestCase):
         ledger = os.path.join(work_dir(), "lldb-live-reads.ledger")
         with parked_fixture(leak_fixture_path(FIXTURE), ledger, FIXTURE) as process:
             cls.pid = process.pid
-            cls.lldb = run_lldb(["heap leaks --json", "heap summary --json", "process detach"],
+            cls.lldb = run_lldb(["heap leaks --json", "heap summary --names --json", "process detach"],
                                 lldb_args=["-p", str(process.pid)])
             cls.attach_leaks = heapscope_json("attach", process.pid, "leaks")
-            cls.attach_summary = heapscope_json("attach", process.pid, "summary")
+            cls.attach_summary = heapscope_json("attach", process.pid, "summary", "--names")
 
     def test_memory_comes_from_proc(self):
-        target = self.lldb.json_of("heap summary --json")["target"]["description"]
+        target = self.lldb.json_of("heap summary --names --json")["target"]["description"]
         self.assertIn(f"/proc/{self.pid}/mem", target)
 
     def test_leaks_equal_attachs(self):
@@ -46,7 +46,7 @@ class LiveLldbReadsLikeAttach(unittest.TestCase):
     def test_heap_summary_equals_attachs(self):
         # The heap's figures and the typed share; module paths are as each source names them (LLDB
         # /lib/..., /proc's maps /usr/lib/...), so the rest is not compared.
-        lldb_summary = self.lldb.json_of("heap summary --json")
+        lldb_summary = self.lldb.json_of("heap summary --names --json")
         for part in ("heap", "typed"):
             with self.subTest(part=part):
                 self.assertEqual(lldb_summary[part], self.attach_summary[part])
