@@ -37,10 +37,15 @@ void name_unrooted_blocks(const Image& image, const HeapModel& heap, const Block
   {
     PhaseTimer step("leak names: libstdc++ shapes");
     // Shapes are checked over all of `order` (a hash chain's later nodes are no ancestors of its first),
-    // named only within `within`.
+    // named only within `within`; a container that holds a block leads to it, so only the owners within
+    // are searched.
     std::vector<bool> targets(heap.blocks.size(), false);
-    for (const BlockId b : order) targets[b] = true;
-    name_libstdcxx_shapes(image, heap, index, order, targets, within, types);
+    std::vector<BlockId> owners;
+    for (const BlockId b : order) {
+      targets[b] = true;
+      if (!within || (*within)[b]) owners.push_back(b);
+    }
+    name_libstdcxx_shapes(image, heap, index, owners, targets, within, types);
   }
   {
     PhaseTimer step("leak names: layout inference");
