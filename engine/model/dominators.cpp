@@ -1,5 +1,6 @@
 #include "model/dominators.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "base/progress.h"
@@ -57,53 +58,58 @@ Numbering number_depth_first(const DominatorGraph& g, std::uint32_t entry) {
   return out;
 }
 
-// The forest of Lengauer–Tarjan's EVAL/LINK, with nodes processed in decreasing number. A node is
-// linked to its DFS parent right after its semidominator is known, so "w is linked" is simply
-// "w > linked_above"; that lets the parent array double as the forest's ancestor array, which path
-// compression then shortens.
+// The forest of EVAL/LINK, with nodes processed in decreasing number. A node is linked to its DFS parent
+// right after its semidominator is known, so "w is linked" is simply "w > linked_above"; that lets the
+// parent array double as the forest's ancestor array, which path compression then shortens. Semi-NCA only
+// asks for the least semidominator on a path, not for the node that has it, so a label is that value.
 class LinkEvalForest {
  public:
-  LinkEvalForest(std::vector<Number> dfs_parent, const std::vector<Number>& semi)
-      : ancestor_(std::move(dfs_parent)), semi_(semi), label_(ancestor_.size()) {
-    for (Number v = 0; v < label_.size(); ++v) label_[v] = v;
+  explicit LinkEvalForest(std::vector<Number> dfs_parent)
+      : ancestor_(std::move(dfs_parent)), least_semi_(ancestor_.size()) {
+    for (Number v = 0; v < least_semi_.size(); ++v) least_semi_[v] = v;
     linked_above_ = static_cast<Number>(ancestor_.size());
   }
 
-  // v's DFS parent; only valid until v is linked (compression never touches unlinked nodes).
-  Number parent(Number v) const { return ancestor_[v]; }
-  // Links v to its DFS parent (all nodes numbered v and above are then linked).
-  void link(Number v) { linked_above_ = v - 1; }
+  // Links v, whose semidominator is `semi`, to its DFS parent (all nodes numbered v and above are then linked).
+  void link(Number v, Number semi) {
+    least_semi_[v] = semi;
+    linked_above_ = v - 1;
+  }
 
-  // The node of least semidominator on the forest path from v up to (not including) its tree's root.
+  // The least semidominator on the forest path from v up to (not including) its tree's root; an unlinked
+  // v's own number (a node not processed yet is its own semidominator candidate).
   Number eval(Number v) {
     if (!linked(v)) return v;
     compress(v);
-    return label_[v];
+    return least_semi_[v];
   }
 
  private:
   bool linked(Number v) const { return v > linked_above_; }
 
-  // Makes every node on v's forest path point at the path's root, carrying down the least label.
+  // Makes every node on v's forest path point at the path's root, carrying down the least value.
   void compress(Number v) {
     path_.clear();
     for (Number x = v; linked(ancestor_[x]); x = ancestor_[x]) path_.push_back(x);
     for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
       const Number y = *it, a = ancestor_[y];
-      if (semi_[label_[a]] < semi_[label_[y]]) label_[y] = label_[a];
+      least_semi_[y] = std::min(least_semi_[y], least_semi_[a]);
       ancestor_[y] = ancestor_[a];
     }
   }
 
   std::vector<Number> ancestor_;
-  const std::vector<Number>& semi_;
-  std::vector<Number> label_;
+  std::vector<Number> least_semi_;
   std::vector<Number> path_;
   Number linked_above_ = 0;
 };
 
 }  // namespace
 
+// Semi-NCA (Georgiadis, "Linear-time algorithms for dominators and related problems", 2005): the
+// semidominators as Lengauer–Tarjan computes them, then each idom as the nearest common ancestor of the
+// DFS parent and the semidominator, found by climbing the idoms already known. It needs no buckets: six
+// 32-bit arrays per node at the peak.
 Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
   if (g.node_count() > kNodeMask) throw std::length_error("dominators: more than 2^31 - 1 nodes");
   if (entry >= g.node_count()) throw std::out_of_range("dominators: the entry is not a node of the graph");
@@ -111,42 +117,30 @@ Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
   Numbering dfs = number_depth_first(g, entry);
   const Number count = static_cast<Number>(dfs.vertex.size() - 1);  // reached nodes, numbered 1..count
 
+  std::vector<Number> idom = dfs.parent;  // the DFS parent, climbed up to the idom below
   std::vector<Number> semi(count + 1);
-  for (Number v = 0; v <= count; ++v) semi[v] = v;
-  // idom doubles as the "next" link of the semidominator buckets: a node's idom is only set once it
-  // leaves its bucket.
-  std::vector<Number> idom(count + 1, 0);
-  std::vector<Number> bucket(count + 1, 0);  // per number: first node whose semidominator it is
-  LinkEvalForest forest(std::move(dfs.parent), semi);
-
-  for (Number w = count; w >= 2; --w) {
-    if (w % kProgressNodes == 0) progress_step(kProgressNodes);
-    auto relax = [&](std::span<const std::uint32_t> preds) {
-      for (std::uint32_t p : preds) {
-        const Number v = dfs.number[p & kNodeMask];
-        if (v == 0) continue;  // a predecessor the entry does not reach
-        const Number u = forest.eval(v);
-        if (semi[u] < semi[w]) semi[w] = semi[u];
-      }
-    };
-    const AdjacentLists preds = g.predecessors(dfs.vertex[w]);
-    relax(preds.first);
-    relax(preds.second);
-    idom[w] = bucket[semi[w]];
-    bucket[semi[w]] = w;
-    const Number p = forest.parent(w);
-    forest.link(w);
-    // Every node whose semidominator is p: its idom is p, or (fixed up below) that of a node between.
-    for (Number v = bucket[p]; v != 0;) {
-      const Number next = idom[v];
-      const Number u = forest.eval(v);
-      idom[v] = semi[u] < semi[v] ? u : p;
-      v = next;
+  {
+    LinkEvalForest forest(std::move(dfs.parent));
+    for (Number w = count; w >= 2; --w) {
+      if (w % kProgressNodes == 0) progress_step(kProgressNodes);
+      Number least = w;
+      auto relax = [&](std::span<const std::uint32_t> preds) {
+        for (std::uint32_t p : preds) {
+          const Number v = dfs.number[p & kNodeMask];
+          if (v != 0) least = std::min(least, forest.eval(v));  // 0: a predecessor the entry does not reach
+        }
+      };
+      const AdjacentLists preds = g.predecessors(dfs.vertex[w]);
+      relax(preds.first);
+      relax(preds.second);
+      semi[w] = least;
+      forest.link(w, least);
     }
-    bucket[p] = 0;
   }
-  for (Number w = 2; w <= count; ++w)
-    if (idom[w] != semi[w]) idom[w] = idom[idom[w]];
+  for (Number w = 2; w <= count; ++w) {
+    if (w % kProgressNodes == 0) progress_step(kProgressNodes);
+    while (idom[w] > semi[w]) idom[w] = idom[idom[w]];
+  }
 
   // Back to node ids, in the numbering's own array (each slot is read before it is written).
   Dominators out;

@@ -1,5 +1,6 @@
-// Immediate dominators of a directed graph (Lengauer and Tarjan, "A fast algorithm for finding dominators
-// in a flowgraph", 1979, the simple version: path compression without balanced linking, O(m log n)).
+// Immediate dominators of a directed graph (semi-NCA: Lengauer and Tarjan's semidominators, "A fast
+// algorithm for finding dominators in a flowgraph", 1979, with path compression and no balanced linking,
+// then each idom as a nearest common ancestor, after Georgiadis 2005; O(m log n)).
 // Everything is iterative and kept in 32-bit arrays indexed by depth-first number, because the graphs
 // here are heaps of millions of blocks: a recursive DFS would overflow the stack on a long linked list.
 //

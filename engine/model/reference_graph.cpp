@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 #include "base/progress.h"
 #include "base/workers.h"
@@ -107,13 +108,15 @@ void ReferenceGraph::build_reverse() const {
       for (BlockId b = p.first; b < p.last; ++b)
         for (std::uint32_t e : out_edges(b)) in_edges_[fill[edge_target(e)]++] = b | (e & kInteriorBit);
 
-    in_root_offsets_.assign(block_count_ + 1, 0);
-    for (std::uint32_t e : root_targets_) ++in_root_offsets_[edge_target(e) + 1];
-    for (std::size_t i = 1; i < in_root_offsets_.size(); ++i) in_root_offsets_[i] += in_root_offsets_[i - 1];
-    in_roots_.resize(root_targets_.size());
-    std::vector<std::uint32_t> rfill(in_root_offsets_.begin(), in_root_offsets_.end() - 1);
+    // Root edges are few beside blocks: sorted (block, root) pairs, not an offset per block.
+    std::vector<std::pair<BlockId, std::uint32_t>> pairs;
+    pairs.reserve(root_targets_.size());
     for (std::size_t r = 0; r + 1 < root_offsets_.size(); ++r)
-      for (std::uint32_t e : root_edges(r)) in_roots_[rfill[edge_target(e)]++] = static_cast<std::uint32_t>(r);
+      for (std::uint32_t e : root_edges(r)) pairs.emplace_back(edge_target(e), static_cast<std::uint32_t>(r));
+    std::sort(pairs.begin(), pairs.end());
+    in_root_blocks_.resize(pairs.size());
+    in_roots_.resize(pairs.size());
+    for (std::size_t i = 0; i < pairs.size(); ++i) std::tie(in_root_blocks_[i], in_roots_[i]) = pairs[i];
   });
 }
 
@@ -124,13 +127,14 @@ std::span<const std::uint32_t> ReferenceGraph::in_edges(BlockId b) const {
 
 std::span<const std::uint32_t> ReferenceGraph::in_root_edges(BlockId b) const {
   build_reverse();
-  return {in_roots_.data() + in_root_offsets_[b], in_root_offsets_[b + 1] - in_root_offsets_[b]};
+  const auto [first, last] = std::equal_range(in_root_blocks_.begin(), in_root_blocks_.end(), b);
+  return {in_roots_.data() + (first - in_root_blocks_.begin()), static_cast<std::size_t>(last - first)};
 }
 
 std::size_t ReferenceGraph::memory_bytes() const {
   std::size_t n = index_.memory_bytes() + root_offsets_.capacity() * 4 + root_targets_.capacity() * 4;
   for (const Part& p : parts_) n += p.offsets.capacity() * 4 + p.edges.capacity() * 4;
-  n += (in_offsets_.capacity() + in_edges_.capacity() + in_root_offsets_.capacity() + in_roots_.capacity()) * 4;
+  n += (in_offsets_.capacity() + in_edges_.capacity() + in_root_blocks_.capacity() + in_roots_.capacity()) * 4;
   return n;
 }
 

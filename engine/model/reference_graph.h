@@ -89,7 +89,8 @@ class ReferenceGraph {
 
   mutable std::once_flag reverse_once_;
   mutable std::vector<std::uint32_t> in_offsets_, in_edges_;
-  mutable std::vector<std::uint32_t> in_root_offsets_, in_roots_;
+  mutable std::vector<BlockId> in_root_blocks_;  // sorted; in_roots_[i] is a root pointing into in_root_blocks_[i]
+  mutable std::vector<std::uint32_t> in_roots_;
 };
 
 // The one traversal the analyses share: from the blocks on `pending` (marked by the caller), marks and

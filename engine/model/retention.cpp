@@ -458,19 +458,18 @@ Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapM
         owner_kind_nodes_[static_cast<std::size_t>(root_nodes_[i].owner_kind)] = root_node_id(i);
   }
   {
-    PhaseTimer timer("dominators: Lengauer-Tarjan");
+    PhaseTimer timer("dominators: semi-NCA");
     const BookkeepingEdges bookkeeping(graph, roots);
     const RetentionGraph g(graph, bookkeeping, root_nodes_, root_edges.offsets, root_edges.targets);
     Dominators d = compute_dominators(g, g.super_root());
     idom_ = std::move(d.idom);
-    preorder_ = std::move(d.preorder);
+    // The order is needed once, to sum sizes: not kept (4 bytes a block).
+    sum_retained_sizes(heap, d.preorder);
   }
-
-  sum_retained_sizes(heap);
 }
 
 // Sizes flow up the dominator tree: each node comes after its dominator in preorder, so backwards.
-void Retention::sum_retained_sizes(const HeapModel& heap) {
+void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::uint32_t> preorder) {
   retained_bytes_.assign(idom_.size(), 0);
   retained_blocks_.assign(idom_.size(), 0);
   for (std::uint32_t b = 0; b < block_count_; ++b) {
@@ -481,15 +480,15 @@ void Retention::sum_retained_sizes(const HeapModel& heap) {
     retained_bytes_[b] = blk.usable_size();
     retained_blocks_[b] = 1;
   }
-  for (std::size_t i = preorder_.size(); i-- > 1;) {
-    const std::uint32_t v = preorder_[i], up = idom_[v];
+  for (std::size_t i = preorder.size(); i-- > 1;) {
+    const std::uint32_t v = preorder[i], up = idom_[v];
     retained_bytes_[up] += retained_bytes_[v];
     retained_blocks_[up] += retained_blocks_[v];
   }
 }
 
 std::size_t Retention::memory_bytes() const {
-  return idom_.capacity() * 4 + preorder_.capacity() * 4 + retained_bytes_.capacity() * 8 +
+  return idom_.capacity() * 4 + retained_bytes_.capacity() * 8 +
          retained_blocks_.capacity() * 4;
 }
 

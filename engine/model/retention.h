@@ -106,9 +106,6 @@ class Retention {
   std::uint64_t retained_bytes(std::uint32_t node) const { return retained_bytes_[node]; }
   std::uint32_t retained_blocks(std::uint32_t node) const { return retained_blocks_[node]; }
 
-  // The reachable nodes, super-root first; every node comes after its dominator.
-  std::span<const std::uint32_t> preorder() const { return preorder_; }
-
   // Σ usable bytes and number of allocated blocks, reachable or leaked: what percentages are of.
   std::uint64_t in_use_bytes() const { return in_use_bytes_; }
   std::uint64_t in_use_blocks() const { return in_use_blocks_; }
@@ -116,16 +113,33 @@ class Retention {
   std::size_t memory_bytes() const;
 
  private:
-  void sum_retained_sizes(const HeapModel& heap);
+  void sum_retained_sizes(const HeapModel& heap, std::span<const std::uint32_t> preorder);
 
   std::uint32_t block_count_ = 0;
   std::vector<RootNode> root_nodes_;
   std::uint32_t owner_kind_nodes_[kOwnerKinds] = {kNoNode, kNoNode, kNoNode, kNoNode, kNoNode};
   std::vector<std::uint32_t> idom_;
-  std::vector<std::uint32_t> preorder_;
   std::vector<std::uint64_t> retained_bytes_;
   std::vector<std::uint32_t> retained_blocks_;
   std::uint64_t in_use_bytes_ = 0, in_use_blocks_ = 0;
 };
+
+// Calls fn(node) for every reachable node but the super-root, each after its dominator (the tree keeps no
+// order of its own: a node's unvisited dominators are climbed to first, so each node is visited once).
+template <class Fn>
+void for_each_dominator_first(const Retention& r, Fn&& fn) {
+  std::vector<bool> visited(r.node_count(), false);
+  visited[r.super_root()] = true;
+  std::vector<std::uint32_t> climb;
+  for (std::uint32_t node = 0; node < r.node_count(); ++node) {
+    if (visited[node] || !r.reachable(node)) continue;
+    for (std::uint32_t v = node; !visited[v]; v = r.dominator(v)) climb.push_back(v);
+    for (auto it = climb.rbegin(); it != climb.rend(); ++it) {
+      visited[*it] = true;
+      fn(*it);
+    }
+    climb.clear();
+  }
+}
 
 }  // namespace heapscope

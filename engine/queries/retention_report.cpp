@@ -120,14 +120,16 @@ std::vector<TopRootRow> top_roots(Session& s, const Retention& r, std::size_t co
 std::vector<TopTypeRow> top_types(Session& s, const Retention& r, std::size_t count) {
   const HeapModel& heap = s.heap();
   TypeGroups groups(heap, s.types());
-  const std::span<const std::uint32_t> preorder = r.preorder();
-
-  std::vector<std::uint32_t> offsets(r.node_count() + 1, 0), children(preorder.empty() ? 0 : preorder.size() - 1);
-  for (std::size_t i = 1; i < preorder.size(); ++i) ++offsets[r.dominator(preorder[i]) + 1];
+  // The dominator tree's children, in CSR form.
+  std::vector<std::uint32_t> offsets(r.node_count() + 1, 0);
+  for (std::uint32_t v = 0; v < r.node_count(); ++v)
+    if (r.dominator(v) != kNoNode) ++offsets[r.dominator(v) + 1];
   for (std::size_t i = 1; i < offsets.size(); ++i) offsets[i] += offsets[i - 1];
+  std::vector<std::uint32_t> children(offsets.back());
   {
     std::vector<std::uint32_t> fill(offsets.begin(), offsets.end() - 1);
-    for (std::size_t i = 1; i < preorder.size(); ++i) children[fill[r.dominator(preorder[i])]++] = preorder[i];
+    for (std::uint32_t v = 0; v < r.node_count(); ++v)
+      if (r.dominator(v) != kNoNode) children[fill[r.dominator(v)]++] = v;
   }
 
   std::vector<TopTypeRow> rows;
@@ -259,9 +261,9 @@ class SuspectFinder {
  private:
   static constexpr std::uint16_t kNoOwner = 0xffff;
 
-  // One pass, dominators first, finds for every reachable block the nearest dominator of another type
-  // (where instances of its type accumulate) and the big retainer it lies under, if any; the latter are
-  // totalled per type on the way.
+  // One pass, each node after its dominator, finds for every reachable block the nearest dominator of
+  // another type (where instances of its type accumulate) and the big retainer it lies under, if any; the
+  // latter are totalled per type on the way.
   void walk_dominator_tree() {
     const std::size_t owners = std::min<std::size_t>(big_.size(), kNoOwner);
     owned_.assign(owners, {});
@@ -269,13 +271,13 @@ class SuspectFinder {
     for (std::size_t i = 0; i < owners; ++i) owner[big_[i]] = static_cast<std::uint16_t>(i);
     accumulates_under_.assign(r_.block_count(), kNoNode);
     accumulated_.assign(r_.node_count(), 0);
-    for (std::uint32_t node : r_.preorder().subspan(1)) {
+    for_each_dominator_first(r_, [&](std::uint32_t node) {
       const std::uint32_t up = r_.dominator(node);
       if (owner[node] == kNoOwner) owner[node] = owner[up];
-      if (!r_.is_block(node)) continue;
+      if (!r_.is_block(node)) return;
       accumulates_under_[node] = r_.is_block(up) && group_[up] == group_[node] ? accumulates_under_[up] : up;
       ++accumulated_[accumulates_under_[node]];
-    }
+    });
     // In block order: the block array is read sequentially.
     for (BlockId b = 0; b < r_.block_count(); ++b) {
       if ((b & kCheckMask) == 0) progress_check();
