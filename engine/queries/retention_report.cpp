@@ -416,6 +416,11 @@ const char* top_by_name(TopBy by) {
 
 TopReport build_top_report(Session& s, TopBy by, std::size_t count) {
   if (count == 0) count = std::numeric_limits<std::size_t>::max();  // -n 0: all
+  // Every block's name (the suspects group by type) and the dominator tree need nothing of each other
+  // past the graph and the call stacks: one thread each, the progress shown being the names' (the longer).
+  s.graph();
+  s.frames();
+  s.compute_side_by_side([&] { s.names(); }, [&] { s.retention(); });
   const Retention& r = s.retention();
   PhaseTimer timer("top");
   TopReport out;

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "base/phase_timer.h"
+#include "base/workers.h"
 #include "image/address_literal.h"
 #include "model/graph_closure.h"
 #include "runtime/builtin/builtin_runtimes.h"
@@ -28,19 +29,23 @@ Session::Session(std::shared_ptr<const Image> image, SessionOptions options)
 
 Session::~Session() = default;
 
-// The one place products are computed: under the session's lock, after the interrupt check, timed, told
+// The one place products are computed: under the product's own lock, after the interrupt check, timed, told
 // to the frontend, shown as a phase of the session's Progress (current on this thread while it runs, so
 // that long loops below report to it and stop when it says), with the product's own warnings collected.
 // `compute` asks for the products it needs first; their time is theirs (PhaseTimer counts nested phases
 // apart). An interrupted product keeps neither a value nor an error: the next command computes it again.
 template <class T, class Compute>
 const T& Session::product(Slot<T>& slot, const char* name, Compute&& compute) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(slot.mutex);
   if (!slot.value && slot.error.empty()) {
     check_interrupted();
-    if (options_.on_product) options_.on_product(name);
-    ProgressScope current(&progress_);
-    PhaseScope phase(progress_, name);
+    if (options_.on_product) {
+      std::lock_guard told(on_product_mutex_);
+      options_.on_product(name);
+    }
+    Progress& progress = progress_here();
+    ProgressScope current(&progress);
+    PhaseScope phase(progress, name);
     PhaseTimer timer(name);
     try {
       if constexpr (IsUniquePtr<std::invoke_result_t<Compute>>::value)
@@ -50,7 +55,7 @@ const T& Session::product(Slot<T>& slot, const char* name, Compute&& compute) {
     } catch (const Interrupted&) {
       throw AnalysisError("interrupted");
     } catch (const AnalysisError& e) {
-      if (progress_.stop_requested()) throw;  // not this product's failure: the next command retries
+      if (progress.stop_requested()) throw;  // not this product's failure: the next command retries
       slot.error = e.what();
     }
     if constexpr (requires(const T& t) { t.warnings; })
@@ -149,7 +154,7 @@ std::unique_ptr<BlockNames> Session::name_blocks(const std::vector<bool>* within
   auto names = std::make_unique<BlockNames>(BlockNames{infer_types(*image_, symbols_, h, index, r, within), nullptr});
   type_coroutine_frames(names->types, coroutine_frames);
   PhaseTimer dwarf_timer("dwarf types");
-  PhaseScope dwarf_phase(progress_, "dwarf types");
+  PhaseScope dwarf_phase(progress_here(), "dwarf types");
   names->dwarf = std::make_unique<DwarfTypes>(*image_, symbols_);
   if (from_roots) type_blocks_from_dwarf(*image_, symbols_, h, index, f, names->types, *names->dwarf, within);
   name_leaked_blocks(*image_, h, index, leaks, names->types, *names->dwarf, within);
@@ -161,8 +166,8 @@ const BlockNames& Session::names() {
 }
 
 const BlockNames& Session::names_for(std::span<const BlockId> blocks) {
-  std::lock_guard lock(mutex_);
-  if (names_.value) return *names_.value;
+  if (const BlockNames* all = names_if_computed()) return *all;
+  std::lock_guard lock(parts_mutex_);
   std::vector<BlockId> key(blocks.begin(), blocks.end());
   std::sort(key.begin(), key.end());
   key.erase(std::unique(key.begin(), key.end()), key.end());
@@ -181,8 +186,7 @@ const BlockNames& Session::names_for(std::span<const BlockId> blocks) {
 }
 
 const BlockNames& Session::leak_names() {
-  std::lock_guard lock(mutex_);
-  if (names_.value) return *names_.value;
+  if (const BlockNames* all = names_if_computed()) return *all;
   return product(leak_names_, "types of the leaked blocks", [&] {
     const LeakVerdicts& v = verdicts();
     std::vector<bool> leaked(v.verdict.size(), false);
@@ -202,9 +206,52 @@ const Retention& Session::retention() {
   });
 }
 
-const Retention* Session::retention_if_computed() const {
-  std::lock_guard lock(mutex_);
+const Retention* Session::retention_if_computed() {
+  std::lock_guard lock(retention_.mutex);
   return retention_.value.get();
+}
+
+const BlockNames* Session::names_if_computed() {
+  std::lock_guard lock(names_.mutex);
+  return names_.value.get();
+}
+
+void Session::compute_side_by_side(const std::function<void()>& a, const std::function<void()>& b) {
+  // The display follows `a`, on this thread; `b` reports to a Progress of its own, shown nowhere (two
+  // phases' counts in one would make a meaningless percentage), which stops when the session's does and
+  // asks the frontend itself, so that Ctrl-C works while this thread only waits for it.
+  Progress beside;
+  beside.set_interrupt_check([this] {
+    try {
+      progress_.check();
+    } catch (const Interrupted&) {
+      return true;
+    }
+    return false;
+  });
+  beside.begin(/*show=*/false);
+  ProgressScope current(&progress_);  // the workers take the caller's Progress
+  run_workers(2, [&](unsigned worker) {
+    if (worker == 0) return a();
+    {
+      std::lock_guard lock(mutex_);
+      beside_ = {std::this_thread::get_id(), &beside};
+    }
+    struct Done {
+      Session& s;
+      ~Done() {
+        std::lock_guard lock(s.mutex_);
+        s.beside_ = {};
+      }
+    } done{*this};
+    ProgressScope mine(&beside);
+    b();
+  });
+}
+
+Progress& Session::progress_here() {
+  std::lock_guard lock(mutex_);
+  return beside_.progress && beside_.thread == std::this_thread::get_id() ? *beside_.progress : progress_;
 }
 
 void Session::check_interrupted() {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -107,7 +108,12 @@ class Session {
   const BlockNames& leak_names();
   const Retention& retention();           // dominator tree and retained sizes
   // The dominator tree when some command has built it already; null otherwise.
-  const Retention* retention_if_computed() const;
+  const Retention* retention_if_computed();
+
+  // Computes the products `a` and `b` ask for on two threads at once (what they share first: each is
+  // computed once, by whichever asks first), for commands that need two costly products independent of
+  // each other (`top`: every block's name, and the dominator tree). Rethrows the first error.
+  void compute_side_by_side(const std::function<void()>& a, const std::function<void()>& b);
 
   // Lets a frontend stop a long analysis (Ctrl-C): checked before every product and, through the
   // session's Progress, every 50 ms inside long loops (walk, scan, typing, reachability, dominators), from
@@ -134,8 +140,11 @@ class Session {
  private:
   // One product: its value once computed, or the error that computing it gave (kept, so that a heap that
   // cannot be walked is not walked again by the next command).
+  // Each has its own lock, so that two products that need nothing of each other can be computed side by
+  // side on two threads (compute_side_by_side); one asking for another waits only for that one.
   template <class T>
   struct Slot {
+    std::recursive_mutex mutex;
     std::unique_ptr<T> value;
     std::string error;
   };
@@ -145,11 +154,21 @@ class Session {
   // `from_roots`: type by DWARF from the roots too (false only when `within` holds no reachable block).
   std::unique_ptr<BlockNames> name_blocks(const std::vector<bool>* within, bool from_roots = true);
   void add_warnings(const std::vector<std::string>& more);
+  const BlockNames* names_if_computed();  // names() when some command has computed it; null otherwise
+  // The Progress that products computed on this thread report to: the session's, or the second thread's
+  // own in compute_side_by_side.
+  Progress& progress_here();
 
   std::shared_ptr<const Image> image_;
   SessionOptions options_;
   SymbolIndex symbols_;
-  mutable std::recursive_mutex mutex_;
+  mutable std::mutex mutex_;        // guards product_warnings_ and beside_ (held for no computation)
+  struct BesideThread {
+    std::thread::id thread;
+    Progress* progress = nullptr;
+  } beside_;  // compute_side_by_side's second thread, while it runs
+  std::mutex on_product_mutex_;     // one call of options_.on_product at a time
+  std::recursive_mutex parts_mutex_;  // guards names_of_parts_ and parts_asked_
   std::vector<std::string> product_warnings_;
   Slot<LocatedAllocator> allocator_;
   Slot<HeapModel> heap_;
