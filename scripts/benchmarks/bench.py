@@ -12,6 +12,8 @@ dependency) it times chap's load of the same core beside heapscope's `leaks` (sc
 reference.py says why that is the fair pair). A targets section ends the run: each target of
 docs/performance.md with its measured figure and PASS or FAIL.
 
+--debugger-reuse times two `heap` commands at one stop in LLDB and in GDB (the second reuses the first's products).
+
 With --types it also measures DWARF typing: per heap core, the "dwarf types" phase of `summary` (loading each
 module's DWARF type index, then propagating types from globals, TLS variables and frame locals through the
 heap), split into its sub-phase "dwarf types: indexes" (the load) and the propagation that follows (phases
@@ -27,6 +29,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import debugger_reuse  # noqa: E402
 import reference  # noqa: E402
 from measure import CommandFailed, best_of, read_floor  # noqa: E402
 
@@ -309,6 +312,11 @@ def parse_args():
     ap.add_argument("--types", action="store_true",
                     help="also time DWARF typing (its load and its propagation) and report the typed share "
                          "of bytes, on each core, the demo's core and the typed_containers fixture")
+    ap.add_argument("--debugger-reuse", action="store_true",
+                    help="time two heap commands at one stop in lldb-16 and in gdb (the second reuses the "
+                         "first's products), on the --reuse-blocks core")
+    ap.add_argument("--reuse-blocks", type=int, default=5_000_000)
+    ap.add_argument("--reuse-commands", nargs=2, default=["leaks", "leaks"], metavar=("FIRST", "SECOND"))
     return ap.parse_args()
 
 
@@ -376,6 +384,10 @@ def main():
         targets.check("0 false positives", blocks, f"{false_positives}", false_positives == 0)
     targets.print()
 
+    if args.debugger_reuse:
+        core, _ = make_core(args.work, generator, args.reuse_blocks, args.leak_percent, args.preload)
+        build_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(heapscope))))
+        debugger_reuse.print_reuse(build_dir, generator, core, args.reuse_blocks, *args.reuse_commands, args.runs)
     if args.types:
         print_types(heapscope, generator, args)
 
