@@ -12,7 +12,8 @@ dependency) it times chap's load of the same core beside heapscope's `leaks` (sc
 reference.py says why that is the fair pair). A targets section ends the run: each target of
 docs/performance.md with its measured figure and PASS or FAIL.
 
---debugger-reuse times two `heap` commands at one stop in LLDB and in GDB (the second reuses the first's products).
+--debugger-reuse times two `heap` commands at one stop in LLDB and in GDB (the second reuses the first's products);
+--plot FILE.svg draws time and memory against blocks, log-log.
 
 With --types it also measures DWARF typing: per heap core, the "dwarf types" phase of `summary` (loading each
 module's DWARF type index, then propagating types from globals, TLS variables and frame locals through the
@@ -31,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import debugger_reuse  # noqa: E402
 import reference  # noqa: E402
+from loglog_svg import write_loglog_svg  # noqa: E402
 from measure import CommandFailed, best_of, read_floor  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -297,6 +299,23 @@ def check_memory_targets(targets, blocks, measured, edges):
                           per_block <= OTHERS_BYTES_PER_BLOCK)
 
 
+def plot(path, results, loads, floors, runs):
+    times, memory = {}, {}
+    for blocks, measured in results.items():
+        for command, m in measured.items():
+            times.setdefault(f"heapscope {command}", []).append((blocks, m.wall))
+            memory.setdefault(f"heapscope {command}", []).append((blocks, m.anon / 2**20))
+        load = loads.get(blocks, (None,))[0]
+        if load:
+            times.setdefault("chap load", []).append((blocks, load.wall))
+            memory.setdefault("chap load", []).append((blocks, load.anon / 2**20))
+        times.setdefault("read floor", []).append((blocks, floors[blocks]))
+    write_loglog_svg(path, f"scripts/bench: wall time (best of {runs}) and peak anonymous RSS against live blocks, "
+                           f"{time.strftime('%Y-%m-%d')}",
+                     [("wall time", "s", times), ("peak anonymous RSS", "MiB", memory)])
+    print(f"\nplot: {path}")
+
+
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--blocks", type=int, nargs="+", default=[5_000_000], help="live blocks per core")
@@ -317,6 +336,7 @@ def parse_args():
                          "first's products), on the --reuse-blocks core")
     ap.add_argument("--reuse-blocks", type=int, default=5_000_000)
     ap.add_argument("--reuse-commands", nargs=2, default=["leaks", "leaks"], metavar=("FIRST", "SECOND"))
+    ap.add_argument("--plot", metavar="FILE.svg", help="write a log-log plot of time and memory against blocks")
     return ap.parse_args()
 
 
@@ -388,6 +408,8 @@ def main():
         core, _ = make_core(args.work, generator, args.reuse_blocks, args.leak_percent, args.preload)
         build_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(heapscope))))
         debugger_reuse.print_reuse(build_dir, generator, core, args.reuse_blocks, *args.reuse_commands, args.runs)
+    if args.plot:
+        plot(args.plot, results, loads, floors, args.runs)
     if args.types:
         print_types(heapscope, generator, args)
 
