@@ -23,6 +23,7 @@ print their own time, nested phases excluded, so the whole is their sum), and th
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -142,6 +143,9 @@ REFERENCE_SPEEDUP, REFERENCE_SIZES = 10.0, (5_000_000, 20_000_000)
 LEAKS_SECONDS_20M, SUMMARY_SECONDS_20M = 4.0, 1.5
 LEAKS_BYTES_PER_BLOCK, LEAKS_BYTES_PER_EDGE, OTHERS_BYTES_PER_BLOCK = 32, 4, 56
 TOP_OVER_LEAKS = 2.0
+# Growth counts as linear up to this log-log exponent: best-of-3 timings on a shared machine move the
+# exponent between two sizes by a few hundredths from run to run.
+LINEAR_EXPONENT = 1.05
 
 
 def mib(n):
@@ -299,6 +303,55 @@ def check_memory_targets(targets, blocks, measured, edges):
                           per_block <= OTHERS_BYTES_PER_BLOCK)
 
 
+def growth_exponent(small, large):
+    """The log-log slope between two (blocks, value) points: 1 is linear growth, below 1 better."""
+    return math.log(large[1] / small[1]) / math.log(large[0] / small[0])
+
+
+def scaling_series(results, loads):
+    """{name: {blocks: Measurement}} for each heapscope command and chap's load (where it loaded)."""
+    series = {}
+    for blocks, measured in results.items():
+        for command, m in measured.items():
+            series.setdefault(command, {})[blocks] = m
+        load = loads.get(blocks, (None,))[0]
+        if load:
+            series.setdefault("chap load", {})[blocks] = load
+    return series
+
+
+def print_scaling(results, loads, targets):
+    """Time per block at each size and the growth exponents (time and memory) between sizes; the
+    heapscope commands' whole-range exponents are targets (linear or better: ≤ LINEAR_EXPONENT)."""
+    sizes = sorted(results)
+    if len(sizes) < 2:
+        return
+    steps = list(zip(sizes, sizes[1:]))
+    print()
+    print("Scaling: wall time per block, and growth exponents (log-log slope; 1 = linear, below 1 better):")
+    print("| command | " + " | ".join(f"ns/block at {b:,}" for b in sizes) + " | "
+          + " | ".join(f"time {a:,} → {b:,}" for a, b in steps) + f" | time, whole range | anon memory, whole range |")
+    print("|---" * (2 + len(sizes) + len(steps) + 1) + "|")
+    for name, by_size in scaling_series(results, loads).items():
+        points = sorted((b, m) for b, m in by_size.items())
+        if len(points) < 2:
+            continue
+        per_block = [f"{by_size[b].wall / b * 1e9:.0f}" if b in by_size else "—" for b in sizes]
+        step_exponents = [f"{growth_exponent((a, by_size[a].wall), (b, by_size[b].wall)):.2f}"
+                          if a in by_size and b in by_size else "—" for a, b in steps]
+        first, last = points[0], points[-1]
+        time_exponent = growth_exponent((first[0], first[1].wall), (last[0], last[1].wall))
+        anon_exponent = growth_exponent((first[0], first[1].anon), (last[0], last[1].anon))
+        print(f"| {name} | " + " | ".join(per_block) + " | " + " | ".join(step_exponents)
+              + f" | {time_exponent:.2f} | {anon_exponent:.2f} |")
+        if name != "chap load":
+            span = f"{first[0]:,} → {last[0]:,}"
+            targets.check(f"{name} time grows linearly or better ({span}; exponent ≤ {LINEAR_EXPONENT})", last[0],
+                          f"exponent {time_exponent:.2f}", time_exponent <= LINEAR_EXPONENT)
+            targets.check(f"{name} anon memory grows linearly or better ({span}; exponent ≤ {LINEAR_EXPONENT})",
+                          last[0], f"exponent {anon_exponent:.2f}", anon_exponent <= LINEAR_EXPONENT)
+
+
 def plot(path, results, loads, floors, runs):
     times, memory = {}, {}
     for blocks, measured in results.items():
@@ -402,6 +455,7 @@ def main():
         check_memory_targets(targets, blocks, results[blocks], edges.get(blocks))
     for blocks, _, false_positives in verdict_lines:
         targets.check("0 false positives", blocks, f"{false_positives}", false_positives == 0)
+    print_scaling(results, loads, targets)
     targets.print()
 
     if args.debugger_reuse:
