@@ -163,7 +163,7 @@ def print_phases(heapscope, core, command):
     env = dict(os.environ, HEAPSCOPE_TIMING="1")
     err = subprocess.run([heapscope, command, core], env=env, capture_output=True, text=True).stderr
     phases = [line.split(" ", 2)[2] for line in err.splitlines() if line.startswith("heapscope: phase")]
-    print(f"|   | | phases: {'; '.join(phases)} | | | | |", flush=True)
+    print(f"|   | | phases: {'; '.join(phases)} | | | | | |", flush=True)
 
 
 def find_int(document, keys):
@@ -224,21 +224,22 @@ def measure_reference(chap, cores, runs):
 def print_reference(loads, results, expected_leaks, runs):
     print()
     print(f"Against the reference (chap's load with no commands, stdin at end of file; best of {runs}):")
-    print("| blocks | chap load | chap peak anon RSS | chap: leaked (generator's record) | heapscope leaks | "
-          f"leaks peak anon RSS | chap load / leaks | ≥ {REFERENCE_SPEEDUP:g}× |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| blocks | chap load | chap CPU | chap peak anon RSS | chap: leaked (generator's record) | heapscope leaks | "
+          f"leaks CPU | leaks peak anon RSS | chap load / leaks | ≥ {REFERENCE_SPEEDUP:g}× | CPU ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for blocks, (load, failure, count) in loads.items():
         if load is None:
-            print(f"| {blocks:,} | failed: {failure} | | | | | | |")
+            print(f"| {blocks:,} | failed: {failure} | | | | | | | | | |")
             continue
         leaks = results[blocks].get("leaks")
         counted = f"{count:,} ({expected_leaks.get(blocks, 0):,})" if count is not None else f"? ({failure})"
-        leaks_cells = f"{leaks.wall:.3f} s | {mib(leaks.anon)}" if leaks else "not measured | —"
+        leaks_cells = f"{leaks.wall:.3f} s | {leaks.cpu:.3f} s | {mib(leaks.anon)}" if leaks else "not measured | — | —"
         ratio = load.wall / leaks.wall if leaks else None
         status = ("PASS" if ratio >= REFERENCE_SPEEDUP else "FAIL") if ratio else "—"
         ratio_text = f"{ratio:.1f}×" if ratio else "—"
-        print(f"| {blocks:,} | {load.wall:.3f} s | {mib(load.anon)} | {counted} | {leaks_cells} | "
-              f"{ratio_text} | {status} |", flush=True)
+        cpu_ratio = f"{load.cpu / leaks.cpu:.1f}×" if leaks else "—"
+        print(f"| {blocks:,} | {load.wall:.3f} s | {load.cpu:.3f} s | {mib(load.anon)} | {counted} | {leaks_cells} | "
+              f"{ratio_text} | {status} | {cpu_ratio} |", flush=True)
 
 
 class Targets:
@@ -416,9 +417,9 @@ def main():
     generator = build_generator(args.work)
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; heapscope: {heapscope}")
     chap = reference.reference_binary()
-    print("| core | blocks | command | wall (best of {}) | peak anon RSS | bytes/block | peak RSS incl. core pages |"
-          .format(args.runs))
-    print("|---|---|---|---|---|---|---|")
+    print("| core | blocks | command | wall (best of {}) | CPU user+sys | peak anon RSS | bytes/block | "
+          "peak RSS incl. core pages |".format(args.runs))
+    print("|---|---|---|---|---|---|---|---|")
     cores, results, floors, edges, expected_leaks, verdict_lines = [], {}, {}, {}, {}, []
     for blocks in args.blocks:
         core, leaked_file = make_core(args.work, generator, blocks, args.leak_percent, args.preload)
@@ -428,7 +429,7 @@ def main():
             m = measure_heapscope(heapscope, core, command, args.runs)
             results[blocks][command] = m
             print(f"| {os.path.getsize(core) / 2**20:.0f} MiB | {blocks:,} | {command} | {m.wall:.3f} s | "
-                  f"{mib(m.anon)} | {m.anon / blocks:.1f} | {m.rss / 2**20:.0f} MiB |", flush=True)
+                  f"{m.cpu:.3f} s | {mib(m.anon)} | {m.anon / blocks:.1f} | {m.rss / 2**20:.0f} MiB |", flush=True)
             if args.phases:
                 print_phases(heapscope, core, command)
         floors[blocks] = read_floor(core, args.runs)
