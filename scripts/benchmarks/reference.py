@@ -53,8 +53,10 @@ def time_load(chap, core, runs):
         measurement, _, stderr = best_of(runs, [chap, linked_core(core)])
     except CommandFailed as failure:
         return None, str(failure)
-    if "truncated" in stderr or "unsupported format" in stderr:
-        return None, f"chap could not load {core}: {stderr.strip()[:500]}"
+    # What chap says when it cannot analyse a core, or cannot trust its leak analysis of it.
+    for complaint in ("truncated", "unsupported format", "cannot be trusted"):
+        if complaint in stderr:
+            return None, f"chap could not analyse {core}: {stderr.strip()[:500]}"
     return measurement, None
 
 
