@@ -323,7 +323,9 @@ def scaling_series(results, loads):
 
 def print_scaling(results, loads, targets):
     """Time per block at each size and the growth exponents (time and memory) between sizes; the
-    heapscope commands' whole-range exponents are targets (linear or better: ≤ LINEAR_EXPONENT)."""
+    heapscope commands' whole-range exponents are targets (linear or better: ≤ LINEAR_EXPONENT). The CPU
+    time's exponent is shown beside the wall time's: when they differ, the machine's other work made the
+    difference."""
     sizes = sorted(results)
     if len(sizes) < 2:
         return
@@ -331,8 +333,9 @@ def print_scaling(results, loads, targets):
     print()
     print("Scaling: wall time per block, and growth exponents (log-log slope; 1 = linear, below 1 better):")
     print("| command | " + " | ".join(f"ns/block at {b:,}" for b in sizes) + " | "
-          + " | ".join(f"time {a:,} → {b:,}" for a, b in steps) + f" | time, whole range | anon memory, whole range |")
-    print("|---" * (2 + len(sizes) + len(steps) + 1) + "|")
+          + " | ".join(f"time {a:,} → {b:,}" for a, b in steps) + " | time, whole range | CPU time, whole range | "
+          "anon memory, whole range |")
+    print("|---" * (1 + len(sizes) + len(steps) + 3) + "|")
     for name, by_size in scaling_series(results, loads).items():
         points = sorted((b, m) for b, m in by_size.items())
         if len(points) < 2:
@@ -342,9 +345,10 @@ def print_scaling(results, loads, targets):
                           if a in by_size and b in by_size else "—" for a, b in steps]
         first, last = points[0], points[-1]
         time_exponent = growth_exponent((first[0], first[1].wall), (last[0], last[1].wall))
+        cpu_exponent = growth_exponent((first[0], first[1].cpu), (last[0], last[1].cpu))
         anon_exponent = growth_exponent((first[0], first[1].anon), (last[0], last[1].anon))
         print(f"| {name} | " + " | ".join(per_block) + " | " + " | ".join(step_exponents)
-              + f" | {time_exponent:.2f} | {anon_exponent:.2f} |")
+              + f" | {time_exponent:.2f} | {cpu_exponent:.2f} | {anon_exponent:.2f} |")
         if name != "chap load":
             span = f"{first[0]:,} → {last[0]:,}"
             targets.check(f"{name} time grows linearly or better ({span}; exponent ≤ {LINEAR_EXPONENT})", last[0],
