@@ -68,6 +68,7 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   for (auto& [key, g] : groups) r.groups.push_back(std::move(g));
   std::stable_sort(r.groups.begin(), r.groups.end(), [](auto& a, auto& b) { return a.bytes > b.bytes; });
   r.modules_without_symbols = modules_without_file(s.image());
+  r.graph_edges = s.graph().edge_count();
   if (const std::optional<ObjectHeaders>& headers = s.object_headers()) {
     r.object_headers = headers->layout;
     r.object_header_blocks = headers->count;

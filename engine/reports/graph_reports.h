@@ -48,6 +48,7 @@ struct LeaksReport {
   // pointers to the block ("CPython PyGC_Head (16 bytes before each GC-tracked object)"); empty when none.
   std::string object_headers;
   std::uint64_t object_header_blocks = 0;
+  std::uint64_t graph_edges = 0;  // pointers between blocks the scan found (what the graph's size is made of)
   std::vector<std::string> warnings;
 };
 

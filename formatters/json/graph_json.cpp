@@ -38,6 +38,7 @@ std::string render_json(const LeaksReport& r) {
   out["object_headers"] = r.object_headers.empty()
                               ? nlohmann::ordered_json(nullptr)
                               : nlohmann::ordered_json{{"layout", r.object_headers}, {"blocks", r.object_header_blocks}};
+  out["graph_edges"] = r.graph_edges;
   return json::finish(std::move(out), r.warnings);
 }
 

@@ -15,11 +15,11 @@ docs/performance.md with its measured figure and PASS or FAIL.
 --debugger-reuse times two `heap` commands at one stop in LLDB and in GDB (the second reuses the first's products);
 --plot FILE.svg draws time and memory against blocks, log-log.
 
-With --types it also measures DWARF typing: per heap core, the "dwarf types" phase of `summary` (loading each
+With --types it also measures DWARF typing: per heap core, the "dwarf types" phase of `summary --names` (loading each
 module's DWARF type index, then propagating types from globals, TLS variables and frame locals through the
 heap), split into its sub-phase "dwarf types: indexes" (the load) and the propagation that follows (phases
 print their own time, nested phases excluded, so the whole is their sum), and the typed share of bytes (`summary
---json`); and the same for the demo's core and for the C++ fixture typed_containers.
+--names --json`); and the same for the demo's core and for the C++ fixture typed_containers.
 """
 import argparse
 import json
@@ -87,12 +87,12 @@ def check_verdicts(heapscope, core, leaked_file):
 
 
 def dwarf_typing(heapscope, core, runs):
-    """The "dwarf types" phase of `summary` on core and its load sub-phase, from the run whose phase was
-    shortest, and the typed share ("typed" of summary --json)."""
+    """The "dwarf types" phase of `summary --names` on core and its load sub-phase, from the run whose phase
+    was shortest, and the typed share ("typed" of summary --names --json)."""
     env = dict(os.environ, HEAPSCOPE_TIMING="1")
     best = None
     for _ in range(runs):
-        err = subprocess.run([heapscope, "summary", core], env=env, capture_output=True, text=True,
+        err = subprocess.run([heapscope, "summary", "--names", core], env=env, capture_output=True, text=True,
                              check=True).stderr
         phases = {}
         for line in err.splitlines():
@@ -101,7 +101,7 @@ def dwarf_typing(heapscope, core, runs):
         load = phases.get("dwarf types: indexes", 0.0)
         run = (phases.get("dwarf types", 0.0) + load, load)
         best = run if best is None or run[0] < best[0] else best
-    out = subprocess.run([heapscope, "summary", core, "--json"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([heapscope, "summary", "--names", core, "--json"], capture_output=True, text=True, check=True).stdout
     return best[0], best[1], json.loads(out)["typed"]
 
 
