@@ -28,7 +28,9 @@ Numbering number_depth_first(const DominatorGraph& g, std::uint32_t entry) {
   const std::uint32_t n = g.node_count();
   Numbering out;
   out.number.assign(n, 0);
-  out.vertex.reserve(1024);
+  // Sized once for every node: grown by doubling, the two arrays would end up to twice the heap's size.
+  out.vertex.reserve(std::size_t{n} + 1);
+  out.parent.reserve(std::size_t{n} + 1);
   out.vertex.push_back(kNoNode);
   out.parent.push_back(0);
   struct Frame {
@@ -108,7 +110,7 @@ class LinkEvalForest {
 
 // Semi-NCA (Georgiadis, "Linear-time algorithms for dominators and related problems", 2005): the
 // semidominators as Lengauer–Tarjan computes them, then each idom as the nearest common ancestor of the
-// DFS parent and the semidominator, found by climbing the idoms already known. It needs no buckets: six
+// DFS parent and the semidominator, found by climbing the idoms already known. It needs no buckets: five
 // 32-bit arrays per node at the peak.
 Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
   if (g.node_count() > kNodeMask) throw std::length_error("dominators: more than 2^31 - 1 nodes");
@@ -118,7 +120,9 @@ Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
   const Number count = static_cast<Number>(dfs.vertex.size() - 1);  // reached nodes, numbered 1..count
 
   std::vector<Number> idom = dfs.parent;  // the DFS parent, climbed up to the idom below
-  std::vector<Number> semi(count + 1);
+  // vertex[w] is read once, at w's turn; from then on its slot holds w's semidominator, and the array is
+  // made again from the numbering at the end: one array fewer of the size of the heap.
+  std::vector<Number>& semi = dfs.vertex;
   {
     LinkEvalForest forest(std::move(dfs.parent));
     for (Number w = count; w >= 2; --w) {
@@ -141,6 +145,8 @@ Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
     if (w % kProgressNodes == 0) progress_step(kProgressNodes);
     while (idom[w] > semi[w]) idom[w] = idom[idom[w]];
   }
+  for (std::uint32_t node = 0; node < dfs.number.size(); ++node)
+    if (dfs.number[node] != 0) dfs.vertex[dfs.number[node]] = node;
 
   // Back to node ids, in the numbering's own array (each slot is read before it is written).
   Dominators out;

@@ -470,25 +470,25 @@ Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapM
 
 // Sizes flow up the dominator tree: each node comes after its dominator in preorder, so backwards.
 void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::uint32_t> preorder) {
-  retained_bytes_.assign(idom_.size(), 0);
+  retained_bytes_.assign(idom_.size());
   retained_blocks_.assign(idom_.size(), 0);
   for (std::uint32_t b = 0; b < block_count_; ++b) {
     const Block& blk = heap.blocks[b];
     if (!is_allocated(blk.state)) continue;
     in_use_bytes_ += blk.usable_size();
     ++in_use_blocks_;
-    retained_bytes_[b] = blk.usable_size();
+    retained_bytes_.set(b, blk.usable_size());
     retained_blocks_[b] = 1;
   }
   for (std::size_t i = preorder.size(); i-- > 1;) {
     const std::uint32_t v = preorder[i], up = idom_[v];
-    retained_bytes_[up] += retained_bytes_[v];
+    retained_bytes_.add(up, retained_bytes_[v]);
     retained_blocks_[up] += retained_blocks_[v];
   }
 }
 
 std::size_t Retention::memory_bytes() const {
-  return idom_.capacity() * 4 + retained_bytes_.capacity() * 8 +
+  return idom_.capacity() * 4 + retained_bytes_.memory_bytes() +
          retained_blocks_.capacity() * 4;
 }
 

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,30 @@ struct RootNode {
   std::string variable;            // stack: the local variable holding the pointers, when DWARF names it
   static constexpr std::uint32_t kNoFinalizer = 0xffffffffu;
   std::uint32_t finalizer = kNoFinalizer;  // finalizer: the registration (index into RootSet::finalizers)
+};
+
+// Byte counts below 1 TiB in 5 bytes each (the low 32 bits and the high 8 in two arrays): a retained size
+// per node of heaps of hundreds of millions of blocks, 3 bytes a node less than 64-bit counts.
+class ByteCounts {
+ public:
+  static constexpr std::uint64_t kLimit = std::uint64_t{1} << 40;
+  void assign(std::size_t n) {
+    low_.assign(n, 0);
+    high_.assign(n, 0);
+  }
+  std::uint64_t operator[](std::size_t i) const { return std::uint64_t{high_[i]} << 32 | low_[i]; }
+  // Throws std::length_error at 1 TiB or more (no heap this tool reads holds that much).
+  void set(std::size_t i, std::uint64_t bytes) {
+    if (bytes >= kLimit) throw std::length_error("a retained size of 1 TiB or more");
+    low_[i] = static_cast<std::uint32_t>(bytes);
+    high_[i] = static_cast<std::uint8_t>(bytes >> 32);
+  }
+  void add(std::size_t i, std::uint64_t bytes) { set(i, (*this)[i] + bytes); }
+  std::size_t memory_bytes() const { return low_.capacity() * 4 + high_.capacity(); }
+
+ private:
+  std::vector<std::uint32_t> low_;
+  std::vector<std::uint8_t> high_;
 };
 
 class Retention {
@@ -119,7 +144,7 @@ class Retention {
   std::vector<RootNode> root_nodes_;
   std::uint32_t owner_kind_nodes_[kOwnerKinds] = {kNoNode, kNoNode, kNoNode, kNoNode, kNoNode};
   std::vector<std::uint32_t> idom_;
-  std::vector<std::uint64_t> retained_bytes_;
+  ByteCounts retained_bytes_;
   std::vector<std::uint32_t> retained_blocks_;
   std::uint64_t in_use_bytes_ = 0, in_use_blocks_ = 0;
 };
