@@ -324,12 +324,20 @@ class SuspectFinder {
              (accumulated_[node] >= kAccumulationInstances || r_.retained_bytes(node) >= threshold_);
     };
     std::unordered_map<std::uint64_t, GroupTotal> piles;  // (dominator << 32 | group) → instances
+    // Neighbouring blocks mostly pile up in one place (a list's nodes, allocated together): the last pile
+    // is asked first (the map's elements stay where they are as it grows).
+    std::uint64_t last_key = ~std::uint64_t{0};
+    GroupTotal* last = nullptr;
     for (BlockId b = 0; b < r_.block_count(); ++b) {
       if ((b & kCheckMask) == 0) progress_check();
       if (accumulates_under_[b] == kNoNode || !candidate(accumulates_under_[b])) continue;
-      GroupTotal& t = piles[std::uint64_t{accumulates_under_[b]} << 32 | group_[b]];
-      ++t.count;
-      t.bytes += heap_.blocks[b].usable_size();
+      const std::uint64_t key = std::uint64_t{accumulates_under_[b]} << 32 | group_[b];
+      if (key != last_key) {
+        last = &piles[key];
+        last_key = key;
+      }
+      ++last->count;
+      last->bytes += heap_.blocks[b].usable_size();
     }
     std::vector<std::pair<std::uint64_t, GroupTotal>> found;
     for (const auto& [key, t] : piles)
