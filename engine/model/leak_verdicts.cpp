@@ -1,6 +1,7 @@
 #include "model/leak_verdicts.h"
 
 #include "base/progress.h"
+#include "base/workers.h"
 
 namespace heapscope {
 
@@ -30,11 +31,11 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
   out.verdict.assign(n, Verdict::not_allocated);
   out.possibly.assign(n, 0);
   progress_total(2 * n);  // two reachability passes, each visiting at most every block once
-  const std::vector<std::uint8_t> reached = reach(g, false);
-  {
-    const std::vector<std::uint8_t> firmly = reach(g, true);
-    for (std::size_t b = 0; b < n; ++b) out.possibly[b] = reached[b] && !firmly[b];
-  }
+  // The two passes share nothing but the graph: one thread each.
+  std::vector<std::uint8_t> reached, firmly;
+  run_workers(2, [&](unsigned pass) { (pass == 0 ? reached : firmly) = reach(g, /*start_pointers_only=*/pass == 1); });
+  for (std::size_t b = 0; b < n; ++b) out.possibly[b] = reached[b] && !firmly[b];
+  firmly = {};
   for (std::size_t b = 0; b < n; ++b)
     if (is_allocated(heap.blocks[b].state))
       out.verdict[b] = reached[b] ? Verdict::reachable : Verdict::direct_leak;
