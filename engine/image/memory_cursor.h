@@ -25,6 +25,14 @@ class MemoryCursor {
     return image_.read_u64(addr);
   }
 
+  // The `len` bytes at `addr` where they lie in one region the image holds whole (an mmapped core's);
+  // empty otherwise. The region stays cached: a scan of neighbouring blocks asks the image once.
+  std::span<const std::byte> span(Address addr, std::size_t len) {
+    if (!(addr >= base_ && addr + len <= base_ + bytes_.size())) refill(addr);
+    if (addr >= base_ && addr + len <= base_ + bytes_.size()) return bytes_.subspan(addr - base_, len);
+    return {};
+  }
+
   const Image& image() const { return image_; }
 
  private:

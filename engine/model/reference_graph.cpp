@@ -36,6 +36,7 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
   auto scan_part = [&](Part& part) {
     part.offsets.reserve(part.last - part.first + 1);
     part.offsets.push_back(0);
+    MemoryCursor memory(image_);
     std::uint64_t bytes_since = 0;
     for (BlockId b = part.first; b < part.last; ++b) {
       const Block& blk = blocks[b];
@@ -47,7 +48,7 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
       // A runtime's header links (its GC list) are bookkeeping: the scan starts past them.
       const Address links = headers_ && headers_->has(b) ? headers_->link_bytes : 0;
       if (is_allocated(blk.state))
-        for_each_pointer(blk.address() + links, blk.address() + blk.usable_size(),
+        for_each_pointer(memory, blk.address() + links, blk.address() + blk.usable_size(),
                          [&](Address, std::uint64_t word, BlockId target) { part.edges.push_back(edge_to(target, word)); });
       if (part.edges.size() >= 0xffffffffu) throw std::length_error("more than 2^32 edges in one slice");
       part.offsets.push_back(static_cast<std::uint32_t>(part.edges.size()));

@@ -58,7 +58,13 @@ class ReferenceGraph {
   // block: the scan that builds the graph, and how a root range's pointers are split among the variables
   // or frames it holds.
   template <typename Fn>
-  void for_each_pointer(Address start, Address end, Fn&& fn) const;
+  void for_each_pointer(Address start, Address end, Fn&& fn) const {
+    MemoryCursor memory(image_);
+    for_each_pointer(memory, start, end, fn);
+  }
+  // The same through `memory`, a cursor kept across the ranges of one scan (neighbouring blocks).
+  template <typename Fn>
+  void for_each_pointer(MemoryCursor& memory, Address start, Address end, Fn&& fn) const;
 
  private:
   struct Part {  // the edges of blocks [first, last), scanned by one worker
@@ -119,8 +125,8 @@ void flood(std::vector<BlockId>& pending, Marks& marked, Next&& next, Admit&& ad
 }
 
 template <typename Fn>
-void ReferenceGraph::for_each_pointer(Address start, Address end, Fn&& fn) const {
-  for_each_word(image_, start, end, [&](Address at, std::uint64_t word) {
+void ReferenceGraph::for_each_pointer(MemoryCursor& memory, Address start, Address end, Fn&& fn) const {
+  for_each_word(memory, start, end, [&](Address at, std::uint64_t word) {
     if (const BlockId b = index_.find(word); b != kNoBlock) fn(at, word, b);
   });
 }
