@@ -15,6 +15,12 @@ bool overlaps(const std::vector<HeapSegment>& ranges, Address start, Address end
   return it != ranges.end() && it->start < end;
 }
 
+// The end of the range of `ranges` (sorted by start, disjoint) that contains `at`; 0 when none does.
+Address end_of_range_containing(const std::vector<HeapSegment>& ranges, Address at) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), at, [](Address a, const HeapSegment& s) { return a < s.start; });
+  return it != ranges.begin() && std::prev(it)->end > at ? std::prev(it)->end : 0;
+}
+
 // memalign() of a mapped chunk moves the header forward to the aligned spot and records the lead in
 // prev_size; the original header at the mapping start stays. The aligned spot for alignment A (a power
 // of two) is determined by the mapping start, so only log2(size) places need a look.
@@ -54,6 +60,12 @@ MmappedChunks find_mmapped_chunks(MemoryCursor& mem, const std::vector<HeapSegme
     const Address run_end = anonymous_run_end(regions, i);
     Address p = std::max(r.start, found_end);
     while (p + kPage <= r.end) {
+      // No chunk of its own starts inside an arena heap or a stack: not read at all (a heap of a GB is a
+      // quarter of a million pages, each faulted in by a look).
+      if (const Address known_end = end_of_range_containing(exclude, p)) {
+        p = (known_end + kPage - 1) & ~(kPage - 1);
+        continue;
+      }
       const auto prev = mem.u64(p);
       const auto size_field = mem.u64(p + 8);
       if (!prev || !size_field) break;
