@@ -8,6 +8,16 @@
 
 namespace heapscope {
 
+template <typename Out>
+void ReferenceGraph::scan_block(BlockId b, Out& out) const {
+  const Block& blk = index_.blocks()[b];
+  if (!is_allocated(blk.state)) return;
+  // A runtime's header links (its GC list) are bookkeeping: the scan starts past them.
+  const Address links = headers_ && headers_->has(b) ? headers_->link_bytes : 0;
+  for_each_pointer(blk.address() + links, blk.address() + blk.usable_size(),
+                   [&](Address, std::uint64_t word, BlockId target) { out.push_back(edge_to(target, word)); });
+}
+
 ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, unsigned workers,
                                const ObjectHeaders* headers)
     : image_(image), roots_(roots), index_(index), headers_(headers), block_count_(index.blocks().size()) {
@@ -33,36 +43,107 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
   // slice has stopped.
   progress_total(total_bytes);
   auto scan_part = [&](Part& part) {
-    part.offsets.reserve(part.last - part.first + 1);
-    part.offsets.push_back(0);
+    std::vector<std::uint32_t> offsets, edges;
+    offsets.reserve(part.last - part.first + 1);
+    offsets.push_back(0);
     std::uint64_t bytes_since = 0;
     for (BlockId b = part.first; b < part.last; ++b) {
-      const Block& blk = blocks[b];
-      bytes_since += blk.chunk_size();
+      bytes_since += blocks[b].chunk_size();
       if (bytes_since >= (std::uint64_t{1} << 20)) {
         progress_step(bytes_since);
         bytes_since = 0;
       }
-      // A runtime's header links (its GC list) are bookkeeping: the scan starts past them.
-      const Address links = headers_ && headers_->has(b) ? headers_->link_bytes : 0;
-      if (is_allocated(blk.state))
-        for_each_pointer(blk.address() + links, blk.address() + blk.usable_size(),
-                         [&](Address, std::uint64_t word, BlockId target) { part.edges.push_back(edge_to(target, word)); });
-      if (part.edges.size() >= 0xffffffffu) throw std::length_error("more than 2^32 edges in one slice");
-      part.offsets.push_back(static_cast<std::uint32_t>(part.edges.size()));
+      scan_block(b, edges);
+      if (edges.size() >= 0xffffffffu) throw std::length_error("more than 2^32 edges in one slice");
+      offsets.push_back(static_cast<std::uint32_t>(edges.size()));
     }
-    part.edges.shrink_to_fit();
+    edges.shrink_to_fit();
+    part.offsets = U32Array(std::move(offsets));
+    part.edges = U32Array(std::move(edges));
   };
   run_workers(n, [&](unsigned p) { scan_part(parts_[p]); });
   for (const Part& p : parts_) edge_count_ += p.edges.size();
 
-  root_offsets_.push_back(0);
+  std::vector<std::uint32_t> root_offsets{0}, root_targets;
   for (const RootRange& r : roots.ranges) {
     for_each_root_pointer(r, [&](Address, std::uint64_t word, BlockId target) {
-      root_targets_.push_back(edge_to(target, word));
+      root_targets.push_back(edge_to(target, word));
     });
-    root_offsets_.push_back(static_cast<std::uint32_t>(root_targets_.size()));
+    root_offsets.push_back(static_cast<std::uint32_t>(root_targets.size()));
   }
+  root_offsets_ = U32Array(std::move(root_offsets));
+  root_targets_ = U32Array(std::move(root_targets));
+}
+
+namespace {
+
+// Whether `slice` is CSR over `items` items: offsets one more, from 0 to the edge count.
+bool fits(const ReferenceGraph::EdgeSlice& slice, std::size_t items) {
+  return slice.first == 0 && slice.last == items && slice.offsets.size() == items + 1 && slice.offsets.front() == 0 &&
+         slice.offsets.back() == slice.edges.size();
+}
+
+}  // namespace
+
+ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, SavedArrays arrays,
+                               const ObjectHeaders* headers)
+    : image_(image), roots_(roots), index_(index), headers_(headers), block_count_(index.blocks().size()) {
+  if (!fits(arrays.forward, block_count_)) throw std::invalid_argument("saved edges do not fit the heap's blocks");
+  if (!fits(arrays.roots, roots.ranges.size())) throw std::invalid_argument("saved root edges do not fit the roots");
+  reverse_saved_ = !arrays.reverse.offsets.empty();
+  if (reverse_saved_ && (!fits(arrays.reverse, block_count_) || !fits(arrays.reverse_roots, block_count_) ||
+                         arrays.reverse.edges.size() != arrays.forward.edges.size() ||
+                         arrays.reverse_roots.edges.size() != arrays.roots.edges.size()))
+    throw std::invalid_argument("saved reverse edges do not fit the forward ones");
+  Part all;
+  all.first = 0;
+  all.last = static_cast<BlockId>(block_count_);
+  all.offsets = U32Array::viewing(arrays.forward.offsets);
+  all.edges = U32Array::viewing(arrays.forward.edges);
+  edge_count_ = all.edges.size();
+  parts_.push_back(std::move(all));
+  root_offsets_ = U32Array::viewing(arrays.roots.offsets);
+  root_targets_ = U32Array::viewing(arrays.roots.edges);
+  if (reverse_saved_) {
+    in_offsets_ = U32Array::viewing(arrays.reverse.offsets);
+    in_edges_ = U32Array::viewing(arrays.reverse.edges);
+    in_root_offsets_ = U32Array::viewing(arrays.reverse_roots.offsets);
+    in_roots_ = U32Array::viewing(arrays.reverse_roots.edges);
+  }
+  saved_ = std::move(arrays.keep);
+}
+
+std::vector<std::uint32_t> ReferenceGraph::rescan(BlockId b) const {
+  std::vector<std::uint32_t> edges;
+  scan_block(b, edges);
+  return edges;
+}
+
+std::vector<std::uint32_t> ReferenceGraph::rescan_root(std::size_t root) const {
+  std::vector<std::uint32_t> edges;
+  for_each_root_pointer(roots_.ranges[root],
+                        [&](Address, std::uint64_t word, BlockId target) { edges.push_back(edge_to(target, word)); });
+  return edges;
+}
+
+std::vector<ReferenceGraph::EdgeSlice> ReferenceGraph::forward_slices() const {
+  std::vector<EdgeSlice> slices;
+  for (const Part& p : parts_) slices.push_back({p.first, p.last, p.offsets.span(), p.edges.span()});
+  return slices;
+}
+
+ReferenceGraph::EdgeSlice ReferenceGraph::root_slice() const {
+  return {0, static_cast<std::uint32_t>(root_count()), root_offsets_.span(), root_targets_.span()};
+}
+
+ReferenceGraph::EdgeSlice ReferenceGraph::reverse_slice() const {
+  build_reverse();
+  return {0, static_cast<std::uint32_t>(block_count_), in_offsets_.span(), in_edges_.span()};
+}
+
+ReferenceGraph::EdgeSlice ReferenceGraph::reverse_root_slice() const {
+  build_reverse();
+  return {0, static_cast<std::uint32_t>(block_count_), in_root_offsets_.span(), in_roots_.span()};
 }
 
 std::vector<Address> ReferenceGraph::edge_sites(BlockId from, BlockId to) const {
@@ -96,24 +177,29 @@ std::span<const std::uint32_t> ReferenceGraph::root_edges(std::size_t root) cons
 }
 
 void ReferenceGraph::build_reverse() const {
+  if (reverse_saved_) return;
   std::call_once(reverse_once_, [this] {
-    in_offsets_.assign(block_count_ + 1, 0);
+    std::vector<std::uint32_t> in_offsets(block_count_ + 1, 0);
     for (const Part& p : parts_)
-      for (std::uint32_t e : p.edges) ++in_offsets_[edge_target(e) + 1];
-    for (std::size_t i = 1; i < in_offsets_.size(); ++i) in_offsets_[i] += in_offsets_[i - 1];
-    in_edges_.resize(edge_count_);
-    std::vector<std::uint32_t> fill(in_offsets_.begin(), in_offsets_.end() - 1);
+      for (std::uint32_t e : p.edges) ++in_offsets[edge_target(e) + 1];
+    for (std::size_t i = 1; i < in_offsets.size(); ++i) in_offsets[i] += in_offsets[i - 1];
+    std::vector<std::uint32_t> in_edges(edge_count_);
+    std::vector<std::uint32_t> fill(in_offsets.begin(), in_offsets.end() - 1);
     for (const Part& p : parts_)
       for (BlockId b = p.first; b < p.last; ++b)
-        for (std::uint32_t e : out_edges(b)) in_edges_[fill[edge_target(e)]++] = b | (e & kInteriorBit);
+        for (std::uint32_t e : out_edges(b)) in_edges[fill[edge_target(e)]++] = b | (e & kInteriorBit);
 
-    in_root_offsets_.assign(block_count_ + 1, 0);
-    for (std::uint32_t e : root_targets_) ++in_root_offsets_[edge_target(e) + 1];
-    for (std::size_t i = 1; i < in_root_offsets_.size(); ++i) in_root_offsets_[i] += in_root_offsets_[i - 1];
-    in_roots_.resize(root_targets_.size());
-    std::vector<std::uint32_t> rfill(in_root_offsets_.begin(), in_root_offsets_.end() - 1);
+    std::vector<std::uint32_t> in_root_offsets(block_count_ + 1, 0);
+    for (std::uint32_t e : root_targets_) ++in_root_offsets[edge_target(e) + 1];
+    for (std::size_t i = 1; i < in_root_offsets.size(); ++i) in_root_offsets[i] += in_root_offsets[i - 1];
+    std::vector<std::uint32_t> in_roots(root_targets_.size());
+    std::vector<std::uint32_t> rfill(in_root_offsets.begin(), in_root_offsets.end() - 1);
     for (std::size_t r = 0; r + 1 < root_offsets_.size(); ++r)
-      for (std::uint32_t e : root_edges(r)) in_roots_[rfill[edge_target(e)]++] = static_cast<std::uint32_t>(r);
+      for (std::uint32_t e : root_edges(r)) in_roots[rfill[edge_target(e)]++] = static_cast<std::uint32_t>(r);
+    in_offsets_ = U32Array(std::move(in_offsets));
+    in_edges_ = U32Array(std::move(in_edges));
+    in_root_offsets_ = U32Array(std::move(in_root_offsets));
+    in_roots_ = U32Array(std::move(in_roots));
   });
 }
 
@@ -128,9 +214,9 @@ std::span<const std::uint32_t> ReferenceGraph::in_root_edges(BlockId b) const {
 }
 
 std::size_t ReferenceGraph::memory_bytes() const {
-  std::size_t n = index_.memory_bytes() + root_offsets_.capacity() * 4 + root_targets_.capacity() * 4;
-  for (const Part& p : parts_) n += p.offsets.capacity() * 4 + p.edges.capacity() * 4;
-  n += (in_offsets_.capacity() + in_edges_.capacity() + in_root_offsets_.capacity() + in_roots_.capacity()) * 4;
+  std::size_t n = index_.memory_bytes() + root_offsets_.owned_bytes() + root_targets_.owned_bytes();
+  for (const Part& p : parts_) n += p.offsets.owned_bytes() + p.edges.owned_bytes();
+  n += in_offsets_.owned_bytes() + in_edges_.owned_bytes() + in_root_offsets_.owned_bytes() + in_roots_.owned_bytes();
   return n;
 }
 

@@ -75,11 +75,30 @@ const LocatedAllocator& Session::allocator() {
 const HeapModel& Session::heap() {
   return product(heap_, "walk", [&] {
     const LocatedAllocator& located = allocator();
+    if (std::unique_ptr<HeapModel> cached = heap_from_cache()) return cached;
     std::string error;
     std::optional<HeapModel> model = located.walk(&error);
     if (!model) throw AnalysisError(error.empty() ? "no heap found" : error);
-    return std::move(*model);
+    return std::make_unique<HeapModel>(std::move(*model));
   });
+}
+
+std::unique_ptr<HeapModel> Session::heap_from_cache() {
+  if (!options_.index_cache) return nullptr;
+  cache_key_ = options_.index_cache->key(*image_, options_.symbols, options_.allocators);
+  if (cache_key_.empty()) return nullptr;
+  std::string note;
+  cached_ = options_.index_cache->load(cache_key_, &note);
+  if (cached_) {
+    PhaseTimer timer("cache: check");
+    std::string why;
+    if (!check_heap(*image_, *cached_->heap, &why)) {
+      note = options_.index_cache->rejection(cache_key_, why);
+      cached_.reset();
+    }
+  }
+  if (!note.empty()) add_warnings({note});
+  return cached_ ? std::move(cached_->heap) : nullptr;
 }
 
 const LibcThreads& Session::libc_threads() {
@@ -105,16 +124,58 @@ const std::optional<ObjectHeaders>& Session::object_headers() {
 }
 
 const ReferenceGraph& Session::graph() {
-  return product(graph_, "scan", [&] {
+  std::lock_guard lock(mutex_);
+  if (!graph_.value) heap();  // whether a saved index holds the graph is known once the heap is
+  return product(graph_, cached_ ? "cache: graph" : "scan", [&] {
     const BlockIndex& index = block_index();
     const RootSet& r = roots();
     const std::optional<ObjectHeaders>& headers = object_headers();
+    if (std::unique_ptr<ReferenceGraph> cached = graph_from_cache(index, r, headers ? &*headers : nullptr))
+      return cached;
     return std::make_unique<ReferenceGraph>(*image_, index, r, 0, headers ? &*headers : nullptr);
   });
 }
 
+std::unique_ptr<ReferenceGraph> Session::graph_from_cache(const BlockIndex& index, const RootSet& roots,
+                                                          const ObjectHeaders* headers) {
+  if (!cached_) return nullptr;
+  PhaseTimer timer("cache: check");
+  std::unique_ptr<ReferenceGraph> g;
+  std::string why;
+  try {
+    g = std::make_unique<ReferenceGraph>(*image_, index, roots, std::move(cached_->graph), headers);
+  } catch (const std::invalid_argument& e) {
+    why = e.what();
+  }
+  if (g && check_graph(*g, cached_->verdicts, &why)) {
+    graph_from_cache_ = true;
+    return g;
+  }
+  add_warnings({options_.index_cache->rejection(cache_key_, why)});
+  cached_.reset();
+  return nullptr;
+}
+
 const LeakVerdicts& Session::verdicts() {
-  return product(verdicts_, "reachability", [&] { return compute_verdicts(graph(), heap()); });
+  std::lock_guard lock(mutex_);
+  if (!verdicts_.value) graph();  // saved verdicts are used only with the saved graph
+  return product(verdicts_, graph_from_cache_ ? "cache: verdicts" : "reachability", [&] {
+    if (graph_from_cache_) return std::make_unique<LeakVerdicts>(std::move(cached_->verdicts));
+    return std::make_unique<LeakVerdicts>(compute_verdicts(graph(), heap()));
+  });
+}
+
+void Session::save_index_cache() {
+  std::lock_guard lock(mutex_);
+  if (!options_.index_cache || cache_key_.empty() || !graph_.value || graph_from_cache_) return;
+  const LeakVerdicts& v = verdicts();
+  ProgressScope current(&progress_);
+  PhaseScope phase(progress_, "cache: write");
+  try {
+    options_.index_cache->save(cache_key_, *heap_.value, *graph_.value, v);
+  } catch (const Interrupted&) {
+    throw AnalysisError("interrupted");
+  }
 }
 
 const HeapVerification& Session::verification() {

@@ -27,6 +27,7 @@
 #include "model/roots.h"
 #include "runtime/allocator.h"
 #include "runtime/libc_runtime.h"
+#include "session/index_cache.h"
 #include "session/snapshot_store.h"
 #include "symbols/symbol_index.h"
 #include "types/block_types.h"
@@ -53,6 +54,9 @@ struct SessionOptions {
   // Told the name of each product as its computation starts ("walk", "roots", …), the phase names the
   // session's Progress shows too: a way for tests to see that each is computed once.
   std::function<void(std::string_view product)> on_product;
+  // Where the heap, graph and verdicts of this core are saved for the next process (session/index_cache.h);
+  // null: computed here, saved nowhere. The CLI sets it for a core file unless told --no-cache.
+  std::shared_ptr<IndexCache> index_cache;
 };
 
 // Thrown when an analysis cannot produce anything useful (e.g. no heap in the image); commands turn it into
@@ -125,6 +129,12 @@ class Session {
   void set_address_evaluator(AddressEvaluator evaluator) { evaluate_ = std::move(evaluator); }
   Address evaluate_address(const std::string& text) const;
 
+  // Saves the heap, the graph (its reverse edges built first) and the verdicts (computed first when no
+  // command has) to the options' index cache, when this session scanned the graph itself rather than
+  // loading it; the CLI calls it once the command's output is out. Throws std::runtime_error when the
+  // index cannot be written and AnalysisError("interrupted") when stopped; no partial file is left.
+  void save_index_cache();
+
   // Everything a user should know about: the image's and the symbols' warnings, then those of every
   // product computed so far, each once. The command runner puts them on every report.
   std::vector<std::string> warnings() const;
@@ -145,6 +155,11 @@ class Session {
   // `from_roots`: type by DWARF from the roots too (false only when `within` holds no reachable block).
   std::unique_ptr<BlockNames> name_blocks(const std::vector<bool>* within, bool from_roots = true);
   void add_warnings(const std::vector<std::string>& more);
+  // The index cache's part of heap() and graph(): null when there is no saved index or it fails a check
+  // (then the products are computed as without a cache, and saved again).
+  std::unique_ptr<HeapModel> heap_from_cache();
+  std::unique_ptr<ReferenceGraph> graph_from_cache(const BlockIndex& index, const RootSet& roots,
+                                                   const ObjectHeaders* headers);
 
   std::shared_ptr<const Image> image_;
   SessionOptions options_;
@@ -169,6 +184,9 @@ class Session {
   Slot<Retention> retention_;
   AddressEvaluator evaluate_;
   Progress progress_;
+  std::string cache_key_;                  // this core's key in the index cache; empty: no cache
+  std::unique_ptr<CachedProducts> cached_;  // a saved index whose heap was taken, graph not yet checked
+  bool graph_from_cache_ = false;
 };
 
 }  // namespace heapscope

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -29,6 +30,7 @@ using namespace heapscope;
 // The shared target options and, for commands on a core, the core.
 struct CoreTarget : TargetOptions {
   std::string core;
+  bool no_cache = false;  // --no-cache
 };
 
 enum class Target { core, live_process };
@@ -40,6 +42,10 @@ void add_target_options(CLI::App& sub, CoreTarget& t, bool core_positional) {
     sub.add_option("CORE", t.core, "Core file of the process (capture one with scripts/capture-core or gdb's gcore)")
         ->required();
   heapscope::add_target_options(sub, static_cast<TargetOptions&>(t));
+  if (core_positional)
+    sub.add_flag("--no-cache", t.no_cache,
+                 "Neither use nor write the index cache (the heap, pointer graph and leak verdicts an earlier "
+                 "command saved for this core; docs/usage.md, \"Index cache\"); HEAPSCOPE_NO_CACHE=1 does the same");
 }
 
 int fail(const std::string& message) {
@@ -101,15 +107,39 @@ std::shared_ptr<ElfCoreImage> open_core(const std::string& core, const TargetOpt
   return ElfCoreImage::open(core, core_open_options(t), error);
 }
 
+// The index cache of a core, unless told not to use one (--no-cache, HEAPSCOPE_NO_CACHE=1, or no cache
+// directory can be made out).
+std::shared_ptr<IndexCache> index_cache_for(const CoreTarget& t) {
+  const char* off = std::getenv("HEAPSCOPE_NO_CACHE");
+  const std::string dir = default_index_cache_dir();
+  if (t.no_cache || (off && *off && std::string(off) != "0") || dir.empty()) return nullptr;
+  return std::make_shared<IndexCache>(t.core, dir);
+}
+
+// After the output is out: the next command on this core in a new process starts from what this one
+// computed. Failing to write it is worth a note, not a failed command.
+int save_index(Session& session, int exit_code) {
+  if (exit_code != 0) return exit_code;
+  std::fflush(stdout);
+  try {
+    session.save_index_cache();
+  } catch (const std::exception& e) {
+    if (g_interrupted) return interrupted();  // the output stands; no index was written
+    std::cerr << "heapscope: note: index cache not written: " << e.what() << "\n";
+  }
+  return exit_code;
+}
+
 int run(const CommandEntry& entry, Command& command, const CoreTarget& t, const OutputOptions& output) {
   std::string error;
   std::shared_ptr<ElfCoreImage> image = open_core(t.core, t, &error);
   if (!image) return fail(error);
   SessionOptions options = session_options(t);
   options.state_name = std::filesystem::path(t.core).filename().string();
+  options.index_cache = index_cache_for(t);
   Session session(std::move(image), options);
   adapt(session);
-  return report(entry, run_command(session, command, output));
+  return save_index(session, report(entry, run_command(session, command, output)));
 }
 
 // The command's earlier cores when it takes them as positionals (`diff OLD NEW`); null otherwise.
