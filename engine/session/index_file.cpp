@@ -10,6 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "base/phase_timer.h"
 #include "base/progress.h"
 
 namespace heapscope {
@@ -214,6 +215,7 @@ std::unique_ptr<IndexFile> IndexFile::open(const std::string& path, std::string*
     file->entries_.push_back({kind, e.offset, e.size});
   }
   // The whole body, in pieces: a load that takes long can be interrupted.
+  PhaseTimer timer("cache: checksum");
   IndexChecksum checksum;
   for (std::size_t at = sizeof(FileHeader); at < size;) {
     const std::size_t n = std::min<std::size_t>(size - at, 4 * kStepBytes);
@@ -289,10 +291,19 @@ std::uint64_t mix_word(std::uint64_t acc, std::uint64_t word) { return rotl(acc 
 
 }  // namespace
 
-void IndexChecksum::mix(const std::byte* block32) {
-  std::uint64_t w[4];
-  std::memcpy(w, block32, sizeof w);
-  for (int i = 0; i < 4; ++i) lanes_[i] = mix_word(lanes_[i], w[i]);
+// The lanes are locals and written out once, and each lane's step its own statement: GCC at -O2 keeps the
+// four in registers and overlaps them (a loop over a lane array ran at a third of the speed).
+void IndexChecksum::mix(const std::byte* data, std::size_t stripes) {
+  std::uint64_t a = lanes_[0], b = lanes_[1], c = lanes_[2], d = lanes_[3];
+  for (std::size_t i = 0; i < stripes; ++i, data += 32) {
+    std::uint64_t w[4];
+    std::memcpy(w, data, sizeof w);
+    a = mix_word(a, w[0]);
+    b = mix_word(b, w[1]);
+    c = mix_word(c, w[2]);
+    d = mix_word(d, w[3]);
+  }
+  lanes_[0] = a, lanes_[1] = b, lanes_[2] = c, lanes_[3] = d;
 }
 
 void IndexChecksum::update(std::span<const std::byte> bytes) {
@@ -303,11 +314,11 @@ void IndexChecksum::update(std::span<const std::byte> bytes) {
     pending_size_ += n;
     bytes = bytes.subspan(n);
     if (pending_size_ < sizeof pending_) return;
-    mix(pending_);
+    mix(pending_, 1);
     pending_size_ = 0;
   }
   const std::size_t whole = bytes.size() / 32 * 32;
-  for (std::size_t i = 0; i < whole; i += 32) mix(bytes.data() + i);
+  mix(bytes.data(), whole / 32);
   std::memcpy(pending_, bytes.data() + whole, bytes.size() - whole);
   pending_size_ = bytes.size() - whole;
 }

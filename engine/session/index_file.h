@@ -95,7 +95,7 @@ class IndexChecksum {
   std::uint64_t finish() const;
 
  private:
-  void mix(const std::byte* block32);
+  void mix(const std::byte* data, std::size_t stripes);  // 32 bytes each
   std::uint64_t lanes_[4] = {0x9e3779b185ebca87ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull,
                              0x85ebca77c2b2ae63ull};
   std::byte pending_[32] = {};

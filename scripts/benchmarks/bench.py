@@ -175,6 +175,9 @@ def main():
                     help="also time DWARF typing (its load and its propagation) and report the typed share "
                          "of bytes, on each core, the demo's core and the typed_containers fixture")
     args = ap.parse_args()
+    # Every run computes what it times: a run after the first would otherwise load the index cache
+    # (docs/performance.md, "Index cache", times that apart).
+    os.environ["HEAPSCOPE_NO_CACHE"] = "1"
 
     heapscope = args.heapscope
     os.makedirs(args.work, exist_ok=True)
