@@ -165,9 +165,14 @@ const LeakVerdicts& Session::verdicts() {
   });
 }
 
+bool Session::index_cache_outdated() const {
+  std::lock_guard lock(mutex_);
+  return options_.index_cache && !cache_key_.empty() && graph_.value && !graph_from_cache_;
+}
+
 void Session::save_index_cache() {
   std::lock_guard lock(mutex_);
-  if (!options_.index_cache || cache_key_.empty() || !graph_.value || graph_from_cache_) return;
+  if (!index_cache_outdated()) return;
   const LeakVerdicts& v = verdicts();
   ProgressScope current(&progress_);
   PhaseScope phase(progress_, "cache: write");

@@ -134,6 +134,8 @@ class Session {
   // loading it; the CLI calls it once the command's output is out. Throws std::runtime_error when the
   // index cannot be written and AnalysisError("interrupted") when stopped; no partial file is left.
   void save_index_cache();
+  // Whether save_index_cache() has anything to write.
+  bool index_cache_outdated() const;
 
   // Everything a user should know about: the image's and the symbols' warnings, then those of every
   // product computed so far, each once. The command runner puts them on every report.

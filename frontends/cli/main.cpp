@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "commands/command_runner.h"
@@ -116,11 +117,8 @@ std::shared_ptr<IndexCache> index_cache_for(const CoreTarget& t) {
   return std::make_shared<IndexCache>(t.core, dir);
 }
 
-// After the output is out: the next command on this core in a new process starts from what this one
-// computed. Failing to write it is worth a note, not a failed command.
-int save_index(Session& session, int exit_code) {
-  if (exit_code != 0) return exit_code;
-  std::fflush(stdout);
+// Writes the index in this process. Failing to write it is worth a note, not a failed command.
+int write_index(Session& session, int exit_code) {
   try {
     session.save_index_cache();
   } catch (const std::exception& e) {
@@ -128,6 +126,28 @@ int save_index(Session& session, int exit_code) {
     std::cerr << "heapscope: note: index cache not written: " << e.what() << "\n";
   }
   return exit_code;
+}
+
+// Once the output is out, the next command on this core in a new process can start from what this one
+// computed. A child process writes the index, so that the command ends with its output: at 20 M blocks
+// the index is 760 MB and takes 1-2 s to write, most of it the kernel taking it into the page cache
+// (docs/performance.md, "Index cache"). The child leaves the output stream at once, so a pipe after
+// heapscope ends with the command; it keeps stderr only with HEAPSCOPE_TIMING set, to print its phase
+// (a caller reading that stderr to its end then waits for the index, as tests and benchmarks want).
+// Until its rename the index does not exist, so a command started meanwhile computes as without one.
+int save_index(Session& session, int exit_code) {
+  if (exit_code != 0 || !session.index_cache_outdated()) return exit_code;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t child = ::fork();
+  if (child < 0) return write_index(session, exit_code);
+  if (child > 0) return exit_code;
+  const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  ::dup2(null, STDOUT_FILENO);
+  if (!std::getenv("HEAPSCOPE_TIMING")) ::dup2(null, STDERR_FILENO);
+  write_index(session, exit_code);
+  std::fflush(stderr);
+  ::_exit(0);  // the parent owns everything else: nothing to destroy or flush twice
 }
 
 int run(const CommandEntry& entry, Command& command, const CoreTarget& t, const OutputOptions& output) {
