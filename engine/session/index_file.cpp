@@ -100,6 +100,8 @@ void write_sections(int fd, const std::vector<IndexSectionData>& sections) {
     offset = align_up(offset, alignment_of(s.kind));
     table.push_back({static_cast<std::uint32_t>(s.kind), 0, offset, section_size(s)});
     offset += table.back().size;
+    // The blocks' pages become a BlockArray of their own: nothing else may share their last page.
+    if (s.kind == IndexSection::blocks) offset = align_up(offset, kPage);
   }
   const std::uint64_t file_size = offset;
   progress_total(file_size);
@@ -213,6 +215,14 @@ std::unique_ptr<IndexFile> IndexFile::open(const std::string& path, std::string*
       return nullptr;
     }
     file->entries_.push_back({kind, e.offset, e.size});
+  }
+  if (const Entry* blocks = file->find(IndexSection::blocks)) {
+    const std::uint64_t pages_end = align_up(blocks->offset + blocks->size, kPage);
+    for (const Entry& e : file->entries_)
+      if (&e != blocks && e.size > 0 && e.offset < pages_end && e.offset + e.size > blocks->offset) {
+        *error = "damaged section table";  // a section in the blocks' pages
+        return nullptr;
+      }
   }
   // The whole body, in pieces: a load that takes long can be interrupted.
   PhaseTimer timer("cache: checksum");

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/progress.h"
 #include "model/leak_verdicts.h"
 #include "model/reference_graph.h"
 #include "session/heap_model_json.h"
@@ -210,4 +211,19 @@ TEST_CASE("index cache: the directory keeps the newest indexes only") {
   CHECK(kept == IndexCache::kMaxFiles);
   CHECK(fs::exists(cache.path_for(keys.back())));
   CHECK(!fs::exists(cache.path_for(keys.front())));
+}
+
+TEST_CASE("index cache: an interrupted write leaves no file behind") {
+  CacheDirectory dir;
+  Analysed a;
+  a.analyse();
+  const IndexCache cache = dir.cache();
+  Progress progress;
+  progress.set_interrupt_check([] { return true; });
+  progress.begin();
+  ProgressScope current(&progress);
+  PhaseScope phase(progress, "cache: write");
+  CHECK_THROWS_AS(cache.save("key\n", a.heap, *a.graph, a.verdicts), Interrupted);
+  progress.end();
+  CHECK(fs::is_empty(dir.path / "cache"));  // neither the index nor its temporary file
 }
