@@ -125,25 +125,34 @@ const std::optional<ObjectHeaders>& Session::object_headers() {
 
 const ReferenceGraph& Session::graph() {
   std::lock_guard lock(mutex_);
-  if (!graph_.value) heap();  // whether a saved index holds the graph is known once the heap is
-  return product(graph_, cached_ ? "cache: graph" : "scan", [&] {
+  if (!graph_.value && graph_.error.empty()) {
+    heap();  // whether a saved index holds the graph is known once the heap is
+    if (cached_ && !cached_graph_.value && cached_graph_.error.empty()) {
+      try {
+        product(cached_graph_, "cache: graph", [&] { return graph_from_cache(); });
+      } catch (const AnalysisError&) {
+        if (progress_.stop_requested()) throw;  // else: refused, with its warning; scanned below
+      }
+    }
+  }
+  if (cached_graph_.value) return *cached_graph_.value;
+  return product(graph_, "scan", [&] {
     const BlockIndex& index = block_index();
     const RootSet& r = roots();
     const std::optional<ObjectHeaders>& headers = object_headers();
-    if (std::unique_ptr<ReferenceGraph> cached = graph_from_cache(index, r, headers ? &*headers : nullptr))
-      return cached;
     return std::make_unique<ReferenceGraph>(*image_, index, r, 0, headers ? &*headers : nullptr);
   });
 }
 
-std::unique_ptr<ReferenceGraph> Session::graph_from_cache(const BlockIndex& index, const RootSet& roots,
-                                                          const ObjectHeaders* headers) {
-  if (!cached_) return nullptr;
+std::unique_ptr<ReferenceGraph> Session::graph_from_cache() {
+  const BlockIndex& index = block_index();
+  const RootSet& r = roots();
+  const std::optional<ObjectHeaders>& headers = object_headers();
   PhaseTimer timer("cache: check");
   std::unique_ptr<ReferenceGraph> g;
   std::string why;
   try {
-    g = std::make_unique<ReferenceGraph>(*image_, index, roots, std::move(cached_->graph), headers);
+    g = std::make_unique<ReferenceGraph>(*image_, index, r, std::move(cached_->graph), headers ? &*headers : nullptr);
   } catch (const std::invalid_argument& e) {
     why = e.what();
   }
@@ -153,7 +162,7 @@ std::unique_ptr<ReferenceGraph> Session::graph_from_cache(const BlockIndex& inde
   }
   add_warnings({options_.index_cache->rejection(cache_key_, why)});
   cached_.reset();
-  return nullptr;
+  throw AnalysisError(why);
 }
 
 const LeakVerdicts& Session::verdicts() {

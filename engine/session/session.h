@@ -157,11 +157,11 @@ class Session {
   // `from_roots`: type by DWARF from the roots too (false only when `within` holds no reachable block).
   std::unique_ptr<BlockNames> name_blocks(const std::vector<bool>* within, bool from_roots = true);
   void add_warnings(const std::vector<std::string>& more);
-  // The index cache's part of heap() and graph(): null when there is no saved index or it fails a check
-  // (then the products are computed as without a cache, and saved again).
+  // The index cache's part of heap() and graph(). heap_from_cache: null when there is no saved index or its
+  // heap fails the check; graph_from_cache throws AnalysisError when its graph fails the check. Either way
+  // the products are then computed as without a cache, and saved again.
   std::unique_ptr<HeapModel> heap_from_cache();
-  std::unique_ptr<ReferenceGraph> graph_from_cache(const BlockIndex& index, const RootSet& roots,
-                                                   const ObjectHeaders* headers);
+  std::unique_ptr<ReferenceGraph> graph_from_cache();
 
   std::shared_ptr<const Image> image_;
   SessionOptions options_;
@@ -174,7 +174,8 @@ class Session {
   Slot<RootSet> roots_;
   Slot<BlockIndex> block_index_;
   Slot<std::optional<ObjectHeaders>> object_headers_;
-  Slot<ReferenceGraph> graph_;
+  Slot<ReferenceGraph> graph_;         // scanned
+  Slot<ReferenceGraph> cached_graph_;  // or from a saved index (graph_from_cache_)
   Slot<LeakVerdicts> verdicts_;
   Slot<HeapVerification> verification_;
   Slot<std::vector<std::vector<Frame>>> frames_;
