@@ -37,13 +37,14 @@ struct CoreTarget : TargetOptions {
 enum class Target { core, live_process };
 
 // `core_positional`: whether the core is its own CORE positional (not for a live process, nor for a
-// command that lists it among its cores).
-void add_target_options(CLI::App& sub, CoreTarget& t, bool core_positional) {
+// command that lists it among its cores). `on_core`: the command analyses a core (the index cache's
+// --no-cache), not a live process.
+void add_target_options(CLI::App& sub, CoreTarget& t, bool core_positional, bool on_core) {
   if (core_positional)
     sub.add_option("CORE", t.core, "Core file of the process (capture one with scripts/capture-core or gdb's gcore)")
         ->required();
   heapscope::add_target_options(sub, static_cast<TargetOptions&>(t));
-  if (core_positional)
+  if (on_core)
     sub.add_flag("--no-cache", t.no_cache,
                  "Neither use nor write the index cache (the heap, pointer graph and leak verdicts an earlier "
                  "command saved for this core; docs/usage.md, \"Index cache\"); HEAPSCOPE_NO_CACHE=1 does the same");
@@ -265,7 +266,7 @@ int main(int argc, char** argv) {
       // A command whose positionals are earlier cores lists the analysed core with them: `diff OLD NEW`.
       CoreSeries* series = positional_series(*inv->command);
       if (series && target == Target::core) series->listed_with_current = true;
-      add_target_options(*inv->app, inv->target, target == Target::core && !series);
+      add_target_options(*inv->app, inv->target, target == Target::core && !series, target == Target::core);
       inv->command->add_options(*inv->app);
       add_output_options(*inv->app, inv->output);
       out.push_back(std::move(inv));
