@@ -28,6 +28,13 @@ BlockArray::BlockArray(std::initializer_list<Block> blocks) : BlockArray(blocks.
   for (const Block& b : blocks) data_[size_++] = b;
 }
 
+BlockArray BlockArray::adopt_mapping(Block* mapped, std::size_t count) {
+  BlockArray a;
+  a.data_ = count ? mapped : nullptr;  // an empty array owns no pages
+  a.size_ = a.capacity_ = count;
+  return a;
+}
+
 BlockArray::~BlockArray() {
   if (data_) ::munmap(data_, capacity_ * sizeof(Block));
 }

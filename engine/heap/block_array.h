@@ -16,6 +16,9 @@ class BlockArray {
   BlockArray() = default;
   explicit BlockArray(std::size_t capacity);
   BlockArray(std::initializer_list<Block> blocks);
+  // Takes over `count` blocks at `mapped`, the page-aligned start of a writable mmap'ed range of at least
+  // that many blocks (a private mapping of a saved index: loading it copies nothing); unmapped as its own.
+  static BlockArray adopt_mapping(Block* mapped, std::size_t count);
   ~BlockArray();
   BlockArray(BlockArray&& other) noexcept;
   BlockArray& operator=(BlockArray&& other) noexcept;

@@ -9,6 +9,16 @@
 
 namespace heapscope {
 
+template <typename Out>
+void ReferenceGraph::scan_block(BlockId b, Out& out) const {
+  const Block& blk = index_.blocks()[b];
+  if (!is_allocated(blk.state)) return;
+  // A runtime's header links (its GC list) are bookkeeping: the scan starts past them.
+  const Address links = headers_ && headers_->has(b) ? headers_->link_bytes : 0;
+  for_each_pointer(blk.address() + links, blk.address() + blk.usable_size(),
+                   [&](Address, std::uint64_t word, BlockId target) { out.push_back(edge_to(target, word)); });
+}
+
 ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, unsigned workers,
                                const ObjectHeaders* headers)
     : image_(image), roots_(roots), index_(index), headers_(headers), block_count_(index.blocks().size()) {
@@ -34,37 +44,123 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
   // slice has stopped.
   progress_total(total_bytes);
   auto scan_part = [&](Part& part) {
-    part.offsets.reserve(part.last - part.first + 1);
-    part.offsets.push_back(0);
-    MemoryCursor memory(image_);
+    std::vector<std::uint32_t> offsets, edges;
+    offsets.reserve(part.last - part.first + 1);
+    offsets.push_back(0);
     std::uint64_t bytes_since = 0;
     for (BlockId b = part.first; b < part.last; ++b) {
-      const Block& blk = blocks[b];
-      bytes_since += blk.chunk_size();
+      bytes_since += blocks[b].chunk_size();
       if (bytes_since >= (std::uint64_t{1} << 20)) {
         progress_step(bytes_since);
         bytes_since = 0;
       }
-      // A runtime's header links (its GC list) are bookkeeping: the scan starts past them.
-      const Address links = headers_ && headers_->has(b) ? headers_->link_bytes : 0;
-      if (is_allocated(blk.state))
-        for_each_pointer(memory, blk.address() + links, blk.address() + blk.usable_size(),
-                         [&](Address, std::uint64_t word, BlockId target) { part.edges.push_back(edge_to(target, word)); });
-      if (part.edges.size() >= 0xffffffffu) throw std::length_error("more than 2^32 edges in one slice");
-      part.offsets.push_back(static_cast<std::uint32_t>(part.edges.size()));
+      scan_block(b, edges);
+      if (edges.size() >= 0xffffffffu) throw std::length_error("more than 2^32 edges in one slice");
+      offsets.push_back(static_cast<std::uint32_t>(edges.size()));
     }
-    part.edges.shrink_to_fit();
+    edges.shrink_to_fit();
+    part.offsets = U32Array(std::move(offsets));
+    part.edges = U32Array(std::move(edges));
   };
   run_workers(n, [&](unsigned p) { scan_part(parts_[p]); });
   for (const Part& p : parts_) edge_count_ += p.edges.size();
 
-  root_offsets_.push_back(0);
+  std::vector<std::uint32_t> root_offsets{0}, root_targets;
   for (const RootRange& r : roots.ranges) {
     for_each_root_pointer(r, [&](Address, std::uint64_t word, BlockId target) {
-      root_targets_.push_back(edge_to(target, word));
+      root_targets.push_back(edge_to(target, word));
     });
-    root_offsets_.push_back(static_cast<std::uint32_t>(root_targets_.size()));
+    root_offsets.push_back(static_cast<std::uint32_t>(root_targets.size()));
   }
+  root_offsets_ = U32Array(std::move(root_offsets));
+  root_targets_ = U32Array(std::move(root_targets));
+}
+
+namespace {
+
+// Whether `slice` is CSR over `items` items: offsets one more, from 0 to the edge count, never decreasing.
+bool fits(const ReferenceGraph::EdgeSlice& slice, std::size_t items) {
+  return slice.first == 0 && slice.last == items && slice.offsets.size() == items + 1 && slice.offsets.front() == 0 &&
+         slice.offsets.back() == slice.edges.size() && std::is_sorted(slice.offsets.begin(), slice.offsets.end());
+}
+
+// Whether every edge of `slice` (a block id, maybe with the interior bit) is one of `blocks` blocks.
+bool edges_lead_to_blocks(const ReferenceGraph::EdgeSlice& slice, std::size_t blocks) {
+  return std::all_of(slice.edges.begin(), slice.edges.end(), [&](std::uint32_t e) { return edge_target(e) < blocks; });
+}
+
+// Whether `referrers` pair every root edge of `roots` with its root range, blocks sorted and in range.
+bool fits(const ReferenceGraph::RootReferrers& referrers, std::size_t blocks, const ReferenceGraph::EdgeSlice& roots) {
+  const std::size_t ranges = roots.offsets.empty() ? 0 : roots.offsets.size() - 1;
+  return referrers.blocks.size() == roots.edges.size() && referrers.roots.size() == roots.edges.size() &&
+         std::is_sorted(referrers.blocks.begin(), referrers.blocks.end()) &&
+         (referrers.blocks.empty() || referrers.blocks.back() < blocks) &&
+         std::all_of(referrers.roots.begin(), referrers.roots.end(), [&](std::uint32_t r) { return r < ranges; });
+}
+
+}  // namespace
+
+ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, SavedArrays arrays,
+                               const ObjectHeaders* headers)
+    : image_(image), roots_(roots), index_(index), headers_(headers), block_count_(index.blocks().size()) {
+  if (!fits(arrays.forward, block_count_)) throw std::invalid_argument("saved edges do not fit the heap's blocks");
+  if (!fits(arrays.roots, roots.ranges.size())) throw std::invalid_argument("saved root edges do not fit the roots");
+  if (!edges_lead_to_blocks(arrays.forward, block_count_) || !edges_lead_to_blocks(arrays.roots, block_count_))
+    throw std::invalid_argument("saved edges lead outside the heap's blocks");
+  reverse_saved_ = !arrays.reverse.offsets.empty();
+  if (reverse_saved_ && (!fits(arrays.reverse, block_count_) || !edges_lead_to_blocks(arrays.reverse, block_count_) ||
+                         !fits(arrays.root_referrers, block_count_, arrays.roots) ||
+                         arrays.reverse.edges.size() != arrays.forward.edges.size()))
+    throw std::invalid_argument("saved reverse edges do not fit the forward ones");
+  Part all;
+  all.first = 0;
+  all.last = static_cast<BlockId>(block_count_);
+  all.offsets = U32Array::viewing(arrays.forward.offsets);
+  all.edges = U32Array::viewing(arrays.forward.edges);
+  edge_count_ = all.edges.size();
+  parts_.push_back(std::move(all));
+  root_offsets_ = U32Array::viewing(arrays.roots.offsets);
+  root_targets_ = U32Array::viewing(arrays.roots.edges);
+  if (reverse_saved_) {
+    in_offsets_ = U32Array::viewing(arrays.reverse.offsets);
+    in_edges_ = U32Array::viewing(arrays.reverse.edges);
+    in_root_blocks_ = U32Array::viewing(arrays.root_referrers.blocks);
+    in_roots_ = U32Array::viewing(arrays.root_referrers.roots);
+  }
+  saved_ = std::move(arrays.keep);
+}
+
+std::vector<std::uint32_t> ReferenceGraph::rescan(BlockId b) const {
+  std::vector<std::uint32_t> edges;
+  scan_block(b, edges);
+  return edges;
+}
+
+std::vector<std::uint32_t> ReferenceGraph::rescan_root(std::size_t root) const {
+  std::vector<std::uint32_t> edges;
+  for_each_root_pointer(roots_.ranges[root],
+                        [&](Address, std::uint64_t word, BlockId target) { edges.push_back(edge_to(target, word)); });
+  return edges;
+}
+
+std::vector<ReferenceGraph::EdgeSlice> ReferenceGraph::forward_slices() const {
+  std::vector<EdgeSlice> slices;
+  for (const Part& p : parts_) slices.push_back({p.first, p.last, p.offsets.span(), p.edges.span()});
+  return slices;
+}
+
+ReferenceGraph::EdgeSlice ReferenceGraph::root_slice() const {
+  return {0, static_cast<std::uint32_t>(root_count()), root_offsets_.span(), root_targets_.span()};
+}
+
+ReferenceGraph::EdgeSlice ReferenceGraph::reverse_slice() const {
+  build_reverse();
+  return {0, static_cast<std::uint32_t>(block_count_), in_offsets_.span(), in_edges_.span()};
+}
+
+ReferenceGraph::RootReferrers ReferenceGraph::root_referrers() const {
+  build_reverse();
+  return {in_root_blocks_.span(), in_roots_.span()};
 }
 
 std::vector<Address> ReferenceGraph::edge_sites(BlockId from, BlockId to) const {
@@ -98,16 +194,17 @@ std::span<const std::uint32_t> ReferenceGraph::root_edges(std::size_t root) cons
 }
 
 void ReferenceGraph::build_reverse() const {
+  if (reverse_saved_) return;
   std::call_once(reverse_once_, [this] {
-    in_offsets_.assign(block_count_ + 1, 0);
+    std::vector<std::uint32_t> in_offsets(block_count_ + 1, 0);
     for (const Part& p : parts_)
-      for (std::uint32_t e : p.edges) ++in_offsets_[edge_target(e) + 1];
-    for (std::size_t i = 1; i < in_offsets_.size(); ++i) in_offsets_[i] += in_offsets_[i - 1];
-    in_edges_.resize(edge_count_);
-    std::vector<std::uint32_t> fill(in_offsets_.begin(), in_offsets_.end() - 1);
+      for (std::uint32_t e : p.edges) ++in_offsets[edge_target(e) + 1];
+    for (std::size_t i = 1; i < in_offsets.size(); ++i) in_offsets[i] += in_offsets[i - 1];
+    std::vector<std::uint32_t> in_edges(edge_count_);
+    std::vector<std::uint32_t> fill(in_offsets.begin(), in_offsets.end() - 1);
     for (const Part& p : parts_)
       for (BlockId b = p.first; b < p.last; ++b)
-        for (std::uint32_t e : out_edges(b)) in_edges_[fill[edge_target(e)]++] = b | (e & kInteriorBit);
+        for (std::uint32_t e : out_edges(b)) in_edges[fill[edge_target(e)]++] = b | (e & kInteriorBit);
 
     // Root edges are few beside blocks: sorted (block, root) pairs, not an offset per block.
     std::vector<std::pair<BlockId, std::uint32_t>> pairs;
@@ -115,9 +212,12 @@ void ReferenceGraph::build_reverse() const {
     for (std::size_t r = 0; r + 1 < root_offsets_.size(); ++r)
       for (std::uint32_t e : root_edges(r)) pairs.emplace_back(edge_target(e), static_cast<std::uint32_t>(r));
     std::sort(pairs.begin(), pairs.end());
-    in_root_blocks_.resize(pairs.size());
-    in_roots_.resize(pairs.size());
-    for (std::size_t i = 0; i < pairs.size(); ++i) std::tie(in_root_blocks_[i], in_roots_[i]) = pairs[i];
+    std::vector<std::uint32_t> blocks(pairs.size()), roots(pairs.size());
+    for (std::size_t i = 0; i < pairs.size(); ++i) std::tie(blocks[i], roots[i]) = pairs[i];
+    in_offsets_ = U32Array(std::move(in_offsets));
+    in_edges_ = U32Array(std::move(in_edges));
+    in_root_blocks_ = U32Array(std::move(blocks));
+    in_roots_ = U32Array(std::move(roots));
   });
 }
 
@@ -133,9 +233,9 @@ std::span<const std::uint32_t> ReferenceGraph::in_root_edges(BlockId b) const {
 }
 
 std::size_t ReferenceGraph::memory_bytes() const {
-  std::size_t n = index_.memory_bytes() + root_offsets_.capacity() * 4 + root_targets_.capacity() * 4;
-  for (const Part& p : parts_) n += p.offsets.capacity() * 4 + p.edges.capacity() * 4;
-  n += (in_offsets_.capacity() + in_edges_.capacity() + in_root_blocks_.capacity() + in_roots_.capacity()) * 4;
+  std::size_t n = index_.memory_bytes() + root_offsets_.owned_bytes() + root_targets_.owned_bytes();
+  for (const Part& p : parts_) n += p.offsets.owned_bytes() + p.edges.owned_bytes();
+  n += in_offsets_.owned_bytes() + in_edges_.owned_bytes() + in_root_blocks_.owned_bytes() + in_roots_.owned_bytes();
   return n;
 }
 

@@ -3,7 +3,8 @@
 // in CSR form with 32-bit block ids; the top bit of an edge marks a pointer into the block's interior.
 // Forward edges are built by the scan (in parallel, one contiguous slice of blocks per worker, so the
 // per-worker arrays are already in CSR order and are kept as they are, not copied); reverse edges are
-// built on first use.
+// built on first use. A graph can also be made from the arrays of an earlier scan of the same image (the
+// index cache, session/index_cache.h), viewed in place.
 #pragma once
 
 #include <memory>
@@ -15,6 +16,7 @@
 #include "image/word_scan.h"
 #include "model/block_index.h"
 #include "model/roots.h"
+#include "model/u32_array.h"
 #include "runtime/object_headers.h"
 
 namespace heapscope {
@@ -30,7 +32,46 @@ class ReferenceGraph {
   // a header is a pointer to the block's start, and the header's links are not scanned.
   ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, unsigned workers = 0,
                  const ObjectHeaders* headers = nullptr);
+  // Edges in CSR form: item i of [first, last) (a block, or a root range) has the edges
+  // edges[offsets[i - first], offsets[i - first + 1]); offsets start at 0.
+  struct EdgeSlice {
+    std::uint32_t first = 0, last = 0;
+    std::span<const std::uint32_t> offsets;  // last - first + 1 entries
+    std::span<const std::uint32_t> edges;
+  };
+  // The roots pointing into blocks, as (block, root range) pairs sorted by block: root edges are few beside
+  // blocks, so not an offset per block.
+  struct RootReferrers {
+    std::span<const std::uint32_t> blocks;  // sorted
+    std::span<const std::uint32_t> roots;   // as many
+  };
+  // The arrays of an earlier scan of the same image, blocks and roots (what the scan builds, and the
+  // reverse edges when they were built), in memory that `keep` holds alive for the graph's lifetime.
+  struct SavedArrays {
+    EdgeSlice forward;        // every block: [0, block_count)
+    EdgeSlice roots;          // every root range
+    EdgeSlice reverse;           // empty offsets: not saved, built on first use
+    RootReferrers root_referrers;  // likewise
+    std::shared_ptr<const void> keep;
+  };
+  // Takes them as they are (no word is scanned); throws std::invalid_argument when their sizes do not fit
+  // `index` and `roots` or an edge leads outside them (one pass over every array: a damaged file must not
+  // make a later read go astray). Whether the edges are this image's is the caller's check (rescan()).
+  ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, SavedArrays arrays,
+                 const ObjectHeaders* headers = nullptr);
   const ObjectHeaders* object_headers() const { return headers_; }
+
+  // What SavedArrays would hold: the forward edges as the scan's workers left them (one slice each, in
+  // block order), the roots' edges, and the reverse edges (built here when not yet).
+  std::vector<EdgeSlice> forward_slices() const;
+  EdgeSlice root_slice() const;
+  EdgeSlice reverse_slice() const;
+  RootReferrers root_referrers() const;
+
+  // The edges the scan finds in block `b` / root range `root` of the image now: what out_edges and
+  // root_edges hold for a graph that was scanned, and how a saved one is checked.
+  std::vector<std::uint32_t> rescan(BlockId b) const;
+  std::vector<std::uint32_t> rescan_root(std::size_t root) const;
 
   std::size_t block_count() const { return block_count_; }
   std::size_t edge_count() const { return edge_count_; }
@@ -67,12 +108,15 @@ class ReferenceGraph {
   void for_each_pointer(MemoryCursor& memory, Address start, Address end, Fn&& fn) const;
 
  private:
-  struct Part {  // the edges of blocks [first, last), scanned by one worker
+  struct Part {  // the edges of blocks [first, last), scanned by one worker (or saved)
     BlockId first = 0, last = 0;
-    std::vector<std::uint32_t> offsets;  // last - first + 1 entries
-    std::vector<std::uint32_t> edges;
+    U32Array offsets;  // last - first + 1 entries
+    U32Array edges;
   };
   void build_reverse() const;
+  // The scan of one block: appends its edges to `out`.
+  template <typename Out>
+  void scan_block(BlockId b, Out& out) const;
   // for_each_pointer over a root range; a thread's registers give the Reg (as an Address) for the word's place.
   template <typename Fn>
   void for_each_root_pointer(const RootRange& root, Fn&& fn) const;
@@ -90,13 +134,15 @@ class ReferenceGraph {
   std::size_t block_count_ = 0;
   std::size_t edge_count_ = 0;
   std::vector<Part> parts_;
-  std::vector<std::uint32_t> root_offsets_;
-  std::vector<std::uint32_t> root_targets_;
+  U32Array root_offsets_;
+  U32Array root_targets_;
+  std::shared_ptr<const void> saved_;  // the memory a graph made from SavedArrays views
 
+  bool reverse_saved_ = false;  // the reverse edges came with SavedArrays: nothing to build
   mutable std::once_flag reverse_once_;
-  mutable std::vector<std::uint32_t> in_offsets_, in_edges_;
-  mutable std::vector<BlockId> in_root_blocks_;  // sorted; in_roots_[i] is a root pointing into in_root_blocks_[i]
-  mutable std::vector<std::uint32_t> in_roots_;
+  mutable U32Array in_offsets_, in_edges_;
+  mutable U32Array in_root_blocks_;  // sorted; in_roots_[i] is a root range pointing into in_root_blocks_[i]
+  mutable U32Array in_roots_;
 };
 
 // The one traversal the analyses share: from the blocks on `pending` (marked by the caller), marks and

@@ -80,11 +80,30 @@ const LocatedAllocator& Session::allocator() {
 const HeapModel& Session::heap() {
   return product(heap_, "walk", [&] {
     const LocatedAllocator& located = allocator();
+    if (std::unique_ptr<HeapModel> cached = heap_from_cache()) return cached;
     std::string error;
     std::optional<HeapModel> model = located.walk(&error);
     if (!model) throw AnalysisError(error.empty() ? "no heap found" : error);
-    return std::move(*model);
+    return std::make_unique<HeapModel>(std::move(*model));
   });
+}
+
+std::unique_ptr<HeapModel> Session::heap_from_cache() {
+  if (!options_.index_cache) return nullptr;
+  cache_key_ = options_.index_cache->key(*image_, options_.symbols, options_.allocators);
+  if (cache_key_.empty()) return nullptr;
+  std::string note;
+  cached_ = options_.index_cache->load(cache_key_, &note);
+  if (cached_) {
+    PhaseTimer timer("cache: check");
+    std::string why;
+    if (!check_heap(*image_, *cached_->heap, &why)) {
+      note = options_.index_cache->rejection(cache_key_, why);
+      cached_.reset();
+    }
+  }
+  if (!note.empty()) add_warnings({note});
+  return cached_ ? std::move(cached_->heap) : nullptr;
 }
 
 const LibcThreads& Session::libc_threads() {
@@ -110,6 +129,18 @@ const std::optional<ObjectHeaders>& Session::object_headers() {
 }
 
 const ReferenceGraph& Session::graph() {
+  std::lock_guard lock(cache_mutex_);
+  if (!graph_.value && graph_.error.empty()) {
+    heap();  // whether a saved index holds the graph is known once the heap is
+    if (cached_ && !cached_graph_.value && cached_graph_.error.empty()) {
+      try {
+        product(cached_graph_, "cache: graph", [&] { return graph_from_cache(); });
+      } catch (const AnalysisError&) {
+        if (progress_.stop_requested()) throw;  // else: refused, with its warning; scanned below
+      }
+    }
+  }
+  if (cached_graph_.value) return *cached_graph_.value;
   return product(graph_, "scan", [&] {
     const BlockIndex& index = block_index();
     const RootSet& r = roots();
@@ -118,8 +149,52 @@ const ReferenceGraph& Session::graph() {
   });
 }
 
+std::unique_ptr<ReferenceGraph> Session::graph_from_cache() {
+  const BlockIndex& index = block_index();
+  const RootSet& r = roots();
+  const std::optional<ObjectHeaders>& headers = object_headers();
+  PhaseTimer timer("cache: check");
+  std::unique_ptr<ReferenceGraph> g;
+  std::string why;
+  try {
+    g = std::make_unique<ReferenceGraph>(*image_, index, r, std::move(cached_->graph), headers ? &*headers : nullptr);
+  } catch (const std::invalid_argument& e) {
+    why = e.what();
+  }
+  if (g && check_graph(*g, cached_->verdicts, &why)) {
+    graph_from_cache_ = true;
+    return g;
+  }
+  add_warnings({options_.index_cache->rejection(cache_key_, why)});
+  cached_.reset();
+  throw AnalysisError(why);
+}
+
 const LeakVerdicts& Session::verdicts() {
-  return product(verdicts_, "reachability", [&] { return compute_verdicts(graph(), heap()); });
+  std::lock_guard lock(cache_mutex_);
+  if (!verdicts_.value) graph();  // saved verdicts are used only with the saved graph
+  return product(verdicts_, graph_from_cache_ ? "cache: verdicts" : "reachability", [&] {
+    if (graph_from_cache_) return std::make_unique<LeakVerdicts>(std::move(cached_->verdicts));
+    return std::make_unique<LeakVerdicts>(compute_verdicts(graph(), heap()));
+  });
+}
+
+bool Session::index_cache_outdated() const {
+  std::lock_guard lock(cache_mutex_);
+  return options_.index_cache && !cache_key_.empty() && graph_.value && !graph_from_cache_;
+}
+
+void Session::save_index_cache() {
+  std::lock_guard lock(cache_mutex_);
+  if (!index_cache_outdated()) return;
+  const LeakVerdicts& v = verdicts();
+  ProgressScope current(&progress_);
+  PhaseScope phase(progress_, "cache: write");
+  try {
+    options_.index_cache->save(cache_key_, *heap_.value, *graph_.value, v);
+  } catch (const Interrupted&) {
+    throw AnalysisError("interrupted");
+  }
 }
 
 const HeapVerification& Session::verification() {

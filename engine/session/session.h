@@ -28,6 +28,7 @@
 #include "model/roots.h"
 #include "runtime/allocator.h"
 #include "runtime/libc_runtime.h"
+#include "session/index_cache.h"
 #include "session/snapshot_store.h"
 #include "symbols/symbol_index.h"
 #include "types/block_types.h"
@@ -54,6 +55,9 @@ struct SessionOptions {
   // Told the name of each product as its computation starts ("walk", "roots", …), the phase names the
   // session's Progress shows too: a way for tests to see that each is computed once.
   std::function<void(std::string_view product)> on_product;
+  // Where the heap, graph and verdicts of this core are saved for the next process (session/index_cache.h);
+  // null: computed here, saved nowhere. The CLI sets it for a core file unless told --no-cache.
+  std::shared_ptr<IndexCache> index_cache;
 };
 
 // Thrown when an analysis cannot produce anything useful (e.g. no heap in the image); commands turn it into
@@ -131,6 +135,14 @@ class Session {
   void set_address_evaluator(AddressEvaluator evaluator) { evaluate_ = std::move(evaluator); }
   Address evaluate_address(const std::string& text) const;
 
+  // Saves the heap, the graph (its reverse edges built first) and the verdicts (computed first when no
+  // command has) to the options' index cache, when this session scanned the graph itself rather than
+  // loading it; the CLI calls it once the command's output is out. Throws std::runtime_error when the
+  // index cannot be written and AnalysisError("interrupted") when stopped; no partial file is left.
+  void save_index_cache();
+  // Whether save_index_cache() has anything to write.
+  bool index_cache_outdated() const;
+
   // Everything a user should know about: the image's and the symbols' warnings, then those of every
   // product computed so far, each once. The command runner puts them on every report.
   std::vector<std::string> warnings() const;
@@ -158,6 +170,11 @@ class Session {
   // The Progress that products computed on this thread report to: the session's, or the second thread's
   // own in compute_side_by_side.
   Progress& progress_here();
+  // The index cache's part of heap() and graph(). heap_from_cache: null when there is no saved index or its
+  // heap fails the check; graph_from_cache throws AnalysisError when its graph fails the check. Either way
+  // the products are then computed as without a cache, and saved again.
+  std::unique_ptr<HeapModel> heap_from_cache();
+  std::unique_ptr<ReferenceGraph> graph_from_cache();
 
   std::shared_ptr<const Image> image_;
   SessionOptions options_;
@@ -176,7 +193,8 @@ class Session {
   Slot<RootSet> roots_;
   Slot<BlockIndex> block_index_;
   Slot<std::optional<ObjectHeaders>> object_headers_;
-  Slot<ReferenceGraph> graph_;
+  Slot<ReferenceGraph> graph_;         // scanned
+  Slot<ReferenceGraph> cached_graph_;  // or from a saved index (graph_from_cache_)
   Slot<LeakVerdicts> verdicts_;
   Slot<HeapVerification> verification_;
   Slot<std::vector<std::vector<Frame>>> frames_;
@@ -188,6 +206,12 @@ class Session {
   Slot<Retention> retention_;
   AddressEvaluator evaluate_;
   Progress progress_;
+  // Guards the cache's state below and orders graph() and verdicts() with it (held while they compute:
+  // whether the graph comes from the index decides how both are made).
+  mutable std::recursive_mutex cache_mutex_;
+  std::string cache_key_;                  // this core's key in the index cache; empty: no cache
+  std::unique_ptr<CachedProducts> cached_;  // a saved index whose heap was taken, graph not yet checked
+  bool graph_from_cache_ = false;
 };
 
 }  // namespace heapscope

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "commands/command_runner.h"
@@ -29,17 +31,23 @@ using namespace heapscope;
 // The shared target options and, for commands on a core, the core.
 struct CoreTarget : TargetOptions {
   std::string core;
+  bool no_cache = false;  // --no-cache
 };
 
 enum class Target { core, live_process };
 
 // `core_positional`: whether the core is its own CORE positional (not for a live process, nor for a
-// command that lists it among its cores).
-void add_target_options(CLI::App& sub, CoreTarget& t, bool core_positional) {
+// command that lists it among its cores). `on_core`: the command analyses a core (the index cache's
+// --no-cache), not a live process.
+void add_target_options(CLI::App& sub, CoreTarget& t, bool core_positional, bool on_core) {
   if (core_positional)
     sub.add_option("CORE", t.core, "Core file of the process (capture one with scripts/capture-core or gdb's gcore)")
         ->required();
   heapscope::add_target_options(sub, static_cast<TargetOptions&>(t));
+  if (on_core)
+    sub.add_flag("--no-cache", t.no_cache,
+                 "Neither use nor write the index cache (the heap, pointer graph and leak verdicts an earlier "
+                 "command saved for this core; docs/usage.md, \"Index cache\"); HEAPSCOPE_NO_CACHE=1 does the same");
 }
 
 int fail(const std::string& message) {
@@ -101,15 +109,58 @@ std::shared_ptr<ElfCoreImage> open_core(const std::string& core, const TargetOpt
   return ElfCoreImage::open(core, core_open_options(t), error);
 }
 
+// The index cache of a core, unless told not to use one (--no-cache, HEAPSCOPE_NO_CACHE=1, or no cache
+// directory can be made out).
+std::shared_ptr<IndexCache> index_cache_for(const CoreTarget& t) {
+  const char* off = std::getenv("HEAPSCOPE_NO_CACHE");
+  const std::string dir = default_index_cache_dir();
+  if (t.no_cache || (off && *off && std::string(off) != "0") || dir.empty()) return nullptr;
+  return std::make_shared<IndexCache>(t.core, dir);
+}
+
+// Writes the index in this process. Failing to write it is worth a note, not a failed command.
+int write_index(Session& session, int exit_code) {
+  try {
+    session.save_index_cache();
+  } catch (const std::exception& e) {
+    if (g_interrupted) return interrupted();  // the output stands; no index was written
+    std::cerr << "heapscope: note: index cache not written: " << e.what() << "\n";
+  }
+  return exit_code;
+}
+
+// Once the output is out, the next command on this core in a new process can start from what this one
+// computed. A child process writes the index, so that the command ends with its output: at 20 M blocks
+// the index is 760 MB and takes 1-2 s to write, most of it the kernel taking it into the page cache
+// (docs/performance.md, "Index cache"). The child leaves the output stream at once, so a pipe after
+// heapscope ends with the command; it keeps stderr only with HEAPSCOPE_TIMING set, to print its phase
+// (a caller reading that stderr to its end then waits for the index, as tests and benchmarks want).
+// Until its rename the index does not exist, so a command started meanwhile computes as without one.
+int save_index(Session& session, int exit_code) {
+  if (exit_code != 0 || !session.index_cache_outdated()) return exit_code;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t child = ::fork();
+  if (child < 0) return write_index(session, exit_code);
+  if (child > 0) return exit_code;
+  const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  ::dup2(null, STDOUT_FILENO);
+  if (!std::getenv("HEAPSCOPE_TIMING")) ::dup2(null, STDERR_FILENO);
+  write_index(session, exit_code);
+  std::fflush(stderr);
+  ::_exit(0);  // the parent owns everything else: nothing to destroy or flush twice
+}
+
 int run(const CommandEntry& entry, Command& command, const CoreTarget& t, const OutputOptions& output) {
   std::string error;
   std::shared_ptr<ElfCoreImage> image = open_core(t.core, t, &error);
   if (!image) return fail(error);
   SessionOptions options = session_options(t);
   options.state_name = std::filesystem::path(t.core).filename().string();
+  options.index_cache = index_cache_for(t);
   Session session(std::move(image), options);
   adapt(session);
-  return report(entry, run_command(session, command, output));
+  return save_index(session, report(entry, run_command(session, command, output)));
 }
 
 // The command's earlier cores when it takes them as positionals (`diff OLD NEW`); null otherwise.
@@ -215,7 +266,7 @@ int main(int argc, char** argv) {
       // A command whose positionals are earlier cores lists the analysed core with them: `diff OLD NEW`.
       CoreSeries* series = positional_series(*inv->command);
       if (series && target == Target::core) series->listed_with_current = true;
-      add_target_options(*inv->app, inv->target, target == Target::core && !series);
+      add_target_options(*inv->app, inv->target, target == Target::core && !series, target == Target::core);
       inv->command->add_options(*inv->app);
       add_output_options(*inv->app, inv->output);
       out.push_back(std::move(inv));

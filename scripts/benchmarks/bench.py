@@ -395,7 +395,11 @@ def parse_args():
     ap.add_argument("--reuse-blocks", type=int, default=5_000_000)
     ap.add_argument("--reuse-commands", nargs=2, default=["leaks", "leaks"], metavar=("FIRST", "SECOND"))
     ap.add_argument("--plot", metavar="FILE.svg", help="write a log-log plot of time and memory against blocks")
-    return ap.parse_args()
+    args = ap.parse_args()
+    # Every run computes what it times: a run after the first would otherwise load the index cache
+    # (--cache times that apart).
+    os.environ["HEAPSCOPE_NO_CACHE"] = "1"
+    return args
 
 
 def print_types(heapscope, generator, args):

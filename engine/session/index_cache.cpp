@@ -1,0 +1,358 @@
+#include "session/index_cache.h"
+
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "base/phase_timer.h"
+#include "base/progress.h"
+#include "session/heap_model_json.h"
+#include "session/index_file.h"
+
+namespace heapscope {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kIndexExtension = ".hsindex";
+// Blocks whose headers and edges are checked against the image, spread evenly over the heap.
+constexpr std::size_t kCheckedBlocks = 1000;
+
+std::string hex(const unsigned char* bytes, std::size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) s += {digits[bytes[i] >> 4], digits[bytes[i] & 15]};
+  return s;
+}
+
+// The running heapscope's own build-id: a rebuilt heapscope may compute its products differently while
+// its version string stays the same.
+std::string own_build_id() {
+  std::string id;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE) continue;
+          const auto* p = reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);
+          const unsigned char* end = p + ph.p_memsz;
+          while (p + sizeof(ElfW(Nhdr)) <= end) {
+            ElfW(Nhdr) note;
+            std::memcpy(&note, p, sizeof note);
+            const unsigned char* name = p + sizeof note;
+            const unsigned char* desc = name + ((note.n_namesz + 3) & ~3u);
+            if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+              *static_cast<std::string*>(out) = hex(desc, note.n_descsz);
+              return 1;
+            }
+            p = desc + ((note.n_descsz + 3) & ~3u);
+          }
+        }
+        return 1;  // only the executable: the first object listed
+      },
+      &id);
+  return id.empty() ? "none" : id;
+}
+
+std::string key_hash_name(const std::string& key) {
+  IndexChecksum hash;
+  hash.update(std::as_bytes(std::span(key.data(), key.size())));
+  char name[17];
+  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(hash.finish()));
+  return name;
+}
+
+// Blocks spread evenly over the heap's ids.
+std::vector<std::size_t> sample_blocks(std::size_t count) {
+  std::vector<std::size_t> sample;
+  const std::size_t step = std::max<std::size_t>(1, count / kCheckedBlocks);
+  for (std::size_t b = 0; b < count; b += step) sample.push_back(b);
+  if (count > 0 && sample.back() != count - 1) sample.push_back(count - 1);
+  return sample;
+}
+
+template <class T>
+std::span<const std::byte> bytes_of(std::span<const T> items) {
+  return std::as_bytes(items);
+}
+
+std::span<const std::byte> text_bytes(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
+
+// The forward offsets as one array over every block: each scan worker's slice has offsets from 0 into its
+// own edges, so each is rebased by the edges before it (the first entry of all but the first is the same
+// as the previous slice's last).
+IndexSectionData joined_forward_offsets(const std::vector<ReferenceGraph::EdgeSlice>& slices, std::size_t blocks) {
+  IndexSectionData s;
+  s.kind = IndexSection::forward_offsets;
+  s.generated_bytes = (blocks + 1) * sizeof(std::uint32_t);
+  s.generate = [&slices](const std::function<void(std::span<const std::byte>)>& put) {
+    std::vector<std::uint32_t> buffer;
+    buffer.reserve(1 << 16);
+    std::uint32_t base = 0;
+    buffer.push_back(0);
+    for (const ReferenceGraph::EdgeSlice& slice : slices) {
+      for (std::size_t i = 1; i < slice.offsets.size(); ++i) {
+        buffer.push_back(base + slice.offsets[i]);
+        if (buffer.size() == buffer.capacity()) {
+          put(bytes_of(std::span<const std::uint32_t>(buffer)));
+          buffer.clear();
+        }
+      }
+      base += static_cast<std::uint32_t>(slice.edges.size());
+    }
+    put(bytes_of(std::span<const std::uint32_t>(buffer)));
+  };
+  return s;
+}
+
+IndexSectionData pieces(IndexSection kind, std::vector<std::span<const std::byte>> parts) {
+  IndexSectionData s;
+  s.kind = kind;
+  s.pieces = std::move(parts);
+  return s;
+}
+
+ReferenceGraph::EdgeSlice slice_of(const IndexFile& file, IndexSection offsets, IndexSection edges) {
+  const std::span<const std::uint32_t> o = file.words(offsets);
+  return {0, static_cast<std::uint32_t>(o.empty() ? 0 : o.size() - 1), o, file.words(edges)};
+}
+
+// The verdicts as saved; false when a byte is no verdict (a file written by another heapscope).
+bool read_verdicts(const IndexFile& file, std::size_t blocks, LeakVerdicts& out) {
+  const std::span<const std::byte> v = file.section(IndexSection::verdicts);
+  const std::span<const std::byte> p = file.section(IndexSection::possibly);
+  if (v.size() != blocks || p.size() != blocks) return false;
+  const auto* vb = reinterpret_cast<const std::uint8_t*>(v.data());
+  const auto* pb = reinterpret_cast<const std::uint8_t*>(p.data());
+  if (std::any_of(vb, vb + blocks, [](std::uint8_t x) { return x > static_cast<std::uint8_t>(Verdict::cycle_leak); }))
+    return false;
+  out.verdict.resize(blocks);
+  std::memcpy(out.verdict.data(), vb, blocks);
+  out.possibly.assign(pb, pb + blocks);
+  return true;
+}
+
+}  // namespace
+
+std::string default_index_cache_dir() {
+  if (const char* dir = std::getenv("HEAPSCOPE_CACHE_DIR"); dir && *dir) return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/heapscope";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/heapscope";
+  return {};
+}
+
+IndexCache::IndexCache(std::string core_path, std::string dir) : core_path_(std::move(core_path)), dir_(std::move(dir)) {
+  struct stat st {};
+  if (dir_.empty() || ::stat(core_path_.c_str(), &st) != 0) return;
+  const std::uint64_t mtime_ns = std::uint64_t(st.st_mtim.tv_sec) * 1000000000u + std::uint64_t(st.st_mtim.tv_nsec);
+  core_identity_ = "size=" + std::to_string(st.st_size) + " mtime_ns=" + std::to_string(mtime_ns) +
+                   " inode=" + std::to_string(st.st_ino) + " device=" + std::to_string(st.st_dev);
+}
+
+std::string IndexCache::key(const Image& image, const SymbolSearchOptions& symbols,
+                            const std::vector<const AllocatorPlugin*>& allocators) const {
+  if (core_identity_.empty()) return {};
+  static const std::string build = own_build_id();
+  std::string key = "heapscope " HEAPSCOPE_VERSION " build " + build + "\n";
+  key += "core " + core_identity_ + "\n";
+  for (const Module& m : image.modules())
+    key += "module " + m.path + " file " + m.file_on_disk + " build-id " + m.build_id + "\n";
+  key += "allocators";
+  for (const AllocatorPlugin* a : allocators) key += " " + std::string(a->name());
+  key += "\nsymbols debug_files=" + std::to_string(symbols.use_debug_files) +
+         " debuginfod=" + std::to_string(symbols.use_debuginfod) + " debug_dirs";
+  for (const std::string& d : symbols.debug_dirs) key += " " + d;
+  return key + "\n";
+}
+
+std::string IndexCache::path_for(const std::string& key) const {
+  return dir_ + "/" + key_hash_name(key) + kIndexExtension;
+}
+
+std::string IndexCache::rejection(const std::string& key, const std::string& why) const {
+  return "index cache " + path_for(key) + " not used (" + why + "): computed again";
+}
+
+std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::string* note) const {
+  note->clear();
+  const std::string path = path_for(key);
+  std::string error;
+  std::unique_ptr<IndexFile> file;
+  {
+    PhaseTimer timer("cache: load");
+    file = IndexFile::open(path, &error);
+  }
+  if (!file) {
+    if (error != "not found") *note = rejection(key, error);
+    return nullptr;
+  }
+  auto fail = [&](const std::string& why) -> std::unique_ptr<CachedProducts> {
+    *note = rejection(key, why);
+    return nullptr;
+  };
+  const std::span<const std::byte> saved_key = file->section(IndexSection::key);
+  if (std::string(reinterpret_cast<const char*>(saved_key.data()), saved_key.size()) != key)
+    return fail("made for another core or heapscope");  // a hash collision of two keys' file names
+  auto products = std::make_unique<CachedProducts>();
+  products->heap = std::make_unique<HeapModel>();
+  const std::span<const std::byte> meta = file->section(IndexSection::heap_meta);
+  if (!heap_meta_from_json(std::string(reinterpret_cast<const char*>(meta.data()), meta.size()), *products->heap))
+    return fail("damaged heap description");
+  const std::size_t blocks = file->section(IndexSection::blocks).size() / sizeof(Block);
+  if (!read_verdicts(*file, blocks, products->verdicts)) return fail("damaged verdicts");
+  ReferenceGraph::SavedArrays& g = products->graph;
+  g.forward = slice_of(*file, IndexSection::forward_offsets, IndexSection::forward_edges);
+  g.roots = slice_of(*file, IndexSection::root_offsets, IndexSection::root_edges);
+  g.reverse = slice_of(*file, IndexSection::reverse_offsets, IndexSection::reverse_edges);
+  g.root_referrers = {file->words(IndexSection::root_referrer_blocks), file->words(IndexSection::root_referrers)};
+  if (g.reverse.offsets.empty()) return fail("no reverse edges");
+  const auto [mapped, count] = file->take_blocks();
+  if (count != blocks) return fail("cannot map its blocks");
+  products->heap->blocks = BlockArray::adopt_mapping(mapped, count);
+  g.keep = IndexFile::keep(std::move(file));
+  return products;
+}
+
+void IndexCache::save(const std::string& key, const HeapModel& heap, const ReferenceGraph& graph,
+                      const LeakVerdicts& verdicts) const {
+  PhaseTimer timer("cache: write");
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw std::runtime_error("cannot create " + dir_ + ": " + ec.message());
+  const std::string meta = heap_meta_to_json(heap);
+  const std::vector<ReferenceGraph::EdgeSlice> forward = graph.forward_slices();
+  std::vector<std::span<const std::byte>> forward_edges;
+  for (const ReferenceGraph::EdgeSlice& s : forward) forward_edges.push_back(bytes_of(s.edges));
+  const ReferenceGraph::EdgeSlice roots = graph.root_slice();
+  {
+    PhaseTimer reverse_timer("cache: write: reverse edges");  // what `retainers` would build otherwise
+    graph.reverse_slice();
+  }
+  const ReferenceGraph::EdgeSlice reverse = graph.reverse_slice();
+  const ReferenceGraph::RootReferrers root_referrers = graph.root_referrers();
+  const std::span<const Block> blocks(heap.blocks.data(), heap.blocks.size());
+
+  std::vector<IndexSectionData> sections;
+  sections.push_back(pieces(IndexSection::key, {text_bytes(key)}));
+  sections.push_back(pieces(IndexSection::heap_meta, {text_bytes(meta)}));
+  sections.push_back(pieces(IndexSection::blocks, {bytes_of(blocks)}));
+  sections.push_back(joined_forward_offsets(forward, heap.blocks.size()));
+  sections.push_back(pieces(IndexSection::forward_edges, forward_edges));
+  sections.push_back(pieces(IndexSection::root_offsets, {bytes_of(roots.offsets)}));
+  sections.push_back(pieces(IndexSection::root_edges, {bytes_of(roots.edges)}));
+  sections.push_back(pieces(IndexSection::reverse_offsets, {bytes_of(reverse.offsets)}));
+  sections.push_back(pieces(IndexSection::reverse_edges, {bytes_of(reverse.edges)}));
+  sections.push_back(pieces(IndexSection::root_referrer_blocks, {bytes_of(root_referrers.blocks)}));
+  sections.push_back(pieces(IndexSection::root_referrers, {bytes_of(root_referrers.roots)}));
+  sections.push_back(pieces(IndexSection::verdicts, {bytes_of(std::span<const Verdict>(verdicts.verdict))}));
+  sections.push_back(pieces(IndexSection::possibly, {bytes_of(std::span<const std::uint8_t>(verdicts.possibly))}));
+  const std::string path = path_for(key);
+  write_index_file(path, sections);
+  evict(path);
+}
+
+// The oldest indexes (by when they were last written) go until the rest fit the bounds; temporary files
+// of writers that died (an hour old) go too.
+void IndexCache::evict(const std::string& keep) const {
+  struct Entry {
+    fs::path path;
+    fs::file_time_type written;
+    std::uint64_t bytes;
+  };
+  std::vector<Entry> indexes;
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec)) {
+    const fs::path& p = e.path();
+    const auto written = e.last_write_time(ec);
+    if (ec) continue;
+    if (p.filename().string().find(std::string(kIndexExtension) + ".tmp.") != std::string::npos) {
+      if (now - written > std::chrono::hours(1)) fs::remove(p, ec);
+      continue;
+    }
+    if (p.extension() != kIndexExtension) continue;
+    indexes.push_back({p, written, static_cast<std::uint64_t>(e.file_size(ec))});
+  }
+  std::sort(indexes.begin(), indexes.end(), [](const Entry& a, const Entry& b) { return a.written > b.written; });
+  std::uint64_t total = 0;
+  std::size_t kept = 0;
+  for (const Entry& e : indexes) {
+    const bool is_new = e.path == fs::path(keep);
+    if (is_new || (kept < kMaxFiles && total + e.bytes <= kMaxBytes)) {
+      total += e.bytes;
+      ++kept;
+    } else {
+      fs::remove(e.path, ec);
+    }
+  }
+}
+
+bool check_heap(const Image& image, const HeapModel& heap, std::string* why) {
+  for (std::size_t b : sample_blocks(heap.blocks.size())) {
+    const Block& blk = heap.blocks[b];
+    if (blk.is_bare() || blk.state == BlockState::mmapped) continue;  // no header, or one sized apart
+    const std::optional<std::uint64_t> size_field = image.read_u64(blk.chunk + 8);
+    if (!size_field) continue;  // not in the core: nothing to compare
+    if ((*size_field & ~std::uint64_t{7}) != blk.chunk_size()) {
+      *why = "block " + std::to_string(b) + "'s chunk header differs";
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+bool contains(std::span<const std::uint32_t> edges, std::uint32_t e) {
+  return std::find(edges.begin(), edges.end(), e) != edges.end();
+}
+
+}  // namespace
+
+bool check_graph(const ReferenceGraph& graph, const LeakVerdicts& verdicts, std::string* why) {
+  const BlockArray& blocks = graph.index().blocks();
+  for (std::size_t b : sample_blocks(graph.block_count())) {
+    const auto id = static_cast<BlockId>(b);
+    const std::span<const std::uint32_t> saved = graph.out_edges(id);
+    const std::vector<std::uint32_t> now = graph.rescan(id);
+    if (!std::equal(saved.begin(), saved.end(), now.begin(), now.end())) {
+      *why = "block " + std::to_string(b) + "'s edges differ";
+      return false;
+    }
+    for (std::uint32_t e : saved)
+      if (!contains(graph.in_edges(edge_target(e)), id | (e & kInteriorBit))) {
+        *why = "block " + std::to_string(b) + "'s reverse edges differ";
+        return false;
+      }
+    const Verdict v = verdicts.verdict[b];
+    const bool leaked_yet_rooted = is_leaked(v) && !graph.in_root_edges(id).empty();
+    if ((v == Verdict::not_allocated) == is_allocated(blocks[b].state) || leaked_yet_rooted) {
+      *why = "block " + std::to_string(b) + "'s verdict is wrong";
+      return false;
+    }
+  }
+  for (std::size_t r = 0; r < graph.root_count(); ++r) {
+    const std::span<const std::uint32_t> saved = graph.root_edges(r);
+    const std::vector<std::uint32_t> now = graph.rescan_root(r);
+    if (!std::equal(saved.begin(), saved.end(), now.begin(), now.end())) {
+      *why = "root range " + std::to_string(r) + "'s edges differ";
+      return false;
+    }
+    for (std::uint32_t e : saved)
+      if (!contains(graph.in_root_edges(edge_target(e)), static_cast<std::uint32_t>(r))) {
+        *why = "root range " + std::to_string(r) + "'s reverse edges differ";
+        return false;
+      }
+    progress_check();
+  }
+  return true;
+}
+
+}  // namespace heapscope

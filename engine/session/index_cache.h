@@ -1,0 +1,85 @@
+// IndexCache: a second command on the same core, in a new process, starts from what the first computed
+// — the heap's blocks, the pointer graph (forward and reverse edges) and the leak verdicts — saved in one
+// file per core under the user's cache directory (as Eclipse MAT keeps index files beside a dump).
+//
+// A saved index is used only when all of these hold, and is otherwise ignored, computed again and
+// rewritten: the file is whole (magic, format version, size, section table, checksum: IndexFile::open);
+// it was made under the same key (the core's size, mtime, inode and device, the image's modules and
+// build-ids, heapscope's version and own build-id, the index format, and the session options that change
+// the products: allocator plug-ins and symbol search); and its content agrees with the core: a sample of
+// blocks' chunk headers (glibc) and out-edges, and every root range's edges, rescanned with the graph's
+// own scan (check_heap, check_graph).
+//
+// Only the CLI on core files uses it (a debugger's session already keeps products across commands on one
+// stop; a live process changes). Docs: docs/usage.md, "Index cache".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "heap/heap_model.h"
+#include "image/image.h"
+#include "model/leak_verdicts.h"
+#include "model/reference_graph.h"
+#include "runtime/allocator.h"
+#include "symbols/module_symbols.h"
+
+namespace heapscope {
+
+// $HEAPSCOPE_CACHE_DIR if set, else $XDG_CACHE_HOME/heapscope, else ~/.cache/heapscope (empty when none of
+// them can be made out).
+std::string default_index_cache_dir();
+
+// What a saved index holds, loaded and found whole and of the same key, but not yet checked against the
+// image. The graph's arrays view the file's mapping (graph.keep).
+struct CachedProducts {
+  std::unique_ptr<HeapModel> heap;
+  ReferenceGraph::SavedArrays graph;
+  LeakVerdicts verdicts;
+};
+
+class IndexCache {
+ public:
+  // Keeps at most this many indexes, and this many bytes of them: the oldest go first.
+  static constexpr std::size_t kMaxFiles = 8;
+  static constexpr std::uint64_t kMaxBytes = std::uint64_t{8} << 30;
+
+  // The cache of the core file at `core_path` in directory `dir`. The core's identity is read now.
+  IndexCache(std::string core_path, std::string dir);
+
+  // The key of this core's products under these inputs; empty when the core cannot be identified (then
+  // nothing is loaded or saved).
+  std::string key(const Image& image, const SymbolSearchOptions& symbols,
+                  const std::vector<const AllocatorPlugin*>& allocators) const;
+  // The file the index of `key` lives in.
+  std::string path_for(const std::string& key) const;
+
+  // Null when there is no usable index for `key`; *note says why when a file was there but failed a check
+  // (empty when there simply was none).
+  std::unique_ptr<CachedProducts> load(const std::string& key, std::string* note) const;
+  // The one-line warning for an index of `key` that was there but failed a check (`why`).
+  std::string rejection(const std::string& key, const std::string& why) const;
+  // Writes the index of `key` (atomically), then trims the directory to its bounds. Throws
+  // std::runtime_error (or Interrupted) when it cannot; no partial file is left.
+  void save(const std::string& key, const HeapModel& heap, const ReferenceGraph& graph,
+            const LeakVerdicts& verdicts) const;
+
+ private:
+  void evict(const std::string& keep) const;
+
+  std::string core_path_;
+  std::string dir_;
+  std::string core_identity_;  // "size=… mtime_ns=… inode=… device=…", empty when stat failed
+};
+
+// The checks against the image (false and *why on the first disagreement). check_heap: the chunk header
+// of a sample of glibc blocks gives the block's size. check_graph (on a graph made from saved arrays over
+// the session's index and roots): a sample of blocks and every root range rescanned give the saved
+// edges; the reverse edges and the verdicts agree with them.
+bool check_heap(const Image& image, const HeapModel& heap, std::string* why);
+bool check_graph(const ReferenceGraph& graph, const LeakVerdicts& verdicts, std::string* why);
+
+}  // namespace heapscope

@@ -1,0 +1,348 @@
+#include "session/index_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "base/phase_timer.h"
+#include "base/progress.h"
+
+namespace heapscope {
+
+namespace {
+
+// Bumped whenever the layout of any section changes (a field of Block or of the JSON, an edge's meaning).
+constexpr std::uint32_t kFormatVersion = 2;
+constexpr char kMagic[8] = {'H', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
+constexpr std::uint64_t kPage = 4096;
+constexpr std::uint64_t kSectionAlign = 64;
+constexpr std::uint32_t kMaxSections = 64;
+// Progress and interrupts are looked at between pieces of this size.
+constexpr std::uint64_t kStepBytes = std::uint64_t{16} << 20;
+
+struct FileHeader {
+  char magic[8];
+  std::uint32_t format_version;
+  std::uint32_t section_count;
+  std::uint64_t file_size;
+  std::uint64_t checksum;  // of every byte after the header
+};
+static_assert(sizeof(FileHeader) == 32);
+
+struct SectionEntry {
+  std::uint32_t kind;
+  std::uint32_t reserved;
+  std::uint64_t offset;
+  std::uint64_t size;
+};
+static_assert(sizeof(SectionEntry) == 24);
+
+std::uint64_t align_up(std::uint64_t n, std::uint64_t to) { return (n + to - 1) / to * to; }
+std::uint64_t alignment_of(IndexSection kind) { return kind == IndexSection::blocks ? kPage : kSectionAlign; }
+bool is_u32_section(IndexSection kind) {
+  return kind >= IndexSection::forward_offsets && kind <= IndexSection::root_referrers;
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+// Appends to a file descriptor and hashes what it appends (the body: all but the header).
+class BodyWriter {
+ public:
+  explicit BodyWriter(int fd) : fd_(fd) {}
+  void put(std::span<const std::byte> bytes) {
+    while (!bytes.empty()) {
+      const std::size_t n = std::min<std::size_t>(bytes.size(), kStepBytes);
+      checksum_.update(bytes.first(n));
+      write_all(bytes.first(n));
+      progress_step(n);
+      bytes = bytes.subspan(n);
+    }
+  }
+  void pad_to(std::uint64_t offset) {
+    static const std::byte zeros[kPage] = {};
+    while (written_ < offset) put({zeros, std::min<std::uint64_t>(offset - written_, kPage)});
+  }
+  std::uint64_t written() const { return written_; }
+  std::uint64_t checksum() const { return checksum_.finish(); }
+
+ private:
+  void write_all(std::span<const std::byte> bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw std::runtime_error("cannot write the index: " + errno_text());
+      bytes = bytes.subspan(static_cast<std::size_t>(n));
+      written_ += static_cast<std::uint64_t>(n);
+    }
+  }
+  int fd_;
+  std::uint64_t written_ = sizeof(FileHeader);
+  IndexChecksum checksum_;
+};
+
+std::uint64_t section_size(const IndexSectionData& s) {
+  if (s.generate) return s.generated_bytes;
+  std::uint64_t n = 0;
+  for (const auto& piece : s.pieces) n += piece.size();
+  return n;
+}
+
+void write_sections(int fd, const std::vector<IndexSectionData>& sections) {
+  std::vector<SectionEntry> table;
+  std::uint64_t offset = sizeof(FileHeader) + sections.size() * sizeof(SectionEntry);
+  for (const IndexSectionData& s : sections) {
+    offset = align_up(offset, alignment_of(s.kind));
+    table.push_back({static_cast<std::uint32_t>(s.kind), 0, offset, section_size(s)});
+    offset += table.back().size;
+    // The blocks' pages become a BlockArray of their own: nothing else may share their last page.
+    if (s.kind == IndexSection::blocks) offset = align_up(offset, kPage);
+  }
+  const std::uint64_t file_size = offset;
+  progress_total(file_size);
+
+  if (::lseek(fd, sizeof(FileHeader), SEEK_SET) < 0) throw std::runtime_error("cannot write the index: " + errno_text());
+  BodyWriter body(fd);
+  body.put(std::as_bytes(std::span(table)));
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    body.pad_to(table[i].offset);
+    const IndexSectionData& s = sections[i];
+    if (s.generate)
+      s.generate([&](std::span<const std::byte> bytes) { body.put(bytes); });
+    else
+      for (const auto& piece : s.pieces) body.put(piece);
+    if (body.written() != table[i].offset + table[i].size)
+      throw std::logic_error("index section " + std::to_string(table[i].kind) + " is not the size announced");
+  }
+
+  FileHeader header{};
+  std::memcpy(header.magic, kMagic, sizeof kMagic);
+  header.format_version = kFormatVersion;
+  header.section_count = static_cast<std::uint32_t>(sections.size());
+  header.file_size = file_size;
+  header.checksum = body.checksum();
+  if (::pwrite(fd, &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header))
+    throw std::runtime_error("cannot write the index: " + errno_text());
+}
+
+}  // namespace
+
+void write_index_file(const std::string& path, const std::vector<IndexSectionData>& sections) {
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot create " + temporary + ": " + errno_text());
+  try {
+    write_sections(fd, sections);
+    // No fsync: a file cut short by a crash fails its size or checksum check at the next load, and is
+    // then written again; syncing hundreds of megabytes would cost more than the cache saves.
+    if (::close(fd) != 0) {
+      ::unlink(temporary.c_str());
+      throw std::runtime_error("cannot write the index: " + errno_text());
+    }
+  } catch (...) {
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    throw;
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string reason = errno_text();
+    ::unlink(temporary.c_str());
+    throw std::runtime_error("cannot rename the index to " + path + ": " + reason);
+  }
+}
+
+std::unique_ptr<IndexFile> IndexFile::open(const std::string& path, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = errno == ENOENT ? "not found" : "cannot open: " + errno_text();
+    return nullptr;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < sizeof(FileHeader)) {
+    ::close(fd);
+    *error = "truncated";
+    return nullptr;
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  // Populated read-only, so that the page cache's pages are mapped as they are (populating a writable
+  // private mapping would copy every page); the blocks' pages are made writable below, copied only if
+  // written.
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    *error = "cannot map: " + errno_text();
+    return nullptr;
+  }
+  std::unique_ptr<IndexFile> file(new IndexFile());
+  file->map_ = static_cast<std::byte*>(p);
+  file->size_ = size;
+
+  FileHeader header;
+  std::memcpy(&header, file->map_, sizeof header);
+  if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0) {
+    *error = "not an index file";
+    return nullptr;
+  }
+  if (header.format_version != kFormatVersion) {
+    *error = "format version " + std::to_string(header.format_version) + ", not " + std::to_string(kFormatVersion);
+    return nullptr;
+  }
+  if (header.file_size != size) {
+    *error = "truncated (" + std::to_string(size) + " of " + std::to_string(header.file_size) + " bytes)";
+    return nullptr;
+  }
+  if (header.section_count > kMaxSections ||
+      sizeof(FileHeader) + std::uint64_t{header.section_count} * sizeof(SectionEntry) > size) {
+    *error = "damaged section table";
+    return nullptr;
+  }
+  for (std::uint32_t i = 0; i < header.section_count; ++i) {
+    SectionEntry e;
+    std::memcpy(&e, file->map_ + sizeof(FileHeader) + i * sizeof(SectionEntry), sizeof e);
+    const auto kind = static_cast<IndexSection>(e.kind);
+    const bool inside = e.offset <= size && e.size <= size - e.offset;
+    const bool aligned = e.offset % alignment_of(kind) == 0;
+    const bool whole = kind == IndexSection::blocks ? e.size % sizeof(Block) == 0
+                       : is_u32_section(kind)     ? e.size % 4 == 0
+                                                  : true;
+    if (!inside || !aligned || !whole || file->find(kind)) {
+      *error = "damaged section table";
+      return nullptr;
+    }
+    file->entries_.push_back({kind, e.offset, e.size});
+  }
+  if (const Entry* blocks = file->find(IndexSection::blocks)) {
+    const std::uint64_t pages_end = align_up(blocks->offset + blocks->size, kPage);
+    for (const Entry& e : file->entries_)
+      if (&e != blocks && e.size > 0 && e.offset < pages_end && e.offset + e.size > blocks->offset) {
+        *error = "damaged section table";  // a section in the blocks' pages
+        return nullptr;
+      }
+  }
+  // The whole body, in pieces: a load that takes long can be interrupted.
+  PhaseTimer timer("cache: checksum");
+  IndexChecksum checksum;
+  for (std::size_t at = sizeof(FileHeader); at < size;) {
+    const std::size_t n = std::min<std::size_t>(size - at, 4 * kStepBytes);
+    checksum.update({file->map_ + at, n});
+    progress_check();
+    at += n;
+  }
+  if (checksum.finish() != header.checksum) {
+    *error = "checksum mismatch";
+    return nullptr;
+  }
+  return file;
+}
+
+IndexFile::~IndexFile() {
+  if (!map_) return;
+  const Entry* blocks = blocks_taken_ ? find(IndexSection::blocks) : nullptr;
+  if (!blocks) {
+    ::munmap(map_, size_);
+    return;
+  }
+  // The blocks' pages belong to their BlockArray now.
+  const std::uint64_t blocks_end = std::min<std::uint64_t>(align_up(blocks->offset + blocks->size, kPage), size_);
+  if (blocks->offset > 0) ::munmap(map_, blocks->offset);
+  if (blocks_end < size_) ::munmap(map_ + blocks_end, size_ - blocks_end);
+}
+
+const IndexFile::Entry* IndexFile::find(IndexSection kind) const {
+  for (const Entry& e : entries_)
+    if (e.kind == kind) return &e;
+  return nullptr;
+}
+
+bool IndexFile::has(IndexSection kind) const { return find(kind) != nullptr; }
+
+std::span<const std::byte> IndexFile::section(IndexSection kind) const {
+  const Entry* e = find(kind);
+  if (!e || (kind == IndexSection::blocks && blocks_taken_)) return {};
+  return {map_ + e->offset, static_cast<std::size_t>(e->size)};
+}
+
+std::span<const std::uint32_t> IndexFile::words(IndexSection kind) const {
+  const std::span<const std::byte> bytes = section(kind);
+  return {reinterpret_cast<const std::uint32_t*>(bytes.data()), bytes.size() / 4};
+}
+
+std::pair<Block*, std::size_t> IndexFile::take_blocks() {
+  const Entry* e = find(IndexSection::blocks);
+  if (!e || blocks_taken_) return {nullptr, 0};
+  blocks_taken_ = e->size > 0;  // an empty section has no pages to hand over
+  // A BlockArray's blocks are writable, like those of a walk.
+  if (blocks_taken_ && ::mprotect(map_ + e->offset, e->size, PROT_READ | PROT_WRITE) != 0) {
+    blocks_taken_ = false;
+    return {nullptr, 0};
+  }
+  return {reinterpret_cast<Block*>(map_ + e->offset), static_cast<std::size_t>(e->size / sizeof(Block))};
+}
+
+std::shared_ptr<const void> IndexFile::keep(std::unique_ptr<IndexFile> file) {
+  return std::shared_ptr<const IndexFile>(std::move(file));
+}
+
+// Four independent lanes of xxHash64's round over 8-byte words: the loads and multiplies of one lane
+// overlap the others', so the hash runs near memory speed.
+namespace {
+
+constexpr std::uint64_t kPrime1 = 0x9e3779b185ebca87ull;
+constexpr std::uint64_t kPrime2 = 0xc2b2ae3d27d4eb4full;
+constexpr std::uint64_t kPrime3 = 0x165667b19e3779f9ull;
+
+std::uint64_t rotl(std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+std::uint64_t mix_word(std::uint64_t acc, std::uint64_t word) { return rotl(acc + word * kPrime2, 31) * kPrime1; }
+
+}  // namespace
+
+// The lanes are locals and written out once, and each lane's step its own statement: GCC at -O2 keeps the
+// four in registers and overlaps them (a loop over a lane array ran at a third of the speed).
+void IndexChecksum::mix(const std::byte* data, std::size_t stripes) {
+  std::uint64_t a = lanes_[0], b = lanes_[1], c = lanes_[2], d = lanes_[3];
+  for (std::size_t i = 0; i < stripes; ++i, data += 32) {
+    std::uint64_t w[4];
+    std::memcpy(w, data, sizeof w);
+    a = mix_word(a, w[0]);
+    b = mix_word(b, w[1]);
+    c = mix_word(c, w[2]);
+    d = mix_word(d, w[3]);
+  }
+  lanes_[0] = a, lanes_[1] = b, lanes_[2] = c, lanes_[3] = d;
+}
+
+void IndexChecksum::update(std::span<const std::byte> bytes) {
+  total_ += bytes.size();
+  if (pending_size_) {
+    const std::size_t n = std::min(bytes.size(), sizeof pending_ - pending_size_);
+    std::memcpy(pending_ + pending_size_, bytes.data(), n);
+    pending_size_ += n;
+    bytes = bytes.subspan(n);
+    if (pending_size_ < sizeof pending_) return;
+    mix(pending_, 1);
+    pending_size_ = 0;
+  }
+  const std::size_t whole = bytes.size() / 32 * 32;
+  mix(bytes.data(), whole / 32);
+  std::memcpy(pending_, bytes.data() + whole, bytes.size() - whole);
+  pending_size_ = bytes.size() - whole;
+}
+
+std::uint64_t IndexChecksum::finish() const {
+  std::uint64_t h = rotl(lanes_[0], 1) + rotl(lanes_[1], 7) + rotl(lanes_[2], 12) + rotl(lanes_[3], 18);
+  h ^= total_ * kPrime3;
+  for (std::size_t i = 0; i < pending_size_; ++i) h = mix_word(h, static_cast<std::uint64_t>(pending_[i]) + i);
+  h ^= h >> 33;
+  h *= kPrime2;
+  h ^= h >> 29;
+  h *= kPrime3;
+  h ^= h >> 32;
+  return h;
+}
+
+}  // namespace heapscope

@@ -1,0 +1,106 @@
+// IndexFile: the binary form of a saved index (session/index_cache.h): the heap's blocks, the pointer
+// graph's arrays and the leak verdicts of one core, in one file that loads by mapping it (nothing is
+// copied or parsed per element).
+//
+// Layout: a header (magic, format version, file size, a checksum of everything after the header), a
+// table of sections (kind, offset, size), then the sections, each 64-byte aligned and the blocks 4 KiB
+// aligned so that their pages become the HeapModel's block array in place. All numbers little-endian, as
+// the machine that wrote them (the key names the machine's format through the format version).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "heap/block.h"
+
+namespace heapscope {
+
+enum class IndexSection : std::uint32_t {
+  key = 1,               // the text the index was made under (IndexCache's key): compared in full
+  heap_meta,             // the HeapModel but its blocks, as JSON (session/heap_model_json.h)
+  blocks,                // Block[]
+  forward_offsets,       // u32[blocks + 1]
+  forward_edges,         // u32[]
+  root_offsets,          // u32[roots + 1]
+  root_edges,            // u32[]
+  reverse_offsets,       // u32[blocks + 1], or absent
+  reverse_edges,         // u32[]
+  root_referrer_blocks,  // u32[root edges], sorted: the blocks roots point into
+  root_referrers,        // u32[root edges]: the root range of each
+  verdicts,              // u8[blocks] (Verdict), or absent
+  possibly,              // u8[blocks]
+};
+
+// One section to write: its bytes as a sequence of pieces (the graph's edges are one piece per scan
+// worker), or a generator that appends its bytes in order by calling `put` (rebased offsets).
+struct IndexSectionData {
+  IndexSection kind = IndexSection::key;
+  std::vector<std::span<const std::byte>> pieces;
+  std::uint64_t generated_bytes = 0;  // with `generate`: how many bytes it puts
+  std::function<void(const std::function<void(std::span<const std::byte>)>& put)> generate;
+};
+
+// Writes `sections` to `path` through a temporary file in the same directory renamed over it at the
+// end, so that a reader sees the whole file or none. Reports the bytes written to the current Progress
+// (an interrupt stops it). On any failure, including an interrupt, removes the temporary file and
+// throws (std::runtime_error with the reason, or Interrupted).
+void write_index_file(const std::string& path, const std::vector<IndexSectionData>& sections);
+
+// A loaded index: the file mapped privately; sections are views into it.
+class IndexFile {
+ public:
+  // Null with *error set ("not found" when there is no file) unless the file is whole: magic, format
+  // version, its recorded size equal to the file's, every section inside it, and the checksum over its
+  // body.
+  static std::unique_ptr<IndexFile> open(const std::string& path, std::string* error);
+  ~IndexFile();
+  IndexFile(const IndexFile&) = delete;
+  IndexFile& operator=(const IndexFile&) = delete;
+
+  // The section's bytes; empty when the file has none.
+  std::span<const std::byte> section(IndexSection kind) const;
+  bool has(IndexSection kind) const;
+  // Its bytes as u32 (sections of u32 have sizes that are multiples of 4: checked at open).
+  std::span<const std::uint32_t> words(IndexSection kind) const;
+  // The blocks section's pages, handed over once to a BlockArray (BlockArray::adopt_mapping), which
+  // unmaps them; the file's other pages stay mapped for the IndexFile's lifetime (keep()).
+  std::pair<Block*, std::size_t> take_blocks();
+  // Keeps the mapping (but for blocks taken) alive: a graph viewing its arrays holds this.
+  static std::shared_ptr<const void> keep(std::unique_ptr<IndexFile> file);
+
+ private:
+  struct Entry {
+    IndexSection kind;
+    std::uint64_t offset = 0, size = 0;
+  };
+  IndexFile() = default;
+  const Entry* find(IndexSection kind) const;
+
+  std::byte* map_ = nullptr;
+  std::size_t size_ = 0;
+  std::vector<Entry> entries_;
+  bool blocks_taken_ = false;
+};
+
+// The checksum the file carries: a word-wise hash of its body, fast enough to check a whole index at
+// load (docs/performance.md, "Index cache"). Incremental, for the writer.
+class IndexChecksum {
+ public:
+  void update(std::span<const std::byte> bytes);
+  std::uint64_t finish() const;
+
+ private:
+  void mix(const std::byte* data, std::size_t stripes);  // 32 bytes each
+  std::uint64_t lanes_[4] = {0x9e3779b185ebca87ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull,
+                             0x85ebca77c2b2ae63ull};
+  std::byte pending_[32] = {};
+  std::size_t pending_size_ = 0;
+  std::uint64_t total_ = 0;
+};
+
+}  // namespace heapscope

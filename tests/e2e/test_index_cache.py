@@ -1,0 +1,226 @@
+"""End-to-end checks of the index cache (docs/usage.md, "Index cache"): a command on a core saves the
+heap, pointer graph and leak verdicts; the next command in a new process loads them instead of walking
+and scanning, with output identical to a run without the cache; a core written again, or an index file
+damaged or cut short, is never believed: the products are computed again and the index rewritten.
+
+The suite runs with HEAPSCOPE_NO_CACHE=1 (tests/CMakeLists.txt); these tests turn the cache on, in a
+directory of their own, on a copy of leak_shapes' core (its mtime is changed here)."""
+
+import glob
+import os
+import re
+import shutil
+import struct
+import tempfile
+import unittest
+
+from heapscope_e2e import heapscope_json, run_heapscope
+from test_leaks import capture_leak_fixture
+
+
+def phases(stderr):
+    """The phase names HEAPSCOPE_TIMING=1 printed, in order."""
+    prefix = "heapscope: phase "
+    return [line[len(prefix):].rsplit(" ", 2)[0] for line in stderr.splitlines() if line.startswith(prefix)]
+
+
+def without_warning_headings(lines):
+    """The lines but the "Warnings (N):" heading (N counts the note), trailing blank lines dropped."""
+    kept = [line for line in lines if not re.fullmatch(r"Warnings \(\d+\):", line)]
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return kept
+
+
+# The index file's layout (engine/session/index_file.h): a header (magic, format version, section count,
+# file size, checksum of the body) and a table of (kind, reserved, offset, size).
+HEADER = struct.Struct("<8sIIQQ")
+SECTION = struct.Struct("<IIQQ")
+BLOCKS_SECTION, ROOT_EDGES_SECTION = 3, 7
+BLOCK = struct.Struct("<QIBBH")  # chunk, size_units, state, layout, arena
+MMAPPED = 1
+M64 = (1 << 64) - 1
+P1, P2, P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+
+
+def index_checksum(body):
+    """IndexChecksum (engine/session/index_file.cpp), for a test to forge a file that passes it."""
+    def rotl(x, r):
+        return ((x << r) | (x >> (64 - r))) & M64
+
+    def mix(acc, word):
+        return (rotl((acc + word * P2) & M64, 31) * P1) & M64
+
+    lanes = [P1, P2, P3, 0x85EBCA77C2B2AE63]
+    whole = len(body) // 32 * 32
+    words = struct.unpack_from(f"<{whole // 8}Q", body)
+    for i in range(0, len(words), 4):
+        lanes = [mix(lanes[j], words[i + j]) for j in range(4)]
+    h = (rotl(lanes[0], 1) + rotl(lanes[1], 7) + rotl(lanes[2], 12) + rotl(lanes[3], 18)) & M64
+    h ^= (len(body) * P3) & M64
+    for i, byte in enumerate(body[whole:]):
+        h = mix(h, byte + i)
+    h ^= h >> 33
+    h = (h * P2) & M64
+    h ^= h >> 29
+    h = (h * P3) & M64
+    return h ^ (h >> 32)
+
+
+def forge_section(path, kind, change):
+    """Rewrites section `kind` of the index at `path` with change(bytearray), and its checksum to match:
+    a file only the checks against the core can tell from a true one."""
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    magic, version, count, size, _ = HEADER.unpack_from(data)
+    for i in range(count):
+        k, _, offset, length = SECTION.unpack_from(data, HEADER.size + i * SECTION.size)
+        if k == kind:
+            section = bytearray(data[offset:offset + length])
+            change(section)
+            data[offset:offset + length] = section
+    HEADER.pack_into(data, 0, magic, version, count, size, index_checksum(bytes(data[HEADER.size:])))
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def grow_first_block(blocks):
+    chunk, units, state, layout, arena = BLOCK.unpack_from(blocks)
+    assert state != MMAPPED, "the heap's first block has a chunk header to compare"
+    BLOCK.pack_into(blocks, 0, chunk, units + 1, state, layout, arena)
+
+
+def retarget_first_root_edge(edges):
+    (edge,) = struct.unpack_from("<I", edges)
+    struct.pack_into("<I", edges, 0, edge ^ 1)  # another block, same interior bit
+
+
+class IndexCacheTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        capture = capture_leak_fixture("leak_shapes")
+        cls.temporary = tempfile.TemporaryDirectory(prefix="heapscope-index-cache-")
+        cls.core = os.path.join(cls.temporary.name, "leak_shapes.core")
+        shutil.copyfile(capture.core, cls.core)
+        cls.cache_dir = os.path.join(cls.temporary.name, "cache")
+        leaked = heapscope_json("blocks", cls.core, "--state", "leaked", "--no-cache")["blocks"]
+        reachable = heapscope_json("blocks", cls.core, "--state", "in_use", "--no-cache")["blocks"]
+        cls.leaked_address = hex(leaked[0]["address"])
+        reachable_ones = [b["address"] for b in reachable if b["address"] not in {x["address"] for x in leaked}]
+        cls.reachable_address = hex(reachable_ones[len(reachable_ones) // 2])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.temporary.cleanup()
+
+    def setUp(self):
+        shutil.rmtree(self.cache_dir, ignore_errors=True)
+
+    def run_cached(self, *args):
+        """Runs heapscope with the cache on; returns (stdout, phases). Fails on a non-zero exit."""
+        # An empty HEAPSCOPE_NO_CACHE leaves the cache on (run_heapscope adds to the suite's environment).
+        result = run_heapscope(*args, env={"HEAPSCOPE_NO_CACHE": "", "HEAPSCOPE_CACHE_DIR": self.cache_dir,
+                                           "HEAPSCOPE_TIMING": "1"})
+        self.assertEqual(result.returncode, 0, f"heapscope {' '.join(args)}: {result.stderr}")
+        return result.stdout, phases(result.stderr)
+
+    def without_cache(self, *args):
+        result = run_heapscope(*args, "--no-cache")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result.stdout
+
+    def index_files(self):
+        return glob.glob(os.path.join(self.cache_dir, "*.hsindex"))
+
+    def assert_computed_and_written(self, steps):
+        self.assertIn("scan", steps)
+        self.assertIn("cache: write", steps)
+        self.assertNotIn("cache: verdicts", steps)  # a graph refused by its check may appear as "cache: graph"
+
+    def assert_loaded(self, steps):
+        self.assertIn("cache: load", steps)
+        self.assertIn("cache: check", steps)
+        self.assertIn("cache: graph", steps)
+        self.assertNotIn("scan", steps)
+        self.assertNotIn("walk: chunks", steps)
+        self.assertNotIn("reachability", steps)
+        self.assertNotIn("cache: write", steps)
+
+    def commands(self):
+        return [("leaks", self.core), ("retainers", self.core, self.leaked_address),
+                ("retainers", self.core, self.reachable_address, "--paths", "3"),
+                ("blocks", self.core, "--state", "leaked")]
+
+    def test_second_commands_load_the_index_and_say_the_same(self):
+        _, steps = self.run_cached("leaks", self.core)
+        self.assert_computed_and_written(steps)
+        self.assertEqual(len(self.index_files()), 1)
+        for command in self.commands():
+            with self.subTest(command=command):
+                out, steps = self.run_cached(*command)
+                self.assert_loaded(steps)
+                self.assertEqual(out, self.without_cache(*command))
+        self.assertEqual(len(self.index_files()), 1)
+
+    def test_no_cache_neither_reads_nor_writes(self):
+        result = run_heapscope("leaks", self.core, "--no-cache",
+                               env={"HEAPSCOPE_CACHE_DIR": self.cache_dir, "HEAPSCOPE_NO_CACHE": ""})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(self.index_files(), [])
+
+    def test_a_core_written_again_is_analysed_again(self):
+        self.run_cached("leaks", self.core)
+        [before] = self.index_files()
+        stat = os.stat(self.core)
+        os.utime(self.core, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+        out, steps = self.run_cached("leaks", self.core)
+        self.assert_computed_and_written(steps)
+        self.assertEqual(out, self.without_cache("leaks", self.core))
+        self.assertEqual(len(self.index_files()), 2)  # the new key's, beside the stale one (evicted in time)
+        _, steps = self.run_cached("leaks", self.core)
+        self.assert_loaded(steps)
+        self.assertIn(before, self.index_files())
+
+    def damage_then_check(self, damage, why=""):
+        self.run_cached("leaks", self.core)
+        [index] = self.index_files()
+        damage(index)
+        command = ("retainers", self.core, self.reachable_address, "--paths", "3")
+        out, steps = self.run_cached(*command)
+        self.assert_computed_and_written(steps)
+        expected = self.without_cache(*command)
+        # The one difference: a note that the index was refused and why.
+        notes = [line for line in out.splitlines() if "index cache" in line]
+        self.assertEqual(len(notes), 1, out)
+        self.assertIn("not used", notes[0])
+        self.assertIn(why, notes[0])
+        self.assertEqual(without_warning_headings(line for line in out.splitlines() if line not in notes),
+                         without_warning_headings(expected.splitlines()))
+        out, steps = self.run_cached(*command)  # rewritten whole
+        self.assert_loaded(steps)
+        self.assertEqual(out, expected)
+
+    def test_a_damaged_index_is_not_believed(self):
+        def flip_middle(path):
+            with open(path, "r+b") as f:
+                size = os.path.getsize(path)
+                f.seek(size // 2)
+                data = bytearray(f.read(64))
+                f.seek(size // 2)
+                f.write(bytes(b ^ 0x5A for b in data))
+        self.damage_then_check(flip_middle, "checksum mismatch")
+
+    def test_a_cut_index_is_not_believed(self):
+        self.damage_then_check(lambda path: os.truncate(path, os.path.getsize(path) // 3), "truncated")
+
+    def test_an_index_whose_heap_is_not_the_cores_is_not_believed(self):
+        self.damage_then_check(lambda path: forge_section(path, BLOCKS_SECTION, grow_first_block),
+                               "block 0's chunk header differs")
+
+    def test_an_index_whose_graph_is_not_the_cores_is_not_believed(self):
+        self.damage_then_check(lambda path: forge_section(path, ROOT_EDGES_SECTION, retarget_first_root_edge),
+                               "edges differ")
+
+
+if __name__ == "__main__":
+    unittest.main()
