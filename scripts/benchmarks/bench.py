@@ -32,6 +32,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import debugger_reuse  # noqa: E402
+import index_cache_bench  # noqa: E402
 import reference  # noqa: E402
 from loglog_svg import write_loglog_svg  # noqa: E402
 from measure import CommandFailed, best_of, read_floor  # noqa: E402
@@ -394,6 +395,9 @@ def parse_args():
                          "first's products), on the --reuse-blocks core")
     ap.add_argument("--reuse-blocks", type=int, default=5_000_000)
     ap.add_argument("--reuse-commands", nargs=2, default=["leaks", "leaks"], metavar=("FIRST", "SECOND"))
+    ap.add_argument("--cache", action="store_true",
+                    help="also time a second command in a new process with the index cache: `retainers CORE "
+                         "ADDR` after `leaks`, with and without the index")
     ap.add_argument("--plot", metavar="FILE.svg", help="write a log-log plot of time and memory against blocks")
     args = ap.parse_args()
     # Every run computes what it times: a run after the first would otherwise load the index cache
@@ -428,10 +432,11 @@ def main():
     print("| core | blocks | command | wall (best of {}) | CPU user+sys | peak anon RSS | bytes/block | "
           "peak RSS incl. core pages |".format(args.runs))
     print("|---|---|---|---|---|---|---|---|")
-    cores, results, floors, edges, expected_leaks, verdict_lines = [], {}, {}, {}, {}, []
+    cores, results, floors, edges, expected_leaks, verdict_lines, leaked_files = [], {}, {}, {}, {}, [], {}
     for blocks in args.blocks:
         core, leaked_file = make_core(args.work, generator, blocks, args.leak_percent, args.preload)
         cores.append((blocks, core))
+        leaked_files[blocks] = leaked_file
         results[blocks] = {}
         for command in args.commands:
             m = measure_heapscope(heapscope, core, command, args.runs)
@@ -465,6 +470,8 @@ def main():
     for blocks, _, false_positives in verdict_lines:
         targets.check("0 false positives", blocks, f"{false_positives}", false_positives == 0)
     print_scaling(results, loads, targets)
+    if args.cache:
+        index_cache_bench.print_second_commands(heapscope, cores, leaked_files, args.runs, targets)
     targets.print()
 
     if args.debugger_reuse:
