@@ -63,10 +63,15 @@ void name_leaked_blocks(const Image& image, const HeapModel& heap, const BlockIn
   PhaseTimer timer("leak names");
   // Where lost structures start first (direct leaks, then cycles, then what they lead to): a structure
   // inferred at its start names what it leads to.
-  std::vector<BlockId> order;
-  for (const Verdict v : {Verdict::direct_leak, Verdict::cycle_leak, Verdict::indirect_leak})
-    for (BlockId b = 0; b < heap.blocks.size(); ++b)
-      if (verdicts.verdict[b] == v) order.push_back(b);
+  std::vector<BlockId> order, cycles, indirect;  // one pass over the verdicts
+  for (BlockId b = 0; b < heap.blocks.size(); ++b) {
+    const Verdict v = verdicts.verdict[b];
+    if (v == Verdict::direct_leak) order.push_back(b);
+    else if (v == Verdict::cycle_leak) cycles.push_back(b);
+    else if (v == Verdict::indirect_leak) indirect.push_back(b);
+  }
+  order.insert(order.end(), cycles.begin(), cycles.end());
+  order.insert(order.end(), indirect.begin(), indirect.end());
   name_unrooted_blocks(image, heap, index, order, types, dwarf, within);
 }
 

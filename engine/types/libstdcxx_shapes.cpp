@@ -96,9 +96,8 @@ class ShapeNamer {
     // The sentinel is the list object's own node, inside its owner. One at a block's start could be a node
     // of the program's own ring whose third word happens to count the others: such a list (made by
     // `new std::list`) is left unnamed rather than risk naming a ring.
-    if (block_at(a) != kNoBlock) return false;
-    const auto size = word(a + 16);
-    if (!size || *size == 0 || *size > kMostNodes) return false;
+    const auto size = word(a + 16);  // first: a word most places rule out, before a block lookup
+    if (!size || *size == 0 || *size > kMostNodes || block_at(a) != kNoBlock) return false;
     std::vector<BlockId> nodes;
     Address previous = a;
     auto next = word(a);
@@ -155,11 +154,13 @@ class ShapeNamer {
   // _Hashtable: buckets, bucket count, before-begin's next (the first node), element count, the rehash
   // policy (max load factor as a float, next resize), the single bucket used when there is one bucket.
   bool hashtable(Address a) {
-    const auto buckets = word(a), bucket_count = word(a + 8), first = word(a + 16), count = word(a + 24),
-               policy = word(a + 32);
-    if (!buckets || !bucket_count || !first || !count || !policy || *count == 0 || *count > kMostNodes ||
-        *bucket_count == 0 || *bucket_count > kLargestCapacity)
-      return false;
+    // The counts first: most words are no counts, and the words past them may lie in the next block.
+    const auto bucket_count = word(a + 8);
+    if (!bucket_count || *bucket_count == 0 || *bucket_count > kLargestCapacity) return false;
+    const auto count = word(a + 24);
+    if (!count || *count == 0 || *count > kMostNodes) return false;
+    const auto buckets = word(a), first = word(a + 16), policy = word(a + 32);
+    if (!buckets || !first || !policy) return false;
     float max_load = 0;
     const auto load_bits = static_cast<std::uint32_t>(*policy);
     std::memcpy(&max_load, &load_bits, sizeof max_load);
