@@ -265,7 +265,8 @@ const BlockNames& Session::leak_names() {
   return product(leak_names_, "types of the leaked blocks", [&] {
     const LeakVerdicts& v = verdicts();
     std::vector<bool> leaked(v.verdict.size(), false);
-    for (std::size_t b = 0; b < leaked.size(); ++b) leaked[b] = is_leaked(v.verdict[b]);
+    for (std::size_t b = 0; b < leaked.size(); ++b)
+      if (is_leaked(v.verdict[b])) leaked[b] = true;  // a bit written only for the few leaked blocks
     // No root reaches a leak: DWARF typing from the roots (and the call stacks it reads) has nothing to do.
     return name_blocks(&leaked, /*from_roots=*/false);
   });
