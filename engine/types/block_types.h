@@ -10,8 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "base/zeroed_vector.h"
-
 #include "model/block_index.h"
 #include "model/roots.h"
 #include "heap/heap_model.h"
@@ -51,14 +49,11 @@ class BlockTypes {
   // and bytes are those of real T objects. first_object_type gives T's id back (kUnknown for other ids).
   std::uint32_t first_of_larger(std::uint32_t id);
   std::uint32_t first_object_type(std::uint32_t id) const { return id < first_of_.size() ? first_of_[id] : kUnknown; }
-  void resize(std::size_t blocks) {
-    static_assert(kUnknown == 0, "a fresh ZeroedVector holds kUnknown");
-    ids_ = ZeroedVector<std::uint32_t>(blocks);
-  }
+  void resize(std::size_t blocks) { ids_.assign(blocks, kUnknown); }
   std::size_t typed_blocks() const;
 
  private:
-  ZeroedVector<std::uint32_t> ids_;  // per block: most stay unknown, untouched
+  std::vector<std::uint32_t> ids_;
   std::vector<std::string> names_;
   std::vector<std::string> sources_;  // by type id, like names_
   std::vector<Naming> namings_;       // by type id, like names_

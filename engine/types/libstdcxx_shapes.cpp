@@ -31,7 +31,12 @@ class ShapeNamer {
     if (!first || !second) return false;
     // Every shape's object holds a pointer to one of its unnamed target blocks in its first two words,
     // or (a hashtable with one bucket) to its own single bucket: most words are ruled out here.
-    const BlockId at_first = target_at(*first), at_second = target_at(*second);
+    // The words are tried in order, so this word's target was its predecessor's second (while looking,
+    // no name changes what target_at says).
+    const BlockId at_first = dry_ && a == looked_up_at_ ? looked_up_ : target_at(*first);
+    const BlockId at_second = target_at(*second);
+    looked_up_at_ = a + 8;
+    looked_up_ = at_second;
     if (at_first == kNoBlock && at_second == kNoBlock && *first != a + 48) return false;
     if (at_first != kNoBlock && (string_body(a, at_first) || vector_body(a, at_first) || deque(a, at_first)))
       return true;
@@ -49,6 +54,8 @@ class ShapeNamer {
   BlockTypes& types_;
   MemoryCursor mem_;
   bool dry_;
+  Address looked_up_at_ = 0;      // the word whose target_at was last asked for (0: none)
+  BlockId looked_up_ = kNoBlock;  // and its answer
 
   std::optional<std::uint64_t> word(Address a) { return mem_.u64(a); }
 
