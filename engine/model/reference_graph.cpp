@@ -9,14 +9,18 @@
 
 namespace heapscope {
 
-template <typename Out>
-void ReferenceGraph::scan_block(BlockId b, Out& out) const {
+void ReferenceGraph::scan_block(MemoryCursor& memory, BlockId b, std::vector<std::uint32_t>& out) const {
   const Block& blk = index_.blocks()[b];
   if (!is_allocated(blk.state)) return;
   // A runtime's header links (its GC list) are bookkeeping: the scan starts past them.
   const Address links = headers_ && headers_->has(b) ? headers_->link_bytes : 0;
-  for_each_pointer(blk.address() + links, blk.address() + blk.usable_size(),
+  for_each_pointer(memory, blk.address() + links, blk.address() + blk.usable_size(),
                    [&](Address, std::uint64_t word, BlockId target) { out.push_back(edge_to(target, word)); });
+}
+
+void ReferenceGraph::scan_root(std::size_t root, std::vector<std::uint32_t>& out) const {
+  for_each_root_pointer(roots_.ranges[root],
+                        [&](Address, std::uint64_t word, BlockId target) { out.push_back(edge_to(target, word)); });
 }
 
 ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, unsigned workers,
@@ -47,6 +51,7 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
     std::vector<std::uint32_t> offsets, edges;
     offsets.reserve(part.last - part.first + 1);
     offsets.push_back(0);
+    MemoryCursor memory(image_);  // one region lookup per region the slice's blocks lie in, not per block
     std::uint64_t bytes_since = 0;
     for (BlockId b = part.first; b < part.last; ++b) {
       bytes_since += blocks[b].chunk_size();
@@ -54,7 +59,7 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
         progress_step(bytes_since);
         bytes_since = 0;
       }
-      scan_block(b, edges);
+      scan_block(memory, b, edges);
       if (edges.size() >= 0xffffffffu) throw std::length_error("more than 2^32 edges in one slice");
       offsets.push_back(static_cast<std::uint32_t>(edges.size()));
     }
@@ -66,10 +71,8 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
   for (const Part& p : parts_) edge_count_ += p.edges.size();
 
   std::vector<std::uint32_t> root_offsets{0}, root_targets;
-  for (const RootRange& r : roots.ranges) {
-    for_each_root_pointer(r, [&](Address, std::uint64_t word, BlockId target) {
-      root_targets.push_back(edge_to(target, word));
-    });
+  for (std::size_t r = 0; r < roots.ranges.size(); ++r) {
+    scan_root(r, root_targets);
     root_offsets.push_back(static_cast<std::uint32_t>(root_targets.size()));
   }
   root_offsets_ = U32Array(std::move(root_offsets));
@@ -132,14 +135,14 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
 
 std::vector<std::uint32_t> ReferenceGraph::rescan(BlockId b) const {
   std::vector<std::uint32_t> edges;
-  scan_block(b, edges);
+  MemoryCursor memory(image_);
+  scan_block(memory, b, edges);
   return edges;
 }
 
 std::vector<std::uint32_t> ReferenceGraph::rescan_root(std::size_t root) const {
   std::vector<std::uint32_t> edges;
-  for_each_root_pointer(roots_.ranges[root],
-                        [&](Address, std::uint64_t word, BlockId target) { edges.push_back(edge_to(target, word)); });
+  scan_root(root, edges);
   return edges;
 }
 

@@ -114,9 +114,10 @@ class ReferenceGraph {
     U32Array edges;
   };
   void build_reverse() const;
-  // The scan of one block: appends its edges to `out`.
-  template <typename Out>
-  void scan_block(BlockId b, Out& out) const;
+  // The scans of one block (through `memory`, kept across a slice's blocks) and of one root range: append
+  // their edges to `out`; the graph's build and rescan() alike.
+  void scan_block(MemoryCursor& memory, BlockId b, std::vector<std::uint32_t>& out) const;
+  void scan_root(std::size_t root, std::vector<std::uint32_t>& out) const;
   // for_each_pointer over a root range; a thread's registers give the Reg (as an Address) for the word's place.
   template <typename Fn>
   void for_each_root_pointer(const RootRange& root, Fn&& fn) const;
