@@ -1,6 +1,5 @@
 #include "session/index_cache.h"
 
-#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 
 #include "base/phase_timer.h"
 #include "base/progress.h"
+#include "elf/elf_file.h"
 #include "session/heap_model_json.h"
 #include "session/index_file.h"
 
@@ -25,40 +25,12 @@ constexpr const char* kIndexExtension = ".hsindex";
 // Blocks whose headers and edges are checked against the image, spread evenly over the heap.
 constexpr std::size_t kCheckedBlocks = 1000;
 
-std::string hex(const unsigned char* bytes, std::size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (std::size_t i = 0; i < n; ++i) s += {digits[bytes[i] >> 4], digits[bytes[i] & 15]};
-  return s;
-}
-
 // The running heapscope's own build-id: a rebuilt heapscope may compute its products differently while
 // its version string stays the same.
 std::string own_build_id() {
-  std::string id;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t, void* out) {
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-          if (ph.p_type != PT_NOTE) continue;
-          const auto* p = reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);
-          const unsigned char* end = p + ph.p_memsz;
-          while (p + sizeof(ElfW(Nhdr)) <= end) {
-            ElfW(Nhdr) note;
-            std::memcpy(&note, p, sizeof note);
-            const unsigned char* name = p + sizeof note;
-            const unsigned char* desc = name + ((note.n_namesz + 3) & ~3u);
-            if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
-              *static_cast<std::string*>(out) = hex(desc, note.n_descsz);
-              return 1;
-            }
-            p = desc + ((note.n_descsz + 3) & ~3u);
-          }
-        }
-        return 1;  // only the executable: the first object listed
-      },
-      &id);
-  return id.empty() ? "none" : id;
+  const std::unique_ptr<ElfFile> self = ElfFile::open("/proc/self/exe", nullptr);
+  const std::optional<std::string> id = self ? self->build_id() : std::nullopt;
+  return id ? *id : "none";
 }
 
 std::string key_hash_name(const std::string& key) {

@@ -136,7 +136,7 @@ const ReferenceGraph& Session::graph() {
       try {
         product(cached_graph_, "cache: graph", [&] { return graph_from_cache(); });
       } catch (const AnalysisError&) {
-        if (progress_.stop_requested()) throw;  // else: refused, with its warning; scanned below
+        if (progress_here().stop_requested()) throw;  // else: refused, with its warning; scanned below
       }
     }
   }
