@@ -219,20 +219,21 @@ const CoroutineFrames& Session::coroutines() {
   return product(coroutines_, "coroutines", [&] { return find_coroutine_frames(*image_, symbols_, heap()); });
 }
 
-std::unique_ptr<BlockNames> Session::name_blocks(const std::vector<bool>* within, bool from_roots) {
+std::unique_ptr<BlockNames> Session::name_blocks(const std::vector<bool>* within, bool from_roots,
+                                                 std::span<const BlockId> members) {
   const HeapModel& h = heap();
   const BlockIndex& index = block_index();
   const RootSet& r = roots();
   const CoroutineFrames& coroutine_frames = coroutines();
   const auto* f = from_roots ? &frames() : nullptr;
   const LeakVerdicts& leaks = verdicts();
-  auto names = std::make_unique<BlockNames>(BlockNames{infer_types(*image_, symbols_, h, index, r, within), nullptr});
+  auto names = std::make_unique<BlockNames>(BlockNames{infer_types(*image_, symbols_, h, index, r, within, members), nullptr});
   type_coroutine_frames(names->types, coroutine_frames);
   PhaseTimer dwarf_timer("dwarf types");
   PhaseScope dwarf_phase(progress_here(), "dwarf types");
   names->dwarf = std::make_unique<DwarfTypes>(*image_, symbols_);
   if (from_roots) type_blocks_from_dwarf(*image_, symbols_, h, index, f, names->types, *names->dwarf, within);
-  name_leaked_blocks(*image_, h, index, leaks, names->types, *names->dwarf, within);
+  name_leaked_blocks(*image_, h, index, leaks, names->types, *names->dwarf, within, members);
   return names;
 }
 
@@ -265,10 +266,14 @@ const BlockNames& Session::leak_names() {
   return product(leak_names_, "types of the leaked blocks", [&] {
     const LeakVerdicts& v = verdicts();
     std::vector<bool> leaked(v.verdict.size(), false);
-    for (std::size_t b = 0; b < leaked.size(); ++b)
-      if (is_leaked(v.verdict[b])) leaked[b] = true;  // a bit written only for the few leaked blocks
+    std::vector<BlockId> members;
+    for (BlockId b = 0; b < leaked.size(); ++b)
+      if (is_leaked(v.verdict[b])) {
+        leaked[b] = true;  // a bit written only for the few leaked blocks
+        members.push_back(b);
+      }
     // No root reaches a leak: DWARF typing from the roots (and the call stacks it reads) has nothing to do.
-    return name_blocks(&leaked, /*from_roots=*/false);
+    return name_blocks(&leaked, /*from_roots=*/false, members);
   });
 }
 

@@ -159,28 +159,53 @@ void BlockTypes::rename(std::uint32_t id, std::string name) {
   if (id != kUnknown && id < names_.size()) names_[id] = std::move(name);
 }
 
+void BlockTypes::resize(std::size_t blocks) {
+  subset_ = false;
+  member_bits_ = {};
+  members_before_ = {};
+  ids_.assign(blocks, kUnknown);
+}
+
+void BlockTypes::resize_for(std::size_t blocks, std::span<const BlockId> members) {
+  subset_ = true;
+  member_bits_.assign((blocks + 63) / 64, 0);
+  for (const BlockId b : members) member_bits_[b >> 6] |= std::uint64_t{1} << (b & 63);
+  members_before_.resize(member_bits_.size());
+  std::uint32_t before = 0;
+  for (std::size_t w = 0; w < member_bits_.size(); ++w) {
+    members_before_[w] = before;
+    before += static_cast<std::uint32_t>(std::popcount(member_bits_[w]));
+  }
+  ids_.assign(before, kUnknown);
+}
+
 std::size_t BlockTypes::typed_blocks() const {
   return static_cast<std::size_t>(std::count_if(ids_.begin(), ids_.end(), [](auto id) { return id != kUnknown; }));
 }
 
 BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const BlockIndex& index,
-                       const RootSet& roots, const std::vector<bool>* within) {
+                       const RootSet& roots, const std::vector<bool>* within, std::span<const BlockId> members) {
   auto wanted = [&](std::size_t block) { return !within || (*within)[block]; };
+  const bool listed = within && !members.empty();
   BlockTypes types;
-  types.resize(heap.blocks.size());
+  if (listed) types.resize_for(heap.blocks.size(), members);
+  else types.resize(heap.blocks.size());
 
   // Vtables. A vtable is in a module, never in a heap block: most first words are heap pointers or data.
   // The workers find the blocks whose first word could be one; each distinct word is then resolved once.
-  const unsigned n = worker_count(heap.blocks.size(), 1 << 16);
+  // With `members`, the workers take slices of the list rather than of every block's flag.
+  const std::size_t items = listed ? members.size() : heap.blocks.size();
+  const unsigned n = worker_count(items, 1 << 16);
   std::vector<std::vector<std::pair<BlockId, Address>>> candidates(n);
-  progress_total(heap.blocks.size());
+  progress_total(items);
   run_workers(n, [&](unsigned w) {
     MemoryCursor mem(image);
     constexpr std::size_t kProgressBlocks = 1 << 16;
-    const std::size_t first = heap.blocks.size() * w / n, last = heap.blocks.size() * (w + 1) / n;
-    for (std::size_t i = first; i < last; ++i) {
-      if ((i - first) % kProgressBlocks == kProgressBlocks - 1) progress_step(kProgressBlocks);  // throws on Ctrl-C
-      if (!wanted(i)) continue;  // first: most blocks are not wanted, and their Block need not be read
+    const std::size_t first = items * w / n, last = items * (w + 1) / n;
+    for (std::size_t item = first; item < last; ++item) {
+      if ((item - first) % kProgressBlocks == kProgressBlocks - 1) progress_step(kProgressBlocks);  // throws on Ctrl-C
+      const std::size_t i = listed ? members[item] : item;
+      if (!listed && !wanted(i)) continue;  // first: most blocks are not wanted, and their Block need not be read
       const Block& b = heap.blocks[i];
       if (!is_allocated(b.state) || b.usable_size() < 8) continue;
       const auto word = mem.u64(b.address());
@@ -232,10 +257,15 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
     types.set(target, it->second);
   };
   // The words next to a pointer into a wanted block lie in a block pointing to it: wanted too.
-  for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
-    if (!wanted(i)) continue;
+  auto visit_block = [&](std::size_t i) {
     const Block& b = heap.blocks[i];
     if (is_allocated(b.state)) for_each_word(image, b.address(), b.address() + b.usable_size(), visit);
+  };
+  if (listed) {
+    for (const BlockId b : members) visit_block(b);
+  } else {
+    for (std::size_t i = 0; i < heap.blocks.size(); ++i)
+      if (wanted(i)) visit_block(i);
   }
   for (const RootRange& r : roots.ranges)
     if (r.kind != RootKind::registers) for_each_word(image, r.start, r.end, visit);

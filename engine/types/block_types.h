@@ -7,6 +7,8 @@
 // keeps the evidence that named it (types/naming.h).
 #pragma once
 
+#include <bit>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,11 @@ class BlockTypes {
   static constexpr std::uint32_t kUnknown = 0;
 
   BlockTypes() : names_{""}, sources_{""}, namings_{Naming::none} {}
-  std::uint32_t type_id(std::size_t block) const { return block < ids_.size() ? ids_[block] : kUnknown; }
+  std::uint32_t type_id(std::size_t block) const {
+    if (!subset_) return block < ids_.size() ? ids_[block] : kUnknown;
+    const std::size_t slot = member_slot(block);
+    return slot == kNotMember ? kUnknown : ids_[slot];
+  }
   // The type's name, or "unknown (N bytes)" for untyped blocks.
   std::string name(std::size_t block, const Block& b) const;
   const std::string& name_of(std::uint32_t id) const { return names_[id]; }
@@ -39,7 +45,14 @@ class BlockTypes {
   // Where the type was declared ("client.h:12"), when DWARF says; empty otherwise.
   const std::string& source_of(std::uint32_t id) const { return sources_[id < sources_.size() ? id : 0]; }
   void set_source(std::uint32_t id, std::string source);
-  void set(std::size_t block, std::uint32_t id) { ids_[block] = id; }
+  // With ids for a subset of the blocks (resize_for), a block outside it keeps no name: it stays unknown.
+  void set(std::size_t block, std::uint32_t id) {
+    if (!subset_) {
+      ids_[block] = id;
+    } else if (const std::size_t slot = member_slot(block); slot != kNotMember) {
+      ids_[slot] = id;
+    }
+  }
   // Types named by a vtable at offset 0 (infer_types): what a block holds at its start, not necessarily
   // all of it.
   void mark_from_vtable(std::uint32_t id);
@@ -49,11 +62,29 @@ class BlockTypes {
   // and bytes are those of real T objects. first_object_type gives T's id back (kUnknown for other ids).
   std::uint32_t first_of_larger(std::uint32_t id);
   std::uint32_t first_object_type(std::uint32_t id) const { return id < first_of_.size() ? first_of_[id] : kUnknown; }
-  void resize(std::size_t blocks) { ids_.assign(blocks, kUnknown); }
+  // An id for each of `blocks` blocks, all unknown.
+  void resize(std::size_t blocks);
+  // Ids for `members` alone (sorted ids of a heap of `blocks` blocks): naming the leaks of a large heap
+  // then costs memory and page faults for the leaks, not 4 bytes for every block of the heap.
+  void resize_for(std::size_t blocks, std::span<const BlockId> members);
   std::size_t typed_blocks() const;
 
  private:
-  std::vector<std::uint32_t> ids_;
+  static constexpr std::size_t kNotMember = ~std::size_t{0};
+  // Where block `block`'s id is in ids_ when ids are kept for a subset: the members before it, counted
+  // from the bit per block and the count of members before each 64-block word.
+  std::size_t member_slot(std::size_t block) const {
+    const std::size_t word = block >> 6;
+    if (word >= member_bits_.size()) return kNotMember;
+    const std::uint64_t bits = member_bits_[word], bit = std::uint64_t{1} << (block & 63);
+    if (!(bits & bit)) return kNotMember;
+    return members_before_[word] + static_cast<std::size_t>(std::popcount(bits & (bit - 1)));
+  }
+
+  std::vector<std::uint32_t> ids_;  // by block, or by member (subset_)
+  bool subset_ = false;
+  std::vector<std::uint64_t> member_bits_;     // subset_: a bit per block
+  std::vector<std::uint32_t> members_before_;  // subset_: members in the words before each word
   std::vector<std::string> names_;
   std::vector<std::string> sources_;  // by type id, like names_
   std::vector<Naming> namings_;       // by type id, like names_
@@ -64,8 +95,11 @@ class BlockTypes {
 // With `within` (a flag per block, closed under predecessors: graph_closure.h's ancestors_of), only the
 // blocks in it are typed, and only they and the roots are read: the names they get are the same as over
 // the whole heap.
+// `members`, when given, lists the blocks `within` flags, in order: the passes then visit them without
+// reading every block's flag, and the types keep ids for them alone (BlockTypes::resize_for).
 BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const BlockIndex& index,
-                       const RootSet& roots, const std::vector<bool>* within = nullptr);
+                       const RootSet& roots, const std::vector<bool>* within = nullptr,
+                       std::span<const BlockId> members = {});
 
 // The class the RTTI of the vtable `vptr` names (what a stripped binary's objects are named by); empty
 // when the vtable has no type_info (-fno-rtti) or is no vtable. For the precision benchmark, which checks

@@ -1,0 +1,43 @@
+// BlockTypes keeps an id per block of the heap, or (resize_for) per member of a subset: naming the leaks of a
+// large heap needs ids for the leaks alone. Both must answer alike for the members.
+#include <algorithm>
+
+#include <catch2/catch.hpp>
+
+#include "types/block_types.h"
+
+using heapscope::BlockId;
+using heapscope::BlockTypes;
+using heapscope::Naming;
+
+TEST_CASE("ids kept for a subset answer for its members and leave the others unknown", "[types]") {
+  // Members in the first and last 64-block words, on both sides of a word boundary, and a lone one.
+  const std::vector<BlockId> members = {0, 5, 63, 64, 65, 127, 1000, 4095};
+  BlockTypes subset, dense;
+  subset.resize_for(4096, members);
+  dense.resize(4096);
+  const std::uint32_t a = subset.intern("A", Naming::dwarf), b = subset.intern("B", Naming::pattern);
+  REQUIRE(dense.intern("A", Naming::dwarf) == a);
+  REQUIRE(dense.intern("B", Naming::pattern) == b);
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const std::uint32_t id = i % 2 ? a : b;
+    subset.set(members[i], id);
+    dense.set(members[i], id);
+  }
+  subset.set(6, a);  // not a member: not kept
+  for (BlockId block = 0; block < 4096; ++block) {
+    const bool member = std::find(members.begin(), members.end(), block) != members.end();
+    INFO("block " << block);
+    CHECK(subset.type_id(block) == (member ? dense.type_id(block) : BlockTypes::kUnknown));
+  }
+  CHECK(subset.type_id(6) == BlockTypes::kUnknown);
+  CHECK(subset.type_id(4096) == BlockTypes::kUnknown);  // past the heap
+  CHECK(subset.typed_blocks() == members.size());
+  CHECK(subset.naming(5) == Naming::dwarf);
+  CHECK(subset.naming(63) == Naming::pattern);
+
+  subset.resize(4096);  // back to an id per block: nothing is left of the subset
+  CHECK(subset.type_id(0) == BlockTypes::kUnknown);
+  subset.set(6, a);
+  CHECK(subset.type_id(6) == a);
+}
