@@ -151,6 +151,13 @@ class ValgrindAgrees(unittest.TestCase):
             lost = {"Leak_DefinitelyLost": [0, 0], "Leak_IndirectlyLost": [0, 0]}
             for error in ElementTree.parse(xml_file).getroot().iter("error"):
                 kind = error.findtext("kind")
+                # Under valgrind the heap lies low (around 0x5000000), where plain numbers can land: in about
+                # one run in a hundred on a loaded machine, ld.so's `relocate_time` (a cycle count in its .bss)
+                # falls inside a 400 KiB leak, which memcheck then calls possibly lost (an interior pointer;
+                # seen with its who_points_at). A designed leak (allocated in leak_blocks) that memcheck only
+                # "possibly" loses is lost: nothing but such a number points into it.
+                if kind == "Leak_PossiblyLost" and any(f.findtext("fn") == "leak_blocks" for f in error.iter("frame")):
+                    kind = "Leak_DefinitelyLost"
                 if kind in lost:
                     what = error.find("xwhat")
                     lost[kind][0] += int(what.findtext("leakedblocks"))
