@@ -1,5 +1,7 @@
 #include "model/graph_closure.h"
 
+#include <algorithm>
+
 namespace heapscope {
 
 std::vector<bool> ancestors_of(const ReferenceGraph& graph, std::span<const BlockId> blocks) {
@@ -28,8 +30,9 @@ bool spend(std::uint64_t* budget, std::uint64_t units = 1) {
 
 }  // namespace
 
-std::optional<std::uint64_t> retained_by_removal(const ReferenceGraph& graph, const HeapModel& heap,
-                                                 const LeakVerdicts& verdicts, BlockId b, std::uint64_t* budget) {
+std::optional<std::uint64_t> retained_by_removal(const ReferenceGraph& graph, const RetentionEdges& edges,
+                                                 const HeapModel& heap, const LeakVerdicts& verdicts, BlockId b,
+                                                 std::uint64_t* budget) {
   // An unreachable block retains itself only, as in the dominator tree.
   if (verdicts.verdict[b] != Verdict::reachable) return heap.blocks[b].usable_size();
 
@@ -38,7 +41,7 @@ std::optional<std::uint64_t> retained_by_removal(const ReferenceGraph& graph, co
   std::vector<bool> below(graph.block_count(), false);
   below[b] = true;
   for (std::size_t i = 0; i < reached.size(); ++i) {
-    const auto out = graph.out_edges(reached[i]);
+    const auto out = edges.out_edges(reached[i]);
     if (!spend(budget, out.size() + 1)) return std::nullopt;
     for (std::uint32_t e : out) {
       const BlockId to = edge_target(e);
@@ -48,15 +51,16 @@ std::optional<std::uint64_t> retained_by_removal(const ReferenceGraph& graph, co
       }
     }
   }
-  // 2. Those of them a root, or a reachable block outside what b reaches, points to stay alive without b:
+  // 2. Those of them a root, or a reachable block outside what b reaches, holds stay alive without b:
   // such a block's own path from the roots cannot pass through b, or b would reach it.
   std::vector<bool> alive(graph.block_count(), false);
   std::vector<BlockId> spreading;
   for (BlockId d : reached) {
     if (d == b) continue;
-    bool held = !graph.in_root_edges(d).empty();
-    const auto in = graph.in_edges(d);
-    if (!spend(budget, in.size() + 1)) return std::nullopt;
+    const auto roots = graph.in_root_edges(d);
+    bool held = std::any_of(roots.begin(), roots.end(), [&](std::uint32_t root) { return edges.root_holds(root, d); });
+    const auto in = edges.in_edges(d);
+    if (!spend(budget, in.size() + roots.size() + 1)) return std::nullopt;
     for (std::size_t i = 0; i < in.size() && !held; ++i) {
       const BlockId from = edge_target(in[i]);
       held = !below[from] && verdicts.verdict[from] == Verdict::reachable;
@@ -67,7 +71,7 @@ std::optional<std::uint64_t> retained_by_removal(const ReferenceGraph& graph, co
     }
   }
   // 3. Whatever those reach, other than through b, stays alive too.
-  flood(spreading, alive, [&](BlockId d) { return graph.out_edges(d); },
+  flood(spreading, alive, [&](BlockId d) { return edges.out_edges(d); },
         [&](std::uint32_t e) { return edge_target(e) != b; });
   std::uint64_t bytes = 0;
   for (BlockId d : reached)

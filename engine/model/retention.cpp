@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 #include <stdexcept>
 #include <tuple>
 
 #include "image/word_scan.h"
+#include "model/retention_edges.h"
 #include "base/phase_timer.h"
 
 namespace heapscope {
@@ -274,72 +276,29 @@ class RootNodeBuilder {
   std::set<std::pair<std::uint32_t, BlockId>> variable_targets_;  // (thread, block) a local variable holds
 };
 
-// Block edges the retention graph leaves out: a finalizer registration's slot inside a heap block (an
-// exit_function_list entry, a pthread key's second-level data array) is that registration's root, so the
-// block holding the slot does not also hold what the slot points to. An edge stays when another word of
-// the block points to the same block.
-class BookkeepingEdges {
- public:
-  BookkeepingEdges(const ReferenceGraph& graph, const RootSet& roots) : graph_(graph) {
-    std::map<BlockId, std::vector<const RootRange*>> slots_by_block;
-    for (const RootRange& r : roots.ranges)
-      if (r.kind == RootKind::finalizer)
-        if (const BlockId holder = graph.index().find(r.start); holder != kNoBlock) slots_by_block[holder].push_back(&r);
-    for (const auto& [holder, slots] : slots_by_block) drop_slot_edges(holder, slots);
-    for (auto& [to, from] : dropped_into_) filter_in_edges(to, from);
+// Drops every edge from a node of the ownership tree outside the global kind to a block a global holds
+// (retention_edges.h: such a pointer is borrowed).
+void drop_borrowed_edges(const std::vector<RootNode>& nodes, RootNodeEdges& edges, const RetentionEdges& retention) {
+  std::uint32_t kept = 0, from = 0;
+  for (std::size_t node = 0; node < nodes.size(); ++node) {
+    const std::uint32_t to = edges.offsets[node + 1];
+    const bool global = nodes[node].owner_kind == OwnerKind::global;
+    for (std::uint32_t i = from; i < to; ++i)
+      if (global || !retention.held_by_globals(edges.targets[i])) edges.targets[kept++] = edges.targets[i];
+    from = to;
+    edges.offsets[node + 1] = kept;
   }
-
-  // The block's out-edges (or in-edges) less the dropped ones; null when it has none dropped.
-  const std::vector<std::uint32_t>* out_edges(BlockId b) const { return find(out_, b); }
-  const std::vector<std::uint32_t>* in_edges(BlockId b) const { return find(in_, b); }
-
- private:
-  static const std::vector<std::uint32_t>* find(const std::unordered_map<BlockId, std::vector<std::uint32_t>>& m,
-                                                BlockId b) {
-    if (m.empty()) return nullptr;
-    const auto it = m.find(b);
-    return it == m.end() ? nullptr : &it->second;
-  }
-
-  void drop_slot_edges(BlockId holder, const std::vector<const RootRange*>& slots) {
-    const Block& block = graph_.index().blocks()[holder];
-    std::set<BlockId> held_by_slots, held_otherwise;
-    graph_.for_each_pointer(block.address(), block.address() + block.usable_size(),
-                            [&](Address at, std::uint64_t, BlockId target) {
-                              const bool in_slot = std::any_of(slots.begin(), slots.end(), [&](const RootRange* r) {
-                                return at >= r->start && at < r->end;
-                              });
-                              (in_slot ? held_by_slots : held_otherwise).insert(target);
-                            });
-    std::set<BlockId> dropped;
-    for (BlockId t : held_by_slots)
-      if (!held_otherwise.contains(t)) dropped.insert(t);
-    if (dropped.empty()) return;
-    std::vector<std::uint32_t>& kept = out_[holder];
-    for (std::uint32_t e : graph_.out_edges(holder))
-      if (!dropped.contains(edge_target(e))) kept.push_back(e);
-    for (BlockId t : dropped) dropped_into_[t].insert(holder);
-  }
-
-  void filter_in_edges(BlockId to, const std::set<BlockId>& from) {
-    std::vector<std::uint32_t>& kept = in_[to];
-    for (std::uint32_t e : graph_.in_edges(to))
-      if (!from.contains(edge_target(e))) kept.push_back(e);
-  }
-
-  const ReferenceGraph& graph_;
-  std::map<BlockId, std::set<BlockId>> dropped_into_;
-  std::unordered_map<BlockId, std::vector<std::uint32_t>> out_, in_;
-};
+  edges.targets.resize(kept);
+}
 
 // The reference graph as the dominator computation sees it, with the ownership tree and the super-root
 // added in front; block edges are read from the graph's own CSR arrays.
 class RetentionGraph final : public DominatorGraph {
  public:
-  RetentionGraph(const ReferenceGraph& graph, const BookkeepingEdges& bookkeeping, const std::vector<RootNode>& roots,
+  RetentionGraph(const ReferenceGraph& graph, const RetentionEdges& edges, const std::vector<RootNode>& roots,
                  const std::vector<std::uint32_t>& root_offsets, const std::vector<std::uint32_t>& root_targets)
       : graph_(graph),
-        bookkeeping_(bookkeeping),
+        edges_(edges),
         blocks_(static_cast<std::uint32_t>(graph.block_count())),
         roots_(static_cast<std::uint32_t>(roots.size())) {
     if (std::uint64_t{blocks_} + roots_ + 1 > kNodeMask) throw std::length_error("too many heap blocks");
@@ -351,19 +310,13 @@ class RetentionGraph final : public DominatorGraph {
   std::uint32_t node_count() const override { return super_root() + 1; }
 
   std::span<const std::uint32_t> successors(std::uint32_t v) const override {
-    if (v < blocks_) {
-      if (const auto* kept = bookkeeping_.out_edges(v)) return *kept;
-      return graph_.out_edges(v);
-    }
+    if (v < blocks_) return edges_.out_edges(v);
     if (v < super_root()) return span_of(root_successors_, root_offsets_, v - blocks_);
     return top_nodes_;
   }
 
   AdjacentLists predecessors(std::uint32_t v) const override {
-    if (v < blocks_) {
-      const auto* kept = bookkeeping_.in_edges(v);
-      return {kept ? std::span<const std::uint32_t>(*kept) : graph_.in_edges(v), root_predecessors(v)};
-    }
+    if (v < blocks_) return {edges_.in_edges(v), root_predecessors(v)};
     if (v < super_root()) return {{&root_parent_[v - blocks_], 1}, {}};
     return {};
   }
@@ -421,7 +374,7 @@ class RetentionGraph final : public DominatorGraph {
   }
 
   const ReferenceGraph& graph_;
-  const BookkeepingEdges& bookkeeping_;
+  const RetentionEdges& edges_;
   std::uint32_t blocks_, roots_;
   std::vector<std::uint32_t> root_offsets_, root_successors_, root_parent_, top_nodes_;
   std::vector<std::uint64_t> has_root_predecessor_;
@@ -442,11 +395,18 @@ const char* owner_kind_name(OwnerKind k) {
 }
 
 Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots,
-                     const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames)
+                     const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames,
+                     const RetentionEdges* edges)
     : block_count_(static_cast<std::uint32_t>(graph.block_count())) {
   if (block_count_ > 0) {
     PhaseTimer timer("dominators: reverse edges");
     (void)graph.in_edges(0);  // built on first use; timed apart, as other commands share them
+  }
+  std::unique_ptr<RetentionEdges> own_edges;
+  if (!edges) {
+    PhaseTimer timer("dominators: what globals hold");
+    own_edges = std::make_unique<RetentionEdges>(graph, roots);
+    edges = own_edges.get();
   }
   RootNodeEdges root_edges;
   {
@@ -456,11 +416,11 @@ Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapM
     for (std::size_t i = 0; i < root_nodes_.size(); ++i)
       if (root_nodes_[i].level == Level::kind)
         owner_kind_nodes_[static_cast<std::size_t>(root_nodes_[i].owner_kind)] = root_node_id(i);
+    drop_borrowed_edges(root_nodes_, root_edges, *edges);
   }
   {
     PhaseTimer timer("dominators: semi-NCA");
-    const BookkeepingEdges bookkeeping(graph, roots);
-    const RetentionGraph g(graph, bookkeeping, root_nodes_, root_edges.offsets, root_edges.targets);
+    const RetentionGraph g(graph, *edges, root_nodes_, root_edges.offsets, root_edges.targets);
     Dominators d = compute_dominators(g, g.super_root());
     idom_ = std::move(d.idom);
     // The order is needed once, to sum sizes: not kept (4 bytes a block).

@@ -17,7 +17,7 @@
 // or dropping the last pointer to it, would free). A node of the tree retains what it alone keeps alive:
 // a buffer a thread's register and one of its stack slots point to is retained by the thread, one two
 // variables of one frame hold by the frame, one two threads hold by the owner kind "thread", and one a
-// thread and a global hold by no owner, only by the super-root ("roots of several kinds"). Leaked blocks
+// thread and a mapping hold by no owner, only by the super-root ("roots of several kinds"). Leaked blocks
 // are not in the tree, and neither is anything free.
 //
 // A register that holds what its own thread's stack holds is a working copy of that stack slot, and so is
@@ -28,6 +28,10 @@
 // The runtime's own bookkeeping does not own what a registration holds: a word of a heap block that is a
 // finalizer registration's slot (an exit_function_list entry, a second-level pthread key array) is the
 // registration's root, not an edge of that block, so each registration retains what it alone keeps alive.
+//
+// A global owns what it holds: a thread's, a registration's or a mapping's pointer into what a global
+// holds is borrowed, and so is one from a block no global holds (retention_edges.h). So a dict that
+// CPython's sys.modules holds, and that the running frame points to too, is the global's.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +42,7 @@
 
 #include "model/dominators.h"
 #include "model/reference_graph.h"
+#include "model/retention_edges.h"
 #include "model/roots.h"
 #include "heap/heap_model.h"
 #include "frames/unwind.h"
@@ -101,9 +106,10 @@ class ByteCounts {
 class Retention {
  public:
   // `frames` (per thread, from the unwind; may be null) split each thread's stack into one root per frame
-  // and local variable.
+  // and local variable. `edges`: the edges that hold (retention_edges.h), made here when not given.
   Retention(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots,
-            const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames = nullptr);
+            const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames = nullptr,
+            const RetentionEdges* edges = nullptr);
 
   // Node ids: blocks first (a block's node id is its BlockId), then the ownership tree's nodes (owner
   // kinds, owners and parts), then the super-root.

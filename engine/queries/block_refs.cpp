@@ -38,7 +38,7 @@ RetainedBytes::RetainedBytes(Session& s, RetainedSizes how)
 
 std::uint64_t RetainedBytes::operator()(BlockId b) {
   if (!tree_) {
-    if (const auto bytes = retained_by_removal(s_.graph(), s_.heap(), s_.verdicts(), b, &budget_)) return *bytes;
+    if (const auto bytes = retained_by_removal(s_.graph(), s_.retention_edges(), s_.heap(), s_.verdicts(), b, &budget_)) return *bytes;
     tree_ = &s_.retention();
   }
   return tree_->retained_bytes(b);

@@ -277,13 +277,22 @@ const BlockNames& Session::leak_names() {
   });
 }
 
+const RetentionEdges& Session::retention_edges() {
+  return product(retention_edges_, "dominators: what globals hold", [&] {
+    const RootSet& r = roots();
+    const ReferenceGraph& g = graph();
+    return std::make_unique<RetentionEdges>(g, r);
+  });
+}
+
 const Retention& Session::retention() {
   return product(retention_, "dominators", [&] {
     const HeapModel& h = heap();
     const RootSet& r = roots();
     const ReferenceGraph& g = graph();
     const auto& f = frames();
-    return std::make_unique<Retention>(*image_, symbols_, h, r, g, &f);
+    const RetentionEdges& edges = retention_edges();
+    return std::make_unique<Retention>(*image_, symbols_, h, r, g, &f, &edges);
   });
 }
 

@@ -110,6 +110,8 @@ class Session {
   // reachable block points to a leak, so they are closed under predecessors) — what `leaks` needs, at
   // the cost of the leaks rather than of the heap. Once names() is computed, that.
   const BlockNames& leak_names();
+  // The pointers that hold what they point to (model/retention_edges.h): what retained sizes count.
+  const RetentionEdges& retention_edges();
   const Retention& retention();           // dominator tree and retained sizes
   // The dominator tree when some command has built it already; null otherwise.
   const Retention* retention_if_computed();
@@ -205,6 +207,7 @@ class Session {
   std::map<std::vector<BlockId>, Slot<BlockNames>> names_of_parts_;
   Slot<BlockNames> leak_names_;
   std::vector<std::vector<BlockId>> parts_asked_;  // names_of_parts_'s keys, oldest first
+  Slot<RetentionEdges> retention_edges_;
   Slot<Retention> retention_;
   AddressEvaluator evaluate_;
   Progress progress_;

@@ -43,6 +43,16 @@ class PythonDictOfLists(unittest.TestCase):
         self.assertGreaterEqual(largest["retained_percent"], 95.0, largest)
         self.assertGreaterEqual(largest["retained_blocks"], 3 * COUNT, "the lists, their items and the keys")
 
+    def test_the_globals_own_the_heap(self):
+        # sys.modules (in _PyRuntime) holds the module dict and so the table; the running frame's pointers
+        # to them (its C stack, registers, and the interpreter frames in the thread's data stack, an
+        # anonymous mapping) are borrowed, so no share is left to "several kinds" of roots.
+        roots = cached_heapscope_json("roots", self.core)
+        in_use = roots["heap"]["in_use_bytes"]
+        self.assertLess(roots["shared"]["retained_bytes"], 0.05 * in_use, roots["shared"])
+        (globals_,) = [k for k in roots["kinds"] if k["kind"] == "global"]
+        self.assertGreaterEqual(globals_["retained_bytes"], 0.95 * in_use, globals_)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -435,16 +435,22 @@ TEST_CASE("retained_by_removal gives the dominator tree's retained sizes", "[dom
       for (int word = 0; word < 2; ++word)
         if (random() % 3 == 0) f.image.put(RetentionFixture::user(i) + 8 * word, RetentionFixture::user(random() % 60) + (random() % 4 == 0 ? 8 : 0));
     for (int slot = 0; slot < 3; ++slot) f.hold(round % 2 ? kMappingA : kStack, slot, static_cast<int>(random() % 60));
+    if (round % 3 == 0) {  // a global too: what it holds, others only borrow
+      constexpr Address kGlobal = 0x7f0000200000;
+      f.add_root(RootKind::global, kGlobal);
+      for (int slot = 0; slot < 2; ++slot) f.hold(kGlobal, slot, static_cast<int>(random() % 60));
+    }
 
     const BlockIndex index(f.heap);
     const ReferenceGraph graph(f.image, index, f.roots, 1);
     const SymbolIndex symbols(f.image, {});
-    const Retention tree(f.image, symbols, f.heap, f.roots, graph);
+    const RetentionEdges edges(graph, f.roots);
+    const Retention tree(f.image, symbols, f.heap, f.roots, graph, nullptr, &edges);
     const LeakVerdicts verdicts = compute_verdicts(graph, f.heap);
     for (BlockId b = 0; b < 60; ++b) {
       if (!is_allocated(f.heap.blocks[b].state)) continue;
       std::uint64_t budget = 1'000'000;
-      const std::optional<std::uint64_t> bytes = retained_by_removal(graph, f.heap, verdicts, b, &budget);
+      const std::optional<std::uint64_t> bytes = retained_by_removal(graph, edges, f.heap, verdicts, b, &budget);
       REQUIRE(bytes);
       INFO("round " << round << " block " << b);
       CHECK(*bytes == tree.retained_bytes(b));
@@ -458,12 +464,13 @@ TEST_CASE("retained_by_removal stops when its budget is spent", "[dominators][re
   for (int i = 0; i < 6; ++i) f.link(i, i + 1);  // a chain of 7 blocks
   const BlockIndex index(f.heap);
   const ReferenceGraph graph(f.image, index, f.roots, 1);
+  const RetentionEdges edges(graph, f.roots);
   const LeakVerdicts verdicts = compute_verdicts(graph, f.heap);
   std::uint64_t budget = 5;
-  CHECK_FALSE(retained_by_removal(graph, f.heap, verdicts, 0, &budget));
+  CHECK_FALSE(retained_by_removal(graph, edges, f.heap, verdicts, 0, &budget));
   CHECK(budget == 0);
   budget = 1000;
-  CHECK(retained_by_removal(graph, f.heap, verdicts, 0, &budget) == 7 * 24);
+  CHECK(retained_by_removal(graph, edges, f.heap, verdicts, 0, &budget) == 7 * 24);
 }
 
 TEST_CASE("ancestors_of: every block that leads to the asked ones, and nothing else", "[dominators][retention]") {
@@ -483,4 +490,42 @@ TEST_CASE("ancestors_of: every block that leads to the asked ones, and nothing e
   for (BlockId b = 0; b < in.size(); ++b)
     if (in[b]) members.push_back(b);
   CHECK(members == std::vector<BlockId>{0, 1, 2, 4, 5});
+}
+
+TEST_CASE("retention: what a global holds is the global's; a thread's pointers into it are borrowed",
+          "[dominators][retention]") {
+  RetentionFixture f;
+  constexpr Address kGlobal = 0x7f0000200000;
+  f.add_root(RootKind::global, kGlobal);
+  f.hold(kGlobal, 0, 0);  // global → 0 → 1
+  f.link(0, 1);
+  f.hold(kStack, 0, 1);   // the stack holds 1 too: borrowed
+  f.hold(kStack, 1, 2);   // the stack alone → 2 → 1: 2 is the thread's, its pointer to 1 borrowed
+  f.link(2, 1);
+  f.hold(kStack, 2, 3);   // 3: the thread's alone
+  f.hold(kMappingA, 0, 4);  // 4: a mapping and the global hold it: the global's
+  f.hold(kGlobal, 1, 4);
+
+  const BlockIndex graph_index(f.heap);
+  const ReferenceGraph graph(f.image, graph_index, f.roots, 2);
+  const SymbolIndex symbols(f.image, {});
+  const Retention r(f.image, symbols, f.heap, f.roots, graph);
+
+  const std::uint32_t globals = r.owner_kind_node(OwnerKind::global);
+  const std::uint32_t stack = node_labelled(r, "stack of thread 1 (tid 42)");
+  REQUIRE(globals != kNoNode);
+  auto under = [&](std::uint32_t node, std::uint32_t ancestor) {
+    for (std::uint32_t v = node; v != kNoNode; v = r.dominator(v))
+      if (v == ancestor) return true;
+    return false;
+  };
+  CHECK(r.dominator(1) == 0);
+  CHECK(under(0, globals));
+  CHECK(under(4, globals));
+  CHECK(r.dominator(2) == stack);
+  CHECK(r.dominator(3) == stack);
+  CHECK(r.retained_bytes(stack) == 2 * 24);
+  CHECK(r.retained_bytes(globals) == 3 * 24);
+  CHECK(r.retained_bytes(r.owner_kind_node(OwnerKind::anonymous)) == 0);
+  CHECK(r.retained_bytes(r.super_root()) == 5 * 24);
 }

@@ -1,0 +1,114 @@
+#include "model/retention_edges.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "base/progress.h"
+
+namespace heapscope {
+
+RetentionEdges::RetentionEdges(const ReferenceGraph& graph, const RootSet& roots)
+    : graph_(graph), roots_(roots), held_by_globals_(graph.block_count(), false),
+      has_dropped_(graph.block_count(), false) {
+  std::map<BlockId, std::vector<const RootRange*>> slots_by_block;
+  for (const RootRange& r : roots.ranges)
+    if (r.kind == RootKind::finalizer)
+      if (const BlockId holder = graph.index().find(r.start); holder != kNoBlock) slots_by_block[holder].push_back(&r);
+  for (const auto& [holder, slots] : slots_by_block) drop_slot_edges(holder, slots);
+  find_what_globals_hold();  // through the edges the slots leave
+  drop_borrowed();
+  filter_in_edges();
+}
+
+std::span<const std::uint32_t> RetentionEdges::out_edges(BlockId b) const {
+  if (has_dropped_[b])
+    if (const auto it = out_.find(b); it != out_.end()) return it->second;
+  return graph_.out_edges(b);
+}
+
+std::span<const std::uint32_t> RetentionEdges::in_edges(BlockId b) const {
+  if (has_dropped_[b])
+    if (const auto it = in_.find(b); it != in_.end()) return it->second;
+  return graph_.in_edges(b);
+}
+
+void RetentionEdges::drop_slot_edges(BlockId holder, const std::vector<const RootRange*>& slots) {
+  const Block& block = graph_.index().blocks()[holder];
+  std::set<BlockId> held_by_slots, held_otherwise;
+  graph_.for_each_pointer(block.address(), block.address() + block.usable_size(),
+                          [&](Address at, std::uint64_t, BlockId target) {
+                            const bool in_slot = std::any_of(slots.begin(), slots.end(), [&](const RootRange* r) {
+                              return at >= r->start && at < r->end;
+                            });
+                            (in_slot ? held_by_slots : held_otherwise).insert(target);
+                          });
+  std::vector<std::uint32_t> kept;
+  bool dropped = false;
+  for (const std::uint32_t e : graph_.out_edges(holder)) {
+    const BlockId t = edge_target(e);
+    if (held_by_slots.contains(t) && !held_otherwise.contains(t)) {
+      dropped_into_[t].push_back(holder);
+      dropped = true;
+    } else {
+      kept.push_back(e);
+    }
+  }
+  if (dropped) {
+    out_[holder] = std::move(kept);
+    has_dropped_[holder] = true;
+  }
+}
+
+void RetentionEdges::find_what_globals_hold() {
+  std::vector<BlockId> pending;
+  auto hold = [&](BlockId b) {
+    if (held_by_globals_[b]) return;
+    held_by_globals_[b] = true;
+    pending.push_back(b);
+  };
+  for (std::size_t r = 0; r < roots_.ranges.size(); ++r)
+    if (roots_.ranges[r].kind == RootKind::global)
+      for (const std::uint32_t e : graph_.root_edges(r)) hold(edge_target(e));
+  constexpr std::uint32_t kCheckEvery = 1 << 16;
+  std::uint32_t visited = 0;
+  while (!pending.empty()) {
+    const BlockId b = pending.back();
+    pending.pop_back();
+    for (const std::uint32_t e : out_edges(b)) hold(edge_target(e));
+    if (++visited == kCheckEvery) {
+      progress_check();  // throws on Ctrl-C
+      visited = 0;
+    }
+  }
+}
+
+// The few blocks outside what globals hold that point into it (a thread's own objects pointing to shared
+// ones) lose those edges; the others, and every block globals hold, keep theirs.
+void RetentionEdges::drop_borrowed() {
+  for (BlockId b = 0; b < graph_.block_count(); ++b) {
+    if (held_by_globals_[b]) continue;
+    const std::span<const std::uint32_t> edges = out_edges(b);
+    if (std::none_of(edges.begin(), edges.end(), [&](std::uint32_t e) { return held_by_globals_[edge_target(e)]; }))
+      continue;
+    std::vector<std::uint32_t> kept;
+    for (const std::uint32_t e : edges)
+      if (held_by_globals_[edge_target(e)]) dropped_into_[edge_target(e)].push_back(b);
+      else kept.push_back(e);
+    out_[b] = std::move(kept);
+    has_dropped_[b] = true;
+  }
+}
+
+void RetentionEdges::filter_in_edges() {
+  for (auto& [to, from] : dropped_into_) {
+    std::sort(from.begin(), from.end());
+    std::vector<std::uint32_t>& kept = in_[to];
+    has_dropped_[to] = true;
+    for (const std::uint32_t e : graph_.in_edges(to))
+      if (!std::binary_search(from.begin(), from.end(), edge_target(e))) kept.push_back(e);
+  }
+  dropped_into_ = {};
+}
+
+}  // namespace heapscope
