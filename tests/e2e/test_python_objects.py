@@ -7,6 +7,7 @@ import os
 import unittest
 
 from heapscope_e2e import cached_heapscope_json, capture_program, run_heapscope
+from test_owners import CrossCheck
 
 PYTHON = "/usr/bin/python3"
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "python_dict_of_lists.py")
@@ -14,7 +15,7 @@ COUNT = 1_000_000
 
 
 @unittest.skipUnless(os.access(PYTHON, os.X_OK), "Debian's python3 is not installed")
-class PythonDictOfLists(unittest.TestCase):
+class PythonDictOfLists(unittest.TestCase, CrossCheck):
     @classmethod
     def setUpClass(cls):
         cls.core, _ = capture_program("python-dict-of-lists", PYTHON, extra_sources=(SCRIPT,),
@@ -52,6 +53,9 @@ class PythonDictOfLists(unittest.TestCase):
         self.assertLess(roots["shared"]["retained_bytes"], 0.05 * in_use, roots["shared"])
         (globals_,) = [k for k in roots["kinds"] if k["kind"] == "global"]
         self.assertGreaterEqual(globals_["retained_bytes"], 0.95 * in_use, globals_)
+
+    def test_figures_agree(self):
+        self.check_consistency(self.core)
 
 
 if __name__ == "__main__":
