@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include "base/progress.h"
 #include "queries/naming_tally.h"
+#include "queries/process_summary.h"
 #include "types/content_naming.h"
 
 namespace heapscope {
@@ -27,6 +28,27 @@ std::string unseen_memory(const Image& image) {
   std::string out;
   for (std::size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? "" : " and ") + parts[i];
   return out.empty() ? out : out + (parts.size() == 1 && !image.threads().empty() ? " is" : " are");
+}
+
+// A program may link its own malloc (a static jemalloc or tcmalloc), which no plug-in finds without the
+// program's symbols: without its file, libc's heap is walked, nearly empty, while the program's blocks lie
+// in anonymous memory outside it. Empty unless the program's file is missing and that memory outweighs
+// the heap walked.
+std::string heap_the_program_may_hide(Session& s) {
+  constexpr std::uint64_t kNoticeable = 1 << 20;
+  const Module* exe = s.image().main_executable();
+  if (!exe || !exe->file_on_disk.empty()) return {};
+  const OutsideMalloc outside = outside_malloc(s);
+  const std::uint64_t walked = s.heap().totals()[static_cast<std::size_t>(BlockState::in_use)].bytes;
+  if (outside.bytes < std::max(kNoticeable, walked)) return {};
+  auto mib = [](std::uint64_t bytes) {
+    return bytes < kNoticeable ? fmt::format("{} bytes", bytes)
+                               : fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
+  };
+  return fmt::format("the program's file is missing, and {} of anonymous memory in {} mappings lies outside the {} "
+                     "heap walked here ({} in use): if {} links its own malloc (a static jemalloc or tcmalloc), "
+                     "its blocks are there, not in this report. Give the program's file with --exe",
+                     mib(outside.bytes), outside.mappings, s.heap().allocator, mib(walked), exe->name());
 }
 
 }  // namespace
@@ -79,6 +101,10 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
     r.warnings.insert(r.warnings.begin(), "partial result: " + unseen +
                                               " missing from the image, so their pointers were not seen: blocks only "
                                               "they point to are reported as leaked");
+  }
+  if (const std::string hidden = heap_the_program_may_hide(s); !hidden.empty()) {
+    r.partial = true;
+    r.warnings.insert(r.warnings.begin(), "partial result: " + hidden);
   }
   if (!s.heap().complete) {
     r.partial = true;

@@ -77,6 +77,8 @@ TypedShare typed_share(const HeapModel& heap, const BlockTypes& types) {
   return share;
 }
 
+}  // namespace
+
 // What the roots call anonymous memory is exactly what no walk accounts for: writable anonymous memory left
 // once the heap, the stacks (live and exited), the modules' segments and the TLS blocks are carved out
 // (model/roots.cpp). Summed per mapping, as the roots split around heap memory belong to one.
@@ -102,8 +104,6 @@ OutsideMalloc outside_malloc(Session& s) {
   if (out.largest.size() > kLargest) out.largest.resize(kLargest);
   return out;
 }
-
-}  // namespace
 
 SummaryReport build_summary_report(Session& s, bool count_names) {
   SummaryReport r;

@@ -13,4 +13,7 @@ namespace heapscope {
 // a walk of the heap, does not have.
 SummaryReport build_summary_report(Session& s, bool count_names);
 
+// The writable anonymous memory no walk accounts for (another allocator's arenas, a pool), per mapping.
+OutsideMalloc outside_malloc(Session& s);
+
 }  // namespace heapscope

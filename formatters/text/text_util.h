@@ -56,7 +56,7 @@ inline std::string missing_symbols_note(const std::vector<std::string>& modules)
   for (const std::string& m : modules) names += (names.empty() ? "" : ", ") + m;
   return fmt::format("No symbols for {} (the file is missing or is not the one the process ran; see the "
                      "warnings): types and global variables from {} are unnamed. Every writable mapping in the "
-                     "image is still scanned, so the leak verdicts stand. Give the right file with --exe, or "
+                     "image is still scanned, so the verdicts on the heap walked stand. Give the right file with --exe, or "
                      "open the core where the program's files are.\n\n",
                      names, modules.size() == 1 ? "it" : "them");
 }

@@ -82,6 +82,22 @@ class JemallocStaticWalk(JemallocChecks, unittest.TestCase):
     METHOD = "symbol, checked"  # the static copy keeps its symbols
 
 
+class JemallocStaticWithoutTheProgram(unittest.TestCase):
+    """Without the program's file, nothing says its static jemalloc serves malloc: libc's heap is walked, nearly
+    empty. `leaks` must not call that a clean heap: partial, with a warning first that points at --exe."""
+
+    def test_leaks_is_partial_and_says_why(self):
+        STATIC.require()
+        _, core, _ = capture(STATIC)
+        report = heapscope_json("leaks", core, "--exe", "/nonexistent/program")
+        self.assertTrue(report["partial"])
+        self.assertIn("links its own malloc", report["warnings"][0])
+        self.assertIn("--exe", report["warnings"][0])
+        with_program = heapscope_json("leaks", core)
+        self.assertFalse(with_program["partial"])
+        self.assertFalse(any("links its own malloc" in w for w in with_program["warnings"]))
+
+
 class JemallocDamage(unittest.TestCase):
     """Damaged jemalloc structures give a clear error or a partial model with warnings."""
 
