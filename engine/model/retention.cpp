@@ -292,13 +292,12 @@ void drop_borrowed_edges(const std::vector<RootNode>& nodes, RootNodeEdges& edge
 }
 
 // The reference graph as the dominator computation sees it, with the ownership tree and the super-root
-// added in front; block edges are read from the graph's own CSR arrays.
+// added in front; block edges are the ones that hold (RetentionEdges), read from the graph's CSR arrays.
 class RetentionGraph final : public DominatorGraph {
  public:
   RetentionGraph(const ReferenceGraph& graph, const RetentionEdges& edges, const std::vector<RootNode>& roots,
                  const std::vector<std::uint32_t>& root_offsets, const std::vector<std::uint32_t>& root_targets)
-      : graph_(graph),
-        edges_(edges),
+      : edges_(edges),
         blocks_(static_cast<std::uint32_t>(graph.block_count())),
         roots_(static_cast<std::uint32_t>(roots.size())) {
     if (std::uint64_t{blocks_} + roots_ + 1 > kNodeMask) throw std::length_error("too many heap blocks");
@@ -373,7 +372,6 @@ class RetentionGraph final : public DominatorGraph {
     return {pred_roots_.data() + (lo - pred_blocks_.begin()), static_cast<std::size_t>(hi - lo)};
   }
 
-  const ReferenceGraph& graph_;
   const RetentionEdges& edges_;
   std::uint32_t blocks_, roots_;
   std::vector<std::uint32_t> root_offsets_, root_successors_, root_parent_, top_nodes_;
