@@ -31,8 +31,8 @@ struct RootNodeEdges {
 class RootNodeBuilder {
  public:
   RootNodeBuilder(const Image& image, const SymbolIndex& symbols, const ReferenceGraph& graph,
-                  const std::vector<std::vector<Frame>>* frames)
-      : image_(image), symbols_(symbols), graph_(graph), frames_(frames) {}
+                  const RetentionEdges& holding, const std::vector<std::vector<Frame>>* frames)
+      : image_(image), symbols_(symbols), graph_(graph), holding_(holding), frames_(frames) {}
 
   RootNodeEdges build(const RootSet& roots) {
     const std::set<std::pair<std::uint32_t, BlockId>> on_stacks = stack_targets(roots);
@@ -50,7 +50,7 @@ class RootNodeBuilder {
         // A register holding what its own thread's stack holds is a working copy; the stack slot (a
         // frame's variable) is where the pointer lives, and the one to charge.
         if (range.kind == RootKind::registers && on_stacks.contains({range.thread, edge_target(e)})) continue;
-        edges_.emplace_back(node, edge_target(e));
+        hold(node, range, edge_target(e));
       }
     }
     RootNodeEdges out;
@@ -65,6 +65,11 @@ class RootNodeBuilder {
   }
 
  private:
+  // Node `node`, for a word of root range `range`, holds `target`, unless that pointer is borrowed.
+  void hold(std::uint32_t node, const RootRange& range, BlockId target) {
+    if (holding_.root_holds(range, target)) edges_.emplace_back(node, target);
+  }
+
   // (thread, block) for every block a thread's stack points to.
   std::set<std::pair<std::uint32_t, BlockId>> stack_targets(const RootSet& roots) const {
     std::set<std::pair<std::uint32_t, BlockId>> out;
@@ -201,7 +206,7 @@ class RootNodeBuilder {
     const Address bias = image_.modules()[r.module].load_bias;
     graph_.for_each_pointer(r.start, r.end, [&](Address at, std::uint64_t, BlockId target) {
       const Symbol* symbol = syms->covering(at - bias);
-      edges_.emplace_back(symbol ? global_variable_node(r.module, *symbol) : module_node(r.module), target);
+      hold(symbol ? global_variable_node(r.module, *symbol) : module_node(r.module), r, target);
     });
     return true;
   }
@@ -242,7 +247,7 @@ class RootNodeBuilder {
       const std::uint32_t holder = !w.frame      ? thread_part(r.thread, RootKind::stack)
                                    : w.variable ? variable_node(r.thread, w.frame_index, *w.frame, *w.variable)
                                                 : frame_node(r.thread, w.frame_index, *w.frame);
-      edges_.emplace_back(holder, w.target);
+      hold(holder, r, w.target);
     }
     return true;
   }
@@ -269,27 +274,13 @@ class RootNodeBuilder {
   const Image& image_;
   const SymbolIndex& symbols_;
   const ReferenceGraph& graph_;
+  const RetentionEdges& holding_;
   const std::vector<std::vector<Frame>>* frames_;
   std::vector<RootNode> nodes_;
   std::map<Key, std::uint32_t> by_key_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;  // (root node, block)
   std::set<std::pair<std::uint32_t, BlockId>> variable_targets_;  // (thread, block) a local variable holds
 };
-
-// Drops every edge from a node of the ownership tree outside the global kind to a block a global holds
-// (retention_edges.h: such a pointer is borrowed).
-void drop_borrowed_edges(const std::vector<RootNode>& nodes, RootNodeEdges& edges, const RetentionEdges& retention) {
-  std::uint32_t kept = 0, from = 0;
-  for (std::size_t node = 0; node < nodes.size(); ++node) {
-    const std::uint32_t to = edges.offsets[node + 1];
-    const bool global = nodes[node].owner_kind == OwnerKind::global;
-    for (std::uint32_t i = from; i < to; ++i)
-      if (global || !retention.held_by_globals(edges.targets[i])) edges.targets[kept++] = edges.targets[i];
-    from = to;
-    edges.offsets[node + 1] = kept;
-  }
-  edges.targets.resize(kept);
-}
 
 // The reference graph as the dominator computation sees it, with the ownership tree and the super-root
 // added in front; block edges are the ones that hold (RetentionEdges), read from the graph's CSR arrays.
@@ -409,12 +400,11 @@ Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapM
   RootNodeEdges root_edges;
   {
     PhaseTimer timer("dominators: root nodes");
-    root_edges = RootNodeBuilder(image, symbols, graph, frames).build(roots);
+    root_edges = RootNodeBuilder(image, symbols, graph, *edges, frames).build(roots);
     root_nodes_ = std::move(root_edges.nodes);
     for (std::size_t i = 0; i < root_nodes_.size(); ++i)
       if (root_nodes_[i].level == Level::kind)
         owner_kind_nodes_[static_cast<std::size_t>(root_nodes_[i].owner_kind)] = root_node_id(i);
-    drop_borrowed_edges(root_nodes_, root_edges, *edges);
   }
   {
     PhaseTimer timer("dominators: semi-NCA");

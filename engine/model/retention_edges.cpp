@@ -62,25 +62,15 @@ void RetentionEdges::drop_slot_edges(BlockId holder, const std::vector<const Roo
 
 void RetentionEdges::find_what_globals_hold() {
   std::vector<BlockId> pending;
-  auto hold = [&](BlockId b) {
-    if (held_by_globals_[b]) return;
-    held_by_globals_[b] = true;
-    pending.push_back(b);
-  };
   for (std::size_t r = 0; r < roots_.ranges.size(); ++r)
     if (roots_.ranges[r].kind == RootKind::global)
-      for (const std::uint32_t e : graph_.root_edges(r)) hold(edge_target(e));
-  constexpr std::uint32_t kCheckEvery = 1 << 16;
-  std::uint32_t visited = 0;
-  while (!pending.empty()) {
-    const BlockId b = pending.back();
-    pending.pop_back();
-    for (const std::uint32_t e : out_edges(b)) hold(edge_target(e));
-    if (++visited == kCheckEvery) {
-      progress_check();  // throws on Ctrl-C
-      visited = 0;
-    }
-  }
+      for (const std::uint32_t e : graph_.root_edges(r))
+        if (!held_by_globals_[edge_target(e)]) {
+          held_by_globals_[edge_target(e)] = true;
+          pending.push_back(edge_target(e));
+        }
+  progress_total(graph_.block_count());  // at most every block once
+  flood(pending, held_by_globals_, [&](BlockId b) { return out_edges(b); }, [](std::uint32_t) { return true; });
 }
 
 // The few blocks outside what globals hold that point into it (a thread's own objects pointing to shared

@@ -31,10 +31,11 @@ class RetentionEdges {
   std::span<const std::uint32_t> in_edges(BlockId b) const;
   // Whether a global holds the block, through any chain of the edges above.
   bool held_by_globals(BlockId b) const { return held_by_globals_[b]; }
-  // Whether root range `root`'s pointer to block `b` holds it (false: borrowed).
-  bool root_holds(std::size_t root, BlockId b) const {
-    return roots_.ranges[root].kind == RootKind::global || !held_by_globals_[b];
+  // Whether a pointer to block `b` in root range `root` holds it (false: borrowed).
+  bool root_holds(const RootRange& root, BlockId b) const {
+    return root.kind == RootKind::global || !held_by_globals_[b];
   }
+  bool root_holds(std::size_t root, BlockId b) const { return root_holds(roots_.ranges[root], b); }
 
  private:
   void drop_slot_edges(BlockId holder, const std::vector<const RootRange*>& slots);

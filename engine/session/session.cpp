@@ -220,7 +220,7 @@ const CoroutineFrames& Session::coroutines() {
 }
 
 std::unique_ptr<BlockNames> Session::name_blocks(const std::vector<bool>* within, bool from_roots,
-                                                 std::span<const BlockId> members) {
+                                                 const std::vector<BlockId>* members) {
   const HeapModel& h = heap();
   const BlockIndex& index = block_index();
   const RootSet& r = roots();
@@ -273,7 +273,7 @@ const BlockNames& Session::leak_names() {
         members.push_back(b);
       }
     // No root reaches a leak: DWARF typing from the roots (and the call stacks it reads) has nothing to do.
-    return name_blocks(&leaked, /*from_roots=*/false, members);
+    return name_blocks(&leaked, /*from_roots=*/false, &members);
   });
 }
 

@@ -168,7 +168,7 @@ class Session {
   // `from_roots`: type by DWARF from the roots too (false only when `within` holds no reachable block).
   // `members`, when given, lists the blocks `within` flags, in order.
   std::unique_ptr<BlockNames> name_blocks(const std::vector<bool>* within, bool from_roots = true,
-                                          std::span<const BlockId> members = {});
+                                          const std::vector<BlockId>* members = nullptr);
   void add_warnings(const std::vector<std::string>& more);
   const BlockNames* names_if_computed();  // names() when some command has computed it; null otherwise
   // The Progress that products computed on this thread report to: the session's, or the second thread's

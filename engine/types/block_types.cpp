@@ -184,17 +184,17 @@ std::size_t BlockTypes::typed_blocks() const {
 }
 
 BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const BlockIndex& index,
-                       const RootSet& roots, const std::vector<bool>* within, std::span<const BlockId> members) {
+                       const RootSet& roots, const std::vector<bool>* within, const std::vector<BlockId>* members) {
   auto wanted = [&](std::size_t block) { return !within || (*within)[block]; };
-  const bool listed = within && !members.empty();
+  const bool listed = members != nullptr;
   BlockTypes types;
-  if (listed) types.resize_for(heap.blocks.size(), members);
+  if (listed) types.resize_for(heap.blocks.size(), *members);
   else types.resize(heap.blocks.size());
 
   // Vtables. A vtable is in a module, never in a heap block: most first words are heap pointers or data.
   // The workers find the blocks whose first word could be one; each distinct word is then resolved once.
   // With `members`, the workers take slices of the list rather than of every block's flag.
-  const std::size_t items = listed ? members.size() : heap.blocks.size();
+  const std::size_t items = listed ? members->size() : heap.blocks.size();
   const unsigned n = worker_count(items, 1 << 16);
   std::vector<std::vector<std::pair<BlockId, Address>>> candidates(n);
   progress_total(items);
@@ -204,7 +204,7 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
     const std::size_t first = items * w / n, last = items * (w + 1) / n;
     for (std::size_t item = first; item < last; ++item) {
       if ((item - first) % kProgressBlocks == kProgressBlocks - 1) progress_step(kProgressBlocks);  // throws on Ctrl-C
-      const std::size_t i = listed ? members[item] : item;
+      const std::size_t i = listed ? (*members)[item] : item;
       if (!listed && !wanted(i)) continue;  // first: most blocks are not wanted, and their Block need not be read
       const Block& b = heap.blocks[i];
       if (!is_allocated(b.state) || b.usable_size() < 8) continue;
@@ -262,7 +262,7 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
     if (is_allocated(b.state)) for_each_word(image, b.address(), b.address() + b.usable_size(), visit);
   };
   if (listed) {
-    for (const BlockId b : members) visit_block(b);
+    for (const BlockId b : *members) visit_block(b);
   } else {
     for (std::size_t i = 0; i < heap.blocks.size(); ++i)
       if (wanted(i)) visit_block(i);

@@ -95,11 +95,12 @@ class BlockTypes {
 // With `within` (a flag per block, closed under predecessors: graph_closure.h's ancestors_of), only the
 // blocks in it are typed, and only they and the roots are read: the names they get are the same as over
 // the whole heap.
-// `members`, when given, lists the blocks `within` flags, in order: the passes then visit them without
-// reading every block's flag, and the types keep ids for them alone (BlockTypes::resize_for).
+// `members`, when given (with `within`), lists the blocks `within` flags, in order, none or many: the passes
+// then visit them without reading every block's flag, and the types keep ids for them alone
+// (BlockTypes::resize_for).
 BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const BlockIndex& index,
                        const RootSet& roots, const std::vector<bool>* within = nullptr,
-                       std::span<const BlockId> members = {});
+                       const std::vector<BlockId>* members = nullptr);
 
 // The class the RTTI of the vtable `vptr` names (what a stripped binary's objects are named by); empty
 // when the vtable has no type_info (-fno-rtti) or is no vtable. For the precision benchmark, which checks

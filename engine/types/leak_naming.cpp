@@ -59,7 +59,7 @@ void name_unrooted_blocks(const Image& image, const HeapModel& heap, const Block
 
 void name_leaked_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
                         const LeakVerdicts& verdicts, BlockTypes& types, DwarfTypes& dwarf,
-                        const std::vector<bool>* within, std::span<const BlockId> members) {
+                        const std::vector<bool>* within, const std::vector<BlockId>* members) {
   PhaseTimer timer("leak names");
   // Where lost structures start first (direct leaks, then cycles, then what they lead to): a structure
   // inferred at its start names what it leads to.
@@ -70,8 +70,8 @@ void name_leaked_blocks(const Image& image, const HeapModel& heap, const BlockIn
     else if (v == Verdict::cycle_leak) cycles.push_back(b);
     else if (v == Verdict::indirect_leak) indirect.push_back(b);
   };
-  if (within && !members.empty()) {
-    for (const BlockId b : members) sort_in(b);
+  if (members) {
+    for (const BlockId b : *members) sort_in(b);
   } else {
     for (BlockId b = 0; b < heap.blocks.size(); ++b) sort_in(b);
   }

@@ -35,9 +35,10 @@ void name_unrooted_blocks(const Image& image, const HeapModel& heap, const Block
 // With `within` (closed under predecessors, as infer_types takes it), only the leaked blocks in it are
 // named, with the names the whole-heap pass gives them: every name here comes from the block's own
 // bytes or from a leaked block pointing to it, which `within` holds too.
-// `members`, when given, lists the blocks `within` flags, in order (the leaks are found among them alone).
+// `members`, when given (with `within`), lists the blocks `within` flags, in order: the leaks are looked for
+// among them alone.
 void name_leaked_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
                         const LeakVerdicts& verdicts, BlockTypes& types, DwarfTypes& dwarf,
-                        const std::vector<bool>* within = nullptr, std::span<const BlockId> members = {});
+                        const std::vector<bool>* within = nullptr, const std::vector<BlockId>* members = nullptr);
 
 }  // namespace heapscope
