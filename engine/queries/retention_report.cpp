@@ -222,8 +222,8 @@ class AccumulationPoints {
   // Every step of a descent goes to a node retaining most of a big retainer's bytes, so at least kMostOf of
   // `threshold`: those few nodes, found in one pass, are the only ones a step looks at (a pass over the
   // whole tree per step took half a second at 20M blocks).
-  AccumulationPoints(const Retention& r, const std::vector<std::uint32_t>& group, std::uint64_t threshold)
-      : r_(r), group_(group) {
+  AccumulationPoints(const Retention& r, const TypeGroups& groups, std::uint64_t threshold)
+      : r_(r), groups_(groups) {
     const auto least = static_cast<std::uint64_t>(kMostOf * static_cast<double>(threshold));
     for (std::uint32_t v = 0; v < r.node_count(); ++v)
       if (v != r.super_root() && r.reachable(v) && r.retained_bytes(v) >= least) heavy_.push_back(v);
@@ -236,7 +236,7 @@ class AccumulationPoints {
     for (int step = 0; step < kMaxSteps; ++step) {
       const std::uint32_t next = largest_heavy_child(at);
       if (next == kNoNode || r_.retained_bytes(next) < enough) break;
-      if (r_.is_block(at) && r_.is_block(next) && group_[at] == group_[next]) break;
+      if (r_.is_block(at) && r_.is_block(next) && groups_.same(at, next)) break;
       at = next;
     }
     return at;
@@ -253,7 +253,7 @@ class AccumulationPoints {
   }
 
   const Retention& r_;
-  const std::vector<std::uint32_t>& group_;
+  const TypeGroups& groups_;
   std::vector<std::uint32_t> heavy_;  // in id order
 };
 
@@ -265,47 +265,84 @@ struct GroupTotal {
 class SuspectFinder {
  public:
   SuspectFinder(Session& s, const Retention& r)
-      : s_(s), r_(r), heap_(s.heap()), groups_(heap_, s.types()),
-        group_(group_per_block(groups_, r.block_count(), [&r](BlockId b) { return r.reachable(b); })),
-        big_(big_retainers(r)), threshold_(big_retainer_threshold(r)), points_(r, group_, threshold_) {}
+      : s_(s), r_(r), heap_(s.heap()), groups_(heap_, s.types()), big_(big_retainers(r)),
+        threshold_(big_retainer_threshold(r)), points_(r, groups_, threshold_) {}
 
   std::vector<Suspect> find() {
-    walk_dominator_tree();
+    const std::vector<Pile> piles = tally();
     std::vector<Suspect> out;
     for (std::size_t i = 0; i < owned_.size(); ++i) out.push_back(big_retainer(i));
-    for (Suspect& sus : accumulations()) out.push_back(std::move(sus));
+    for (const Pile& pile : piles) out.push_back(accumulation(pile));
     return out;
   }
 
  private:
   static constexpr std::uint16_t kNoOwner = 0xffff;
+  using Pile = std::pair<std::uint64_t, GroupTotal>;  // (dominator << 32 | group) → instances
 
-  // One pass, each node after its dominator, finds for every reachable block the nearest dominator of
-  // another type (where instances of its type accumulate) and the big retainer it lies under, if any; the
-  // latter are totalled per type on the way.
-  void walk_dominator_tree() {
+  // One pass down the dominator tree, each node after its dominator, finds for every reachable block the
+  // big retainer it lies under, if any, and the nearest dominator of another type (where instances of its
+  // type accumulate). One pass in block order then totals both per type: what each big retainer holds, and
+  // the largest piles, most bytes first. A block's group is looked up where it is needed rather than kept
+  // per block (4 bytes a block), and groups are numbered in block order, the order that breaks ties.
+  // The per-node arrays are gone before the paths are searched, which take memory of their own.
+  std::vector<Pile> tally() {
     const std::size_t owners = std::min<std::size_t>(big_.size(), kNoOwner);
     owned_.assign(owners, {});
     std::vector<std::uint16_t> owner(r_.node_count(), kNoOwner);
     for (std::size_t i = 0; i < owners; ++i) owner[big_[i]] = static_cast<std::uint16_t>(i);
-    accumulates_under_.assign(r_.block_count(), kNoNode);
-    accumulated_.assign(r_.node_count(), 0);
+    std::vector<std::uint32_t> accumulates_under(r_.block_count(), kNoNode);
+    // Per node: blocks accumulating under it, counted up to kManyPiled (above the bar, kAccumulationInstances).
+    constexpr std::uint16_t kManyPiled = 0xffff;
+    static_assert(kAccumulationInstances < kManyPiled);
+    std::vector<std::uint16_t> accumulated(r_.node_count(), 0);
     for_each_dominator_first(r_, [&](std::uint32_t node) {
       const std::uint32_t up = r_.dominator(node);
       if (owner[node] == kNoOwner) owner[node] = owner[up];
       if (!r_.is_block(node)) return;
-      accumulates_under_[node] = r_.is_block(up) && group_[up] == group_[node] ? accumulates_under_[up] : up;
-      ++accumulated_[accumulates_under_[node]];
+      accumulates_under[node] = r_.is_block(up) && groups_.same(up, node) ? accumulates_under[up] : up;
+      std::uint16_t& piled = accumulated[accumulates_under[node]];
+      if (piled != kManyPiled) ++piled;
     });
-    // In block order: the block array is read sequentially.
+    // Only under a block, an owner or a part (a kind or the super-root is no one dominator), and only where
+    // enough blocks accumulate for one type to possibly pass the bar.
+    auto candidate = [&](std::uint32_t node) {
+      return r_.is_holder(node) && (accumulated[node] >= kAccumulationInstances || r_.retained_bytes(node) >= threshold_);
+    };
+    std::unordered_map<std::uint64_t, GroupTotal> piles;
+    // Neighbouring blocks mostly pile up in one place (a list's nodes, allocated together): the last pile
+    // is asked first (the map's elements stay where they are as it grows).
+    std::uint64_t last_key = ~std::uint64_t{0};
+    GroupTotal* last = nullptr;
     for (BlockId b = 0; b < r_.block_count(); ++b) {
       if ((b & kCheckMask) == 0) progress_check();
-      if (owner[b] == kNoOwner) continue;
-      auto& totals = owned_[owner[b]];
-      if (group_[b] >= totals.size()) totals.resize(group_[b] + 1);
-      ++totals[group_[b]].count;
-      totals[group_[b]].bytes += heap_.blocks[b].usable_size();
+      if (!r_.reachable(b)) continue;
+      const std::uint32_t group = groups_.of(b);
+      const std::uint64_t bytes = heap_.blocks[b].usable_size();
+      if (owner[b] != kNoOwner) {
+        auto& totals = owned_[owner[b]];
+        if (group >= totals.size()) totals.resize(group + 1);
+        ++totals[group].count;
+        totals[group].bytes += bytes;
+      }
+      if (!candidate(accumulates_under[b])) continue;
+      const std::uint64_t key = std::uint64_t{accumulates_under[b]} << 32 | group;
+      if (key != last_key) {
+        last = &piles[key];
+        last_key = key;
+      }
+      ++last->count;
+      last->bytes += bytes;
     }
+    std::vector<Pile> found;
+    for (const auto& [key, t] : piles)
+      if (t.count >= kAccumulationInstances || (t.bytes >= threshold_ && t.count >= kAccumulationMinInstances))
+        found.emplace_back(key, t);
+    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+      return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes : a.first < b.first;
+    });
+    if (found.size() > kMaxAccumulationSuspects) found.resize(kMaxAccumulationSuspects);
+    return found;
   }
 
   Suspect big_retainer(std::size_t i) {
@@ -335,64 +372,27 @@ class SuspectFinder {
     return sus;
   }
 
-  // Only under a block, an owner or a part (a kind or the super-root is no one dominator), and only where
-  // enough blocks accumulate for one type to possibly pass the bar.
-  std::vector<Suspect> accumulations() {
-    auto candidate = [&](std::uint32_t node) {
-      return r_.is_holder(node) &&
-             (accumulated_[node] >= kAccumulationInstances || r_.retained_bytes(node) >= threshold_);
-    };
-    std::unordered_map<std::uint64_t, GroupTotal> piles;  // (dominator << 32 | group) → instances
-    // Neighbouring blocks mostly pile up in one place (a list's nodes, allocated together): the last pile
-    // is asked first (the map's elements stay where they are as it grows).
-    std::uint64_t last_key = ~std::uint64_t{0};
-    GroupTotal* last = nullptr;
-    for (BlockId b = 0; b < r_.block_count(); ++b) {
-      if ((b & kCheckMask) == 0) progress_check();
-      if (accumulates_under_[b] == kNoNode || !candidate(accumulates_under_[b])) continue;
-      const std::uint64_t key = std::uint64_t{accumulates_under_[b]} << 32 | group_[b];
-      if (key != last_key) {
-        last = &piles[key];
-        last_key = key;
-      }
-      ++last->count;
-      last->bytes += heap_.blocks[b].usable_size();
-    }
-    std::vector<std::pair<std::uint64_t, GroupTotal>> found;
-    for (const auto& [key, t] : piles)
-      if (t.count >= kAccumulationInstances || (t.bytes >= threshold_ && t.count >= kAccumulationMinInstances))
-        found.emplace_back(key, t);
-    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
-      return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes : a.first < b.first;
-    });
-    if (found.size() > kMaxAccumulationSuspects) found.resize(kMaxAccumulationSuspects);
-    std::vector<Suspect> out;
-    for (const auto& [key, t] : found) {
-      const auto holder = static_cast<std::uint32_t>(key >> 32);
-      Suspect sus;
-      sus.kind = Suspect::Kind::accumulation;
-      sus.holder = holder_of(s_, r_, holder);
-      sus.retained = retained_of(r_, holder);
-      sus.type = groups_.name(static_cast<std::uint32_t>(key & 0xffffffffu));
-      sus.instances = t.count;
-      sus.instance_bytes = t.bytes;
-      sus.path = shortest_path(s_, r_, holder);
-      out.push_back(std::move(sus));
-    }
-    return out;
+  Suspect accumulation(const Pile& pile) {
+    const auto holder = static_cast<std::uint32_t>(pile.first >> 32);
+    Suspect sus;
+    sus.kind = Suspect::Kind::accumulation;
+    sus.holder = holder_of(s_, r_, holder);
+    sus.retained = retained_of(r_, holder);
+    sus.type = groups_.name(static_cast<std::uint32_t>(pile.first & 0xffffffffu));
+    sus.instances = pile.second.count;
+    sus.instance_bytes = pile.second.bytes;
+    sus.path = shortest_path(s_, r_, holder);
+    return sus;
   }
 
   Session& s_;
   const Retention& r_;
   const HeapModel& heap_;
   TypeGroups groups_;
-  const std::vector<std::uint32_t> group_;  // per block
   const std::vector<std::uint32_t> big_;
   const std::uint64_t threshold_;
   const AccumulationPoints points_;
-  std::vector<std::vector<GroupTotal>> owned_;       // per big retainer, per group
-  std::vector<std::uint32_t> accumulates_under_;     // per block
-  std::vector<std::uint32_t> accumulated_;           // per node: blocks accumulating under it
+  std::vector<std::vector<GroupTotal>> owned_;  // per big retainer, per group
 };
 
 // Per kind of thread part (registers, stack, static TLS, dynamic TLS): what each thread's part alone keeps
@@ -445,10 +445,15 @@ const char* top_by_name(TopBy by) {
 TopReport build_top_report(Session& s, TopBy by, std::size_t count) {
   if (count == 0) count = std::numeric_limits<std::size_t>::max();  // -n 0: all
   // Every block's name (the suspects group by type) and the dominator tree need nothing of each other
-  // past the graph and the call stacks: one thread each, the progress shown being the names' (the longer).
+  // past the graph: one thread each, the progress shown being the names' (the longer). The names need the
+  // call stacks and the leak verdicts late (after the vtable pass, at the end), so the tree's thread, the
+  // shorter, computes them first.
   s.graph();
-  s.frames();
-  s.compute_side_by_side([&] { s.names(); }, [&] { s.retention(); });
+  s.compute_side_by_side([&] { s.names(); }, [&] {
+    s.frames();
+    s.verdicts();
+    s.retention();
+  });
   const Retention& r = s.retention();
   PhaseTimer timer("top");
   TopReport out;

@@ -225,15 +225,15 @@ std::unique_ptr<BlockNames> Session::name_blocks(const std::vector<bool>* within
   const BlockIndex& index = block_index();
   const RootSet& r = roots();
   const CoroutineFrames& coroutine_frames = coroutines();
-  const auto* f = from_roots ? &frames() : nullptr;
-  const LeakVerdicts& leaks = verdicts();
   auto names = std::make_unique<BlockNames>(BlockNames{infer_types(*image_, symbols_, h, index, r, within, members), nullptr});
   type_coroutine_frames(names->types, coroutine_frames);
   PhaseTimer dwarf_timer("dwarf types");
   PhaseScope dwarf_phase(progress_here(), "dwarf types");
   names->dwarf = std::make_unique<DwarfTypes>(*image_, symbols_);
-  if (from_roots) type_blocks_from_dwarf(*image_, symbols_, h, index, f, names->types, *names->dwarf, within);
-  name_leaked_blocks(*image_, h, index, leaks, names->types, *names->dwarf, within, members);
+  // The call stacks and the verdicts are asked for only where they are used, so that a second thread
+  // (top's) can compute them meanwhile.
+  if (from_roots) type_blocks_from_dwarf(*image_, symbols_, h, index, &frames(), names->types, *names->dwarf, within);
+  name_leaked_blocks(*image_, h, index, verdicts(), names->types, *names->dwarf, within, members);
   return names;
 }
 

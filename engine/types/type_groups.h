@@ -20,12 +20,23 @@ class TypeGroups {
 
   TypeGroups(const HeapModel& heap, const BlockTypes& types) : heap_(heap), types_(types) {}
 
-  std::uint32_t of(BlockId b);
+  std::uint32_t of(BlockId b) {
+    const std::uint32_t typed = types_.type_id(b);
+    if (typed != BlockTypes::kUnknown && typed < by_type_.size() && by_type_[typed] != kNone) return by_type_[typed];
+    return numbered(b, typed);
+  }
+  // Whether two blocks are in one group (what of() says of both), without numbering either.
+  bool same(BlockId a, BlockId b) const {
+    const std::uint32_t typed = types_.type_id(a);
+    if (typed != types_.type_id(b)) return false;
+    return typed != BlockTypes::kUnknown || heap_.blocks[a].usable_size() == heap_.blocks[b].usable_size();
+  }
   std::string name(std::uint32_t group) const;
 
  private:
   static constexpr std::size_t kDirectSizes = std::size_t{1} << 16;
 
+  std::uint32_t numbered(BlockId b, std::uint32_t typed);  // of(), numbering b's group when it is new
   std::uint32_t slot(std::vector<std::uint32_t>& table, std::size_t i, BlockId b);
 
   const HeapModel& heap_;
