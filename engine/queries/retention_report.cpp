@@ -12,6 +12,7 @@
 #include "types/type_groups.h"
 #include "base/phase_timer.h"
 #include "base/progress.h"
+#include "base/workers.h"
 
 namespace heapscope {
 
@@ -309,30 +310,63 @@ class SuspectFinder {
     auto candidate = [&](std::uint32_t node) {
       return r_.is_holder(node) && (accumulated[node] >= kAccumulationInstances || r_.retained_bytes(node) >= threshold_);
     };
-    std::unordered_map<std::uint64_t, GroupTotal> piles;
-    // Neighbouring blocks mostly pile up in one place (a list's nodes, allocated together): the last pile
-    // is asked first (the map's elements stay where they are as it grows).
-    std::uint64_t last_key = ~std::uint64_t{0};
-    GroupTotal* last = nullptr;
+    // Groups are numbered first, in block order (the order that breaks ties); the blocks are then totalled
+    // by slices on all cores, each slice's totals added up after.
     for (BlockId b = 0; b < r_.block_count(); ++b) {
       if ((b & kCheckMask) == 0) progress_check();
-      if (!r_.reachable(b)) continue;
-      const std::uint32_t group = groups_.of(b);
-      const std::uint64_t bytes = heap_.blocks[b].usable_size();
-      if (owner[b] != kNoOwner) {
-        auto& totals = owned_[owner[b]];
-        if (group >= totals.size()) totals.resize(group + 1);
-        ++totals[group].count;
-        totals[group].bytes += bytes;
+      if (r_.reachable(b)) groups_.of(b);
+    }
+    struct Slice {
+      std::vector<std::vector<GroupTotal>> owned;
+      std::unordered_map<std::uint64_t, GroupTotal> piles;
+    };
+    const unsigned n = worker_count(r_.block_count(), 1 << 20);
+    std::vector<Slice> slices(n);
+    run_workers(n, [&](unsigned w) {
+      Slice& mine = slices[w];
+      mine.owned.resize(owners);
+      // Neighbouring blocks mostly pile up in one place (a list's nodes, allocated together): the last pile
+      // is asked first (the map's elements stay where they are as it grows).
+      std::uint64_t last_key = ~std::uint64_t{0};
+      GroupTotal* last = nullptr;
+      const BlockId first = static_cast<BlockId>(std::uint64_t{r_.block_count()} * w / n);
+      const BlockId end = static_cast<BlockId>(std::uint64_t{r_.block_count()} * (w + 1) / n);
+      for (BlockId b = first; b < end; ++b) {
+        if ((b & kCheckMask) == 0) progress_check();
+        if (!r_.reachable(b)) continue;
+        const std::uint32_t group = groups_.numbered_group(b);
+        const std::uint64_t bytes = heap_.blocks[b].usable_size();
+        if (owner[b] != kNoOwner) {
+          auto& totals = mine.owned[owner[b]];
+          if (group >= totals.size()) totals.resize(group + 1);
+          ++totals[group].count;
+          totals[group].bytes += bytes;
+        }
+        if (!candidate(accumulates_under[b])) continue;
+        const std::uint64_t key = std::uint64_t{accumulates_under[b]} << 32 | group;
+        if (key != last_key) {
+          last = &mine.piles[key];
+          last_key = key;
+        }
+        ++last->count;
+        last->bytes += bytes;
       }
-      if (!candidate(accumulates_under[b])) continue;
-      const std::uint64_t key = std::uint64_t{accumulates_under[b]} << 32 | group;
-      if (key != last_key) {
-        last = &piles[key];
-        last_key = key;
+    });
+    std::unordered_map<std::uint64_t, GroupTotal> piles;
+    for (Slice& slice : slices) {
+      for (std::size_t o = 0; o < owners; ++o) {
+        auto& totals = owned_[o];
+        if (slice.owned[o].size() > totals.size()) totals.resize(slice.owned[o].size());
+        for (std::size_t g = 0; g < slice.owned[o].size(); ++g) {
+          totals[g].count += slice.owned[o][g].count;
+          totals[g].bytes += slice.owned[o][g].bytes;
+        }
       }
-      ++last->count;
-      last->bytes += bytes;
+      for (const auto& [key, t] : slice.piles) {
+        GroupTotal& sum = piles[key];
+        sum.count += t.count;
+        sum.bytes += t.bytes;
+      }
     }
     std::vector<Pile> found;
     for (const auto& [key, t] : piles)

@@ -11,6 +11,15 @@ std::uint32_t TypeGroups::numbered(BlockId b, std::uint32_t typed) {
   return it->second;
 }
 
+std::uint32_t TypeGroups::numbered_group(BlockId b) const {
+  const auto in = [](const std::vector<std::uint32_t>& table, std::size_t i) { return i < table.size() ? table[i] : kNone; };
+  if (const std::uint32_t typed = types_.type_id(b); typed != BlockTypes::kUnknown) return in(by_type_, typed);
+  const std::uint64_t size = heap_.blocks[b].usable_size();
+  if (size / 8 < kDirectSizes) return in(by_small_size_, size / 8);
+  const auto it = by_large_size_.find(size);
+  return it == by_large_size_.end() ? kNone : it->second;
+}
+
 std::string TypeGroups::name(std::uint32_t group) const {
   const BlockId b = examples_[group];
   return types_.name(b, heap_.blocks[b]);

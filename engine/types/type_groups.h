@@ -25,6 +25,9 @@ class TypeGroups {
     if (typed != BlockTypes::kUnknown && typed < by_type_.size() && by_type_[typed] != kNone) return by_type_[typed];
     return numbered(b, typed);
   }
+  // The group of() gave a block of the same type or size, read only (safe from several threads at once);
+  // kNone when no such block has been given one yet.
+  std::uint32_t numbered_group(BlockId b) const;
   // Whether two blocks are in one group (what of() says of both), without numbering either.
   bool same(BlockId a, BlockId b) const {
     const std::uint32_t typed = types_.type_id(a);
