@@ -478,13 +478,18 @@ const char* top_by_name(TopBy by) {
 
 TopReport build_top_report(Session& s, TopBy by, std::size_t count) {
   if (count == 0) count = std::numeric_limits<std::size_t>::max();  // -n 0: all
+  // The names need every module's DWARF index, and both the names and the tree need the call stacks;
+  // none of these needs the heap: they are computed on a thread of their own while the heap is walked and
+  // scanned.
+  const Session::Ahead ahead(s, [&s](const std::atomic<bool>& stop) {
+    s.dwarf_indexes().load_all(stop);
+    if (!stop) s.frames();
+  });
+  s.graph();
   // Every block's name (the suspects group by type) and the dominator tree need nothing of each other
   // past the graph: one thread each, the progress shown being the names' (the longer). The names need the
-  // call stacks and the leak verdicts late (after the vtable pass, at the end), so the tree's thread, the
-  // shorter, computes them first.
-  s.graph();
+  // leak verdicts last, so the tree's thread computes them first.
   s.compute_side_by_side([&] { s.names(); }, [&] {
-    s.frames();
     s.verdicts();
     s.retention();
   });

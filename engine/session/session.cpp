@@ -22,7 +22,10 @@ struct IsUniquePtr<std::unique_ptr<T>> : std::true_type {};
 }  // namespace
 
 Session::Session(std::shared_ptr<const Image> image, SessionOptions options)
-    : image_(std::move(image)), options_(std::move(options)), symbols_(*image_, options_.symbols) {
+    : image_(std::move(image)),
+      options_(std::move(options)),
+      symbols_(*image_, options_.symbols),
+      dwarf_indexes_(std::make_shared<const DwarfIndexes>(*image_, symbols_)) {
   if (!options_.snapshots) options_.snapshots = std::make_shared<SnapshotStore>();
   if (options_.allocators.empty()) options_.allocators = builtin_allocator_plugins();
 }
@@ -229,7 +232,7 @@ std::unique_ptr<BlockNames> Session::name_blocks(const std::vector<bool>* within
   type_coroutine_frames(names->types, coroutine_frames);
   PhaseTimer dwarf_timer("dwarf types");
   PhaseScope dwarf_phase(progress_here(), "dwarf types");
-  names->dwarf = std::make_unique<DwarfTypes>(*image_, symbols_);
+  names->dwarf = std::make_unique<DwarfTypes>(dwarf_indexes_);
   // The call stacks and the verdicts are asked for only where they are used, so that a second thread
   // (top's) can compute them meanwhile.
   if (from_roots) type_blocks_from_dwarf(*image_, symbols_, h, index, &frames(), names->types, *names->dwarf, within);
@@ -307,9 +310,16 @@ const BlockNames* Session::names_if_computed() {
 }
 
 void Session::compute_side_by_side(const std::function<void()>& a, const std::function<void()>& b) {
-  // The display follows `a`, on this thread; `b` reports to a Progress of its own, shown nowhere (two
-  // phases' counts in one would make a meaningless percentage), which stops when the session's does and
-  // asks the frontend itself, so that Ctrl-C works while this thread only waits for it.
+  // The display follows `a`, on this thread; `b` reports to a Progress of its own.
+  ProgressScope current(&progress_);  // the workers take the caller's Progress
+  run_workers(2, [&](unsigned worker) {
+    if (worker == 0) return a();
+    run_beside(b);
+  });
+}
+
+void Session::run_beside(const std::function<void()>& fn) {
+  // Two phases' counts in one display would make a meaningless percentage: this thread's are shown nowhere.
   Progress beside;
   beside.set_interrupt_check([this] {
     try {
@@ -320,28 +330,41 @@ void Session::compute_side_by_side(const std::function<void()>& a, const std::fu
     return false;
   });
   beside.begin(/*show=*/false);
-  ProgressScope current(&progress_);  // the workers take the caller's Progress
-  run_workers(2, [&](unsigned worker) {
-    if (worker == 0) return a();
-    {
-      std::lock_guard lock(mutex_);
-      beside_ = {std::this_thread::get_id(), &beside};
+  const std::thread::id me = std::this_thread::get_id();
+  {
+    std::lock_guard lock(mutex_);
+    beside_.push_back({me, &beside});
+  }
+  struct Done {
+    Session& s;
+    std::thread::id me;
+    ~Done() {
+      std::lock_guard lock(s.mutex_);
+      std::erase_if(s.beside_, [&](const BesideThread& t) { return t.thread == me; });
     }
-    struct Done {
-      Session& s;
-      ~Done() {
-        std::lock_guard lock(s.mutex_);
-        s.beside_ = {};
-      }
-    } done{*this};
-    ProgressScope mine(&beside);
-    b();
-  });
+  } done{*this, me};
+  ProgressScope mine(&beside);
+  fn();
+}
+
+Session::Ahead::Ahead(Session& session, std::function<void(const std::atomic<bool>& stop)> fn)
+    : thread_([this, &session, work = std::move(fn)] {
+        try {
+          session.run_beside([&] { work(stop_); });
+        } catch (...) {
+        }
+      }) {}
+
+Session::Ahead::~Ahead() {
+  stop_ = true;
+  thread_.join();
 }
 
 Progress& Session::progress_here() {
   std::lock_guard lock(mutex_);
-  return beside_.progress && beside_.thread == std::this_thread::get_id() ? *beside_.progress : progress_;
+  for (const BesideThread& t : beside_)
+    if (t.thread == std::this_thread::get_id()) return *t.progress;
+  return progress_;
 }
 
 void Session::check_interrupted() {

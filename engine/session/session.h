@@ -5,6 +5,7 @@
 // a new one whenever the process has run since the last.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -99,6 +100,8 @@ class Session {
   // Call stacks of every thread (indexed like Image::threads()); needs no heap, never throws for a bad stack.
   const std::vector<std::vector<Frame>>& frames();
   const CoroutineFrames& coroutines();    // C++20 coroutine frames on the heap and their awaiters
+  // The DWARF type index of each module, built on first use and shared by every naming of the session.
+  const DwarfIndexes& dwarf_indexes() const { return *dwarf_indexes_; }
   const BlockNames& names();              // every block's name and DWARF type
   const BlockTypes& types() { return names().types; }
   const DwarfTypes& dwarf_types() { return *names().dwarf; }
@@ -120,6 +123,23 @@ class Session {
   // computed once, by whichever asks first), for commands that need two costly products independent of
   // each other (`top`: every block's name, and the dominator tree). Rethrows the first error.
   void compute_side_by_side(const std::function<void()>& a, const std::function<void()>& b);
+
+  // Work a later step will need, started early on a thread of its own beside what the caller computes
+  // meanwhile (top builds the DWARF indexes and unwinds the stacks while the heap is walked): fn(stop) runs
+  // like compute_side_by_side's second thread, reporting to a Progress shown nowhere that stops when the
+  // session's does. What it throws is dropped: the step that needs the product meets the same error
+  // computing it. Destroying the handle sets `stop` (fn should return soon after) and waits for the thread.
+  class Ahead {
+   public:
+    Ahead(Session& session, std::function<void(const std::atomic<bool>& stop)> fn);
+    ~Ahead();
+    Ahead(const Ahead&) = delete;
+    Ahead& operator=(const Ahead&) = delete;
+
+   private:
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+  };
 
   // Lets a frontend stop a long analysis (Ctrl-C): checked before every product and, through the
   // session's Progress, every 50 ms inside long loops (walk, scan, typing, reachability, dominators), from
@@ -183,11 +203,16 @@ class Session {
   std::shared_ptr<const Image> image_;
   SessionOptions options_;
   SymbolIndex symbols_;
+  std::shared_ptr<const DwarfIndexes> dwarf_indexes_;
   mutable std::mutex mutex_;        // guards product_warnings_ and beside_ (held for no computation)
   struct BesideThread {
     std::thread::id thread;
     Progress* progress = nullptr;
-  } beside_;  // compute_side_by_side's second thread, while it runs
+  };
+  std::vector<BesideThread> beside_;  // compute_side_by_side's second thread and Ahead's, while they run
+  // Runs fn on this thread (a second one) with a Progress of its own, shown nowhere, that stops when the
+  // session's does and asks the frontend itself, so that Ctrl-C works while the first thread only waits.
+  void run_beside(const std::function<void()>& fn);
   std::mutex on_product_mutex_;     // one call of options_.on_product at a time
   std::recursive_mutex parts_mutex_;  // guards names_of_parts_ and parts_asked_
   std::vector<std::string> product_warnings_;

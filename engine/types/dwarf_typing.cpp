@@ -316,21 +316,33 @@ class Propagator {
 
 }  // namespace
 
-const DwarfTypeIndex* DwarfTypes::index(std::size_t module) const {
-  auto [it, fresh] = loaded_.try_emplace(module);
-  if (!fresh) return it->second.index.get();
+DwarfIndexes::DwarfIndexes(const Image& image, const SymbolIndex& symbols) : image_(image), symbols_(symbols) {
+  loaded_.resize(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule));
+  for (auto& l : loaded_) l = std::make_unique<Loaded>();
+}
+
+const DwarfTypeIndex* DwarfIndexes::index(std::size_t module) const {
+  if (module >= loaded_.size()) return nullptr;
+  Loaded& l = *loaded_[module];
+  std::lock_guard lock(l.mutex);
+  if (l.done) return l.index.get();
   const Module& m = image_.modules()[module];
   const ModuleSymbols* syms = m.file_on_disk.empty() ? nullptr : symbols_.symbols_for(m);
-  if (!syms) return nullptr;
-  const std::string path = syms->debug_file().empty() ? syms->path() : syms->debug_file();
-  try {
-    it->second.file = DwarfFile::open(path, nullptr);
-    if (it->second.file) it->second.index = DwarfTypeIndex::build(*it->second.file);
-  } catch (...) {  // interrupted (Ctrl-C): built again when next asked for, not taken for "no DWARF"
-    loaded_.erase(it);
-    throw;
+  if (syms) {
+    const std::string path = syms->debug_file().empty() ? syms->path() : syms->debug_file();
+    PhaseTimer timer("dwarf types: a module's index");
+    // Interrupted (Ctrl-C): nothing kept, built again when next asked for, not taken for "no DWARF".
+    std::unique_ptr<DwarfFile> file = DwarfFile::open(path, nullptr);
+    std::unique_ptr<DwarfTypeIndex> index = file ? DwarfTypeIndex::build(*file) : nullptr;
+    l.file = std::move(file);
+    l.index = std::move(index);
   }
-  return it->second.index.get();
+  l.done = true;
+  return l.index.get();
+}
+
+void DwarfIndexes::load_all(const std::atomic<bool>& stop) const {
+  for (std::size_t m = 0; m < loaded_.size() && !stop; ++m) index(m);
 }
 
 namespace {

@@ -8,11 +8,13 @@
 // container's template arguments.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,14 +36,42 @@ struct DwarfTypeRef {
   bool known() const { return module != kNoModule && type != kNoDwarfType; }
 };
 
-// The DWARF type indexes of the image's modules, built on first use, and the DWARF type behind each of
-// BlockTypes' type ids: a block's DWARF type is that of its BlockTypes id, so no per-block array is kept.
-class DwarfTypes {
+// The DWARF type index of each of the image's modules, built on first use and kept: a session has one,
+// shared by all its namings, and a command that will need them all can build them ahead (load_all) on a
+// thread of their own while the heap is walked. Each module's index is built under that module's own lock,
+// so that the thread loading ahead and one typing blocks can ask at once; a built index is then used by one
+// thread at a time (it resolves types as they are asked for).
+class DwarfIndexes {
  public:
-  DwarfTypes(const Image& image, const SymbolIndex& symbols) : image_(image), symbols_(symbols) {}
+  DwarfIndexes(const Image& image, const SymbolIndex& symbols);
 
   // Null when the module has no DWARF (none in the file, no separate debug file found).
   const DwarfTypeIndex* index(std::size_t module) const;
+  // Builds the index of every module, in module order, until `stop` is set.
+  void load_all(const std::atomic<bool>& stop) const;
+
+ private:
+  const Image& image_;
+  const SymbolIndex& symbols_;
+  struct Loaded {
+    std::mutex mutex;
+    bool done = false;
+    std::unique_ptr<DwarfFile> file;
+    std::unique_ptr<DwarfTypeIndex> index;
+  };
+  std::vector<std::unique_ptr<Loaded>> loaded_;  // by module
+};
+
+// The DWARF type behind each of BlockTypes' type ids, over the modules' indexes: a block's DWARF type is
+// that of its BlockTypes id, so no per-block array is kept.
+class DwarfTypes {
+ public:
+  explicit DwarfTypes(std::shared_ptr<const DwarfIndexes> indexes) : indexes_(std::move(indexes)) {}
+  DwarfTypes(const Image& image, const SymbolIndex& symbols)  // with indexes of its own
+      : indexes_(std::make_shared<const DwarfIndexes>(image, symbols)) {}
+
+  // Null when the module has no DWARF (none in the file, no separate debug file found).
+  const DwarfTypeIndex* index(std::size_t module) const { return indexes_->index(module); }
   const DwarfType& type(DwarfTypeRef ref) const { return index(ref.module)->type(ref.type); }
 
   // The DWARF type of the blocks BlockTypes names `type_id` (unknown when DWARF has none).
@@ -54,13 +84,7 @@ class DwarfTypes {
   std::vector<std::string> warnings;
 
  private:
-  const Image& image_;
-  const SymbolIndex& symbols_;
-  struct Loaded {
-    std::unique_ptr<DwarfFile> file;
-    std::unique_ptr<DwarfTypeIndex> index;
-  };
-  mutable std::map<std::size_t, Loaded> loaded_;
+  std::shared_ptr<const DwarfIndexes> indexes_;
 };
 
 // Types the blocks BlockTypes left unknown, from the modules' variables; names them in `types` ("Client",
