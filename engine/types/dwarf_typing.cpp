@@ -330,7 +330,7 @@ const DwarfTypeIndex* DwarfIndexes::index(std::size_t module) const {
   const ModuleSymbols* syms = m.file_on_disk.empty() ? nullptr : symbols_.symbols_for(m);
   if (syms) {
     const std::string path = syms->debug_file().empty() ? syms->path() : syms->debug_file();
-    PhaseTimer timer("dwarf types: a module's index");
+    PhaseTimer timer("dwarf types: indexes");  // once per module
     // Interrupted (Ctrl-C): nothing kept, built again when next asked for, not taken for "no DWARF".
     std::unique_ptr<DwarfFile> file = DwarfFile::open(path, nullptr);
     std::unique_ptr<DwarfTypeIndex> index = file ? DwarfTypeIndex::build(*file) : nullptr;
@@ -374,12 +374,7 @@ void seed_locals(const Image& image, const std::vector<std::vector<Frame>>& fram
 void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
                             const BlockIndex& index, const std::vector<std::vector<Frame>>* frames,
                             BlockTypes& types, DwarfTypes& dwarf, const std::vector<bool>* within) {
-  std::optional<Propagator> made;
-  {
-    PhaseTimer t("dwarf types: indexes");
-    made.emplace(image, heap, index, types, dwarf, within);
-  }
-  Propagator& propagate = *made;
+  Propagator propagate(image, heap, index, types, dwarf, within);
   const std::vector<StaticTlsBlock> tls = static_tls_blocks(image, symbols);
   const auto& modules = image.modules();
   for (std::size_t m = 0; m < modules.size() && m < DwarfTypeRef::kNoModule; ++m) {
