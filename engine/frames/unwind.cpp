@@ -1,5 +1,7 @@
 #include "frames/unwind.h"
 
+#include "base/progress.h"
+
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -101,6 +103,7 @@ struct FrameCollector {
   std::vector<Frame>* out = nullptr;  // the thread being unwound
   std::size_t thread_index = 0;
   bool timed_out = false;
+  bool stopped = false;  // the unwind was interrupted
   bool corrupt = false;
 };
 
@@ -210,6 +213,13 @@ int collect_frame(Dwfl_Frame* state, void* arg) {
   auto& c = *static_cast<FrameCollector*>(arg);
   if (Clock::now() > c.deadline) {
     c.timed_out = true;
+    return DWARF_CB_ABORT;
+  }
+  // Ctrl-C: stop here, and say so once back from libdw (an exception must not cross its C frames).
+  try {
+    progress_check();
+  } catch (const Interrupted&) {
+    c.stopped = true;
     return DWARF_CB_ABORT;
   }
   Frame frame;
@@ -327,7 +337,7 @@ int unwind_one_thread(Dwfl_Thread* thread, void* arg) {
   if (c.corrupt && c.warnings)
     c.warnings->push_back(fmt::format("stack of thread tid {} looks corrupt; its unwind stops at frame #{}",
                                       c.image.threads()[index].tid, c.out->size() - 1));
-  return c.timed_out ? DWARF_CB_ABORT : DWARF_CB_OK;
+  return c.timed_out || c.stopped ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
 
 DwflPtr report_modules(const Image& image, const SymbolIndex& symbols, std::vector<std::string>* warnings) {
@@ -368,6 +378,7 @@ std::vector<std::vector<Frame>> unwind_with_libdw(const Image& image, const Symb
   }
   FrameCollector collector{image, symbols, dwfl.get(), Clock::now() + kUnwindTimeLimit, &frames, warnings};
   dwfl_getthreads(dwfl.get(), unwind_one_thread, &collector);
+  if (collector.stopped) progress_check();  // throws Interrupted
   if (collector.timed_out && warnings)
     warnings->push_back("unwinding thread stacks took too long; some threads have partial or no frames");
   return frames;
