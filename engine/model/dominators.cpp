@@ -66,8 +66,9 @@ Numbering number_depth_first(const DominatorGraph& g, std::uint32_t entry) {
 // asks for the least semidominator on a path, not for the node that has it, so a label is that value.
 class LinkEvalForest {
  public:
-  explicit LinkEvalForest(std::vector<Number> dfs_parent)
-      : ancestor_(std::move(dfs_parent)), least_semi_(ancestor_.size()) {
+  explicit LinkEvalForest(std::vector<Number> dfs_parent) : ancestor_(std::move(dfs_parent)) {
+    least_semi_.reserve(ancestor_.capacity());  // room for every node, for whoever reuses it (release_into)
+    least_semi_.resize(ancestor_.size());
     for (Number v = 0; v < least_semi_.size(); ++v) least_semi_[v] = v;
     linked_above_ = static_cast<Number>(ancestor_.size());
   }
@@ -84,6 +85,14 @@ class LinkEvalForest {
     if (!linked(v)) return v;
     compress(v);
     return least_semi_[v];
+  }
+
+  // The forest's two arrays, emptied, for their memory to serve again.
+  void release_into(std::vector<std::vector<Number>>& spare) {
+    for (std::vector<Number>* a : {&ancestor_, &least_semi_}) {
+      a->clear();
+      spare.push_back(std::move(*a));
+    }
   }
 
  private:
@@ -119,7 +128,10 @@ Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
   Numbering dfs = number_depth_first(g, entry);
   const Number count = static_cast<Number>(dfs.vertex.size() - 1);  // reached nodes, numbered 1..count
 
-  std::vector<Number> idom = dfs.parent;  // the DFS parent, climbed up to the idom below
+  std::vector<std::vector<Number>> spare;
+  std::vector<Number> idom;  // the DFS parent, climbed up to the idom below (room for every node: spare)
+  idom.reserve(dfs.parent.capacity());
+  idom.assign(dfs.parent.begin(), dfs.parent.end());
   // vertex[w] is read once, at w's turn; from then on its slot holds w's semidominator, and the array is
   // made again from the numbering at the end: one array fewer of the size of the heap.
   std::vector<Number>& semi = dfs.vertex;
@@ -140,6 +152,7 @@ Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
       semi[w] = least;
       forest.link(w, least);
     }
+    forest.release_into(spare);
   }
   for (Number w = 2; w <= count; ++w) {
     if (w % kProgressNodes == 0) progress_step(kProgressNodes);
@@ -154,6 +167,9 @@ Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
   for (std::uint32_t& slot : out.idom) slot = slot >= 2 ? dfs.vertex[idom[slot]] : kNoNode;
   dfs.vertex.erase(dfs.vertex.begin());
   out.preorder = std::move(dfs.vertex);
+  idom.clear();
+  spare.push_back(std::move(idom));
+  out.spare = std::move(spare);
   return out;
 }
 

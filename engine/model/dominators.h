@@ -40,6 +40,10 @@ struct Dominators {
   // The reachable nodes in depth-first preorder, entry first. A dominator always comes before the nodes
   // it dominates, so one backwards pass over this order sums anything up the dominator tree.
   std::vector<std::uint32_t> preorder;
+  // Working arrays of about the node count's size the computation is done with (empty, their capacity
+  // kept): a caller that needs arrays that big next reuses their pages, which are already in memory,
+  // instead of having the kernel clear fresh ones.
+  std::vector<std::vector<std::uint32_t>> spare;
 };
 
 // Throws std::length_error when the graph has 2^31 nodes or more, std::out_of_range when `entry` is no node.

@@ -412,14 +412,29 @@ Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapM
     Dominators d = compute_dominators(g, g.super_root());
     idom_ = std::move(d.idom);
     // The order is needed once, to sum sizes: not kept (4 bytes a block).
-    sum_retained_sizes(heap, d.preorder);
+    sum_retained_sizes(heap, d.preorder, std::move(d.spare));
   }
 }
 
 // Sizes flow up the dominator tree: each node comes after its dominator in preorder, so backwards.
-void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::uint32_t> preorder) {
-  retained_bytes_.assign(idom_.size());
-  retained_blocks_.assign(idom_.size(), 0);
+void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::uint32_t> preorder,
+                                   std::vector<std::vector<std::uint32_t>> spare) {
+  // A spare array big enough for every node, if one is left: its pages are in memory already.
+  auto reuse = [&spare](std::size_t n) {
+    for (auto it = spare.begin(); it != spare.end(); ++it)
+      if (it->capacity() >= n) {
+        std::vector<std::uint32_t> taken = std::move(*it);
+        spare.erase(it);
+        return taken;
+      }
+    return std::vector<std::uint32_t>();
+  };
+  const std::size_t n = idom_.size();
+  std::vector<std::uint32_t> low = reuse(n), blocks = reuse(n);
+  spare = {};  // the rest: gone before anything new is allocated
+  retained_bytes_.assign(n, std::move(low));
+  retained_blocks_ = std::move(blocks);
+  retained_blocks_.assign(n, 0);
   for (std::uint32_t b = 0; b < block_count_; ++b) {
     const Block& blk = heap.blocks[b];
     if (!is_allocated(blk.state)) continue;

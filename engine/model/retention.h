@@ -84,7 +84,9 @@ struct RootNode {
 class ByteCounts {
  public:
   static constexpr std::uint64_t kLimit = std::uint64_t{1} << 40;
-  void assign(std::size_t n) {
+  // `low`: an array whose memory to reuse (see Dominators::spare), or none.
+  void assign(std::size_t n, std::vector<std::uint32_t> low = {}) {
+    low_ = std::move(low);
     low_.assign(n, 0);
     high_.assign(n, 0);
   }
@@ -144,7 +146,9 @@ class Retention {
   std::size_t memory_bytes() const;
 
  private:
-  void sum_retained_sizes(const HeapModel& heap, std::span<const std::uint32_t> preorder);
+  // `spare`: arrays whose memory to reuse (Dominators::spare).
+  void sum_retained_sizes(const HeapModel& heap, std::span<const std::uint32_t> preorder,
+                          std::vector<std::vector<std::uint32_t>> spare);
 
   std::uint32_t block_count_ = 0;
   std::vector<RootNode> root_nodes_;
