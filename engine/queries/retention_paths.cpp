@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include "queries/block_fields.h"
 #include "queries/block_refs.h"
@@ -14,9 +15,38 @@ namespace heapscope {
 
 namespace {
 
+// Each block the search has reached, with its next step towards the target. Kept in a map while few are
+// reached (a short path, as `top`'s suspects have, then costs no array the size of the heap, whose fresh
+// pages the kernel must clear) and in such an array once many are.
+class StepsToward {
+ public:
+  explicit StepsToward(std::size_t blocks) : blocks_(blocks) {}
+  bool reached(BlockId b) const { return dense_.empty() ? sparse_.contains(b) : dense_[b] != kUnreached; }
+  BlockId operator[](BlockId b) const { return dense_.empty() ? sparse_.at(b) : dense_[b]; }
+  void set(BlockId b, BlockId next) {
+    if (!dense_.empty()) {
+      dense_[b] = next;
+      return;
+    }
+    sparse_[b] = next;
+    // A map entry costs about ten times an array slot: past a sixty-fourth of the blocks, the array.
+    if (sparse_.size() > blocks_ / 64) {
+      dense_.assign(blocks_, kUnreached);
+      for (const auto& [block, step] : sparse_) dense_[block] = step;
+      sparse_ = {};
+    }
+  }
+
+ private:
+  static constexpr BlockId kUnreached = kNoBlock - 1;
+  std::size_t blocks_;
+  std::unordered_map<BlockId, BlockId> sparse_;
+  std::vector<BlockId> dense_;
+};
+
 // Follows `toward` (each block's next step towards the target) to build the path from `first`.
 RetainerPath make_path(Session& s, const BlockNames& names, RetainedBytes& retained, std::size_t root, BlockId first,
-                       const std::vector<BlockId>& toward) {
+                       const StepsToward& toward) {
   RetainerPath p;
   p.root = root_ref(s, names, root, first);
   Address site = p.root.address;  // the word pointing to the next step (0 for a register: not in memory)
@@ -49,9 +79,8 @@ RetainersReport find_retainers(Session& s, const BlockNames& names, RetainedSize
 
   // Breadth-first backwards from the target: the first blocks found with a root pointing at them give
   // the shortest paths.
-  constexpr BlockId kUnvisited = kNoBlock - 1;
-  std::vector<BlockId> toward(g.block_count(), kUnvisited);
-  toward[target] = kNoBlock;
+  StepsToward toward(g.block_count());
+  toward.set(target, kNoBlock);
   std::vector<BlockId> level{target};
   std::set<std::size_t> roots_used;
   for (std::size_t depth = 1; !level.empty() && r.paths.size() < max_paths; ++depth) {
@@ -69,8 +98,8 @@ RetainersReport find_retainers(Session& s, const BlockNames& names, RetainedSize
     for (BlockId b : level)
       for (std::uint32_t e : g.in_edges(b)) {
         const BlockId from = edge_target(e);
-        if (toward[from] != kUnvisited) continue;
-        toward[from] = b;
+        if (toward.reached(from)) continue;
+        toward.set(from, b);
         next.push_back(from);
       }
     level = std::move(next);
