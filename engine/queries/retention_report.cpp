@@ -281,98 +281,116 @@ class SuspectFinder {
   static constexpr std::uint16_t kNoOwner = 0xffff;
   using Pile = std::pair<std::uint64_t, GroupTotal>;  // (dominator << 32 | group) → instances
 
-  // One pass down the dominator tree, each node after its dominator, finds for every reachable block the
-  // big retainer it lies under, if any, and the nearest dominator of another type (where instances of its
-  // type accumulate). One pass in block order then totals both per type: what each big retainer holds, and
-  // the largest piles, most bytes first. A block's group is looked up where it is needed rather than kept
-  // per block (4 bytes a block), and groups are numbered in block order, the order that breaks ties.
-  // The per-node arrays are gone before the paths are searched, which take memory of their own.
+  // What one pass down the dominator tree (each node after its dominator) finds for every reachable node.
+  struct Walk {
+    std::vector<std::uint16_t> owner;              // the big retainer it lies under; kNoOwner: none
+    std::vector<std::uint32_t> accumulates_under;  // per block: its nearest dominator of another type
+    std::vector<std::uint16_t> accumulated;        // blocks accumulating under it, counted up to kManyPiled
+  };
+  static constexpr std::uint16_t kManyPiled = 0xffff;  // above the bar, kAccumulationInstances
+  static_assert(kAccumulationInstances < kManyPiled);
+
+  // What a slice of the blocks adds up: per big retainer and group, and per pile.
+  struct Slice {
+    std::vector<std::vector<GroupTotal>> owned;
+    std::unordered_map<std::uint64_t, GroupTotal> piles;
+  };
+
+  // The walk down the tree, then one pass in block order, by slices on all cores, totals per type both
+  // what each big retainer holds and the piles; the largest piles come back, most bytes first. A block's
+  // group is looked up where it is needed rather than kept per block (4 bytes a block); groups are
+  // numbered first, in block order, the order that breaks ties. The walk's arrays are gone before the
+  // paths are searched, which take memory of their own.
   std::vector<Pile> tally() {
-    const std::size_t owners = std::min<std::size_t>(big_.size(), kNoOwner);
-    owned_.assign(owners, {});
-    std::vector<std::uint16_t> owner(r_.node_count(), kNoOwner);
-    for (std::size_t i = 0; i < owners; ++i) owner[big_[i]] = static_cast<std::uint16_t>(i);
-    std::vector<std::uint32_t> accumulates_under(r_.block_count(), kNoNode);
-    // Per node: blocks accumulating under it, counted up to kManyPiled (above the bar, kAccumulationInstances).
-    constexpr std::uint16_t kManyPiled = 0xffff;
-    static_assert(kAccumulationInstances < kManyPiled);
-    std::vector<std::uint16_t> accumulated(r_.node_count(), 0);
-    for_each_dominator_first(r_, [&](std::uint32_t node) {
-      const std::uint32_t up = r_.dominator(node);
-      if (owner[node] == kNoOwner) owner[node] = owner[up];
-      if (!r_.is_block(node)) return;
-      accumulates_under[node] = r_.is_block(up) && groups_.same(up, node) ? accumulates_under[up] : up;
-      std::uint16_t& piled = accumulated[accumulates_under[node]];
-      if (piled != kManyPiled) ++piled;
-    });
-    // Only under a block, an owner or a part (a kind or the super-root is no one dominator), and only where
-    // enough blocks accumulate for one type to possibly pass the bar.
-    auto candidate = [&](std::uint32_t node) {
-      return r_.is_holder(node) && (accumulated[node] >= kAccumulationInstances || r_.retained_bytes(node) >= threshold_);
-    };
-    // Groups are numbered first, in block order (the order that breaks ties); the blocks are then totalled
-    // by slices on all cores, each slice's totals added up after.
+    const Walk walk = walk_down();
     for (BlockId b = 0; b < r_.block_count(); ++b) {
       if ((b & kCheckMask) == 0) progress_check();
       if (r_.reachable(b)) groups_.of(b);
     }
-    struct Slice {
-      std::vector<std::vector<GroupTotal>> owned;
-      std::unordered_map<std::uint64_t, GroupTotal> piles;
-    };
     const unsigned n = worker_count(r_.block_count(), 1 << 20);
     std::vector<Slice> slices(n);
     run_workers(n, [&](unsigned w) {
-      Slice& mine = slices[w];
-      mine.owned.resize(owners);
-      // Neighbouring blocks mostly pile up in one place (a list's nodes, allocated together): the last pile
-      // is asked first (the map's elements stay where they are as it grows).
-      std::uint64_t last_key = ~std::uint64_t{0};
-      GroupTotal* last = nullptr;
-      const BlockId first = static_cast<BlockId>(std::uint64_t{r_.block_count()} * w / n);
-      const BlockId end = static_cast<BlockId>(std::uint64_t{r_.block_count()} * (w + 1) / n);
-      for (BlockId b = first; b < end; ++b) {
-        if ((b & kCheckMask) == 0) progress_check();
-        if (!r_.reachable(b)) continue;
-        const std::uint32_t group = groups_.numbered_group(b);
-        const std::uint64_t bytes = heap_.blocks[b].usable_size();
-        if (owner[b] != kNoOwner) {
-          auto& totals = mine.owned[owner[b]];
-          if (group >= totals.size()) totals.resize(group + 1);
-          ++totals[group].count;
-          totals[group].bytes += bytes;
-        }
-        if (!candidate(accumulates_under[b])) continue;
-        const std::uint64_t key = std::uint64_t{accumulates_under[b]} << 32 | group;
-        if (key != last_key) {
-          last = &mine.piles[key];
-          last_key = key;
-        }
-        ++last->count;
-        last->bytes += bytes;
-      }
+      const auto at = [&](unsigned k) { return static_cast<BlockId>(std::uint64_t{r_.block_count()} * k / n); };
+      slices[w] = total_slice(walk, at(w), at(w + 1));
     });
+    owned_.assign(walk_owners(), {});
     std::unordered_map<std::uint64_t, GroupTotal> piles;
-    for (Slice& slice : slices) {
-      for (std::size_t o = 0; o < owners; ++o) {
-        auto& totals = owned_[o];
-        if (slice.owned[o].size() > totals.size()) totals.resize(slice.owned[o].size());
-        for (std::size_t g = 0; g < slice.owned[o].size(); ++g) {
-          totals[g].count += slice.owned[o][g].count;
-          totals[g].bytes += slice.owned[o][g].bytes;
-        }
-      }
-      for (const auto& [key, t] : slice.piles) {
-        GroupTotal& sum = piles[key];
-        sum.count += t.count;
-        sum.bytes += t.bytes;
-      }
+    for (const Slice& slice : slices) {
+      for (std::size_t o = 0; o < owned_.size(); ++o) add_totals(owned_[o], slice.owned[o]);
+      for (const auto& [key, t] : slice.piles) add(piles[key], t);
     }
+    return largest(piles);
+  }
+
+  std::size_t walk_owners() const { return std::min<std::size_t>(big_.size(), kNoOwner); }
+
+  Walk walk_down() const {
+    Walk walk{std::vector<std::uint16_t>(r_.node_count(), kNoOwner),
+              std::vector<std::uint32_t>(r_.block_count(), kNoNode), std::vector<std::uint16_t>(r_.node_count(), 0)};
+    for (std::size_t i = 0; i < walk_owners(); ++i) walk.owner[big_[i]] = static_cast<std::uint16_t>(i);
+    for_each_dominator_first(r_, [&](std::uint32_t node) {
+      const std::uint32_t up = r_.dominator(node);
+      if (walk.owner[node] == kNoOwner) walk.owner[node] = walk.owner[up];
+      if (!r_.is_block(node)) return;
+      walk.accumulates_under[node] =
+          r_.is_block(up) && groups_.same(up, node) ? walk.accumulates_under[up] : up;
+      std::uint16_t& piled = walk.accumulated[walk.accumulates_under[node]];
+      if (piled != kManyPiled) ++piled;
+    });
+    return walk;
+  }
+
+  // Blocks [first, end): their bytes per big retainer and group, and per pile. A pile counts only under a
+  // block, an owner or a part (a kind or the super-root is no one dominator), and only where enough blocks
+  // accumulate for one type to possibly pass the bar.
+  Slice total_slice(const Walk& walk, BlockId first, BlockId end) const {
+    Slice out;
+    out.owned.resize(walk_owners());
+    auto candidate = [&](std::uint32_t node) {
+      return r_.is_holder(node) &&
+             (walk.accumulated[node] >= kAccumulationInstances || r_.retained_bytes(node) >= threshold_);
+    };
+    // Neighbouring blocks mostly pile up in one place (a list's nodes, allocated together): the last pile
+    // is asked first (the map's elements stay where they are as it grows).
+    std::uint64_t last_key = ~std::uint64_t{0};
+    GroupTotal* last = nullptr;
+    for (BlockId b = first; b < end; ++b) {
+      if ((b & kCheckMask) == 0) progress_check();
+      if (!r_.reachable(b)) continue;
+      const GroupTotal one{1, heap_.blocks[b].usable_size()};
+      const std::uint32_t group = groups_.numbered_group(b);
+      if (walk.owner[b] != kNoOwner) {
+        auto& totals = out.owned[walk.owner[b]];
+        if (group >= totals.size()) totals.resize(group + 1);
+        add(totals[group], one);
+      }
+      if (!candidate(walk.accumulates_under[b])) continue;
+      const std::uint64_t key = std::uint64_t{walk.accumulates_under[b]} << 32 | group;
+      if (key != last_key) {
+        last = &out.piles[key];
+        last_key = key;
+      }
+      add(*last, one);
+    }
+    return out;
+  }
+
+  static void add(GroupTotal& sum, const GroupTotal& more) {
+    sum.count += more.count;
+    sum.bytes += more.bytes;
+  }
+  static void add_totals(std::vector<GroupTotal>& sums, const std::vector<GroupTotal>& more) {
+    if (more.size() > sums.size()) sums.resize(more.size());
+    for (std::size_t g = 0; g < more.size(); ++g) add(sums[g], more[g]);
+  }
+
+  // The piles that pass the bar, most bytes first (the key breaks ties), at most kMaxAccumulationSuspects.
+  std::vector<Pile> largest(const std::unordered_map<std::uint64_t, GroupTotal>& piles) const {
     std::vector<Pile> found;
     for (const auto& [key, t] : piles)
       if (t.count >= kAccumulationInstances || (t.bytes >= threshold_ && t.count >= kAccumulationMinInstances))
         found.emplace_back(key, t);
-    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    std::sort(found.begin(), found.end(), [](const Pile& a, const Pile& b) {
       return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes : a.first < b.first;
     });
     if (found.size() > kMaxAccumulationSuspects) found.resize(kMaxAccumulationSuspects);
