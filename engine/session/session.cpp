@@ -318,10 +318,11 @@ void Session::compute_side_by_side(const std::function<void()>& a, const std::fu
   });
 }
 
-void Session::run_beside(const std::function<void()>& fn) {
+void Session::run_beside(const std::function<void()>& fn, const std::atomic<bool>* stop) {
   // Two phases' counts in one display would make a meaningless percentage: this thread's are shown nowhere.
   Progress beside;
-  beside.set_interrupt_check([this] {
+  beside.set_interrupt_check([this, stop] {
+    if (stop && *stop) return true;
     try {
       progress_.check();
     } catch (const Interrupted&) {
@@ -350,7 +351,8 @@ void Session::run_beside(const std::function<void()>& fn) {
 Session::Ahead::Ahead(Session& session, std::function<void(const std::atomic<bool>& stop)> fn)
     : thread_([this, &session, work = std::move(fn)] {
         try {
-          session.run_beside([&] { work(stop_); });
+          // Stopped, it is interrupted too, within a long step (a big module's DWARF), not only between steps.
+          session.run_beside([&] { work(stop_); }, &stop_);
         } catch (...) {
         }
       }) {}

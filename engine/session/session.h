@@ -128,7 +128,8 @@ class Session {
   // meanwhile (top builds the DWARF indexes and unwinds the stacks while the heap is walked): fn(stop) runs
   // like compute_side_by_side's second thread, reporting to a Progress shown nowhere that stops when the
   // session's does. What it throws is dropped: the step that needs the product meets the same error
-  // computing it. Destroying the handle sets `stop` (fn should return soon after) and waits for the thread.
+  // computing it. Destroying the handle sets `stop` and waits for the thread: fn sees `stop`, and the
+  // loops below it that check their progress stop too (they throw Interrupted, which is dropped).
   class Ahead {
    public:
     Ahead(Session& session, std::function<void(const std::atomic<bool>& stop)> fn);
@@ -211,8 +212,9 @@ class Session {
   };
   std::vector<BesideThread> beside_;  // compute_side_by_side's second thread and Ahead's, while they run
   // Runs fn on this thread (a second one) with a Progress of its own, shown nowhere, that stops when the
-  // session's does and asks the frontend itself, so that Ctrl-C works while the first thread only waits.
-  void run_beside(const std::function<void()>& fn);
+  // session's does and asks the frontend itself, so that Ctrl-C works while the first thread only waits;
+  // and when `stop`, if given, is set.
+  void run_beside(const std::function<void()>& fn, const std::atomic<bool>* stop = nullptr);
   std::mutex on_product_mutex_;     // one call of options_.on_product at a time
   std::recursive_mutex parts_mutex_;  // guards names_of_parts_ and parts_asked_
   std::vector<std::string> product_warnings_;
