@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <span>

@@ -2,8 +2,8 @@
 
 namespace heapscope {
 
-std::uint32_t TypeGroups::numbered(BlockId b, std::uint32_t typed) {
-  if (typed != BlockTypes::kUnknown) return slot(by_type_, typed, b);
+std::uint32_t TypeGroups::number(BlockId b) {
+  if (const std::uint32_t typed = types_.type_id(b); typed != BlockTypes::kUnknown) return slot(by_type_, typed, b);
   const std::uint64_t size = heap_.blocks[b].usable_size();
   if (size / 8 < kDirectSizes) return slot(by_small_size_, size / 8, b);
   auto [it, fresh] = by_large_size_.try_emplace(size, static_cast<std::uint32_t>(examples_.size()));

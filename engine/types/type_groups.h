@@ -20,10 +20,10 @@ class TypeGroups {
 
   TypeGroups(const HeapModel& heap, const BlockTypes& types) : heap_(heap), types_(types) {}
 
+  // The block's group, numbered when it is the first of its type or size.
   std::uint32_t of(BlockId b) {
-    const std::uint32_t typed = types_.type_id(b);
-    if (typed != BlockTypes::kUnknown && typed < by_type_.size() && by_type_[typed] != kNone) return by_type_[typed];
-    return numbered(b, typed);
+    const std::uint32_t group = numbered_group(b);
+    return group != kNone ? group : number(b);
   }
   // The group of() gave a block of the same type or size, read only (safe from several threads at once);
   // kNone when no such block has been given one yet.
@@ -39,7 +39,7 @@ class TypeGroups {
  private:
   static constexpr std::size_t kDirectSizes = std::size_t{1} << 16;
 
-  std::uint32_t numbered(BlockId b, std::uint32_t typed);  // of(), numbering b's group when it is new
+  std::uint32_t number(BlockId b);  // a new group for b's type or size
   std::uint32_t slot(std::vector<std::uint32_t>& table, std::size_t i, BlockId b);
 
   const HeapModel& heap_;
