@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "image/memory_cursor.h"
@@ -33,6 +34,14 @@ bool is_text(const std::uint8_t* bytes, std::size_t length) {
   return true;
 }
 
+// A heap address is six bytes and two zeros; about one in fifty has six printable bytes (0x563c4a6b7230 reads
+// "0rkJ<V"). A short "text" whose first word is a mapped address is that pointer, not a string.
+bool starts_with_an_address(const Image& image, const std::uint8_t* bytes) {
+  std::uint64_t word = 0;
+  std::memcpy(&word, bytes, sizeof word);
+  return image.region_at(word) != nullptr;
+}
+
 // The length of the NUL-terminated text at the block's start, when it is text: printable bytes (UTF-8
 // allowed) and a NUL within the block; nullopt otherwise.
 std::optional<std::size_t> text_length(const Image& image, const Block& block) {
@@ -45,6 +54,7 @@ std::optional<std::size_t> text_length(const Image& image, const Block& block) {
   if (length < kShortestText || !is_text(bytes.data(), length)) return std::nullopt;
   // Text starts with a printable character, not a control.
   if (bytes[0] < 0x20) return std::nullopt;
+  if (length < 8 && bytes.size() >= 8 && starts_with_an_address(image, bytes.data())) return std::nullopt;
   return length;
 }
 

@@ -1,7 +1,8 @@
 // Names from what a block's bytes are, for blocks no type names: "C string" (NUL-terminated text from its
-// first byte), "pointer array" (every word null or a pointer, most of them pointers), "all zeros". The
-// weakest evidence (Naming::content), used last; and a short escaped preview of a block's text, which
-// reports show next to any block that holds text, whatever its name.
+// first byte, unless that first word is a mapped address whose bytes happen to print), "pointer array"
+// (every word null or a pointer, most of them pointers), "all zeros". The weakest evidence
+// (Naming::content), used last; and a short escaped preview of a block's text, which reports show next to
+// any block that holds text, whatever its name.
 #pragma once
 
 #include <optional>
