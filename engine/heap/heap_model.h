@@ -22,6 +22,10 @@ struct StateTotal {
     ++blocks;
     bytes += chunk_bytes;
   }
+  void remove(std::uint64_t chunk_bytes) {
+    --blocks;
+    bytes -= chunk_bytes;
+  }
 };
 using StateTotals = std::array<StateTotal, kBlockStateCount>;
 

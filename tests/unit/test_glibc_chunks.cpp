@@ -28,6 +28,13 @@ Walked walk(MemoryCursor& mem, Address first, Address end, Address top, std::uin
   w.result = walk_segment(mem, first, end, top, arena, sink);
   w.blocks.resize(sink.count);
   REQUIRE(w.result.blocks == sink.count);
+  // The totals the walk counts as it goes are those of the blocks it found.
+  StateTotals counted{};
+  for (const Block& b : w.blocks) counted[static_cast<int>(b.state)].add(b.chunk_size());
+  for (int state = 0; state < kBlockStateCount; ++state) {
+    REQUIRE(w.result.totals[state].blocks == counted[state].blocks);
+    REQUIRE(w.result.totals[state].bytes == counted[state].bytes);
+  }
   return w;
 }
 

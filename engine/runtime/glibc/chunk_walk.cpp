@@ -25,6 +25,7 @@ SegmentWalk walk_segment(MemoryCursor& mem, Address first_chunk, Address end, Ad
   auto emit = [&](Block b) {
     sink.push(b);  // cannot overflow: the sink holds max_chunks(first_chunk, end)
     out.blocks = sink.count;
+    out.totals[static_cast<int>(b.state)].add(b.chunk_size());
   };
   Address last_good = 0;
   auto stop = [&](Address at, const std::string& what) {

@@ -29,6 +29,7 @@ inline std::size_t max_chunks(Address first_chunk, Address end) {
 
 struct SegmentWalk {
   std::size_t blocks = 0;            // how many went to the sink (states in_use / free / top only)
+  StateTotals totals{};              // those blocks by state, counted as they are found (one pass fewer)
   std::uint64_t overhead_bytes = 0;  // fenceposts and the unused tail after them
   bool reached_end = false;          // the walk accounted for every byte up to the segment end
   Address stopped_at = 0;            // the damaged chunk where the walk stopped (0: it did not stop at damage)

@@ -172,6 +172,9 @@ void mark_cached(HeapModel& model, const std::vector<Address>& chunks, BlockStat
                                            "(double free or corruption?)", list, c + 16));
       continue;
     }
+    StateTotals& totals = model.arenas[it->arena].totals;  // the walk counted it in use
+    totals[static_cast<int>(BlockState::in_use)].remove(it->chunk_size());
+    totals[static_cast<int>(state)].add(it->chunk_size());
     it->state = state;
   }
 }
@@ -212,6 +215,7 @@ void add_mmapped_chunks(const Image& image, const Runtime& rt, std::vector<Segme
   MmappedChunks found = find_mmapped_chunks(mem, exclude);
   model.mmapped_total.blocks = found.blocks.size();
   model.mmapped_total.bytes = found.mapped_bytes;
+  for (const Block& b : found.blocks) model.mmapped_chunks.add(b.chunk_size());
   model.discovery.push_back({"mmapped chunks", 0, "scan"});
   // A chunk the scan missed (its mapping split or partly unmapped and the pieces not all in the image, its
   // header page unreadable) is scanned as anonymous memory: blocks only it points to look reachable, and
@@ -267,13 +271,9 @@ void compact_blocks(const std::vector<Piece>& pieces, BlockArray& blocks) {
   blocks.compact(slices);
 }
 
-void compute_totals_and_mallinfo(const Image& image, const Runtime& rt, HeapModel& model) {
-  for (const Block& b : model.blocks) {
-    if (b.arena != Block::kNoArena)
-      model.arenas[b.arena].totals[static_cast<int>(b.state)].add(b.chunk_size());
-    else
-      model.mmapped_chunks.add(b.chunk_size());
-  }
+// The arenas' totals by state are the walks' (and the free lists' moves); here, mallinfo2's figures and the
+// checks of the walk against the arenas' own counts.
+void compute_mallinfo(const Image& image, const Runtime& rt, HeapModel& model) {
   MallInfo& mi = model.mallinfo.emplace();
   for (ArenaInfo& a : model.arenas) {
     const auto& t = a.totals;
@@ -368,6 +368,10 @@ HeapModel walk_heap(const Image& image, const Runtime& runtime) {
     ArenaInfo& arena = model.arenas[j.arena];
     arena.heaps.push_back(j.range);
     arena.overhead_bytes += j.result.overhead_bytes;
+    for (int state = 0; state < kBlockStateCount; ++state) {
+      arena.totals[state].blocks += j.result.totals[state].blocks;
+      arena.totals[state].bytes += j.result.totals[state].bytes;
+    }
     if (!j.result.reached_end) arena.complete = false;
     if (j.result.stopped_at) arena.walk_stops.push_back({j.range.start, j.result.stopped_at, j.result.last_good});
     model.warnings.insert(model.warnings.end(), j.result.warnings.begin(), j.result.warnings.end());
@@ -380,7 +384,7 @@ HeapModel walk_heap(const Image& image, const Runtime& runtime) {
   {
     PhaseTimer t("walk: free lists, totals");
     collect_free_lists(image, runtime, model);
-    compute_totals_and_mallinfo(image, runtime, model);
+    compute_mallinfo(image, runtime, model);
   }
   return model;
 }
