@@ -9,7 +9,8 @@
 
 namespace heapscope {
 
-void ReferenceGraph::scan_block(MemoryCursor& memory, BlockId b, std::vector<std::uint32_t>& out) const {
+template <class Out>
+void ReferenceGraph::scan_block(MemoryCursor& memory, BlockId b, Out& out) const {
   const Block& blk = index_.blocks()[b];
   if (!is_allocated(blk.state)) return;
   // A runtime's header links (its GC list) are bookkeeping: the scan starts past them.
@@ -23,33 +24,45 @@ void ReferenceGraph::scan_root(std::size_t root, std::vector<std::uint32_t>& out
                         [&](Address, std::uint64_t word, BlockId target) { out.push_back(edge_to(target, word)); });
 }
 
+// Slices of equal byte volume keep the workers equally busy when block sizes vary. The volumes are judged
+// from every kSampleStride-th block: two passes over an array of millions of blocks would cost more than
+// the balance they buy. Returns the blocks' total bytes, as the sample estimates it (for progress).
+std::uint64_t ReferenceGraph::split_by_bytes(const BlockArray& blocks, unsigned n) {
+  constexpr std::size_t kSampleStride = 64;
+  std::vector<std::uint64_t> upto;  // upto[k]: the sampled bytes of the blocks before block k * kSampleStride
+  std::uint64_t sampled = 0;
+  for (std::size_t i = 0; i < blocks.size(); i += kSampleStride) {
+    upto.push_back(sampled);
+    sampled += blocks[i].chunk_size();
+  }
+  parts_.resize(n);
+  std::size_t k = 0;
+  for (unsigned p = 0; p < n; ++p) {
+    parts_[p].first = p == 0 ? 0 : parts_[p - 1].last;
+    const std::uint64_t goal = sampled / n * (p + 1);
+    while (k < upto.size() && upto[k] < goal) ++k;
+    parts_[p].last = p + 1 == n ? static_cast<BlockId>(blocks.size())
+                                : std::max(parts_[p].first, static_cast<BlockId>(std::min(k * kSampleStride, blocks.size())));
+  }
+  return sampled * kSampleStride;
+}
+
 ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, unsigned workers,
                                const ObjectHeaders* headers)
     : image_(image), roots_(roots), index_(index), headers_(headers), block_count_(index.blocks().size()) {
   const auto& blocks = index.blocks();
   if (blocks.size() >= kInteriorBit) throw std::length_error("more than 2^31 heap blocks");
 
-  // Slices of equal byte volume keep the workers equally busy when block sizes vary.
   const unsigned n = worker_count(blocks.size(), 4096, workers);
-  std::uint64_t total_bytes = 0;
-  for (const Block& b : blocks) total_bytes += b.chunk_size();
-  parts_.resize(n);
-  {
-    BlockId i = 0;
-    std::uint64_t acc = 0;
-    for (unsigned p = 0; p < n; ++p) {
-      parts_[p].first = i;
-      const std::uint64_t goal = total_bytes / n * (p + 1);
-      while (i < blocks.size() && (p + 1 == n || acc < goal)) acc += blocks[i++].chunk_size();
-      parts_[p].last = i;
-    }
-  }
+  const std::uint64_t total_bytes = split_by_bytes(blocks, n);
   // Progress counts the blocks' bytes; an interrupt (or any failure) in one slice is rethrown once every
   // slice has stopped.
   progress_total(total_bytes);
   auto scan_part = [&](Part& part) {
-    std::vector<std::uint32_t> offsets, edges;
+    std::vector<std::uint32_t> offsets;
+    U32Buffer edges;
     offsets.reserve(part.last - part.first + 1);
+    edges.reserve(part.last - part.first);  // about an edge a block in most heaps; more costs a remap, not a copy
     offsets.push_back(0);
     MemoryCursor memory(image_);  // one region lookup per region the slice's blocks lie in, not per block
     std::uint64_t bytes_since = 0;

@@ -114,9 +114,12 @@ class ReferenceGraph {
     U32Array edges;
   };
   void build_reverse() const;
+  // Splits the blocks into `n` parts of about equal bytes; returns about how many bytes they hold.
+  std::uint64_t split_by_bytes(const BlockArray& blocks, unsigned n);
   // The scans of one block (through `memory`, kept across a slice's blocks) and of one root range: append
   // their edges to `out`; the graph's build and rescan() alike.
-  void scan_block(MemoryCursor& memory, BlockId b, std::vector<std::uint32_t>& out) const;
+  template <class Out>  // a std::vector or a U32Buffer
+  void scan_block(MemoryCursor& memory, BlockId b, Out& out) const;
   void scan_root(std::size_t root, std::vector<std::uint32_t>& out) const;
   // for_each_pointer over a root range; a thread's registers give the Reg (as an Address) for the word's place.
   template <typename Fn>

@@ -135,3 +135,49 @@ TEST_CASE("reference graph: edges, interior flags and reverse edges") {
   CHECK(g.in_root_edges(0).empty());
   CHECK(g.edge_count() == 2);
 }
+
+TEST_CASE("reference graph: the workers' slices cover every block once, whatever the blocks' sizes") {
+  // 20,000 blocks, the first quarter of 512-byte chunks and the rest of 32: slices of equal bytes are not
+  // slices of equal counts. Each block points to the next; the last to none.
+  constexpr Address kHeap = 0x555555600000;
+  constexpr int kBlocks = 20000, kBig = kBlocks / 4;
+  heapscope::testing::FakeImage image;
+  HeapModel heap;
+  Address at = kHeap;
+  for (int i = 0; i < kBlocks; ++i) {
+    Block b;
+    b.chunk = at;
+    b.size_units = i < kBig ? 32 : 2;
+    heap.blocks.push_back(b);
+    at += b.chunk_size();
+  }
+  image.add_region(kHeap, at - kHeap);
+  for (int i = 0; i + 1 < kBlocks; ++i) image.put(heap.blocks[i].address(), heap.blocks[i + 1].address());
+  ArenaInfo arena;
+  arena.heaps.push_back({kHeap, at});
+  heap.arenas.push_back(arena);
+  RootSet roots;
+  const BlockIndex index(heap);
+  for (const unsigned workers : {1u, 2u, 3u}) {
+    INFO(workers << " workers");
+    const ReferenceGraph g(image, index, roots, workers);
+    CHECK(g.edge_count() == kBlocks - 1);
+    REQUIRE(g.forward_slices().size() == workers);
+    BlockId next = 0;
+    for (const ReferenceGraph::EdgeSlice& slice : g.forward_slices()) {
+      CHECK(slice.last > slice.first);
+      CHECK(slice.first == next);
+      next = slice.last;
+    }
+    CHECK(next == kBlocks);
+    // Equal bytes: half the heap's 3,040,000 bytes lie in the first 2,969 big blocks (sampled, so about).
+    if (workers == 2) CHECK(std::abs(static_cast<int>(g.forward_slices()[0].last) - 2969) <= 64);
+    bool all_right = true;
+    for (BlockId b = 0; b < kBlocks; ++b) {
+      const auto out = g.out_edges(b);
+      const bool last = b + 1 == kBlocks;
+      all_right = all_right && out.size() == (last ? 0u : 1u) && (last || out[0] == b + 1);
+    }
+    CHECK(all_right);
+  }
+}
