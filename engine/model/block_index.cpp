@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/workers.h"
+
 namespace heapscope {
 
 namespace {
@@ -36,16 +38,14 @@ BlockIndex::BlockIndex(const HeapModel& heap) : blocks_(&heap.blocks) {
       s.start = seg->start;
       s.end = seg->end + 8;  // the last block's usable bytes reach into the next header's prev_size
       s.first = i;
-      while (i < n && blocks[i].chunk < seg->end) ++i;
+      const Address seg_end = seg->end;  // blocks are in address order: the span's end is found by search
+      i = static_cast<BlockId>(std::partition_point(blocks.begin() + i, blocks.end(),
+                                                    [&](const Block& b) { return b.chunk < seg_end; }) -
+                               blocks.begin());
       s.last = i;
       s.page_table = static_cast<std::uint32_t>(page_first_.size());
-      const Address pages = ((s.end - s.start) >> kPageShift) + 1;
-      BlockId cover = s.first;
-      for (Address p = 0; p < pages; ++p) {
-        const Address page_start = s.start + (p << kPageShift);
-        while (cover + 1 < s.last && blocks[cover + 1].chunk <= page_start) ++cover;
-        page_first_.push_back(cover);
-      }
+      page_first_.resize(page_first_.size() + ((s.end - s.start) >> kPageShift) + 1);
+      fill_page_table(s);
     } else {
       s.start = blocks[i].chunk;
       s.end = blocks[i].chunk + blocks[i].chunk_size() + 8;
@@ -59,6 +59,26 @@ BlockIndex::BlockIndex(const HeapModel& heap) : blocks_(&heap.blocks) {
     high_ = 0;
     for (const Span& s : spans_) high_ = std::max(high_, s.end);
   }
+}
+
+// Each page of the span gets the block covering its start, on all cores for a large span (a heap of
+// millions of blocks): each worker's first page is found by binary search, the rest by stepping forward.
+void BlockIndex::fill_page_table(const Span& s) {
+  const auto& blocks = *blocks_;
+  const std::size_t pages = ((s.end - s.start) >> kPageShift) + 1;
+  const unsigned n = worker_count(pages, std::size_t{1} << 16);
+  run_workers(n, [&](unsigned w) {
+    const std::size_t first_page = pages * w / n, last_page = pages * (w + 1) / n;
+    const Address first_start = s.start + (first_page << kPageShift);
+    const auto after = std::partition_point(blocks.begin() + s.first, blocks.begin() + s.last,
+                                            [&](const Block& b) { return b.chunk <= first_start; });
+    BlockId cover = after == blocks.begin() + s.first ? s.first : static_cast<BlockId>(after - blocks.begin() - 1);
+    for (std::size_t p = first_page; p < last_page; ++p) {
+      const Address page_start = s.start + (p << kPageShift);
+      while (cover + 1 < s.last && blocks[cover + 1].chunk <= page_start) ++cover;
+      page_first_[s.page_table + p] = cover;
+    }
+  });
 }
 
 const BlockIndex::Span* BlockIndex::span_for(Address addr) const {

@@ -181,3 +181,32 @@ TEST_CASE("reference graph: the workers' slices cover every block once, whatever
     CHECK(all_right);
   }
 }
+
+TEST_CASE("block index: a heap large enough for its page table to be filled by several workers") {
+  // A 64 MiB segment (a quarter of a million 256-byte pages) of chunks from 32 bytes to 4 KiB: every
+  // address is looked up against the block that holds it, around the workers' seams too.
+  constexpr Address kHeap = 0x7f0000000000;
+  HeapModel heap;
+  Address at = kHeap;
+  std::uint32_t units = 2;
+  while (at < kHeap + (64u << 20)) {
+    Block b;
+    b.chunk = at;
+    b.size_units = units;
+    heap.blocks.push_back(b);
+    at += b.chunk_size();
+    units = units * 7 % 251 + 2;  // 32 to 4032 bytes, in no order
+  }
+  ArenaInfo arena;
+  arena.heaps.push_back({kHeap, at});
+  heap.arenas.push_back(arena);
+  const BlockIndex index(heap);
+  bool all_found = true;
+  for (BlockId b = 0; b < heap.blocks.size(); b += 7) {
+    const Block& block = heap.blocks[b];
+    for (const Address a : {block.address(), block.address() + block.usable_size() / 2, block.user_end() - 1})
+      all_found = all_found && index.find(a) == b;
+  }
+  CHECK(all_found);
+  CHECK(index.find(kHeap) == kNoBlock);  // a chunk header's size word
+}
