@@ -59,10 +59,14 @@ const MemoryRegion* Image::region_at(Address addr) const {
   return it->contains(addr) ? &*it : nullptr;
 }
 
+// Asked for every word of every block some passes read (is it a vtable, a function, a string literal?):
+// a binary search, where a walk over a server's hundreds of modules cost more than the read itself.
 const Module* Image::module_at(Address addr) const {
-  for (const Module& m : modules())
-    if (addr >= m.start && addr < m.end) return &m;
-  return nullptr;
+  const auto& ms = modules();
+  auto it = std::upper_bound(ms.begin(), ms.end(), addr, [](Address a, const Module& m) { return a < m.start; });
+  if (it == ms.begin()) return nullptr;
+  --it;
+  return addr < it->end ? &*it : nullptr;
 }
 
 const Module* Image::main_executable() const {

@@ -109,7 +109,7 @@ class Image {
 
   virtual const std::vector<MemoryRegion>& regions() const = 0;  // sorted by start, non-overlapping
   virtual const std::vector<ThreadState>& threads() const = 0;
-  virtual const std::vector<Module>& modules() const = 0;
+  virtual const std::vector<Module>& modules() const = 0;  // sorted by start, non-overlapping
   virtual const std::vector<AuxvEntry>& auxv() const = 0;
   // Problems found while opening (missing module files, build-id mismatches, truncation...).
   virtual const std::vector<std::string>& warnings() const = 0;

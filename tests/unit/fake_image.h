@@ -42,6 +42,7 @@ class FakeImage : public Image {
     m.start = start;
     m.end = start + size;
     modules_.push_back(m);
+    std::sort(modules_.begin(), modules_.end(), [](auto& a, auto& b) { return a.start < b.start; });
   }
   void put(Address addr, std::uint64_t value) {
     auto& [start, mem] = *std::prev(bytes_.upper_bound(addr));

@@ -53,7 +53,7 @@ TEST_CASE("a module's DWARF index is built once, for every thread that asks") {
   CHECK(indexes.index(1) == nullptr);  // no such module
 }
 
-TEST_CASE("namings over a session's indexes share them; loading ahead stops when told") {
+TEST_CASE("namings over a session's indexes share them, and loading ahead stops when told") {
   const ProgramImage image;
   const SymbolIndex symbols(image, {});
   const auto indexes = std::make_shared<const DwarfIndexes>(image, symbols);

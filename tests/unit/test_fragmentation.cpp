@@ -98,7 +98,7 @@ TEST_CASE("occupancy counter: a block ending on the range's last page boundary, 
   CHECK(pages.granules() == 3);
 }
 
-TEST_CASE("glibc trim arithmetic: whole pages beyond pad + MINSIZE; mtrim's pages inside a free chunk") {
+TEST_CASE("glibc trim arithmetic: whole pages beyond pad + MINSIZE, and mtrim's pages inside a free chunk") {
   CHECK(trimmable_top_bytes(4096, 0, kPage) == 0);            // 4096 - 33 rounds down to 0
   CHECK(trimmable_top_bytes(4096 + 33, 0, kPage) == 4096);
   CHECK(trimmable_top_bytes(200 * 1024, 128 * 1024, kPage) == 68 * 1024);  // 72 KiB - 33, down to pages

@@ -86,7 +86,7 @@ TEST_CASE("verdicts: blocks held only in vector registers are reachable, and the
   CHECK(without.verdict[1] == Verdict::direct_leak);
 }
 
-TEST_CASE("verdicts: a cycle with no entry is a cycle leak; with a direct entry it is indirect") {
+TEST_CASE("verdicts: a cycle with no entry is a cycle leak, with a direct entry it is indirect") {
   Fixture f(6);
   f.link(0, 1);  // 0 → 1 → 2 → 0: nothing else points in
   f.link(1, 2);

@@ -134,7 +134,7 @@ TEST_CASE("verify: a chunk free by PREV_INUSE but on no bin is a prev_inuse find
   CHECK(kinds_and_chunks(v) == std::vector{finding_name("prev_inuse", kB)});
 }
 
-TEST_CASE("verify: a fastbin loop is a double free; a chunk of the wrong size is named") {
+TEST_CASE("verify: a fastbin loop is a double free, and a chunk of the wrong size is named") {
   SyntheticArena heap;
   heap.image.put(kE + 16, protect(kE + 16, kD));  // E → D → E …: D freed twice
   HeapVerification v = heap.verify();

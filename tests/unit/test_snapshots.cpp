@@ -196,7 +196,7 @@ TEST_CASE("steady growth: larger at every point than at the one before, over at 
   CHECK_FALSE(grows_steadily(V{}));
 }
 
-TEST_CASE("evolution: steady growers first, then by final bytes or growth; -n cuts") {
+TEST_CASE("evolution: steady growers first, then by final bytes or growth, and -n cuts") {
   // "Big" is largest at the end but dipped once; "Cache" grew at every step; "Churn" came and went.
   const HeapSnapshot p1 = snapshot_of("p1", 1, {{0x100, 1024, "Big"}, {0x600, 64, "Cache"}, {0x700, 512, "Churn"}});
   const HeapSnapshot p2 = snapshot_of("p2", 1, {{0x600, 64, "Cache"}, {0x640, 64, "Cache"}, {0x900, 512, "Churn"}});

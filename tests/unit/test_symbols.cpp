@@ -459,14 +459,15 @@ TEST_CASE("SymbolIndex resolves and describes runtime addresses", "[symbols][ind
   const ProbeBuilds& builds = probe();
   constexpr Address kBias = 0x7f0000000000;
   Module vdso = module_at_bias("[vdso]", "", 0x7fff00000000);
-  ModulesOnlyImage image({module_at_bias("/opt/app/lib/libprobe.so", builds.stripped.string(), kBias), vdso,
-                          module_at_bias("/gone/libmissing.so.1", (builds.root / "missing.so").string(),
-                                         0x7e0000000000)});
+  // Sorted by start, as every Image keeps its modules.
+  ModulesOnlyImage image({module_at_bias("/gone/libmissing.so.1", (builds.root / "missing.so").string(),
+                                         0x7e0000000000),
+                          module_at_bias("/opt/app/lib/libprobe.so", builds.stripped.string(), kBias), vdso});
   SymbolIndex index(image, debug_dirs({}));
-  const Module& probe_module = image.modules()[0];
+  const Module& probe_module = image.modules()[1];
 
   REQUIRE(index.find_module("libprobe") == &probe_module);
-  CHECK(index.find_module("libmiss") == &image.modules()[2]);
+  CHECK(index.find_module("libmiss") == &image.modules()[0]);
   CHECK(index.find_module("libc.so") == nullptr);
 
   const ModuleSymbols* symbols = index.symbols_for(probe_module);
