@@ -6,6 +6,8 @@
 #include <new>
 #include <utility>
 
+#include "base/workers.h"
+
 namespace heapscope {
 
 namespace {
@@ -69,10 +71,36 @@ void BlockArray::push_back(const Block& b) {
   data_[size_++] = b;
 }
 
+namespace {
+
+// Moves `count` blocks from `from` down to `to` (to < from). Most of the time goes to faulting in the
+// destination's fresh pages, which scales with cores: the move goes in waves of `from - to` blocks, each
+// wave's source and destination apart (its destination is what earlier waves moved away from), and each
+// wave is copied in slices on all cores. A short move, or one by a small distance, is one memmove.
+void move_down(Block* to, const Block* from, std::size_t count) {
+  constexpr std::size_t kParallelBlocks = std::size_t{1} << 16;  // 1 MiB
+  const auto distance = static_cast<std::size_t>(from - to);
+  if (count < 2 * kParallelBlocks || distance < kParallelBlocks) {
+    std::memmove(to, from, count * sizeof(Block));
+    return;
+  }
+  for (std::size_t done = 0; done < count;) {
+    const std::size_t wave = std::min(distance, count - done);
+    const unsigned n = worker_count(wave, kParallelBlocks);
+    run_workers(n, [&](unsigned w) {
+      const std::size_t first = done + wave * w / n, last = done + wave * (w + 1) / n;
+      std::memcpy(to + first, from + first, (last - first) * sizeof(Block));
+    });
+    done += wave;
+  }
+}
+
+}  // namespace
+
 void BlockArray::compact(const std::vector<Slice>& slices) {
   std::size_t cursor = 0;
   for (const Slice& s : slices) {
-    if (s.offset != cursor && s.used) std::memmove(data_ + cursor, data_ + s.offset, s.used * sizeof(Block));
+    if (s.offset != cursor && s.used) move_down(data_ + cursor, data_ + s.offset, s.used);
     cursor += s.used;
     // Pages wholly between the moved data and the next slice are not needed again.
     if (s.offset + s.used > cursor) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "base/workers.h"
 #include "elf/elf_file.h"
 #include "runtime/static_tls.h"
 
@@ -21,8 +22,16 @@ Ranges heap_ranges(const HeapModel& heap) {
   Ranges r;
   for (const ArenaInfo& a : heap.arenas) r.insert(r.end(), a.heaps.begin(), a.heaps.end());
   r.insert(r.end(), heap.metadata.begin(), heap.metadata.end());
-  for (const Block& b : heap.blocks)
-    if (b.state == BlockState::mmapped) r.push_back({b.chunk & ~Address{4095}, b.chunk + b.chunk_size()});
+  // The mmapped blocks are few but anywhere in the array: slices of it on all cores.
+  const std::size_t n = heap.blocks.size();
+  const unsigned slices = worker_count(n, std::size_t{1} << 20);
+  std::vector<Ranges> found(slices);
+  run_workers(slices, [&](unsigned w) {
+    for (std::size_t i = n * w / slices, end = n * (w + 1) / slices; i < end; ++i)
+      if (const Block& b = heap.blocks[i]; b.state == BlockState::mmapped)
+        found[w].push_back({b.chunk & ~Address{4095}, b.chunk + b.chunk_size()});
+  });
+  for (const Ranges& f : found) r.insert(r.end(), f.begin(), f.end());
   std::sort(r.begin(), r.end(), [](auto& x, auto& y) { return x.start < y.start; });
   return r;
 }
