@@ -196,15 +196,6 @@ std::vector<Address> ReferenceGraph::root_edge_sites(std::size_t root, BlockId t
   return sites;
 }
 
-std::span<const std::uint32_t> ReferenceGraph::out_edges(BlockId b) const {
-  for (const Part& p : parts_)
-    if (b >= p.first && b < p.last) {
-      const std::size_t i = b - p.first;
-      return {p.edges.data() + p.offsets[i], p.offsets[i + 1] - p.offsets[i]};
-    }
-  return {};
-}
-
 std::span<const std::uint32_t> ReferenceGraph::root_edges(std::size_t root) const {
   return {root_targets_.data() + root_offsets_[root], root_offsets_[root + 1] - root_offsets_[root]};
 }

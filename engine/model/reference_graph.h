@@ -77,7 +77,15 @@ class ReferenceGraph {
   std::size_t edge_count() const { return edge_count_; }
   const BlockIndex& index() const { return index_; }
 
-  std::span<const std::uint32_t> out_edges(BlockId b) const;
+  std::span<const std::uint32_t> out_edges(BlockId b) const {  // inline: the floods ask it for every block
+    for (const Part& p : parts_)
+      if (b < p.last) {
+        if (b < p.first) break;
+        const std::size_t i = b - p.first;
+        return {p.edges.data() + p.offsets[i], p.offsets[i + 1] - p.offsets[i]};
+      }
+    return {};
+  }
   // Roots' edges: for root range r, the blocks its words point to.
   std::span<const std::uint32_t> root_edges(std::size_t root) const;
   std::size_t root_count() const { return root_offsets_.size() - 1; }
