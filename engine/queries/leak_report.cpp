@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 #include "base/progress.h"
@@ -58,19 +59,30 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   const LeakVerdicts& v = s.verdicts();
   const BlockTypes& types = s.leak_names().types;
   LeaksReport r;
-  std::map<std::pair<std::string, std::uint64_t>, LeakGroup> groups;
+  // Grouped by type id and size, which is grouping by name and size (one id per name; an unnamed block's
+  // name is its size): a name is made once per group, not once per block of millions.
+  struct Grouped {
+    LeakGroup group;
+    BlockId first = 0;  // names the group
+  };
+  std::map<std::pair<std::uint32_t, std::uint64_t>, Grouped> groups;
+  Grouped* last = nullptr;  // neighbouring leaked blocks are mostly of one group (a lost structure)
+  std::pair<std::uint32_t, std::uint64_t> last_key{BlockTypes::kUnknown, ~std::uint64_t{0}};
   NamingTally named;
   for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
     if ((i & kCheckMask) == 0) progress_check();
-    const Block& b = heap.blocks[i];
-    if (v.possibly[i]) r.possibly.add(b.usable_size());
+    if (v.possibly[i]) r.possibly.add(heap.blocks[i].usable_size());
     if (!is_leaked(v.verdict[i])) continue;
-    const std::string type = types.name(i, b);
-    LeakGroup& g = groups[{type, b.usable_size()}];
-    g.type = type;
-    const Naming naming = types.naming(i);
-    g.naming = naming_name(naming);
-    named.add(naming, b.usable_size());
+    const Block& b = heap.blocks[i];
+    const std::pair<std::uint32_t, std::uint64_t> key{types.type_id(i), b.usable_size()};
+    if (!last || key != last_key) {
+      auto [it, fresh] = groups.try_emplace(key);
+      if (fresh) it->second.first = static_cast<BlockId>(i);
+      last = &it->second;
+      last_key = key;
+    }
+    LeakGroup& g = last->group;
+    named.add(types.naming_of(key.first), b.usable_size());
     g.size = b.usable_size();
     ++g.count;
     g.bytes += b.usable_size();
@@ -87,8 +99,16 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
     }
   }
   r.named = named.shares();
-  for (auto& [key, g] : groups) r.groups.push_back(std::move(g));
-  std::stable_sort(r.groups.begin(), r.groups.end(), [](auto& a, auto& b) { return a.bytes > b.bytes; });
+  for (auto& [key, grouped] : groups) {
+    LeakGroup& g = grouped.group;
+    g.type = types.name(grouped.first, heap.blocks[grouped.first]);
+    g.naming = naming_name(types.naming_of(key.first));
+    r.groups.push_back(std::move(g));
+  }
+  // By bytes, largest first; equal bytes by name, then size.
+  std::sort(r.groups.begin(), r.groups.end(), [](const LeakGroup& a, const LeakGroup& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : std::tie(a.type, a.size) < std::tie(b.type, b.size);
+  });
   r.modules_without_symbols = modules_without_file(s.image());
   r.graph_edges = s.graph().edge_count();
   if (const std::optional<ObjectHeaders>& headers = s.object_headers()) {
