@@ -25,6 +25,13 @@ std::vector<std::uint8_t> reach(const ReferenceGraph& g, bool start_pointers_onl
 
 }  // namespace
 
+std::vector<BlockId> leaked_blocks(const std::vector<Verdict>& verdict) {
+  std::vector<BlockId> out;
+  for (std::size_t b = 0; b < verdict.size(); ++b)
+    if (is_leaked(verdict[b])) out.push_back(static_cast<BlockId>(b));
+  return out;
+}
+
 LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
   const std::size_t n = g.block_count();
   LeakVerdicts out;
@@ -73,6 +80,7 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
         [&](std::uint32_t e) { return is_leaked(out.verdict[edge_target(e)]); });
   for (const BlockId b : leaked)
     if (!covered[b]) out.verdict[b] = Verdict::cycle_leak;
+  out.leaked = std::move(leaked);
   return out;
 }
 

@@ -24,7 +24,11 @@ inline bool is_leaked(Verdict v) { return v >= Verdict::direct_leak; }
 struct LeakVerdicts {
   std::vector<Verdict> verdict;   // per block id
   std::vector<std::uint8_t> possibly;  // reachable, but only through pointers into block interiors
+  std::vector<BlockId> leaked;         // the leaked blocks, in block order (a tenth of the heap or so)
 };
+
+// The leaked blocks of `verdict`, in block order: what `leaked` holds, for verdicts from elsewhere.
+std::vector<BlockId> leaked_blocks(const std::vector<Verdict>& verdict);
 
 LeakVerdicts compute_verdicts(const ReferenceGraph& graph, const HeapModel& heap);
 

@@ -108,6 +108,7 @@ bool read_verdicts(const IndexFile& file, std::size_t blocks, LeakVerdicts& out)
   out.verdict.resize(blocks);
   std::memcpy(out.verdict.data(), vb, blocks);
   out.possibly.assign(pb, pb + blocks);
+  out.leaked = leaked_blocks(out.verdict);
   return true;
 }
 

@@ -269,14 +269,9 @@ const BlockNames& Session::leak_names() {
   return product(leak_names_, "types of the leaked blocks", [&] {
     const LeakVerdicts& v = verdicts();
     std::vector<bool> leaked(v.verdict.size(), false);
-    std::vector<BlockId> members;
-    for (BlockId b = 0; b < leaked.size(); ++b)
-      if (is_leaked(v.verdict[b])) {
-        leaked[b] = true;  // a bit written only for the few leaked blocks
-        members.push_back(b);
-      }
+    for (const BlockId b : v.leaked) leaked[b] = true;
     // No root reaches a leak: DWARF typing from the roots (and the call stacks it reads) has nothing to do.
-    return name_blocks(&leaked, /*from_roots=*/false, &members);
+    return name_blocks(&leaked, /*from_roots=*/false, &v.leaked);
   });
 }
 

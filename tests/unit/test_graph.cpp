@@ -15,7 +15,13 @@ struct Fixture : heapscope::testing::SmallHeap {
   LeakVerdicts verdicts() {
     const BlockIndex g_index(heap);
     ReferenceGraph g(image, g_index, roots, 2);
-    return compute_verdicts(g, heap);
+    LeakVerdicts v = compute_verdicts(g, heap);
+    // The list of leaked blocks is the leaked verdicts, in block order.
+    std::vector<BlockId> listed;
+    for (BlockId b = 0; b < v.verdict.size(); ++b)
+      if (is_leaked(v.verdict[b])) listed.push_back(b);
+    REQUIRE(v.leaked == listed);
+    return v;
   }
 };
 
