@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """heapscope benchmark: builds cores with millions of live blocks and times heapscope on them.
 
-Not a test: it prints figures for docs/performance.md. Wall time is the best of --runs runs; memory is the
-peak anonymous RSS (heap + stacks of heapscope itself), sampled from /proc every 2 ms, which excludes the
-pages of the mmapped core; peak total RSS is shown too.
+Not a test: it prints figures for docs/performance.md. Wall and CPU time are the best of --runs runs that
+nothing samples; memory is the peak anonymous RSS (heap + stacks of heapscope itself) of one more run,
+sampled from /proc every 2 ms, which excludes the pages of the mmapped core; peak total RSS is shown too.
 
 Per core it also prints the read floor (reading the whole core file once, warm: what touching every byte
 costs, the floor under any analysis), and checks `leaks`' verdicts against the generator's record of what

@@ -46,10 +46,10 @@ def time_second_command(heapscope, core, leaked_file, runs):
     directory = tempfile.mkdtemp(prefix="heapscope-bench-cache-")
     try:
         env = cache_environment(directory)
-        writing, _, _ = best_of(1, [heapscope, "leaks", core], env=env)
+        writing, _, _ = best_of(1, [heapscope, "leaks", core], env=env, memory=False)
         index_bytes = wait_for_index(directory)
-        with_index, _, _ = best_of(runs, [heapscope, "retainers", core, address], env=env)
-        without, _, _ = best_of(runs, [heapscope, "retainers", core, address, "--no-cache"], env=env)
+        with_index, _, _ = best_of(runs, [heapscope, "retainers", core, address], env=env, memory=False)
+        without, _, _ = best_of(runs, [heapscope, "retainers", core, address, "--no-cache"], env=env, memory=False)
         return writing, with_index, without, index_bytes
     finally:
         shutil.rmtree(directory, ignore_errors=True)
