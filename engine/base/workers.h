@@ -17,6 +17,13 @@ inline unsigned worker_count(std::size_t items, std::size_t per_worker, unsigned
   return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(cores, (items + per_worker - 1) / per_worker)));
 }
 
+// Worker w's part of `items` split among n workers: [first, last), contiguous, in order, within one of
+// each other in size.
+struct Slice {
+  std::size_t first = 0, last = 0;
+};
+inline Slice slice_of(std::size_t items, unsigned n, unsigned w) { return {items * w / n, items * (w + 1) / n}; }
+
 // Calls fn(w) for each w in [0, n) on its own thread (worker 0 on the calling one), each with the caller's
 // Progress installed; once all have stopped, rethrows the first exception one threw (Ctrl-C included).
 template <class Fn>

@@ -88,8 +88,8 @@ void move_down(Block* to, const Block* from, std::size_t count) {
     const std::size_t wave = std::min(distance, count - done);
     const unsigned n = worker_count(wave, kParallelBlocks);
     run_workers(n, [&](unsigned w) {
-      const std::size_t first = done + wave * w / n, last = done + wave * (w + 1) / n;
-      std::memcpy(to + first, from + first, (last - first) * sizeof(Block));
+      const auto [first, last] = slice_of(wave, n, w);
+      std::memcpy(to + done + first, from + done + first, (last - first) * sizeof(Block));
     });
     done += wave;
   }

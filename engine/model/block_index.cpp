@@ -68,7 +68,7 @@ void BlockIndex::fill_page_table(const Span& s) {
   const std::size_t pages = ((s.end - s.start) >> kPageShift) + 1;
   const unsigned n = worker_count(pages, std::size_t{1} << 16);
   run_workers(n, [&](unsigned w) {
-    const std::size_t first_page = pages * w / n, last_page = pages * (w + 1) / n;
+    const auto [first_page, last_page] = slice_of(pages, n, w);
     const Address first_start = s.start + (first_page << kPageShift);
     const auto after = std::partition_point(blocks.begin() + s.first, blocks.begin() + s.last,
                                             [&](const Block& b) { return b.chunk <= first_start; });

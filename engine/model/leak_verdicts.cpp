@@ -46,7 +46,8 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
   const unsigned slices = worker_count(n, std::size_t{1} << 20);
   std::vector<std::vector<BlockId>> leaked_in(slices);
   run_workers(slices, [&](unsigned w) {
-    for (std::size_t b = n * w / slices, end = n * (w + 1) / slices; b < end; ++b) {
+    const auto [first, last] = slice_of(n, slices, w);
+    for (std::size_t b = first; b < last; ++b) {
       out.possibly[b] = reached[b] && !firmly[b];
       if (reached[b]) {
         out.verdict[b] = Verdict::reachable;  // only allocated blocks are reached: no need to read the block

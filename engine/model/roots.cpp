@@ -27,7 +27,8 @@ Ranges heap_ranges(const HeapModel& heap) {
   const unsigned slices = worker_count(n, std::size_t{1} << 20);
   std::vector<Ranges> found(slices);
   run_workers(slices, [&](unsigned w) {
-    for (std::size_t i = n * w / slices, end = n * (w + 1) / slices; i < end; ++i)
+    const auto [first, last] = slice_of(n, slices, w);
+    for (std::size_t i = first; i < last; ++i)
       if (const Block& b = heap.blocks[i]; b.state == BlockState::mmapped)
         found[w].push_back({b.chunk & ~Address{4095}, b.chunk + b.chunk_size()});
   });

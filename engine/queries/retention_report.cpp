@@ -291,7 +291,7 @@ class SuspectFinder {
   static_assert(kAccumulationInstances < kManyPiled);
 
   // What a slice of the blocks adds up: per big retainer and group, and per pile.
-  struct Slice {
+  struct SliceTotals {
     std::vector<std::vector<GroupTotal>> owned;
     std::unordered_map<std::uint64_t, GroupTotal> piles;
   };
@@ -308,14 +308,14 @@ class SuspectFinder {
       if (r_.reachable(b)) groups_.of(b);
     }
     const unsigned n = worker_count(r_.block_count(), 1 << 20);
-    std::vector<Slice> slices(n);
+    std::vector<SliceTotals> slices(n);
     run_workers(n, [&](unsigned w) {
-      const auto at = [&](unsigned k) { return static_cast<BlockId>(std::uint64_t{r_.block_count()} * k / n); };
-      slices[w] = total_slice(walk, at(w), at(w + 1));
+      const auto [first, last] = slice_of(r_.block_count(), n, w);
+      slices[w] = total_slice(walk, static_cast<BlockId>(first), static_cast<BlockId>(last));
     });
     owned_.assign(walk_owners(), {});
     std::unordered_map<std::uint64_t, GroupTotal> piles;
-    for (const Slice& slice : slices) {
+    for (const SliceTotals& slice : slices) {
       for (std::size_t o = 0; o < owned_.size(); ++o) add_totals(owned_[o], slice.owned[o]);
       for (const auto& [key, t] : slice.piles) add(piles[key], t);
     }
@@ -343,8 +343,8 @@ class SuspectFinder {
   // Blocks [first, end): their bytes per big retainer and group, and per pile. A pile counts only under a
   // block, an owner or a part (a kind or the super-root is no one dominator), and only where enough blocks
   // accumulate for one type to possibly pass the bar.
-  Slice total_slice(const Walk& walk, BlockId first, BlockId end) const {
-    Slice out;
+  SliceTotals total_slice(const Walk& walk, BlockId first, BlockId end) const {
+    SliceTotals out;
     out.owned.resize(walk_owners());
     auto candidate = [&](std::uint32_t node) {
       return r_.is_holder(node) &&

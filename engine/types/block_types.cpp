@@ -201,7 +201,7 @@ BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const Hea
   run_workers(n, [&](unsigned w) {
     MemoryCursor mem(image);
     constexpr std::size_t kProgressBlocks = 1 << 16;
-    const std::size_t first = items * w / n, last = items * (w + 1) / n;
+    const auto [first, last] = slice_of(items, n, w);
     for (std::size_t item = first; item < last; ++item) {
       if ((item - first) % kProgressBlocks == kProgressBlocks - 1) progress_step(kProgressBlocks);  // throws on Ctrl-C
       const std::size_t i = listed ? (*members)[item] : item;

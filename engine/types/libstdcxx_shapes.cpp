@@ -237,7 +237,7 @@ void name_libstdcxx_shapes(const Image& image, const HeapModel& heap, const Bloc
   std::vector<std::vector<Address>> fits(n);
   run_workers(n, [&](unsigned w) {
     ShapeNamer looker(image, heap, index, targets, within, types, /*dry=*/true);
-    const std::size_t first = owners.size() * w / n, last = owners.size() * (w + 1) / n;
+    const auto [first, last] = slice_of(owners.size(), n, w);
     for (std::size_t i = first; i < last; ++i) {
       if ((i - first) % 4096 == 4095) progress_check();
       const Block& b = heap.blocks[owners[i]];
