@@ -6,11 +6,7 @@ namespace heapscope {
 
 StateTotals HeapModel::totals() const {
   StateTotals sum{};
-  for (const ArenaInfo& a : arenas)
-    for (int s = 0; s < kBlockStateCount; ++s) {
-      sum[s].blocks += a.totals[s].blocks;
-      sum[s].bytes += a.totals[s].bytes;
-    }
+  for (const ArenaInfo& a : arenas) add_totals(sum, a.totals);
   sum[static_cast<int>(BlockState::mmapped)] = mmapped_chunks;
   return sum;
 }

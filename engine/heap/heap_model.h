@@ -28,6 +28,13 @@ struct StateTotal {
   }
 };
 using StateTotals = std::array<StateTotal, kBlockStateCount>;
+// Adds `more`'s blocks and bytes to `sum`, state by state.
+inline void add_totals(StateTotals& sum, const StateTotals& more) {
+  for (int s = 0; s < kBlockStateCount; ++s) {
+    sum[s].blocks += more[s].blocks;
+    sum[s].bytes += more[s].bytes;
+  }
+}
 
 struct HeapSegment {  // one contiguous piece of an arena (the sbrk heap, or one heap_info heap)
   Address start = 0;

@@ -44,7 +44,7 @@ BlockIndex::BlockIndex(const HeapModel& heap) : blocks_(&heap.blocks) {
                                blocks.begin());
       s.last = i;
       s.page_table = static_cast<std::uint32_t>(page_first_.size());
-      page_first_.resize(page_first_.size() + ((s.end - s.start) >> kPageShift) + 1);
+      page_first_.resize(page_first_.size() + pages_of(s));
       fill_page_table(s);
     } else {
       s.start = blocks[i].chunk;
@@ -65,7 +65,7 @@ BlockIndex::BlockIndex(const HeapModel& heap) : blocks_(&heap.blocks) {
 // millions of blocks): each worker's first page is found by binary search, the rest by stepping forward.
 void BlockIndex::fill_page_table(const Span& s) {
   const auto& blocks = *blocks_;
-  const std::size_t pages = ((s.end - s.start) >> kPageShift) + 1;
+  const std::size_t pages = pages_of(s);
   const unsigned n = worker_count(pages, std::size_t{1} << 16);
   run_workers(n, [&](unsigned w) {
     const auto [first_page, last_page] = slice_of(pages, n, w);

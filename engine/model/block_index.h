@@ -40,6 +40,7 @@ class BlockIndex {
   };
   static constexpr unsigned kPageShift = 8;  // 256-byte granules: a few blocks each, so the forward step is short
 
+  static std::size_t pages_of(const Span& s) { return ((s.end - s.start) >> kPageShift) + 1; }  // its page table's entries
   void fill_page_table(const Span& s);
   const Span* span_for(Address addr) const;
   BlockId find_in(const Span& s, Address addr) const;

@@ -38,7 +38,12 @@ class U32Buffer {
     if (capacity > capacity_) resize_storage(capacity);
   }
   void shrink_to_fit() {
-    if (size_ < capacity_ && size_ > 0) resize_storage(size_);
+    if (size_ == 0) {
+      std::free(std::exchange(data_, nullptr));
+      capacity_ = 0;
+    } else if (size_ < capacity_) {
+      resize_storage(size_);
+    }
   }
   std::size_t size() const { return size_; }
   std::size_t capacity() const { return capacity_; }

@@ -368,10 +368,7 @@ HeapModel walk_heap(const Image& image, const Runtime& runtime) {
     ArenaInfo& arena = model.arenas[j.arena];
     arena.heaps.push_back(j.range);
     arena.overhead_bytes += j.result.overhead_bytes;
-    for (int state = 0; state < kBlockStateCount; ++state) {
-      arena.totals[state].blocks += j.result.totals[state].blocks;
-      arena.totals[state].bytes += j.result.totals[state].bytes;
-    }
+    add_totals(arena.totals, j.result.totals);
     if (!j.result.reached_end) arena.complete = false;
     if (j.result.stopped_at) arena.walk_stops.push_back({j.range.start, j.result.stopped_at, j.result.last_good});
     model.warnings.insert(model.warnings.end(), j.result.warnings.begin(), j.result.warnings.end());
