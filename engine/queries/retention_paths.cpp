@@ -107,11 +107,15 @@ RetainersReport find_retainers(Session& s, const BlockNames& names, RetainedSize
   return r;
 }
 
-std::optional<RetainerPath> shortest_retainer_path(Session& s, BlockId target) {
-  RetainersReport found = find_retainers(s, s.names(), RetainedSizes::dominator_tree, target,
+std::optional<RetainerPath> shortest_retainer_path(Session& s, const BlockNames& names, BlockId target) {
+  RetainersReport found = find_retainers(s, names, RetainedSizes::dominator_tree, target,
                                          s.heap().blocks[target].address(), 1, kDefaultPathDepth);
   if (found.paths.empty()) return std::nullopt;
   return std::move(found.paths.front());
+}
+
+std::optional<RetainerPath> shortest_retainer_path(Session& s, BlockId target) {
+  return shortest_retainer_path(s, s.names(), target);
 }
 
 RefsReport find_referrers(Session& s, BlockId target, Address query) {

@@ -18,6 +18,9 @@ RetainersReport find_retainers(Session& s, const BlockNames& names, RetainedSize
                                Address query, std::size_t max_paths, std::size_t max_depth);
 
 // One shortest path from a root to `target`; none when no root reaches it within kDefaultPathDepth blocks.
+// Its blocks are named by `names` (every block on it is reachable: Session::reachable_names() will do),
+// or by Session::names().
+std::optional<RetainerPath> shortest_retainer_path(Session& s, const BlockNames& names, BlockId target);
 std::optional<RetainerPath> shortest_retainer_path(Session& s, BlockId target);
 
 // Every block and root that points into `target`.

@@ -43,9 +43,9 @@ RootNodeRef root_node_ref(Session& s, const Retention& r, const RootNode& n) {
   return ref;
 }
 
-Holder holder_of(Session& s, const Retention& r, std::uint32_t node) {
+Holder holder_of(Session& s, const BlockNames& names, const Retention& r, std::uint32_t node) {
   Holder h;
-  if (r.is_block(node)) h.block = block_ref(s, node);
+  if (r.is_block(node)) h.block = block_ref(s, names, node);
   else if (r.is_holder(node)) h.root = root_node_ref(s, r, r.root(node));
   return h;
 }
@@ -70,7 +70,7 @@ std::vector<std::vector<std::uint32_t>> root_children(const Retention& r) {
 
 // ---- top --by block / root / type ----
 
-std::vector<TopBlockRow> top_blocks(Session& s, const Retention& r, std::size_t count) {
+std::vector<TopBlockRow> top_blocks(Session& s, const BlockNames& names, const Retention& r, std::size_t count) {
   using Entry = std::pair<std::uint64_t, BlockId>;  // (retained bytes, block)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> best;  // the smallest of the best on top
   for (BlockId b = 0; b < r.block_count(); ++b) {
@@ -83,7 +83,7 @@ std::vector<TopBlockRow> top_blocks(Session& s, const Retention& r, std::size_t 
   }
   std::vector<TopBlockRow> rows(best.size());
   for (std::size_t i = rows.size(); i-- > 0; best.pop()) {
-    rows[i].block = block_ref(s, best.top().second);
+    rows[i].block = block_ref(s, names, best.top().second);
     rows[i].retained = retained_of(r, best.top().second);
   }
   return rows;
@@ -118,9 +118,9 @@ std::vector<TopRootRow> top_roots(Session& s, const Retention& r, std::size_t co
 // Per type: reachable instances, and what they retain. An instance dominated by another instance of its
 // type is inside that one's retained size already, so only the outermost ones count (a depth-first walk
 // of the dominator tree keeps, per type, how many instances are on the path from the super-root).
-std::vector<TopTypeRow> top_types(Session& s, const Retention& r, std::size_t count) {
+std::vector<TopTypeRow> top_types(Session& s, const BlockNames& names, const Retention& r, std::size_t count) {
   const HeapModel& heap = s.heap();
-  TypeGroups groups(heap, s.types());
+  TypeGroups groups(heap, names.types);
   // The dominator tree's children, in CSR form.
   std::vector<std::uint32_t> offsets(r.node_count() + 1, 0);
   for (std::uint32_t v = 0; v < r.node_count(); ++v)
@@ -208,9 +208,10 @@ std::vector<std::uint32_t> big_retainers(const Retention& r) {
   return out;
 }
 
-std::optional<RetainerPath> shortest_path(Session& s, const Retention& r, std::uint32_t node) {
+std::optional<RetainerPath> shortest_path(Session& s, const BlockNames& names, const Retention& r,
+                                          std::uint32_t node) {
   if (!r.is_block(node)) return std::nullopt;
-  return shortest_retainer_path(s, node);
+  return shortest_retainer_path(s, names, node);
 }
 
 // Eclipse MAT's accumulation point: going down from a big retainer through the node that retains the
@@ -265,8 +266,8 @@ struct GroupTotal {
 // Big retainers first (largest first), then accumulations (most bytes first).
 class SuspectFinder {
  public:
-  SuspectFinder(Session& s, const Retention& r)
-      : s_(s), r_(r), heap_(s.heap()), groups_(heap_, s.types()), big_(big_retainers(r)),
+  SuspectFinder(Session& s, const BlockNames& names, const Retention& r)
+      : s_(s), names_(names), r_(r), heap_(s.heap()), groups_(heap_, names.types), big_(big_retainers(r)),
         threshold_(big_retainer_threshold(r)), points_(r, groups_, threshold_) {}
 
   std::vector<Suspect> find() {
@@ -400,11 +401,11 @@ class SuspectFinder {
   Suspect big_retainer(std::size_t i) {
     Suspect sus;
     sus.kind = Suspect::Kind::big_retainer;
-    sus.holder = holder_of(s_, r_, big_[i]);
+    sus.holder = holder_of(s_, names_, r_, big_[i]);
     sus.retained = retained_of(r_, big_[i]);
     const std::uint32_t point = points_.of(big_[i]);
     if (point != big_[i]) {
-      sus.accumulation_point = holder_of(s_, r_, point);
+      sus.accumulation_point = holder_of(s_, names_, r_, point);
       sus.accumulation_retained = retained_of(r_, point);
     }
     const std::vector<GroupTotal>& totals = owned_[i];
@@ -420,7 +421,7 @@ class SuspectFinder {
       row.bytes = totals[g].bytes;
       sus.retained_types.push_back(std::move(row));
     }
-    sus.path = shortest_path(s_, r_, point);
+    sus.path = shortest_path(s_, names_, r_, point);
     return sus;
   }
 
@@ -428,16 +429,17 @@ class SuspectFinder {
     const auto holder = static_cast<std::uint32_t>(pile.first >> 32);
     Suspect sus;
     sus.kind = Suspect::Kind::accumulation;
-    sus.holder = holder_of(s_, r_, holder);
+    sus.holder = holder_of(s_, names_, r_, holder);
     sus.retained = retained_of(r_, holder);
     sus.type = groups_.name(static_cast<std::uint32_t>(pile.first & 0xffffffffu));
     sus.instances = pile.second.count;
     sus.instance_bytes = pile.second.bytes;
-    sus.path = shortest_path(s_, r_, holder);
+    sus.path = shortest_path(s_, names_, r_, holder);
     return sus;
   }
 
   Session& s_;
+  const BlockNames& names_;
   const Retention& r_;
   const HeapModel& heap_;
   TypeGroups groups_;
@@ -504,24 +506,25 @@ TopReport build_top_report(Session& s, TopBy by, std::size_t count) {
     if (!stop) s.frames();
   });
   s.graph();
-  // Every block's name (the suspects group by type) and the dominator tree need nothing of each other
-  // past the graph: one thread each, the progress shown being the names' (the longer). The names need the
-  // leak verdicts last, so the tree's thread computes them first.
-  s.compute_side_by_side([&] { s.names(); }, [&] {
+  // Every reachable block's name (the suspects group by type; no row or suspect is a leak) and the
+  // dominator tree need nothing of each other past the graph: one thread each, the progress shown being
+  // the names' (the longer). The suspects' paths tell their blocks' verdicts: the tree's thread finds them.
+  s.compute_side_by_side([&] { s.reachable_names(); }, [&] {
     s.verdicts();
     s.retention();
   });
+  const BlockNames& names = s.reachable_names();
   const Retention& r = s.retention();
   PhaseTimer timer("top");
   TopReport out;
   out.by = top_by_name(by);
   out.heap = heap_totals(r);
   switch (by) {
-    case TopBy::block: out.blocks = top_blocks(s, r, count); break;
-    case TopBy::type: out.types = top_types(s, r, count); break;
+    case TopBy::block: out.blocks = top_blocks(s, names, r, count); break;
+    case TopBy::type: out.types = top_types(s, names, r, count); break;
     case TopBy::root: out.roots = top_roots(s, r, count); break;
   }
-  out.suspects = SuspectFinder(s, r).find();
+  out.suspects = SuspectFinder(s, names, r).find();
   return out;
 }
 

@@ -222,26 +222,40 @@ const CoroutineFrames& Session::coroutines() {
   return product(coroutines_, "coroutines", [&] { return find_coroutine_frames(*image_, symbols_, heap()); });
 }
 
-std::unique_ptr<BlockNames> Session::name_blocks(const std::vector<bool>* within, bool from_roots,
-                                                 const std::vector<BlockId>* members) {
+std::unique_ptr<BlockNames> Session::name_blocks(const NamingScope& scope) {
   const HeapModel& h = heap();
   const BlockIndex& index = block_index();
   const RootSet& r = roots();
   const CoroutineFrames& coroutine_frames = coroutines();
-  auto names = std::make_unique<BlockNames>(BlockNames{infer_types(*image_, symbols_, h, index, r, within, members), nullptr});
+  auto names = std::make_unique<BlockNames>(
+      BlockNames{infer_types(*image_, symbols_, h, index, r, scope.within, scope.members), nullptr});
   type_coroutine_frames(names->types, coroutine_frames);
   PhaseTimer dwarf_timer("dwarf types");
   PhaseScope dwarf_phase(progress_here(), "dwarf types");
   names->dwarf = std::make_unique<DwarfTypes>(dwarf_indexes_);
   // The call stacks and the verdicts are asked for only where they are used, so that a second thread
   // (top's) can compute them meanwhile.
-  if (from_roots) type_blocks_from_dwarf(*image_, symbols_, h, index, &frames(), names->types, *names->dwarf, within);
-  name_leaked_blocks(*image_, h, index, verdicts(), names->types, *names->dwarf, within, members);
+  if (scope.from_roots)
+    type_blocks_from_dwarf(*image_, symbols_, h, index, &frames(), names->types, *names->dwarf, scope.within);
+  if (scope.leaks) {
+    // The namers of leaks follow pointers from the leaked blocks into the leaked blocks alone, so that what
+    // names a reachable block is the roots, whatever leaked (and reachable_names() and leak_names() give
+    // each block what this gives it).
+    const LeakVerdicts& v = verdicts();
+    std::vector<bool> leaked(h.blocks.size(), false);
+    std::vector<BlockId> members;
+    for (const BlockId b : v.leaked)
+      if (!scope.within || (*scope.within)[b]) {
+        leaked[b] = true;
+        members.push_back(b);
+      }
+    name_leaked_blocks(*image_, h, index, v, names->types, *names->dwarf, &leaked, &members);
+  }
   return names;
 }
 
 const BlockNames& Session::names() {
-  return product(names_, "types", [&] { return name_blocks(nullptr); });
+  return product(names_, "types", [&] { return name_blocks({}); });
 }
 
 const BlockNames& Session::names_for(std::span<const BlockId> blocks) {
@@ -260,7 +274,7 @@ const BlockNames& Session::names_for(std::span<const BlockId> blocks) {
   if (!names_of_parts_.count(key)) parts_asked_.push_back(key);
   return product(names_of_parts_[key], "types of the blocks asked about", [&] {
     const std::vector<bool> within = ancestors_of(graph(), key);
-    return name_blocks(&within);
+    return name_blocks({.within = &within});
   });
 }
 
@@ -271,8 +285,13 @@ const BlockNames& Session::leak_names() {
     std::vector<bool> leaked(v.verdict.size(), false);
     for (const BlockId b : v.leaked) leaked[b] = true;
     // No root reaches a leak: DWARF typing from the roots (and the call stacks it reads) has nothing to do.
-    return name_blocks(&leaked, /*from_roots=*/false, &v.leaked);
+    return name_blocks({.within = &leaked, .from_roots = false, .members = &v.leaked});
   });
+}
+
+const BlockNames& Session::reachable_names() {
+  if (const BlockNames* all = names_if_computed()) return *all;  // the same names for every reachable block
+  return product(reachable_names_, "types of the reachable blocks", [&] { return name_blocks({.leaks = false}); });
 }
 
 const RetentionEdges& Session::retention_edges() {

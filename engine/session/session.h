@@ -113,6 +113,10 @@ class Session {
   // reachable block points to a leak, so they are closed under predecessors) — what `leaks` needs, at
   // the cost of the leaks rather than of the heap. Once names() is computed, that.
   const BlockNames& leak_names();
+  // The names of the reachable blocks: what names() gives them, without the namers of leaked blocks
+  // (nothing reachable is reached through a leak) — what `top` needs, whose every row and suspect is
+  // reachable. Once names() is computed, that.
+  const BlockNames& reachable_names();
   // The pointers that hold what they point to (model/retention_edges.h): what retained sizes count.
   const RetentionEdges& retention_edges();
   const Retention& retention();           // dominator tree and retained sizes
@@ -186,10 +190,16 @@ class Session {
   template <class T, class Compute>
   const T& product(Slot<T>& slot, const char* name, Compute&& compute);
   void check_interrupted();
-  // `from_roots`: type by DWARF from the roots too (false only when `within` holds no reachable block).
-  // `members`, when given, lists the blocks `within` flags, in order.
-  std::unique_ptr<BlockNames> name_blocks(const std::vector<bool>* within, bool from_roots = true,
-                                          const std::vector<BlockId>* members = nullptr);
+  // What a naming covers: the blocks `within` flags (every block when null), which `members`, when given,
+  // lists in order; `from_roots`: typed by DWARF from the roots too (false only when `within` holds no
+  // reachable block); `leaks`: the leaked blocks named by the namers of leaks too.
+  struct NamingScope {
+    const std::vector<bool>* within = nullptr;
+    bool from_roots = true;
+    bool leaks = true;
+    const std::vector<BlockId>* members = nullptr;
+  };
+  std::unique_ptr<BlockNames> name_blocks(const NamingScope& scope);
   void add_warnings(const std::vector<std::string>& more);
   const BlockNames* names_if_computed();  // names() when some command has computed it; null otherwise
   // The Progress that products computed on this thread report to: the session's, or the second thread's
@@ -233,6 +243,7 @@ class Session {
   Slot<BlockNames> names_;
   std::map<std::vector<BlockId>, Slot<BlockNames>> names_of_parts_;
   Slot<BlockNames> leak_names_;
+  Slot<BlockNames> reachable_names_;
   std::vector<std::vector<BlockId>> parts_asked_;  // names_of_parts_'s keys, oldest first
   Slot<RetentionEdges> retention_edges_;
   Slot<Retention> retention_;
