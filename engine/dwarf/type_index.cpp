@@ -93,13 +93,24 @@ class TypeIndexBuilder {
   DwarfTypeIndex& index_;
   std::vector<std::pair<DwarfVariable, std::uint64_t>> pending_;  // variables and their type DIE offsets
 
-  std::string qualified(Dwarf_Die& die, const std::string& prefix) {
+  // A DIE's scope-qualified name, and whether that is only its own name: what every lookup falls back to
+  // (die_name), so it is not kept (most of a C library's names, a third of the time of its index).
+  struct Qualified {
+    std::string name;
+    bool own = true;
+  };
+  Qualified qualified(Dwarf_Die& die, const std::string& prefix) const {
     if (std::optional<Dwarf_Die> spec = die_reference(die, DW_AT_specification)) {
       auto it = index_.qualified_names_.find(dwarf_dieoffset(&*spec));
-      if (it != index_.qualified_names_.end()) return it->second;
+      if (it != index_.qualified_names_.end()) return {it->second, false};
     }
-    const std::string name = die_name(die);
-    return name.empty() ? std::string() : prefix + name;
+    std::string name = die_name(die);  // a definition's DW_AT_specification gives it the declaration's
+    if (name.empty() || prefix.empty()) return {std::move(name), true};
+    return {prefix + name, false};
+  }
+
+  void remember(std::uint64_t offset, const Qualified& q) {
+    if (!q.own && !q.name.empty()) index_.qualified_names_[offset] = q.name;
   }
 
   void visit(Dwarf_Die& die, const std::string& prefix, int depth) {
@@ -115,9 +126,10 @@ class TypeIndexBuilder {
       case DW_TAG_class_type:
       case DW_TAG_union_type:
       case DW_TAG_enumeration_type: {
-        const std::string name = qualified(die, prefix);
+        const Qualified q = qualified(die, prefix);
+        const std::string& name = q.name;
         if (name.empty()) return;
-        index_.qualified_names_[offset] = name;
+        remember(offset, q);
         if (tag != DW_TAG_enumeration_type && !has_flag(die, DW_AT_declaration) &&
             index_.definitions_.try_emplace(name, offset).second && tag != DW_TAG_union_type)
           if (const std::optional<Dwarf_Word> size = udata(die, DW_AT_byte_size); size && *size > 0)
@@ -127,12 +139,12 @@ class TypeIndexBuilder {
       }
       case DW_TAG_typedef:
       case DW_TAG_base_type:
-        if (std::string name = qualified(die, prefix); !name.empty()) index_.qualified_names_[offset] = name;
+        remember(offset, qualified(die, prefix));
         return;
       case DW_TAG_subprogram: {
-        const std::string name = qualified(die, prefix);
-        if (!name.empty()) index_.qualified_names_[offset] = name;
-        walk(die, name.empty() ? prefix : name + "::", depth + 1);
+        const Qualified q = qualified(die, prefix);
+        remember(offset, q);
+        walk(die, q.name.empty() ? prefix : q.name + "::", depth + 1);
         return;
       }
       case DW_TAG_lexical_block:
@@ -147,8 +159,9 @@ class TypeIndexBuilder {
   }
 
   void add_variable(Dwarf_Die& die, const std::string& prefix) {
-    const std::string name = qualified(die, prefix);
-    if (!name.empty()) index_.qualified_names_[dwarf_dieoffset(&die)] = name;
+    const Qualified q = qualified(die, prefix);
+    const std::string& name = q.name;
+    remember(dwarf_dieoffset(&die), q);
     const std::optional<StaticLocation> where = static_location(die);
     std::optional<Dwarf_Die> type = die_reference(die, DW_AT_type);
     if (!where || !type || name.empty()) return;
