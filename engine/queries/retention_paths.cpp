@@ -66,16 +66,14 @@ RetainerPath make_path(Session& s, const BlockNames& names, RetainedBytes& retai
   return p;
 }
 
-}  // namespace
-
-RetainersReport find_retainers(Session& s, const BlockNames& names, RetainedSizes sizes, BlockId target,
-                               Address query, std::size_t max_paths, std::size_t max_depth) {
+// The report without the target's verdict: a path alone needs no reachability pass (top's suspects').
+RetainersReport search_retainers(Session& s, const BlockNames& names, RetainedSizes sizes, BlockId target,
+                                 Address query, std::size_t max_paths, std::size_t max_depth) {
   const ReferenceGraph& g = s.graph();
   RetainedBytes retained(s, sizes);
   RetainersReport r;
   r.query = query;
   r.target = block_ref(s, names, target);
-  r.verdict = verdict_name(s.verdicts().verdict[target]);
 
   // Breadth-first backwards from the target: the first blocks found with a root pointing at them give
   // the shortest paths.
@@ -107,9 +105,18 @@ RetainersReport find_retainers(Session& s, const BlockNames& names, RetainedSize
   return r;
 }
 
+}  // namespace
+
+RetainersReport find_retainers(Session& s, const BlockNames& names, RetainedSizes sizes, BlockId target,
+                               Address query, std::size_t max_paths, std::size_t max_depth) {
+  RetainersReport r = search_retainers(s, names, sizes, target, query, max_paths, max_depth);
+  r.verdict = verdict_name(s.verdicts().verdict[target]);
+  return r;
+}
+
 std::optional<RetainerPath> shortest_retainer_path(Session& s, const BlockNames& names, BlockId target) {
-  RetainersReport found = find_retainers(s, names, RetainedSizes::dominator_tree, target,
-                                         s.heap().blocks[target].address(), 1, kDefaultPathDepth);
+  RetainersReport found = search_retainers(s, names, RetainedSizes::dominator_tree, target,
+                                           s.heap().blocks[target].address(), 1, kDefaultPathDepth);
   if (found.paths.empty()) return std::nullopt;
   return std::move(found.paths.front());
 }

@@ -508,11 +508,8 @@ TopReport build_top_report(Session& s, TopBy by, std::size_t count) {
   s.graph();
   // Every reachable block's name (the suspects group by type; no row or suspect is a leak) and the
   // dominator tree need nothing of each other past the graph: one thread each, the progress shown being
-  // the names' (the longer). The suspects' paths tell their blocks' verdicts: the tree's thread finds them.
-  s.compute_side_by_side([&] { s.reachable_names(); }, [&] {
-    s.verdicts();
-    s.retention();
-  });
+  // the names' (the longer). No leak verdict is asked for: the tree is its own reachability pass.
+  s.compute_side_by_side([&] { s.reachable_names(); }, [&] { s.retention(); });
   const BlockNames& names = s.reachable_names();
   const Retention& r = s.retention();
   PhaseTimer timer("top");
