@@ -47,6 +47,8 @@ class DwarfFile {
 
   // Finds the DIE at a .debug_info offset.
   std::optional<Dwarf_Die> die_at(Dwarf_Off offset) const;
+  // libdw's handle, for what the DIE questions below do not cover (the unwinder's address lookups).
+  Dwarf* dwarf() const { return dwarf_; }
 
  private:
   explicit DwarfFile(int fd, Dwarf* dwarf) : fd_(fd), dwarf_(dwarf) {}

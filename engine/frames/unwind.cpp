@@ -96,6 +96,7 @@ using DwflPtr = std::unique_ptr<Dwfl, DwflDeleter>;
 struct FrameCollector {
   const Image& image;
   const SymbolIndex& symbols;
+  const DwarfFiles& dwarf;
   Dwfl* dwfl;
   Clock::time_point deadline;
   std::vector<std::vector<Frame>>* all = nullptr;
@@ -162,14 +163,31 @@ struct ScopeChain {
   std::vector<Dwarf_Die> scopes;
 };
 
-ScopeChain scope_chain(Dwfl_Module* mod, Address pc) {
+// The compilation unit whose code holds pc, in the DWARF of the module holding it (DwarfFiles: the file the
+// type index reads), and pc in that DWARF's addresses.
+struct CodeUnit {
+  Dwarf_Die die;
+  Dwarf_Addr pc = 0;
+};
+
+std::optional<CodeUnit> code_unit(const Image& image, const DwarfFiles& dwarf, Address pc) {
+  const Module* module = image.module_at(pc);
+  if (!module) return std::nullopt;
+  const DwarfFile* file = dwarf.of(static_cast<std::size_t>(module - image.modules().data()));
+  CodeUnit unit;
+  unit.pc = pc - module->load_bias;
+  if (!file || !dwarf_addrdie(file->dwarf(), unit.pc, &unit.die)) return std::nullopt;
+  return unit;
+}
+
+ScopeChain scope_chain(std::optional<CodeUnit>& unit) {
   constexpr std::size_t kMaxNesting = 64;
   ScopeChain chain;
-  Dwarf_Addr bias = 0;
-  chain.cu = mod ? dwfl_module_addrdie(mod, pc, &bias) : nullptr;
-  chain.pc = pc - bias;
+  if (!unit) return chain;
+  chain.cu = &unit->die;
+  chain.pc = unit->pc;
   Dwarf_Die function;
-  if (!chain.cu || !find_function_at(chain.cu, chain.pc, &function)) return chain;
+  if (!find_function_at(chain.cu, chain.pc, &function)) return chain;
   chain.scopes.push_back(function);
   for (bool deeper = true; deeper && chain.scopes.size() < kMaxNesting;) {
     deeper = false;
@@ -190,20 +208,20 @@ ScopeChain scope_chain(Dwfl_Module* mod, Address pc) {
 // In code inlined into the frame's function the line table names the inlined source (a header's helper),
 // while the frame is labelled with the function's symbol: its own line is where the outermost inlined
 // call sits.
-bool add_outermost_call_site(Dwfl_Module* mod, Address pc, Frame& frame) {
-  ScopeChain chain = scope_chain(mod, pc);
+bool add_outermost_call_site(std::optional<CodeUnit>& unit, Frame& frame) {
+  ScopeChain chain = scope_chain(unit);
   for (Dwarf_Die& scope : chain.scopes)
     if (dwarf_tag(&scope) == DW_TAG_inlined_subroutine) return read_call_site(chain.cu, &scope, frame);
   return false;
 }
 
-void add_source_line(Dwfl_Module* mod, Address pc, Frame& frame) {
-  if (!mod) return;
-  if (add_outermost_call_site(mod, pc, frame)) return;
-  Dwfl_Line* line = dwfl_module_getsrc(mod, pc);
-  if (!line) return;
+void add_source_line(const FrameCollector& c, Address pc, Frame& frame) {
+  std::optional<CodeUnit> unit = code_unit(c.image, c.dwarf, pc);
+  if (!unit || add_outermost_call_site(unit, frame)) return;
+  Dwarf_Line* line = dwarf_getsrc_die(&unit->die, unit->pc);
   int lineno = 0;
-  if (const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
+  if (!line || dwarf_lineno(line, &lineno) != 0) return;
+  if (const char* file = dwarf_linesrc(line, nullptr, nullptr)) {
     frame.file = file;
     frame.line = lineno;
   }
@@ -244,7 +262,7 @@ int collect_frame(Dwfl_Frame* state, void* arg) {
   Dwfl_Module* mod = dwfl_addrmodule(c.dwfl, lookup);
   frame.function = function_name(c, mod, lookup);
   if (frame.function.empty()) frame.module_offset = module_offset(c, frame.pc);
-  add_source_line(mod, lookup, frame);
+  add_source_line(c, lookup, frame);
   c.out->push_back(std::move(frame));
   return c.out->size() >= kMaxFramesPerThread ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
@@ -305,9 +323,10 @@ void add_scope_variables(Dwarf_Die* scope, Dwarf_Addr pc, Address cfa, std::vect
 }
 
 // Variables of the scopes around pc (inlined ones included), innermost first, so inner ones shadow.
-std::vector<FrameVariable> frame_variables(Dwfl_Module* mod, Address pc, Address cfa) {
+std::vector<FrameVariable> frame_variables(const FrameCollector& c, Address pc, Address cfa) {
   std::vector<FrameVariable> variables;
-  ScopeChain chain = scope_chain(mod, pc);
+  std::optional<CodeUnit> unit = code_unit(c.image, c.dwarf, pc);
+  ScopeChain chain = scope_chain(unit);
   if (chain.scopes.empty() || !frame_base_is_cfa(&chain.scopes.front())) return variables;
   for (auto scope = chain.scopes.rbegin(); scope != chain.scopes.rend(); ++scope)
     add_scope_variables(&*scope, chain.pc, cfa, variables);
@@ -315,11 +334,11 @@ std::vector<FrameVariable> frame_variables(Dwfl_Module* mod, Address pc, Address
 }
 
 // On x86-64 a frame's CFA is its caller's stack pointer, known once the caller is unwound.
-void add_frame_variables(Dwfl* dwfl, std::vector<Frame>& frames) {
+void add_frame_variables(const FrameCollector& c, std::vector<Frame>& frames) {
   for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
     Frame& f = frames[i];
     const Address lookup = f.is_activation || f.pc == 0 ? f.pc : f.pc - 1;
-    f.variables = frame_variables(dwfl_addrmodule(dwfl, lookup), lookup, frames[i + 1].sp_low);
+    f.variables = frame_variables(c, lookup, frames[i + 1].sp_low);
   }
 }
 
@@ -332,7 +351,7 @@ int unwind_one_thread(Dwfl_Thread* thread, void* arg) {
   c.corrupt = false;
   // Errors at the end of a stack are normal (libdw reports the last frame's missing CFI as one).
   dwfl_thread_getframes(thread, collect_frame, &c);
-  add_frame_variables(c.dwfl, *c.out);
+  add_frame_variables(c, *c.out);
   close_outermost_frame(c.image, *c.out);
   if (c.corrupt && c.warnings)
     c.warnings->push_back(fmt::format("stack of thread tid {} looks corrupt; its unwind stops at frame #{}",
@@ -364,7 +383,7 @@ DwflPtr report_modules(const Image& image, const SymbolIndex& symbols, std::vect
 }
 
 std::vector<std::vector<Frame>> unwind_with_libdw(const Image& image, const SymbolIndex& symbols,
-                                                  std::vector<std::string>* warnings) {
+                                                  const DwarfFiles& dwarf, std::vector<std::string>* warnings) {
   const auto& threads = image.threads();
   std::vector<std::vector<Frame>> frames(threads.size());
   if (threads.empty()) return frames;
@@ -376,7 +395,7 @@ std::vector<std::vector<Frame>> unwind_with_libdw(const Image& image, const Symb
     if (warnings) warnings->push_back(fmt::format("cannot unwind thread stacks: {}", dwfl_errmsg(-1)));
     return frames;
   }
-  FrameCollector collector{image, symbols, dwfl.get(), Clock::now() + kUnwindTimeLimit, &frames, warnings};
+  FrameCollector collector{image, symbols, dwarf, dwfl.get(), Clock::now() + kUnwindTimeLimit, &frames, warnings};
   dwfl_getthreads(dwfl.get(), unwind_one_thread, &collector);
   if (collector.stopped) progress_check();  // throws Interrupted
   if (collector.timed_out && warnings)
@@ -387,9 +406,9 @@ std::vector<std::vector<Frame>> unwind_with_libdw(const Image& image, const Symb
 }  // namespace
 
 std::vector<std::vector<Frame>> unwind_threads(const Image& image, const SymbolIndex& symbols,
-                                               std::vector<std::string>* warnings) {
-  std::vector<std::vector<Frame>> frames = unwind_with_libdw(image, symbols, warnings);
-  // libdw's state is gone now (the modules' decompressed debug sections, abbreviation tables, CFI), but in
+                                               const DwarfFiles& dwarf, std::vector<std::string>* warnings) {
+  std::vector<std::vector<Frame>> frames = unwind_with_libdw(image, symbols, dwarf, warnings);
+  // libdwfl's state is gone now (its modules' files, abbreviation tables, CFI), but in
   // small blocks that malloc keeps for reuse: give their pages back, or they stay in the process's
   // footprint through the analyses that follow (5 % of `roots` at 1M blocks).
   ::malloc_trim(0);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "dwarf/dwarf_files.h"
 #include "image/image.h"
 #include "symbols/symbol_index.h"
 
@@ -49,8 +50,9 @@ struct Frame {
 // are added to `warnings` (which may be null). Corrupt stacks end a thread's unwind, never the program;
 // each thread is limited to kMaxFramesPerThread frames and the whole unwind to a few seconds.
 inline constexpr std::size_t kMaxFramesPerThread = 256;
+// Frame variables and source lines come from the DWARF `dwarf` opens (shared with the type index).
 std::vector<std::vector<Frame>> unwind_threads(const Image& image, const SymbolIndex& symbols,
-                                               std::vector<std::string>* warnings);
+                                               const DwarfFiles& dwarf, std::vector<std::string>* warnings);
 
 // The frame of `frames` whose stack range holds `address`, or null; its index is written to `index`.
 const Frame* frame_covering(const std::vector<Frame>& frames, Address address, std::size_t* index);

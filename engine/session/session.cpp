@@ -25,7 +25,8 @@ Session::Session(std::shared_ptr<const Image> image, SessionOptions options)
     : image_(std::move(image)),
       options_(std::move(options)),
       symbols_(*image_, options_.symbols),
-      dwarf_indexes_(std::make_shared<const DwarfIndexes>(*image_, symbols_)) {
+      dwarf_files_(std::make_shared<const DwarfFiles>(*image_, symbols_)),
+      dwarf_indexes_(std::make_shared<const DwarfIndexes>(dwarf_files_, image_->modules().size())) {
   if (!options_.snapshots) options_.snapshots = std::make_shared<SnapshotStore>();
   if (options_.allocators.empty()) options_.allocators = builtin_allocator_plugins();
 }
@@ -212,7 +213,7 @@ const HeapVerification& Session::verification() {
 const std::vector<std::vector<Frame>>& Session::frames() {
   return product(frames_, "frames", [&] {
     std::vector<std::string> warnings;
-    auto frames = unwind_threads(*image_, symbols_, &warnings);
+    auto frames = unwind_threads(*image_, symbols_, *dwarf_files_, &warnings);
     add_warnings(warnings);
     return frames;
   });

@@ -214,6 +214,7 @@ class Session {
   std::shared_ptr<const Image> image_;
   SessionOptions options_;
   SymbolIndex symbols_;
+  std::shared_ptr<const DwarfFiles> dwarf_files_;  // one per module, shared by the unwinder and dwarf_indexes_
   std::shared_ptr<const DwarfIndexes> dwarf_indexes_;
   mutable std::mutex mutex_;        // guards product_warnings_ and beside_ (held for no computation)
   struct BesideThread {

@@ -316,27 +316,22 @@ class Propagator {
 
 }  // namespace
 
-DwarfIndexes::DwarfIndexes(const Image& image, const SymbolIndex& symbols) : image_(image), symbols_(symbols) {
-  loaded_.resize(std::min<std::size_t>(image.modules().size(), DwarfTypeRef::kNoModule));
+DwarfIndexes::DwarfIndexes(std::shared_ptr<const DwarfFiles> files, std::size_t modules) : files_(std::move(files)) {
+  loaded_.resize(std::min<std::size_t>(modules, DwarfTypeRef::kNoModule));
   for (auto& l : loaded_) l = std::make_unique<Loaded>();
 }
+
+DwarfIndexes::DwarfIndexes(const Image& image, const SymbolIndex& symbols)
+    : DwarfIndexes(std::make_shared<const DwarfFiles>(image, symbols), image.modules().size()) {}
 
 const DwarfTypeIndex* DwarfIndexes::index(std::size_t module) const {
   if (module >= loaded_.size()) return nullptr;
   Loaded& l = *loaded_[module];
   std::lock_guard lock(l.mutex);
   if (l.done) return l.index.get();
-  const Module& m = image_.modules()[module];
-  const ModuleSymbols* syms = m.file_on_disk.empty() ? nullptr : symbols_.symbols_for(m);
-  if (syms) {
-    const std::string path = syms->debug_file().empty() ? syms->path() : syms->debug_file();
-    PhaseTimer timer("dwarf types: indexes");  // once per module
-    // Interrupted (Ctrl-C): nothing kept, built again when next asked for, not taken for "no DWARF".
-    std::unique_ptr<DwarfFile> file = DwarfFile::open(path, nullptr);
-    std::unique_ptr<DwarfTypeIndex> index = file ? DwarfTypeIndex::build(*file) : nullptr;
-    l.file = std::move(file);
-    l.index = std::move(index);
-  }
+  PhaseTimer timer("dwarf types: indexes");  // once per module
+  // Interrupted (Ctrl-C): nothing kept, built again when next asked for, not taken for "no DWARF".
+  if (const DwarfFile* file = files_->of(module)) l.index = DwarfTypeIndex::build(*file);
   l.done = true;
   return l.index.get();
 }

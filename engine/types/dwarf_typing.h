@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "dwarf/dwarf_files.h"
 #include "dwarf/type_index.h"
 #include "frames/unwind.h"
 #include "model/block_index.h"
@@ -42,7 +43,9 @@ struct DwarfTypeRef {
 // thread at a time (it resolves types as they are asked for).
 class DwarfIndexes {
  public:
-  DwarfIndexes(const Image& image, const SymbolIndex& symbols);
+  // Over the image's `modules` modules' DWARF, as `files` opens it (shared with the unwinder).
+  DwarfIndexes(std::shared_ptr<const DwarfFiles> files, std::size_t modules);
+  DwarfIndexes(const Image& image, const SymbolIndex& symbols);  // with files of its own
 
   // Null when the module has no DWARF (none in the file, no separate debug file found).
   const DwarfTypeIndex* index(std::size_t module) const;
@@ -50,12 +53,10 @@ class DwarfIndexes {
   void load_all(const std::atomic<bool>& stop) const;
 
  private:
-  const Image& image_;
-  const SymbolIndex& symbols_;
+  std::shared_ptr<const DwarfFiles> files_;
   struct Loaded {
     std::mutex mutex;
     bool done = false;
-    std::unique_ptr<DwarfFile> file;
     std::unique_ptr<DwarfTypeIndex> index;
   };
   std::vector<std::unique_ptr<Loaded>> loaded_;  // by module

@@ -101,8 +101,9 @@ TEST_CASE("without any usable module nothing is unwound and the reason is a warn
   image.add_region(kStack, kStackSize);
   image.thread_states = {thread_at(0x401000, kStack + 0x100, 0)};
   SymbolIndex symbols(image, SymbolSearchOptions{});
+  const DwarfFiles dwarf(image, symbols);
   std::vector<std::string> warnings;
-  const auto frames = unwind_threads(image, symbols, &warnings);
+  const auto frames = unwind_threads(image, symbols, dwarf, &warnings);
   REQUIRE(frames.size() == 1);
   CHECK(frames[0].empty());
   CHECK_FALSE(warnings.empty());
@@ -126,8 +127,9 @@ TEST_CASE("garbage stacks end the unwind, bounded, with frames that only go up t
                                      kStack + 8 * (random() % 0x1800)),
                            thread_at(random(), random(), random())};
     SymbolIndex symbols(image, SymbolSearchOptions{});
+    const DwarfFiles dwarf(image, symbols);
     std::vector<std::string> warnings;
-    const auto frames = unwind_threads(image, symbols, &warnings);
+    const auto frames = unwind_threads(image, symbols, dwarf, &warnings);
     REQUIRE(frames.size() == 2);
     for (const auto& thread : frames) {
       CHECK(thread.size() <= kMaxFramesPerThread);
