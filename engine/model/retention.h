@@ -159,22 +159,4 @@ class Retention {
   std::uint64_t in_use_bytes_ = 0, in_use_blocks_ = 0;
 };
 
-// Calls fn(node) for every reachable node but the super-root, each after its dominator (the tree keeps no
-// order of its own: a node's unvisited dominators are climbed to first, so each node is visited once).
-template <class Fn>
-void for_each_dominator_first(const Retention& r, Fn&& fn) {
-  std::vector<bool> visited(r.node_count(), false);
-  visited[r.super_root()] = true;
-  std::vector<std::uint32_t> climb;
-  for (std::uint32_t node = 0; node < r.node_count(); ++node) {
-    if (visited[node] || !r.reachable(node)) continue;
-    for (std::uint32_t v = node; !visited[v]; v = r.dominator(v)) climb.push_back(v);
-    for (auto it = climb.rbegin(); it != climb.rend(); ++it) {
-      visited[*it] = true;
-      fn(*it);
-    }
-    climb.clear();
-  }
-}
-
 }  // namespace heapscope

@@ -1,12 +1,14 @@
 #include "queries/retention_report.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <cmath>
 #include <functional>
 #include <queue>
 #include <unordered_map>
 
+#include "model/dominator_walk.h"
 #include "queries/block_refs.h"
 #include "queries/retention_paths.h"
 #include "types/type_groups.h"
@@ -70,21 +72,34 @@ std::vector<std::vector<std::uint32_t>> root_children(const Retention& r) {
 
 // ---- top --by block / root / type ----
 
+// The `count` blocks that retain most (the lower id first among equals): each worker keeps the best of its
+// slice, and the best of those are the best of all.
 std::vector<TopBlockRow> top_blocks(Session& s, const BlockNames& names, const Retention& r, std::size_t count) {
-  using Entry = std::pair<std::uint64_t, BlockId>;  // (retained bytes, block)
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> best;  // the smallest of the best on top
-  for (BlockId b = 0; b < r.block_count(); ++b) {
-    if ((b & kCheckMask) == 0) progress_check();
-    if (!r.reachable(b)) continue;
-    const std::uint64_t bytes = r.retained_bytes(b);
-    if (best.size() == count && bytes <= best.top().first) continue;
-    best.push({bytes, b});
+  using Entry = std::pair<std::uint64_t, std::int64_t>;  // (retained bytes, -block): greater is better
+  using Best = std::priority_queue<Entry, std::vector<Entry>, std::greater<>>;  // the least of the best on top
+  auto offer = [count](Best& best, const Entry& e) {
+    if (best.size() == count && e <= best.top()) return;
+    best.push(e);
     if (best.size() > count) best.pop();
-  }
+  };
+  const unsigned n = worker_count(r.block_count(), 1 << 20);
+  std::vector<Best> slices(n);
+  run_workers(n, [&](unsigned w) {
+    const auto [first, last] = slice_of(r.block_count(), n, w);
+    for (std::size_t b = first; b < last; ++b) {
+      if ((b & kCheckMask) == 0) progress_check();
+      if (r.reachable(static_cast<BlockId>(b)))
+        offer(slices[w], {r.retained_bytes(static_cast<BlockId>(b)), -static_cast<std::int64_t>(b)});
+    }
+  });
+  Best best;
+  for (Best& slice : slices)
+    for (; !slice.empty(); slice.pop()) offer(best, slice.top());
   std::vector<TopBlockRow> rows(best.size());
   for (std::size_t i = rows.size(); i-- > 0; best.pop()) {
-    rows[i].block = block_ref(s, names, best.top().second);
-    rows[i].retained = retained_of(r, best.top().second);
+    const auto b = static_cast<BlockId>(-best.top().second);
+    rows[i].block = block_ref(s, names, b);
+    rows[i].retained = retained_of(r, b);
   }
   return rows;
 }
@@ -193,13 +208,13 @@ std::uint32_t explaining_part(const Retention& r, const std::vector<std::vector<
 
 // Owners (or the part of one that explains it), and blocks no owner alone dominates (held by several),
 // that retain a large share of the heap: the outermost big retainers. Largest first.
-std::vector<std::uint32_t> big_retainers(const Retention& r) {
+// `heavy`: the nodes retaining at least the threshold's kMostOf share (nodes_retaining), in id order.
+std::vector<std::uint32_t> big_retainers(const Retention& r, std::span<const std::uint32_t> heavy) {
   const std::uint64_t threshold = big_retainer_threshold(r);
   const std::vector<std::vector<std::uint32_t>> children = root_children(r);
   std::vector<std::uint32_t> out;
-  for (std::uint32_t node = 0; node < r.node_count(); ++node) {  // in id order: sequential reads
-    if ((node & kCheckMask) == 0) progress_check();
-    if (!r.reachable(node) || r.retained_bytes(node) < threshold) continue;
+  for (const std::uint32_t node : heavy) {
+    if (r.retained_bytes(node) < threshold) continue;
     if (r.is_root(node) && r.root(node).level == RootNode::Level::owner) out.push_back(explaining_part(r, children, node));
     else if (r.is_block(node) && !r.is_holder(r.dominator(node))) out.push_back(node);
   }
@@ -214,6 +229,24 @@ std::optional<RetainerPath> shortest_path(Session& s, const BlockNames& names, c
   return shortest_retainer_path(s, names, node);
 }
 
+// The reachable nodes but the super-root that retain at least `least` bytes, in id order: one pass on all
+// cores over the whole tree, for the few nodes the suspects are looked for among.
+std::vector<std::uint32_t> nodes_retaining(const Retention& r, std::uint64_t least) {
+  const unsigned n = worker_count(r.node_count(), 1 << 20);
+  std::vector<std::vector<std::uint32_t>> found(n);
+  run_workers(n, [&](unsigned w) {
+    const auto [first, last] = slice_of(r.node_count(), n, w);
+    for (std::size_t v = first; v < last; ++v) {
+      if ((v & kCheckMask) == 0) progress_check();
+      const auto node = static_cast<std::uint32_t>(v);
+      if (node != r.super_root() && r.reachable(node) && r.retained_bytes(node) >= least) found[w].push_back(node);
+    }
+  });
+  std::vector<std::uint32_t> out;
+  for (const auto& slice : found) out.insert(out.end(), slice.begin(), slice.end());
+  return out;
+}
+
 // Eclipse MAT's accumulation point: going down from a big retainer through the node that retains the
 // most, the last one still holding most of it. The descent stops at a node whose largest child is of its
 // own type: a list or a tree is named by its first node, not somewhere along it.
@@ -222,13 +255,14 @@ class AccumulationPoints {
   static constexpr double kMostOf = 0.8;
 
   // Every step of a descent goes to a node retaining most of a big retainer's bytes, so at least kMostOf of
-  // `threshold`: those few nodes, found in one pass, are the only ones a step looks at (a pass over the
+  // the threshold: those few nodes (`heavy`, heavy_nodes) are the only ones a step looks at (a pass over the
   // whole tree per step took half a second at 20M blocks).
-  AccumulationPoints(const Retention& r, const TypeGroups& groups, std::uint64_t threshold)
-      : r_(r), groups_(groups) {
-    const auto least = static_cast<std::uint64_t>(kMostOf * static_cast<double>(threshold));
-    for (std::uint32_t v = 0; v < r.node_count(); ++v)
-      if (v != r.super_root() && r.reachable(v) && r.retained_bytes(v) >= least) heavy_.push_back(v);
+  AccumulationPoints(const Retention& r, const TypeGroups& groups, std::span<const std::uint32_t> heavy)
+      : r_(r), groups_(groups), heavy_(heavy) {}
+
+  // The nodes a descent may step to: retaining kMostOf of `threshold` or more, in id order.
+  static std::vector<std::uint32_t> heavy_nodes(const Retention& r, std::uint64_t threshold) {
+    return nodes_retaining(r, static_cast<std::uint64_t>(kMostOf * static_cast<double>(threshold)));
   }
 
   std::uint32_t of(std::uint32_t holder) const {
@@ -256,7 +290,7 @@ class AccumulationPoints {
 
   const Retention& r_;
   const TypeGroups& groups_;
-  std::vector<std::uint32_t> heavy_;  // in id order
+  std::span<const std::uint32_t> heavy_;  // in id order
 };
 
 struct GroupTotal {
@@ -267,8 +301,9 @@ struct GroupTotal {
 class SuspectFinder {
  public:
   SuspectFinder(Session& s, const BlockNames& names, const Retention& r)
-      : s_(s), names_(names), r_(r), heap_(s.heap()), groups_(heap_, names.types), big_(big_retainers(r)),
-        threshold_(big_retainer_threshold(r)), points_(r, groups_, threshold_) {}
+      : s_(s), names_(names), r_(r), heap_(s.heap()), groups_(heap_, names.types),
+        threshold_(big_retainer_threshold(r)), heavy_(AccumulationPoints::heavy_nodes(r, threshold_)),
+        big_(big_retainers(r, heavy_)), points_(r, groups_, heavy_) {}
 
   std::vector<Suspect> find() {
     const std::vector<Pile> piles = tally();
@@ -279,17 +314,9 @@ class SuspectFinder {
   }
 
  private:
-  static constexpr std::uint16_t kNoOwner = 0xffff;
   using Pile = std::pair<std::uint64_t, GroupTotal>;  // (dominator << 32 | group) → instances
 
-  // What one pass down the dominator tree (each node after its dominator) finds for every reachable node.
-  struct Walk {
-    std::vector<std::uint16_t> owner;              // the big retainer it lies under; kNoOwner: none
-    std::vector<std::uint32_t> accumulates_under;  // per block: its nearest dominator of another type
-    std::vector<std::uint16_t> accumulated;        // blocks accumulating under it, counted up to kManyPiled
-  };
-  static constexpr std::uint16_t kManyPiled = 0xffff;  // above the bar, kAccumulationInstances
-  static_assert(kAccumulationInstances < kManyPiled);
+  static_assert(kAccumulationInstances < DominatorWalk::kManyPiled);
 
   // What a slice of the blocks adds up: per big retainer and group, and per pile.
   struct SliceTotals {
@@ -303,11 +330,8 @@ class SuspectFinder {
   // numbered first, in block order, the order that breaks ties. The walk's arrays are gone before the
   // paths are searched, which take memory of their own.
   std::vector<Pile> tally() {
-    const Walk walk = walk_down();
-    for (BlockId b = 0; b < r_.block_count(); ++b) {
-      if ((b & kCheckMask) == 0) progress_check();
-      if (r_.reachable(b)) groups_.of(b);
-    }
+    const DominatorWalk walk = walk_down();
+    groups_.number_in_block_order(r_.block_count(), [&](BlockId b) { return r_.reachable(b); });
     const unsigned n = worker_count(r_.block_count(), 1 << 20);
     std::vector<SliceTotals> slices(n);
     run_workers(n, [&](unsigned w) {
@@ -323,33 +347,21 @@ class SuspectFinder {
     return largest(piles);
   }
 
-  std::size_t walk_owners() const { return std::min<std::size_t>(big_.size(), kNoOwner); }
+  std::size_t walk_owners() const { return std::min<std::size_t>(big_.size(), DominatorWalk::kMaxOwners); }
 
-  Walk walk_down() const {
-    Walk walk{std::vector<std::uint16_t>(r_.node_count(), kNoOwner),
-              std::vector<std::uint32_t>(r_.block_count(), kNoNode), std::vector<std::uint16_t>(r_.node_count(), 0)};
-    for (std::size_t i = 0; i < walk_owners(); ++i) walk.owner[big_[i]] = static_cast<std::uint16_t>(i);
-    for_each_dominator_first(r_, [&](std::uint32_t node) {
-      const std::uint32_t up = r_.dominator(node);
-      if (walk.owner[node] == kNoOwner) walk.owner[node] = walk.owner[up];
-      if (!r_.is_block(node)) return;
-      walk.accumulates_under[node] =
-          r_.is_block(up) && groups_.same(up, node) ? walk.accumulates_under[up] : up;
-      std::uint16_t& piled = walk.accumulated[walk.accumulates_under[node]];
-      if (piled != kManyPiled) ++piled;
-    });
-    return walk;
+  DominatorWalk walk_down() const {
+    return walk_dominators(r_, std::span(big_).first(walk_owners()), [this](BlockId a, BlockId b) { return groups_.same(a, b); });
   }
 
   // Blocks [first, end): their bytes per big retainer and group, and per pile. A pile counts only under a
   // block, an owner or a part (a kind or the super-root is no one dominator), and only where enough blocks
   // accumulate for one type to possibly pass the bar.
-  SliceTotals total_slice(const Walk& walk, BlockId first, BlockId end) const {
+  SliceTotals total_slice(const DominatorWalk& walk, BlockId first, BlockId end) const {
     SliceTotals out;
     out.owned.resize(walk_owners());
     auto candidate = [&](std::uint32_t node) {
       return r_.is_holder(node) &&
-             (walk.accumulated[node] >= kAccumulationInstances || r_.retained_bytes(node) >= threshold_);
+             (walk.piled[node] >= kAccumulationInstances || r_.retained_bytes(node) >= threshold_);
     };
     // Neighbouring blocks mostly pile up in one place (a list's nodes, allocated together): the last pile
     // is asked first (the map's elements stay where they are as it grows).
@@ -360,13 +372,13 @@ class SuspectFinder {
       if (!r_.reachable(b)) continue;
       const GroupTotal one{1, heap_.blocks[b].usable_size()};
       const std::uint32_t group = groups_.numbered_group(b);
-      if (walk.owner[b] != kNoOwner) {
+      if (walk.owner[b] != DominatorWalk::kNoOwner) {
         auto& totals = out.owned[walk.owner[b]];
         if (group >= totals.size()) totals.resize(group + 1);
         add(totals[group], one);
       }
-      if (!candidate(walk.accumulates_under[b])) continue;
-      const std::uint64_t key = std::uint64_t{walk.accumulates_under[b]} << 32 | group;
+      if (!candidate(walk.piles_under[b])) continue;
+      const std::uint64_t key = std::uint64_t{walk.piles_under[b]} << 32 | group;
       if (key != last_key) {
         last = &out.piles[key];
         last_key = key;
@@ -443,8 +455,9 @@ class SuspectFinder {
   const Retention& r_;
   const HeapModel& heap_;
   TypeGroups groups_;
-  const std::vector<std::uint32_t> big_;
   const std::uint64_t threshold_;
+  const std::vector<std::uint32_t> heavy_;  // big_ among them
+  const std::vector<std::uint32_t> big_;
   const AccumulationPoints points_;
   std::vector<std::vector<GroupTotal>> owned_;  // per big retainer, per group
 };

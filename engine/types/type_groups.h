@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/progress.h"
+#include "base/workers.h"
 #include "model/block_index.h"
 #include "heap/heap_model.h"
 #include "types/block_types.h"
@@ -36,6 +38,12 @@ class TypeGroups {
   }
   std::string name(std::uint32_t group) const;
 
+  // Numbers the groups of the blocks [0, count) where keep(b) holds as of() on each, in block order, would
+  // (a group's number is its first block's rank), on all cores: each worker finds the first block of each
+  // group in its slice, and those are numbered slice by slice.
+  template <typename Keep>
+  void number_in_block_order(std::size_t count, Keep keep);
+
  private:
   static constexpr std::size_t kDirectSizes = std::size_t{1} << 16;
 
@@ -48,6 +56,34 @@ class TypeGroups {
   std::unordered_map<std::uint64_t, std::uint32_t> by_large_size_;
   std::vector<BlockId> examples_;  // a block of each group, for its name
 };
+
+template <typename Keep>
+void TypeGroups::number_in_block_order(std::size_t count, Keep keep) {
+  const unsigned n = worker_count(count, 1 << 20);
+  std::vector<std::vector<BlockId>> firsts(n);
+  run_workers(n, [&](unsigned w) {
+    std::vector<bool> typed(types_.type_count(), false), small(kDirectSizes, false);
+    std::unordered_map<std::uint64_t, bool> large;
+    const auto [first, last] = slice_of(count, n, w);
+    for (std::size_t b = first; b < last; ++b) {
+      if ((b & 0xffff) == 0) progress_check();
+      if (!keep(static_cast<BlockId>(b))) continue;
+      bool seen = true;
+      if (const std::uint32_t id = types_.type_id(b); id != BlockTypes::kUnknown) {
+        seen = typed[id];
+        typed[id] = true;
+      } else if (const std::uint64_t size = heap_.blocks[b].usable_size(); size / 8 < kDirectSizes) {
+        seen = small[size / 8];
+        small[size / 8] = true;
+      } else {
+        seen = !large.try_emplace(size, true).second;
+      }
+      if (!seen) firsts[w].push_back(static_cast<BlockId>(b));
+    }
+  });
+  for (const std::vector<BlockId>& slice : firsts)
+    for (const BlockId b : slice) of(b);
+}
 
 // Every block's group where `keep(b)` holds, TypeGroups::kNone elsewhere: one sequential pass.
 template <typename Keep>

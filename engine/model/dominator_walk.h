@@ -1,0 +1,117 @@
+// One walk down the dominator tree, on all cores, for what `top`'s suspects ask of every reachable block:
+// the big retainer it lies under, and where it piles up (its nearest dominator that is no block of its
+// type: a list's nodes pile up under what holds the list's head), with how many blocks pile up under each
+// node.
+//
+// A node's answers come from its dominators', so each worker takes a slice of the blocks, climbs from each
+// block up to the nearest dominator whose answer is known, and hands that answer down the nodes it passed:
+// every node is climbed through once, unless two workers meet on one path. Both then store the one value
+// the tree gives each node, so the race is harmless (relaxed atomics make it defined), and the result is
+// the same on any number of workers.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/progress.h"
+#include "base/workers.h"
+#include "model/retention.h"
+
+namespace heapscope {
+
+struct DominatorWalk {
+  static constexpr std::uint16_t kNoOwner = 0xffff;
+  static constexpr std::uint16_t kMaxOwners = 0xfffe;  // owners past these count as none
+  static constexpr std::uint16_t kManyPiled = 0xffff;
+  // Per node: the index (into the walk's `owners`) of the owner it lies under, itself included; kNoOwner
+  // for none. Meaningful for reachable nodes.
+  std::vector<std::uint16_t> owner;
+  // Per reachable block: its nearest dominator that is not a block of its type.
+  std::vector<std::uint32_t> piles_under;
+  // Per node: the reachable blocks piling up under it, counted up to kManyPiled.
+  std::vector<std::uint16_t> piled;
+};
+
+namespace dominator_walk_detail {
+
+inline constexpr std::uint16_t kUnsetOwner = DominatorWalk::kMaxOwners;
+inline constexpr std::uint32_t kUnsetNode = 0xfffffffeu;  // node ids are below 2^31
+
+template <typename T>
+T load(T& slot) {
+  return std::atomic_ref<T>(slot).load(std::memory_order_relaxed);
+}
+template <typename T>
+void store(T& slot, T value) {
+  std::atomic_ref<T>(slot).store(value, std::memory_order_relaxed);
+}
+
+// The owner of `node`: that of its nearest dominator (itself included) whose owner is set.
+inline void settle_owner(const Retention& r, std::vector<std::uint16_t>& owner, std::uint32_t node,
+                         std::vector<std::uint32_t>& path) {
+  path.clear();
+  std::uint16_t found;
+  for (std::uint32_t at = node; (found = load(owner[at])) == kUnsetOwner; at = r.dominator(at)) path.push_back(at);
+  for (const std::uint32_t v : path) store(owner[v], found);
+}
+
+// Where block `b` piles up: a run of one type's blocks, each dominating the next, piles up where the run's
+// first block's dominator is.
+template <typename Same>
+std::uint32_t settle_pile(const Retention& r, const Same& same, std::vector<std::uint32_t>& under, BlockId b,
+                          std::vector<std::uint32_t>& path) {
+  path.clear();
+  std::uint32_t found;
+  for (std::uint32_t at = b;;) {
+    if ((found = load(under[at])) != kUnsetNode) break;
+    path.push_back(at);
+    const std::uint32_t up = r.dominator(at);
+    if (!r.is_block(up) || !same(up, at)) {
+      found = up;
+      break;
+    }
+    at = up;
+  }
+  for (const std::uint32_t v : path) store(under[v], found);
+  return found;
+}
+
+inline void count_one(std::uint16_t& piled) {
+  std::atomic_ref<std::uint16_t> counter(piled);
+  for (std::uint16_t seen = counter.load(std::memory_order_relaxed); seen != DominatorWalk::kManyPiled;)
+    if (counter.compare_exchange_weak(seen, static_cast<std::uint16_t>(seen + 1), std::memory_order_relaxed)) return;
+}
+
+}  // namespace dominator_walk_detail
+
+// `owners`: nodes none of which dominates another (the first kMaxOwners count); `same(a, b)`: whether the
+// reachable blocks a and b are of one type (an equivalence). `workers`: how many (0: one per core on a
+// large heap, one on a small one).
+template <typename Same>
+DominatorWalk walk_dominators(const Retention& r, std::span<const std::uint32_t> owners, const Same& same,
+                              unsigned workers = 0) {
+  using namespace dominator_walk_detail;
+  DominatorWalk walk{std::vector<std::uint16_t>(r.node_count(), kUnsetOwner),
+                     std::vector<std::uint32_t>(r.block_count(), kUnsetNode),
+                     std::vector<std::uint16_t>(r.node_count(), 0)};
+  walk.owner[r.super_root()] = DominatorWalk::kNoOwner;
+  for (std::size_t i = 0; i < owners.size() && i < DominatorWalk::kMaxOwners; ++i)
+    walk.owner[owners[i]] = static_cast<std::uint16_t>(i);
+  const unsigned n = workers ? workers : worker_count(r.block_count(), 1 << 20);
+  run_workers(n, [&](unsigned w) {
+    std::vector<std::uint32_t> path;
+    const auto [first, last] = slice_of(r.block_count(), n, w);
+    for (std::size_t i = first; i < last; ++i) {
+      if ((i & 0xffff) == 0) progress_check();
+      const auto b = static_cast<BlockId>(i);
+      if (!r.reachable(b)) continue;
+      settle_owner(r, walk.owner, b, path);
+      count_one(walk.piled[settle_pile(r, same, walk.piles_under, b, path)]);
+    }
+  });
+  return walk;
+}
+
+}  // namespace heapscope
