@@ -86,10 +86,14 @@ std::vector<TopBlockRow> top_blocks(Session& s, const BlockNames& names, const R
   std::vector<Best> slices(n);
   run_workers(n, [&](unsigned w) {
     const auto [first, last] = slice_of(r.block_count(), n, w);
+    Best& best = slices[w];
+    std::uint64_t floor = 0;  // once `best` is full, a block must retain more than its least to enter
     for (std::size_t b = first; b < last; ++b) {
       if ((b & kCheckMask) == 0) progress_check();
-      if (r.reachable(static_cast<BlockId>(b)))
-        offer(slices[w], {r.retained_bytes(static_cast<BlockId>(b)), -static_cast<std::int64_t>(b)});
+      const auto block = static_cast<BlockId>(b);
+      if (!r.reachable(block) || r.retained_bytes(block) < floor) continue;
+      offer(best, {r.retained_bytes(block), -static_cast<std::int64_t>(b)});
+      if (best.size() == count) floor = best.top().first;
     }
   });
   Best best;
