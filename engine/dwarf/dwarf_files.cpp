@@ -16,7 +16,7 @@ const DwarfFile* DwarfFiles::of(std::size_t module) const {
     const Module& m = image_.modules()[module];
     const ModuleSymbols* syms = m.file_on_disk.empty() ? nullptr : symbols_.symbols_for(m);
     if (!syms) return;
-    o.file = DwarfFile::open(syms->debug_file().empty() ? syms->path() : syms->debug_file(), nullptr);
+    o.file = DwarfFile::open(syms->dwarf_file(), nullptr);
   });
   return o.file.get();
 }

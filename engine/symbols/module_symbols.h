@@ -69,6 +69,8 @@ class ModuleSymbols {
   const std::string& path() const;
   const std::string& build_id() const;       // hex; empty when the file has none
   const std::string& debug_file() const;     // separate debug file in use, empty if none
+  // The file its DWARF is read from: the separate debug file in use, else the module's own file.
+  const std::string& dwarf_file() const { return debug_file().empty() ? path() : debug_file(); }
   DebugSource debug_file_source() const;     // how debug_file() was found; none without one
   bool has_local_symbols() const;            // a .symtab (file or debug file) was loaded
   // Where the full symbol table (.symtab) came from; none when only the dynamic symbols are known.

@@ -91,9 +91,8 @@ std::optional<Dwarf_Die> pointee_or_self(std::optional<Dwarf_Die> type) {
 
 // Frame layouts and definitions of the module's coroutines, from its DWARF.
 void read_dwarf(const ModuleSymbols& syms, FunctionsByRamp& functions, std::vector<std::string>& warnings) {
-  const std::string path = syms.debug_file().empty() ? syms.path() : syms.debug_file();
   std::string error;
-  const auto dwarf = DwarfFile::open(path, &error);
+  const auto dwarf = DwarfFile::open(syms.dwarf_file(), &error);
   if (!dwarf) {
     warnings.push_back(fmt::format("coroutine frames of {} are recognised without DWARF ({})", syms.path(), error));
     return;

@@ -51,8 +51,7 @@ SourceLocation functor_location(Dwarf_Die& manager) {
 std::map<Address, SourceLocation> functor_sources(const ModuleSymbols& module,
                                                   const std::vector<Address>& manager_values) {
   std::map<Address, SourceLocation> out;
-  const std::string path = module.debug_file().empty() ? module.path() : module.debug_file();
-  const auto dwarf = DwarfFile::open(path, nullptr);
+  const auto dwarf = DwarfFile::open(module.dwarf_file(), nullptr);
   if (!dwarf || manager_values.empty()) return out;
   // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
   const auto range = std::minmax_element(manager_values.begin(), manager_values.end());
