@@ -21,4 +21,9 @@ const DwarfFile* DwarfFiles::of(std::size_t module) const {
   return o.file.get();
 }
 
+std::unique_lock<std::mutex> DwarfFiles::lock(std::size_t module) const {
+  if (module >= opened_.size()) return {};
+  return std::unique_lock(opened_[module]->reading);
+}
+
 }  // namespace heapscope

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <dwarf.h>
 #include <fmt/format.h>
@@ -164,8 +165,10 @@ struct ScopeChain {
 };
 
 // The compilation unit whose code holds pc, in the DWARF of the module holding it (DwarfFiles: the file the
-// type index reads), and pc in that DWARF's addresses.
+// type index reads), and pc in that DWARF's addresses. The file's lock is held while the unit lives: its
+// DIEs are read meanwhile, and a type index may be being built from the same file on another thread.
 struct CodeUnit {
+  std::unique_lock<std::mutex> reading;
   Dwarf_Die die;
   Dwarf_Addr pc = 0;
 };
@@ -173,10 +176,11 @@ struct CodeUnit {
 std::optional<CodeUnit> code_unit(const Image& image, const DwarfFiles& dwarf, Address pc) {
   const Module* module = image.module_at(pc);
   if (!module) return std::nullopt;
-  const DwarfFile* file = dwarf.of(static_cast<std::size_t>(module - image.modules().data()));
-  CodeUnit unit;
-  unit.pc = pc - module->load_bias;
-  if (!file || !dwarf_addrdie(file->dwarf(), unit.pc, &unit.die)) return std::nullopt;
+  const auto index = static_cast<std::size_t>(module - image.modules().data());
+  const DwarfFile* file = dwarf.of(index);
+  if (!file) return std::nullopt;
+  CodeUnit unit{dwarf.lock(index), {}, pc - module->load_bias};
+  if (!dwarf_addrdie(file->dwarf(), unit.pc, &unit.die)) return std::nullopt;
   return unit;
 }
 
