@@ -9,16 +9,18 @@ DwarfFiles::DwarfFiles(const Image& image, const SymbolIndex& symbols) : image_(
   for (auto& o : opened_) o = std::make_unique<Opened>();
 }
 
-const DwarfFile* DwarfFiles::of(std::size_t module) const {
+std::shared_ptr<const DwarfFile> DwarfFiles::of(std::size_t module) const {
   if (module >= opened_.size()) return nullptr;
   Opened& o = *opened_[module];
-  std::call_once(o.once, [&] {
-    const Module& m = image_.modules()[module];
-    const ModuleSymbols* syms = m.file_on_disk.empty() ? nullptr : symbols_.symbols_for(m);
-    if (!syms) return;
-    o.file = DwarfFile::open(syms->dwarf_file(), nullptr);
-  });
-  return o.file.get();
+  const std::lock_guard opening(o.opening);
+  if (std::shared_ptr<const DwarfFile> held = o.file.lock()) return held;
+  if (o.absent) return nullptr;
+  const Module& m = image_.modules()[module];
+  const ModuleSymbols* syms = m.file_on_disk.empty() ? nullptr : symbols_.symbols_for(m);
+  std::shared_ptr<const DwarfFile> opened = syms ? DwarfFile::open(syms->dwarf_file(), nullptr) : nullptr;
+  o.absent = !opened;
+  o.file = opened;
+  return opened;
 }
 
 std::unique_lock<std::mutex> DwarfFiles::lock(std::size_t module) const {

@@ -94,10 +94,27 @@ struct DwflDeleter {
 };
 using DwflPtr = std::unique_ptr<Dwfl, DwflDeleter>;
 
+// The modules' DWARF the unwind has opened, held until it ends (DwarfFiles gives a file back once no one
+// holds it: per frame, it would be inflated again and again).
+class HeldDwarf {
+ public:
+  explicit HeldDwarf(const DwarfFiles& files) : files_(files) {}
+  const DwarfFiles& files() const { return files_; }
+  const DwarfFile* of(std::size_t module) {
+    if (module >= held_.size()) held_.resize(module + 1);
+    if (!held_[module]) held_[module] = files_.of(module);
+    return held_[module].get();
+  }
+
+ private:
+  const DwarfFiles& files_;
+  std::vector<std::shared_ptr<const DwarfFile>> held_;  // by module; null: not opened, or no DWARF
+};
+
 struct FrameCollector {
   const Image& image;
   const SymbolIndex& symbols;
-  const DwarfFiles& dwarf;
+  HeldDwarf& dwarf;
   Dwfl* dwfl;
   Clock::time_point deadline;
   std::vector<std::vector<Frame>>* all = nullptr;
@@ -173,13 +190,13 @@ struct CodeUnit {
   Dwarf_Addr pc = 0;
 };
 
-std::optional<CodeUnit> code_unit(const Image& image, const DwarfFiles& dwarf, Address pc) {
+std::optional<CodeUnit> code_unit(const Image& image, HeldDwarf& dwarf, Address pc) {
   const Module* module = image.module_at(pc);
   if (!module) return std::nullopt;
   const auto index = static_cast<std::size_t>(module - image.modules().data());
   const DwarfFile* file = dwarf.of(index);
   if (!file) return std::nullopt;
-  CodeUnit unit{dwarf.lock(index), {}, pc - module->load_bias};
+  CodeUnit unit{dwarf.files().lock(index), {}, pc - module->load_bias};
   if (!dwarf_addrdie(file->dwarf(), unit.pc, &unit.die)) return std::nullopt;
   return unit;
 }
@@ -219,7 +236,7 @@ bool add_outermost_call_site(std::optional<CodeUnit>& unit, Frame& frame) {
   return false;
 }
 
-void add_source_line(const FrameCollector& c, Address pc, Frame& frame) {
+void add_source_line(FrameCollector& c, Address pc, Frame& frame) {
   std::optional<CodeUnit> unit = code_unit(c.image, c.dwarf, pc);
   if (!unit || add_outermost_call_site(unit, frame)) return;
   Dwarf_Line* line = dwarf_getsrc_die(&unit->die, unit->pc);
@@ -327,7 +344,7 @@ void add_scope_variables(Dwarf_Die* scope, Dwarf_Addr pc, Address cfa, std::vect
 }
 
 // Variables of the scopes around pc (inlined ones included), innermost first, so inner ones shadow.
-std::vector<FrameVariable> frame_variables(const FrameCollector& c, Address pc, Address cfa) {
+std::vector<FrameVariable> frame_variables(FrameCollector& c, Address pc, Address cfa) {
   std::vector<FrameVariable> variables;
   std::optional<CodeUnit> unit = code_unit(c.image, c.dwarf, pc);
   ScopeChain chain = scope_chain(unit);
@@ -338,7 +355,7 @@ std::vector<FrameVariable> frame_variables(const FrameCollector& c, Address pc, 
 }
 
 // On x86-64 a frame's CFA is its caller's stack pointer, known once the caller is unwound.
-void add_frame_variables(const FrameCollector& c, std::vector<Frame>& frames) {
+void add_frame_variables(FrameCollector& c, std::vector<Frame>& frames) {
   for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
     Frame& f = frames[i];
     const Address lookup = f.is_activation || f.pc == 0 ? f.pc : f.pc - 1;
@@ -399,7 +416,8 @@ std::vector<std::vector<Frame>> unwind_with_libdw(const Image& image, const Symb
     if (warnings) warnings->push_back(fmt::format("cannot unwind thread stacks: {}", dwfl_errmsg(-1)));
     return frames;
   }
-  FrameCollector collector{image, symbols, dwarf, dwfl.get(), Clock::now() + kUnwindTimeLimit, &frames, warnings};
+  HeldDwarf held(dwarf);
+  FrameCollector collector{image, symbols, held, dwfl.get(), Clock::now() + kUnwindTimeLimit, &frames, warnings};
   dwfl_getthreads(dwfl.get(), unwind_one_thread, &collector);
   if (collector.stopped) progress_check();  // throws Interrupted
   if (collector.timed_out && warnings)

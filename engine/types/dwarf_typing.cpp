@@ -331,9 +331,10 @@ const DwarfTypeIndex* DwarfIndexes::index(std::size_t module) const {
   if (l.done) return l.index.get();
   PhaseTimer timer("dwarf types: indexes");  // once per module
   // Interrupted (Ctrl-C): nothing kept, built again when next asked for, not taken for "no DWARF".
-  if (const DwarfFile* file = files_->of(module)) {
+  if (std::shared_ptr<const DwarfFile> file = files_->of(module)) {
     const std::unique_lock reading = files_->lock(module);  // the unwinder may read the file meanwhile
     l.index = DwarfTypeIndex::build(*file);
+    l.file = std::move(file);
   }
   l.done = true;
   return l.index.get();

@@ -57,6 +57,7 @@ class DwarfIndexes {
   struct Loaded {
     std::mutex mutex;
     bool done = false;
+    std::shared_ptr<const DwarfFile> file;  // what the index reads types from as they are asked for
     std::unique_ptr<DwarfTypeIndex> index;
   };
   std::vector<std::unique_ptr<Loaded>> loaded_;  // by module
