@@ -1,7 +1,6 @@
 #include "queries/retention_report.h"
 
 #include <algorithm>
-#include <atomic>
 #include <limits>
 #include <cmath>
 #include <functional>

@@ -3,20 +3,26 @@
 namespace heapscope {
 
 std::uint32_t TypeGroups::number(BlockId b) {
-  if (const std::uint32_t typed = types_.type_id(b); typed != BlockTypes::kUnknown) return slot(by_type_, typed, b);
-  const std::uint64_t size = heap_.blocks[b].usable_size();
-  if (size / 8 < kDirectSizes) return slot(by_small_size_, size / 8, b);
-  auto [it, fresh] = by_large_size_.try_emplace(size, static_cast<std::uint32_t>(examples_.size()));
+  const Key key = key_of(b);
+  switch (key.table) {
+    case Key::Table::typed: return slot(by_type_, key.value, b);
+    case Key::Table::small_size: return slot(by_small_size_, key.value, b);
+    case Key::Table::large_size: break;
+  }
+  auto [it, fresh] = by_large_size_.try_emplace(key.value, static_cast<std::uint32_t>(examples_.size()));
   if (fresh) examples_.push_back(b);
   return it->second;
 }
 
 std::uint32_t TypeGroups::numbered_group(BlockId b) const {
   const auto in = [](const std::vector<std::uint32_t>& table, std::size_t i) { return i < table.size() ? table[i] : kNone; };
-  if (const std::uint32_t typed = types_.type_id(b); typed != BlockTypes::kUnknown) return in(by_type_, typed);
-  const std::uint64_t size = heap_.blocks[b].usable_size();
-  if (size / 8 < kDirectSizes) return in(by_small_size_, size / 8);
-  const auto it = by_large_size_.find(size);
+  const Key key = key_of(b);
+  switch (key.table) {
+    case Key::Table::typed: return in(by_type_, key.value);
+    case Key::Table::small_size: return in(by_small_size_, key.value);
+    case Key::Table::large_size: break;
+  }
+  const auto it = by_large_size_.find(key.value);
   return it == by_large_size_.end() ? kNone : it->second;
 }
 

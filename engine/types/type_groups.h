@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/progress.h"
@@ -47,6 +48,18 @@ class TypeGroups {
  private:
   static constexpr std::size_t kDirectSizes = std::size_t{1} << 16;
 
+  // Where a block's group is kept: under its type, or under its usable size (in 8-byte steps in a table
+  // while small, as the size itself in a map when huge). Blocks with one key are one group.
+  struct Key {
+    enum class Table : std::uint8_t { typed, small_size, large_size } table;
+    std::uint64_t value;
+  };
+  Key key_of(BlockId b) const {
+    if (const std::uint32_t typed = types_.type_id(b); typed != BlockTypes::kUnknown) return {Key::Table::typed, typed};
+    const std::uint64_t size = heap_.blocks[b].usable_size();
+    if (size / 8 < kDirectSizes) return {Key::Table::small_size, size / 8};
+    return {Key::Table::large_size, size};
+  }
   std::uint32_t number(BlockId b);  // a new group for b's type or size
   std::uint32_t slot(std::vector<std::uint32_t>& table, std::size_t i, BlockId b);
 
@@ -63,22 +76,19 @@ void TypeGroups::number_in_block_order(std::size_t count, Keep keep) {
   std::vector<std::vector<BlockId>> firsts(n);
   run_workers(n, [&](unsigned w) {
     std::vector<bool> typed(types_.type_count(), false), small(kDirectSizes, false);
-    std::unordered_map<std::uint64_t, bool> large;
+    std::unordered_set<std::uint64_t> large;
+    // Whether a block of this key came earlier in the slice; marks it as come.
+    auto seen = [&](const Key& key) {
+      if (key.table == Key::Table::large_size) return !large.insert(key.value).second;
+      auto&& flag = (key.table == Key::Table::typed ? typed : small)[key.value];
+      const bool before = flag;
+      flag = true;
+      return before;
+    };
     const auto [first, last] = slice_of(count, n, w);
     for (std::size_t b = first; b < last; ++b) {
       if ((b & 0xffff) == 0) progress_check();
-      if (!keep(static_cast<BlockId>(b))) continue;
-      bool seen = true;
-      if (const std::uint32_t id = types_.type_id(b); id != BlockTypes::kUnknown) {
-        seen = typed[id];
-        typed[id] = true;
-      } else if (const std::uint64_t size = heap_.blocks[b].usable_size(); size / 8 < kDirectSizes) {
-        seen = small[size / 8];
-        small[size / 8] = true;
-      } else {
-        seen = !large.try_emplace(size, true).second;
-      }
-      if (!seen) firsts[w].push_back(static_cast<BlockId>(b));
+      if (keep(static_cast<BlockId>(b)) && !seen(key_of(static_cast<BlockId>(b)))) firsts[w].push_back(static_cast<BlockId>(b));
     }
   });
   for (const std::vector<BlockId>& slice : firsts)
