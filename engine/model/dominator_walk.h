@@ -22,12 +22,15 @@
 namespace heapscope {
 
 struct DominatorWalk {
-  static constexpr std::uint16_t kNoOwner = 0xffff;
-  static constexpr std::uint16_t kMaxOwners = 0xfffe;  // owners past these count as none
+  // A byte a node: `top`'s owners are its big retainers, each retaining a tenth of the heap or more and none
+  // inside another, so there are ten at most (a byte less a node than 16 bits: 100 MB at 100M blocks).
+  using OwnerIndex = std::uint8_t;
+  static constexpr OwnerIndex kNoOwner = 0xff;
+  static constexpr OwnerIndex kMaxOwners = 0xfe;  // owners past these count as none
   static constexpr std::uint16_t kManyPiled = 0xffff;
   // Per node: the index (into the walk's `owners`) of the owner it lies under, itself included; kNoOwner
   // for none. Meaningful for reachable nodes.
-  std::vector<std::uint16_t> owner;
+  std::vector<OwnerIndex> owner;
   // Per reachable block: its nearest dominator that is not a block of its type.
   std::vector<std::uint32_t> piles_under;
   // Per node: the reachable blocks piling up under it, counted up to kManyPiled.
@@ -36,7 +39,7 @@ struct DominatorWalk {
 
 namespace dominator_walk_detail {
 
-inline constexpr std::uint16_t kUnsetOwner = DominatorWalk::kMaxOwners;
+inline constexpr DominatorWalk::OwnerIndex kUnsetOwner = DominatorWalk::kMaxOwners;
 inline constexpr std::uint32_t kUnsetNode = 0xfffffffeu;  // node ids are below 2^31
 
 template <typename T>
@@ -49,10 +52,10 @@ void store(T& slot, T value) {
 }
 
 // The owner of `node`: that of its nearest dominator (itself included) whose owner is set.
-inline void settle_owner(const Retention& r, std::vector<std::uint16_t>& owner, std::uint32_t node,
+inline void settle_owner(const Retention& r, std::vector<DominatorWalk::OwnerIndex>& owner, std::uint32_t node,
                          std::vector<std::uint32_t>& path) {
   path.clear();
-  std::uint16_t found;
+  DominatorWalk::OwnerIndex found;
   for (std::uint32_t at = node; (found = load(owner[at])) == kUnsetOwner; at = r.dominator(at)) path.push_back(at);
   for (const std::uint32_t v : path) store(owner[v], found);
 }
@@ -93,12 +96,12 @@ template <typename Same>
 DominatorWalk walk_dominators(const Retention& r, std::span<const std::uint32_t> owners, const Same& same,
                               unsigned workers = 0) {
   using namespace dominator_walk_detail;
-  DominatorWalk walk{std::vector<std::uint16_t>(r.node_count(), kUnsetOwner),
+  DominatorWalk walk{std::vector<DominatorWalk::OwnerIndex>(r.node_count(), kUnsetOwner),
                      std::vector<std::uint32_t>(r.block_count(), kUnsetNode),
                      std::vector<std::uint16_t>(r.node_count(), 0)};
   walk.owner[r.super_root()] = DominatorWalk::kNoOwner;
   for (std::size_t i = 0; i < owners.size() && i < DominatorWalk::kMaxOwners; ++i)
-    walk.owner[owners[i]] = static_cast<std::uint16_t>(i);
+    walk.owner[owners[i]] = static_cast<DominatorWalk::OwnerIndex>(i);
   const unsigned n = workers ? workers : worker_count(r.block_count(), 1 << 20);
   run_workers(n, [&](unsigned w) {
     std::vector<std::uint32_t> path;

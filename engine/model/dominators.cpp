@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "base/phase_timer.h"
 #include "base/progress.h"
 
 namespace heapscope {
@@ -125,7 +126,11 @@ Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
   if (g.node_count() > kNodeMask) throw std::length_error("dominators: more than 2^31 - 1 nodes");
   if (entry >= g.node_count()) throw std::out_of_range("dominators: the entry is not a node of the graph");
   progress_total(2 * std::uint64_t{g.node_count()});
-  Numbering dfs = number_depth_first(g, entry);
+  Numbering dfs;
+  {
+    PhaseTimer timer("dominators: depth-first");
+    dfs = number_depth_first(g, entry);
+  }
   const Number count = static_cast<Number>(dfs.vertex.size() - 1);  // reached nodes, numbered 1..count
 
   std::vector<std::vector<Number>> spare;
@@ -136,6 +141,7 @@ Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
   // made again from the numbering at the end: one array fewer of the size of the heap.
   std::vector<Number>& semi = dfs.vertex;
   {
+    PhaseTimer timer("dominators: semidominators");
     LinkEvalForest forest(std::move(dfs.parent));
     for (Number w = count; w >= 2; --w) {
       if (w % kProgressNodes == 0) progress_step(kProgressNodes);
@@ -154,6 +160,7 @@ Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
     }
     forest.release_into(spare);
   }
+  PhaseTimer timer("dominators: idoms");
   for (Number w = 2; w <= count; ++w) {
     if (w % kProgressNodes == 0) progress_step(kProgressNodes);
     while (idom[w] > semi[w]) idom[w] = idom[idom[w]];

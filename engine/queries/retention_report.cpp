@@ -320,6 +320,8 @@ class SuspectFinder {
   using Pile = std::pair<std::uint64_t, GroupTotal>;  // (dominator << 32 | group) → instances
 
   static_assert(kAccumulationInstances < DominatorWalk::kManyPiled);
+  // Big retainers retain a share of the heap each and none lies inside another: few enough for the walk.
+  static_assert(1.0 / kBigRetainerShare <= DominatorWalk::kMaxOwners);
 
   // What a slice of the blocks adds up: per big retainer and group, and per pile.
   struct SliceTotals {

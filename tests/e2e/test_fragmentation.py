@@ -112,8 +112,11 @@ class FragmentationTest(unittest.TestCase):
         heap_pages = SURVIVORS * KEEP_EVERY_BYTES // 4096
         self.assertGreaterEqual(r["pages"], heap_pages)
         self.assertGreater(counts[0], 0.9 * r["pages"], counts)
-        # A 64 KiB region holds about ten survivors: 2 KiB of 64, every region but the first under 10 %.
-        self.assertGreaterEqual(r["region_fill"][0]["count"], r["regions"] - 1)
+        # A 64 KiB region holds about ten survivors: 2 KiB of 64, every region under 10 % but where the heap
+        # starts: what libc and the fixture allocate before the particles lies in one region or straddles
+        # two, as the randomized heap start falls against the 64 KiB boundaries (two regions over 10 % in one
+        # run of three here).
+        self.assertGreaterEqual(r["region_fill"][0]["count"], r["regions"] - 2)
 
     def test_particles_hold_the_sparse_pages_with_a_path_from_g_survivors(self):
         r = self.report1

@@ -493,13 +493,13 @@ TEST_CASE("dominator walk: owners and piles as the definition gives them, on one
       if (!nested) owners.push_back(b);
     }
     std::vector<std::uint16_t> expected_piled(r.node_count(), 0);
-    std::vector<std::uint16_t> expected_owner(r.block_count(), DominatorWalk::kNoOwner);
+    std::vector<DominatorWalk::OwnerIndex> expected_owner(r.block_count(), DominatorWalk::kNoOwner);
     std::vector<std::uint32_t> expected_under(r.block_count(), kNoNode);
     for (BlockId b = 0; b < kBlocks; ++b) {
       if (!r.reachable(b)) continue;
       for (std::uint32_t up = b; up != r.super_root(); up = r.dominator(up))
         if (const auto o = std::find(owners.begin(), owners.end(), up); o != owners.end()) {
-          expected_owner[b] = static_cast<std::uint16_t>(o - owners.begin());
+          expected_owner[b] = static_cast<DominatorWalk::OwnerIndex>(o - owners.begin());
           break;
         }
       std::uint32_t at = b;
