@@ -138,7 +138,7 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
   root_offsets_ = U32Array::viewing(arrays.roots.offsets);
   root_targets_ = U32Array::viewing(arrays.roots.edges);
   if (reverse_saved_) {
-    in_offsets_ = U32Array::viewing(arrays.reverse.offsets);
+    saved_in_offsets_ = arrays.reverse.offsets;
     in_edges_ = U32Array::viewing(arrays.reverse.edges);
     in_root_blocks_ = U32Array::viewing(arrays.root_referrers.blocks);
     in_roots_ = U32Array::viewing(arrays.root_referrers.roots);
@@ -169,9 +169,14 @@ ReferenceGraph::EdgeSlice ReferenceGraph::root_slice() const {
   return {0, static_cast<std::uint32_t>(root_count()), root_offsets_.span(), root_targets_.span()};
 }
 
-ReferenceGraph::EdgeSlice ReferenceGraph::reverse_slice() const {
+std::vector<std::uint32_t> ReferenceGraph::reverse_offsets() const {
   build_reverse();
-  return {0, static_cast<std::uint32_t>(block_count_), in_offsets_.span(), in_edges_.span()};
+  return in_offsets_.expand();
+}
+
+std::span<const std::uint32_t> ReferenceGraph::reverse_edges() const {
+  build_reverse();
+  return in_edges_.span();
 }
 
 ReferenceGraph::RootReferrers ReferenceGraph::root_referrers() const {
@@ -201,8 +206,11 @@ std::span<const std::uint32_t> ReferenceGraph::root_edges(std::size_t root) cons
 }
 
 void ReferenceGraph::build_reverse() const {
-  if (reverse_saved_) return;
   std::call_once(reverse_once_, [this] {
+    if (reverse_saved_) {
+      in_offsets_ = CompactOffsets(saved_in_offsets_);
+      return;
+    }
     std::vector<std::uint32_t> in_offsets(block_count_ + 1, 0);
     for (const Part& p : parts_)
       for (std::uint32_t e : p.edges) ++in_offsets[edge_target(e) + 1];
@@ -215,6 +223,8 @@ void ReferenceGraph::build_reverse() const {
         for (std::uint32_t e : out_edges(b)) in_edges[in_offsets[edge_target(e)]++] = b | (e & kInteriorBit);
     std::copy_backward(in_offsets.begin(), in_offsets.end() - 1, in_offsets.end());
     in_offsets[0] = 0;
+    in_offsets_ = CompactOffsets(in_offsets);
+    in_offsets = {};  // 4 bytes a block: gone before anything else is made
 
     // Root edges are few beside blocks: sorted (block, root) pairs, not an offset per block.
     std::vector<std::pair<BlockId, std::uint32_t>> pairs;
@@ -224,7 +234,6 @@ void ReferenceGraph::build_reverse() const {
     std::sort(pairs.begin(), pairs.end());
     std::vector<std::uint32_t> blocks(pairs.size()), roots(pairs.size());
     for (std::size_t i = 0; i < pairs.size(); ++i) std::tie(blocks[i], roots[i]) = pairs[i];
-    in_offsets_ = U32Array(std::move(in_offsets));
     in_edges_ = U32Array(std::move(in_edges));
     in_root_blocks_ = U32Array(std::move(blocks));
     in_roots_ = U32Array(std::move(roots));
@@ -233,7 +242,8 @@ void ReferenceGraph::build_reverse() const {
 
 std::span<const std::uint32_t> ReferenceGraph::in_edges(BlockId b) const {
   build_reverse();
-  return {in_edges_.data() + in_offsets_[b], in_offsets_[b + 1] - in_offsets_[b]};
+  const auto [first, last] = in_offsets_.range(b);
+  return {in_edges_.data() + first, last - first};
 }
 
 std::span<const std::uint32_t> ReferenceGraph::in_root_edges(BlockId b) const {
@@ -245,7 +255,7 @@ std::span<const std::uint32_t> ReferenceGraph::in_root_edges(BlockId b) const {
 std::size_t ReferenceGraph::memory_bytes() const {
   std::size_t n = index_.memory_bytes() + root_offsets_.owned_bytes() + root_targets_.owned_bytes();
   for (const Part& p : parts_) n += p.offsets.owned_bytes() + p.edges.owned_bytes();
-  n += in_offsets_.owned_bytes() + in_edges_.owned_bytes() + in_root_blocks_.owned_bytes() + in_roots_.owned_bytes();
+  n += in_offsets_.memory_bytes() + in_edges_.owned_bytes() + in_root_blocks_.owned_bytes() + in_roots_.owned_bytes();
   return n;
 }
 

@@ -16,6 +16,7 @@
 #include "image/word_scan.h"
 #include "model/block_index.h"
 #include "model/roots.h"
+#include "model/compact_offsets.h"
 #include "model/u32_array.h"
 #include "runtime/object_headers.h"
 
@@ -62,10 +63,12 @@ class ReferenceGraph {
   const ObjectHeaders* object_headers() const { return headers_; }
 
   // What SavedArrays would hold: the forward edges as the scan's workers left them (one slice each, in
-  // block order), the roots' edges, and the reverse edges (built here when not yet).
+  // block order), the roots' edges, and the reverse edges (built here when not yet; their offsets are
+  // kept compact, and written out in full here).
   std::vector<EdgeSlice> forward_slices() const;
   EdgeSlice root_slice() const;
-  EdgeSlice reverse_slice() const;
+  std::vector<std::uint32_t> reverse_offsets() const;
+  std::span<const std::uint32_t> reverse_edges() const;
   RootReferrers root_referrers() const;
 
   // The edges the scan finds in block `b` / root range `root` of the image now: what out_edges and
@@ -150,9 +153,12 @@ class ReferenceGraph {
   U32Array root_targets_;
   std::shared_ptr<const void> saved_;  // the memory a graph made from SavedArrays views
 
-  bool reverse_saved_ = false;  // the reverse edges came with SavedArrays: nothing to build
+  // The reverse edges came with SavedArrays: only their offsets are made compact.
+  std::span<const std::uint32_t> saved_in_offsets_;
+  bool reverse_saved_ = false;
   mutable std::once_flag reverse_once_;
-  mutable U32Array in_offsets_, in_edges_;
+  mutable CompactOffsets in_offsets_;
+  mutable U32Array in_edges_;
   mutable U32Array in_root_blocks_;  // sorted; in_roots_[i] is a root range pointing into in_root_blocks_[i]
   mutable U32Array in_roots_;
 };

@@ -206,9 +206,10 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
   const ReferenceGraph::EdgeSlice roots = graph.root_slice();
   {
     PhaseTimer reverse_timer("cache: write: reverse edges");  // what `retainers` would build otherwise
-    graph.reverse_slice();
+    graph.reverse_edges();
   }
-  const ReferenceGraph::EdgeSlice reverse = graph.reverse_slice();
+  const std::vector<std::uint32_t> reverse_offsets = graph.reverse_offsets();
+  const std::span<const std::uint32_t> reverse_edges = graph.reverse_edges();
   const ReferenceGraph::RootReferrers root_referrers = graph.root_referrers();
   const std::span<const Block> blocks(heap.blocks.data(), heap.blocks.size());
 
@@ -220,8 +221,8 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
   sections.push_back(pieces(IndexSection::forward_edges, forward_edges));
   sections.push_back(pieces(IndexSection::root_offsets, {bytes_of(roots.offsets)}));
   sections.push_back(pieces(IndexSection::root_edges, {bytes_of(roots.edges)}));
-  sections.push_back(pieces(IndexSection::reverse_offsets, {bytes_of(reverse.offsets)}));
-  sections.push_back(pieces(IndexSection::reverse_edges, {bytes_of(reverse.edges)}));
+  sections.push_back(pieces(IndexSection::reverse_offsets, {bytes_of(std::span<const std::uint32_t>(reverse_offsets))}));
+  sections.push_back(pieces(IndexSection::reverse_edges, {bytes_of(reverse_edges)}));
   sections.push_back(pieces(IndexSection::root_referrer_blocks, {bytes_of(root_referrers.blocks)}));
   sections.push_back(pieces(IndexSection::root_referrers, {bytes_of(root_referrers.roots)}));
   sections.push_back(pieces(IndexSection::verdicts, {bytes_of(std::span<const Verdict>(verdicts.verdict))}));
