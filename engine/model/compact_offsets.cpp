@@ -1,31 +1,59 @@
 #include "model/compact_offsets.h"
 
 #include <algorithm>
+#include <cstring>
 #include <tuple>
 
 namespace heapscope {
 
-CompactOffsets::CompactOffsets(std::span<const std::uint32_t> offsets)
-    : items_(offsets.empty() ? 0 : offsets.size() - 1) {
-  lines_.resize((items_ + kPerLine - 1) / kPerLine);
-  for (std::size_t l = 0; l < lines_.size(); ++l) {
-    Line& line = lines_[l];
-    const std::size_t first = l * kPerLine, last = std::min(items_, first + kPerLine);
-    line.first = offsets[first];
-    bool narrow = true;
-    for (std::size_t i = first; i < last && narrow; ++i) narrow = offsets[i + 1] - offsets[i] <= 0xff;
-    if (narrow) {
-      for (std::size_t i = first; i < last; ++i) line.count[i - first] = static_cast<std::uint8_t>(offsets[i + 1] - offsets[i]);
-      continue;
-    }
-    line.wide = static_cast<std::uint32_t>(wide_.size() / (kPerLine + 1));
-    for (std::size_t k = 0; k <= kPerLine; ++k) wide_.push_back(offsets[std::min(first + k, items_)]);
+CompactOffsets::CompactOffsets(std::span<const std::uint32_t> offsets) {
+  Builder builder(offsets.empty() ? 0 : offsets.size() - 1, offsets.empty() ? 0 : offsets.front());
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) builder.add(offsets[i + 1] - offsets[i]);
+  *this = builder.finish();
+}
+
+CompactOffsets::Builder::Builder(std::size_t items, std::uint32_t first_offset) {
+  const std::size_t lines = (items + kPerLine - 1) / kPerLine;
+  out_.first_.reserve(lines);
+  out_.ends_.reserve(lines * kPerLine);
+  line_offsets_[0] = first_offset;
+}
+
+void CompactOffsets::Builder::add(std::uint32_t entries) {
+  line_offsets_[in_line_ + 1] = line_offsets_[in_line_] + entries;
+  ++out_.items_;
+  if (++in_line_ == kPerLine) end_line();
+}
+
+// The current line as its first offset and a byte per item, or its offsets in full where its items hold more
+// entries than a byte counts (a partial last line repeats its end offset, as range() reads one past its
+// last item).
+void CompactOffsets::Builder::end_line() {
+  const std::uint32_t first = line_offsets_[0];
+  const std::size_t at = out_.ends_.size();
+  out_.ends_.resize(at + kPerLine, 0);
+  std::uint8_t* ends = &out_.ends_[at];
+  if (line_offsets_[in_line_] - first <= 0xff && first != kWide) {
+    out_.first_.push_back(first);
+    for (std::uint32_t i = 0; i < in_line_; ++i) ends[i] = static_cast<std::uint8_t>(line_offsets_[i + 1] - first);
+  } else {
+    out_.first_.push_back(kWide);
+    const auto run = static_cast<std::uint32_t>(out_.wide_.size() / (kPerLine + 1));
+    std::memcpy(ends, &run, sizeof run);
+    for (std::uint32_t k = 0; k <= kPerLine; ++k) out_.wide_.push_back(line_offsets_[std::min(k, in_line_)]);
   }
+  line_offsets_[0] = line_offsets_[in_line_];
+  in_line_ = 0;
+}
+
+CompactOffsets CompactOffsets::Builder::finish() {
+  if (in_line_ > 0) end_line();
+  return std::move(out_);
 }
 
 std::vector<std::uint32_t> CompactOffsets::expand() const {
   std::vector<std::uint32_t> out(items_ + 1, 0);
-  for (std::size_t i = 0; i < items_; ++i) std::tie(out[i], out[i + 1]) = range(i);
+  for_each_range([&](std::size_t i, std::uint32_t first, std::uint32_t last) { std::tie(out[i], out[i + 1]) = std::pair(first, last); });
   return out;
 }
 

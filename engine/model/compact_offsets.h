@@ -1,18 +1,19 @@
-// CompactOffsets: a CSR offset array (item i's entries are [offsets[i], offsets[i + 1])) in about 1.14 bytes an
-// item instead of 4. The reverse edges' offsets are the one array of the block count's size `top` holds for
-// no output of its own (the semidominators and the paths read them), and most blocks have few referrers.
+// CompactOffsets: a CSR offset array (item i's entries are [offsets[i], offsets[i + 1])) in about 1.06 bytes an
+// item instead of 4. The forward and the reverse edges' offsets both take it: they are the two arrays of the
+// block count's size every graph holds, and most blocks point to few blocks and have few referrers.
 //
-// Items go in lines of 56, one cache line each, as one offset lookup touched one before: the line's first
-// offset (4 bytes), where its wide offsets are (4 bytes), and each item's entry count (a byte). An item's
-// start is the line's first offset plus the counts before it in the line. A line where an item has more
-// than 255 entries keeps its 57 offsets in full instead (a block many others point to: few lines).
+// Items go in lines of 64: the line's first offset (4 bytes, in an array of their own, 1/16 of the items'
+// size, which caches keep), and each item's end as a byte counted from it. A lookup reads the line's first
+// offset and two neighbouring bytes, at addresses a shift and a mask give: no sum, no division (the floods
+// and the depth-first search wait on every lookup). A line whose items hold more than 255 entries between
+// them (4 an item) keeps its 65 offsets in full instead, its bytes then saying where (a block many others
+// point to, or a run of pointer arrays).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <span>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 #include <utility>
 #include <vector>
 
@@ -20,63 +21,82 @@ namespace heapscope {
 
 class CompactOffsets {
  public:
-  static constexpr std::uint32_t kPerLine = 56;
+  static constexpr std::uint32_t kPerLine = 64;
 
   CompactOffsets() = default;
   // From full offsets: items + 1 non-decreasing values, the last one the entry count.
   explicit CompactOffsets(std::span<const std::uint32_t> offsets);
 
+  // Built item by item, from each item's entry count: the scan's way, which never holds full offsets.
+  class Builder;
+
   std::size_t size() const { return items_; }  // items
   // Item i's entries: [first, last).
   std::pair<std::uint32_t, std::uint32_t> range(std::size_t i) const {
-    const Line& line = lines_[i / kPerLine];
+    const std::size_t line = i / kPerLine;
     const auto at = static_cast<std::uint32_t>(i % kPerLine);
-    if (line.wide != kNarrow) {
-      const std::uint32_t* offsets = &wide_[std::size_t{line.wide} * (kPerLine + 1)];
+    const std::uint32_t first = first_[line];
+    const std::uint8_t* ends = &ends_[line * kPerLine];
+    if (first == kWide) {
+      const std::uint32_t* offsets = &wide_[std::size_t{wide_run(ends)} * (kPerLine + 1)];
       return {offsets[at], offsets[at + 1]};
     }
-    const std::uint32_t first = line.first + counts_before(line, at);
-    return {first, first + line.count[at]};
+    const std::uint32_t before = at == 0 ? 0 : ends[at - 1];
+    return {first + before, first + ends[at]};
+  }
+  // fn(i, first, last) for every item in order: what range(i) gives, without a lookup each.
+  template <typename Fn>
+  void for_each_range(Fn&& fn) const {
+    for (std::size_t line = 0; line < first_.size(); ++line) {
+      const std::size_t base = line * kPerLine;
+      const auto in_line = static_cast<std::uint32_t>(std::min<std::size_t>(kPerLine, items_ - base));
+      const std::uint8_t* ends = &ends_[base];
+      if (first_[line] == kWide) {
+        const std::uint32_t* offsets = &wide_[std::size_t{wide_run(ends)} * (kPerLine + 1)];
+        for (std::uint32_t at = 0; at < in_line; ++at) fn(base + at, offsets[at], offsets[at + 1]);
+        continue;
+      }
+      std::uint32_t begin = first_[line];
+      for (std::uint32_t at = 0; at < in_line; ++at) {
+        const std::uint32_t end = first_[line] + ends[at];
+        fn(base + at, begin, end);
+        begin = end;
+      }
+    }
   }
   // The full offsets again (items + 1 values), for writing them out.
   std::vector<std::uint32_t> expand() const;
-  std::size_t memory_bytes() const { return lines_.capacity() * sizeof(Line) + wide_.capacity() * 4; }
+  std::size_t memory_bytes() const { return first_.capacity() * 4 + ends_.capacity() + wide_.capacity() * 4; }
 
  private:
-  static constexpr std::uint32_t kNarrow = 0xffffffffu;
-  struct alignas(64) Line {
-    std::uint32_t first = 0;      // the offset of the line's first item
-    std::uint32_t wide = kNarrow;  // or which of wide_'s runs of kPerLine + 1 offsets is this line's
-    std::uint8_t count[kPerLine] = {};
-  };
-  static_assert(sizeof(Line) == 64);
-
-  static std::uint32_t counts_before(const Line& line, std::uint32_t at);
+  // A line's first offset when the line is wide (offsets are below 2^32 - 1: the scan stops a slice before).
+  static constexpr std::uint32_t kWide = 0xffffffffu;
+  // A wide line's bytes hold which of wide_'s runs of kPerLine + 1 offsets is its.
+  static std::uint32_t wide_run(const std::uint8_t* ends) {
+    std::uint32_t run;
+    std::memcpy(&run, ends, sizeof run);
+    return run;
+  }
 
   std::size_t items_ = 0;
-  std::vector<Line> lines_;
+  std::vector<std::uint32_t> first_;  // per line
+  std::vector<std::uint8_t> ends_;    // kPerLine per line
   std::vector<std::uint32_t> wide_;
 };
 
-// The counts of the line's items before `at`: the sum of the line's bytes 8 .. 8 + at.
-inline std::uint32_t CompactOffsets::counts_before(const Line& line, std::uint32_t at) {
-#if defined(__SSE2__)
-  // The line as four 16-byte pieces: the bytes outside the range masked out, psadbw sums each half-piece.
-  const auto* pieces = reinterpret_cast<const __m128i*>(&line);
-  const __m128i past_end = _mm_set1_epi8(static_cast<char>(8 + at)), before_counts = _mm_set1_epi8(7);
-  __m128i index = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  __m128i sum = _mm_setzero_si128();
-  for (int piece = 0; piece < 4; ++piece) {
-    const __m128i in_range = _mm_and_si128(_mm_cmplt_epi8(index, past_end), _mm_cmpgt_epi8(index, before_counts));
-    sum = _mm_add_epi64(sum, _mm_sad_epu8(_mm_and_si128(_mm_load_si128(pieces + piece), in_range), _mm_setzero_si128()));
-    index = _mm_add_epi8(index, _mm_set1_epi8(16));
-  }
-  return static_cast<std::uint32_t>(_mm_cvtsi128_si32(sum)) + static_cast<std::uint32_t>(_mm_extract_epi16(sum, 4));
-#else
-  std::uint32_t sum = 0;
-  for (std::uint32_t i = 0; i < at; ++i) sum += line.count[i];
-  return sum;
-#endif
-}
+// Built item by item, from each item's entry count: the scan's way, which never holds full offsets.
+class CompactOffsets::Builder {
+ public:
+  // `items`: how many will come (room for their lines); `first_offset`: where the first one's entries start.
+  explicit Builder(std::size_t items, std::uint32_t first_offset = 0);
+  void add(std::uint32_t entries);  // the next item's entry count
+  CompactOffsets finish();          // after the last item
+
+ private:
+  void end_line();
+  CompactOffsets out_;
+  std::uint32_t line_offsets_[kPerLine + 1] = {};  // the current line's items' offsets, its first item's first
+  std::uint32_t in_line_ = 0;                        // items of the current line added so far
+};
 
 }  // namespace heapscope

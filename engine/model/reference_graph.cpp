@@ -59,11 +59,9 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
   // slice has stopped.
   progress_total(total_bytes);
   auto scan_part = [&](Part& part) {
-    std::vector<std::uint32_t> offsets;
+    CompactOffsets::Builder offsets(part.last - part.first);
     U32Buffer edges;
-    offsets.reserve(part.last - part.first + 1);
     edges.reserve(part.last - part.first);  // about an edge a block in most heaps; more costs a remap, not a copy
-    offsets.push_back(0);
     MemoryCursor memory(image_);  // one region lookup per region the slice's blocks lie in, not per block
     std::uint64_t bytes_since = 0;
     for (BlockId b = part.first; b < part.last; ++b) {
@@ -72,12 +70,13 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
         progress_step(bytes_since);
         bytes_since = 0;
       }
+      const std::size_t before = edges.size();
       scan_block(memory, b, edges);
       if (edges.size() >= 0xffffffffu) throw std::length_error("more than 2^32 edges in one slice");
-      offsets.push_back(static_cast<std::uint32_t>(edges.size()));
+      offsets.add(static_cast<std::uint32_t>(edges.size() - before));
     }
     edges.shrink_to_fit();
-    part.offsets = U32Array(std::move(offsets));
+    part.offsets = offsets.finish();
     part.edges = U32Array(std::move(edges));
   };
   run_workers(n, [&](unsigned p) { scan_part(parts_[p]); });
@@ -131,7 +130,7 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
   Part all;
   all.first = 0;
   all.last = static_cast<BlockId>(block_count_);
-  all.offsets = U32Array::viewing(arrays.forward.offsets);
+  all.offsets = CompactOffsets(arrays.forward.offsets);  // one pass; the file's full offsets are not kept in memory
   all.edges = U32Array::viewing(arrays.forward.edges);
   edge_count_ = all.edges.size();
   parts_.push_back(std::move(all));
@@ -159,10 +158,10 @@ std::vector<std::uint32_t> ReferenceGraph::rescan_root(std::size_t root) const {
   return edges;
 }
 
-std::vector<ReferenceGraph::EdgeSlice> ReferenceGraph::forward_slices() const {
-  std::vector<EdgeSlice> slices;
-  for (const Part& p : parts_) slices.push_back({p.first, p.last, p.offsets.span(), p.edges.span()});
-  return slices;
+std::vector<ReferenceGraph::ForwardPart> ReferenceGraph::forward_parts() const {
+  std::vector<ForwardPart> out;
+  for (const Part& p : parts_) out.push_back({p.first, p.last, &p.offsets, p.edges.span()});
+  return out;
 }
 
 ReferenceGraph::EdgeSlice ReferenceGraph::root_slice() const {
@@ -218,9 +217,9 @@ void ReferenceGraph::build_reverse() const {
     // Each block's offset serves as its own fill cursor, ending at the next block's start; the offsets are
     // then moved up by one. A copy of them as cursors would be 4 more bytes a block of fresh pages.
     std::vector<std::uint32_t> in_edges(edge_count_);
-    for (const Part& p : parts_)
-      for (BlockId b = p.first; b < p.last; ++b)
-        for (std::uint32_t e : out_edges(b)) in_edges[in_offsets[edge_target(e)]++] = b | (e & kInteriorBit);
+    for_each_block_edges([&](BlockId b, std::span<const std::uint32_t> out) {
+      for (std::uint32_t e : out) in_edges[in_offsets[edge_target(e)]++] = b | (e & kInteriorBit);
+    });
     std::copy_backward(in_offsets.begin(), in_offsets.end() - 1, in_offsets.end());
     in_offsets[0] = 0;
     in_offsets_ = CompactOffsets(in_offsets);
@@ -254,7 +253,7 @@ std::span<const std::uint32_t> ReferenceGraph::in_root_edges(BlockId b) const {
 
 std::size_t ReferenceGraph::memory_bytes() const {
   std::size_t n = index_.memory_bytes() + root_offsets_.owned_bytes() + root_targets_.owned_bytes();
-  for (const Part& p : parts_) n += p.offsets.owned_bytes() + p.edges.owned_bytes();
+  for (const Part& p : parts_) n += p.offsets.memory_bytes() + p.edges.owned_bytes();
   n += in_offsets_.memory_bytes() + in_edges_.owned_bytes() + in_root_blocks_.owned_bytes() + in_roots_.owned_bytes();
   return n;
 }

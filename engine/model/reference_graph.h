@@ -3,7 +3,7 @@
 // in CSR form with 32-bit block ids; the top bit of an edge marks a pointer into the block's interior.
 // Forward edges are built by the scan (in parallel, one contiguous slice of blocks per worker, so the
 // per-worker arrays are already in CSR order and are kept as they are, not copied); reverse edges are
-// built on first use. A graph can also be made from the arrays of an earlier scan of the same image (the
+// built on first use. Both keep their offsets in CompactOffsets (about 1.14 bytes a block each). A graph can also be made from the arrays of an earlier scan of the same image (the
 // index cache, session/index_cache.h), viewed in place.
 #pragma once
 
@@ -62,10 +62,15 @@ class ReferenceGraph {
                  const ObjectHeaders* headers = nullptr);
   const ObjectHeaders* object_headers() const { return headers_; }
 
-  // What SavedArrays would hold: the forward edges as the scan's workers left them (one slice each, in
-  // block order), the roots' edges, and the reverse edges (built here when not yet; their offsets are
-  // kept compact, and written out in full here).
-  std::vector<EdgeSlice> forward_slices() const;
+  // What SavedArrays would hold: the forward edges as the scan's workers left them (one part each, in
+  // block order), the roots' edges, and the reverse edges (built here when not yet). The offsets of both
+  // kinds of block edges are kept compact, and given in full here for writing out.
+  struct ForwardPart {
+    BlockId first = 0, last = 0;
+    const CompactOffsets* offsets = nullptr;  // last - first items
+    std::span<const std::uint32_t> edges;
+  };
+  std::vector<ForwardPart> forward_parts() const;
   EdgeSlice root_slice() const;
   std::vector<std::uint32_t> reverse_offsets() const;
   std::span<const std::uint32_t> reverse_edges() const;
@@ -84,10 +89,18 @@ class ReferenceGraph {
     for (const Part& p : parts_)
       if (b < p.last) {
         if (b < p.first) break;
-        const std::size_t i = b - p.first;
-        return {p.edges.data() + p.offsets[i], p.offsets[i + 1] - p.offsets[i]};
+        const auto [first, last] = p.offsets.range(b - p.first);
+        return {p.edges.data() + first, last - first};
       }
     return {};
+  }
+  // fn(b, out_edges(b)) for every block in order, without a lookup each (the passes over all blocks).
+  template <typename Fn>
+  void for_each_block_edges(Fn&& fn) const {
+    for (const Part& p : parts_)
+      p.offsets.for_each_range([&](std::size_t i, std::uint32_t first, std::uint32_t last) {
+        fn(static_cast<BlockId>(p.first + i), std::span<const std::uint32_t>(p.edges.data() + first, last - first));
+      });
   }
   // Roots' edges: for root range r, the blocks its words point to.
   std::span<const std::uint32_t> root_edges(std::size_t root) const;
@@ -121,7 +134,7 @@ class ReferenceGraph {
  private:
   struct Part {  // the edges of blocks [first, last), scanned by one worker (or saved)
     BlockId first = 0, last = 0;
-    U32Array offsets;  // last - first + 1 entries
+    CompactOffsets offsets;  // last - first items
     U32Array edges;
   };
   void build_reverse() const;

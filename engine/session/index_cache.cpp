@@ -57,27 +57,26 @@ std::span<const std::byte> bytes_of(std::span<const T> items) {
 
 std::span<const std::byte> text_bytes(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
 
-// The forward offsets as one array over every block: each scan worker's slice has offsets from 0 into its
-// own edges, so each is rebased by the edges before it (the first entry of all but the first is the same
-// as the previous slice's last).
-IndexSectionData joined_forward_offsets(const std::vector<ReferenceGraph::EdgeSlice>& slices, std::size_t blocks) {
+// The forward offsets in full, as one array over every block: each scan worker's part has compact offsets
+// from 0 into its own edges, so each block's end is rebased by the edges of the parts before it.
+IndexSectionData joined_forward_offsets(const std::vector<ReferenceGraph::ForwardPart>& parts, std::size_t blocks) {
   IndexSectionData s;
   s.kind = IndexSection::forward_offsets;
   s.generated_bytes = (blocks + 1) * sizeof(std::uint32_t);
-  s.generate = [&slices](const std::function<void(std::span<const std::byte>)>& put) {
+  s.generate = [&parts](const std::function<void(std::span<const std::byte>)>& put) {
     std::vector<std::uint32_t> buffer;
     buffer.reserve(1 << 16);
     std::uint32_t base = 0;
     buffer.push_back(0);
-    for (const ReferenceGraph::EdgeSlice& slice : slices) {
-      for (std::size_t i = 1; i < slice.offsets.size(); ++i) {
-        buffer.push_back(base + slice.offsets[i]);
+    for (const ReferenceGraph::ForwardPart& part : parts) {
+      part.offsets->for_each_range([&](std::size_t, std::uint32_t, std::uint32_t last) {
+        buffer.push_back(base + last);
         if (buffer.size() == buffer.capacity()) {
           put(bytes_of(std::span<const std::uint32_t>(buffer)));
           buffer.clear();
         }
-      }
-      base += static_cast<std::uint32_t>(slice.edges.size());
+      });
+      base += static_cast<std::uint32_t>(part.edges.size());
     }
     put(bytes_of(std::span<const std::uint32_t>(buffer)));
   };
@@ -200,9 +199,9 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
   fs::create_directories(dir_, ec);
   if (ec) throw std::runtime_error("cannot create " + dir_ + ": " + ec.message());
   const std::string meta = heap_meta_to_json(heap);
-  const std::vector<ReferenceGraph::EdgeSlice> forward = graph.forward_slices();
+  const std::vector<ReferenceGraph::ForwardPart> forward = graph.forward_parts();
   std::vector<std::span<const std::byte>> forward_edges;
-  for (const ReferenceGraph::EdgeSlice& s : forward) forward_edges.push_back(bytes_of(s.edges));
+  for (const ReferenceGraph::ForwardPart& p : forward) forward_edges.push_back(bytes_of(p.edges));
   const ReferenceGraph::EdgeSlice roots = graph.root_slice();
   {
     PhaseTimer reverse_timer("cache: write: reverse edges");  // what `retainers` would build otherwise

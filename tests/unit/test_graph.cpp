@@ -168,16 +168,17 @@ TEST_CASE("reference graph: the workers' slices cover every block once, whatever
     INFO(workers << " workers");
     const ReferenceGraph g(image, index, roots, workers);
     CHECK(g.edge_count() == kBlocks - 1);
-    REQUIRE(g.forward_slices().size() == workers);
+    REQUIRE(g.forward_parts().size() == workers);
     BlockId next = 0;
-    for (const ReferenceGraph::EdgeSlice& slice : g.forward_slices()) {
-      CHECK(slice.last > slice.first);
-      CHECK(slice.first == next);
-      next = slice.last;
+    for (const ReferenceGraph::ForwardPart& part : g.forward_parts()) {
+      CHECK(part.last > part.first);
+      CHECK(part.first == next);
+      CHECK(part.offsets->size() == part.last - part.first);
+      next = part.last;
     }
     CHECK(next == kBlocks);
     // Equal bytes: half the heap's 3,040,000 bytes lie in the first 2,969 big blocks (sampled, so about).
-    if (workers == 2) CHECK(std::abs(static_cast<int>(g.forward_slices()[0].last) - 2969) <= 64);
+    if (workers == 2) CHECK(std::abs(static_cast<int>(g.forward_parts()[0].last) - 2969) <= 64);
     bool all_right = true;
     for (BlockId b = 0; b < kBlocks; ++b) {
       const auto out = g.out_edges(b);
