@@ -158,11 +158,15 @@ class TypeIndexBuilder {
     }
   }
 
+  // A variable with a static address is indexed; a declaration's qualified name is kept for the definition
+  // that names it (DW_AT_specification). A function's locals are neither, and are most of a C library's
+  // variables: no name is made for them (a third of libc's index time and most of its memory).
   void add_variable(Dwarf_Die& die, const std::string& prefix) {
+    const std::optional<StaticLocation> where = static_location(die);
+    if (!where && !has_flag(die, DW_AT_declaration)) return;
     const Qualified q = qualified(die, prefix);
     const std::string& name = q.name;
     remember(dwarf_dieoffset(&die), q);
-    const std::optional<StaticLocation> where = static_location(die);
     std::optional<Dwarf_Die> type = die_reference(die, DW_AT_type);
     if (!where || !type || name.empty()) return;
     DwarfVariable v;
