@@ -180,7 +180,7 @@ void BlockTypes::resize_for(std::size_t blocks, std::span<const BlockId> members
 }
 
 std::size_t BlockTypes::typed_blocks() const {
-  return static_cast<std::size_t>(std::count_if(ids_.begin(), ids_.end(), [](auto id) { return id != kUnknown; }));
+  return ids_.count_not(kUnknown);
 }
 
 BlockTypes infer_types(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const BlockIndex& index,

@@ -18,6 +18,7 @@
 #include "symbols/symbol_index.h"
 #include "types/coroutine_frames.h"
 #include "types/naming.h"
+#include "types/type_id_array.h"
 
 namespace heapscope {
 
@@ -48,9 +49,9 @@ class BlockTypes {
   // With ids for a subset of the blocks (resize_for), a block outside it keeps no name: it stays unknown.
   void set(std::size_t block, std::uint32_t id) {
     if (!subset_) {
-      ids_[block] = id;
+      ids_.set(block, id);
     } else if (const std::size_t slot = member_slot(block); slot != kNotMember) {
-      ids_[slot] = id;
+      ids_.set(slot, id);
     }
   }
   // Types named by a vtable at offset 0 (infer_types): what a block holds at its start, not necessarily
@@ -81,7 +82,7 @@ class BlockTypes {
     return members_before_[word] + static_cast<std::size_t>(std::popcount(bits & (bit - 1)));
   }
 
-  std::vector<std::uint32_t> ids_;  // by block, or by member (subset_)
+  TypeIdArray ids_;  // by block, or by member (subset_)
   bool subset_ = false;
   std::vector<std::uint64_t> member_bits_;     // subset_: a bit per block
   std::vector<std::uint32_t> members_before_;  // subset_: members in the words before each word

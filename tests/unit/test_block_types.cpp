@@ -41,3 +41,35 @@ TEST_CASE("ids kept for a subset answer for its members and leave the others unk
   subset.set(6, a);
   CHECK(subset.type_id(6) == a);
 }
+
+TEST_CASE("type ids stay 2 bytes a block until an id needs more, and keep every id when widened", "[types]") {
+  for (const bool subset : {false, true}) {
+    INFO((subset ? "subset" : "every block"));
+    std::vector<BlockId> members(3000);
+    for (BlockId b = 0; b < members.size(); ++b) members[b] = 2 * b;
+    BlockTypes types;
+    if (subset) types.resize_for(6000, members);
+    else types.resize(6000);
+    // 70,000 names: ids past 65,535 on the way.
+    std::vector<std::uint32_t> given(6000, BlockTypes::kUnknown);
+    for (std::uint32_t i = 0; i < 70000; ++i) {
+      const std::uint32_t id = types.intern("T" + std::to_string(i), Naming::dwarf);
+      const BlockId b = static_cast<BlockId>((i * 7919u) % 6000u) & ~1u;  // even: a member in both cases
+      types.set(b, id);
+      given[b] = id;
+    }
+    bool all_kept = true;
+    for (BlockId b = 0; b < given.size(); ++b) all_kept = all_kept && types.type_id(b) == given[b];
+    CHECK(all_kept);
+    CHECK(types.typed_blocks() == static_cast<std::size_t>(std::count_if(given.begin(), given.end(), [](std::uint32_t id) {
+            return id != BlockTypes::kUnknown;
+          })));
+  }
+  heapscope::TypeIdArray ids;
+  ids.assign(4, 0);
+  ids.set(1, 0xffff);
+  CHECK_FALSE(ids.wide());
+  ids.set(2, 0x10000);
+  CHECK(ids.wide());
+  CHECK((ids[0] == 0 && ids[1] == 0xffff && ids[2] == 0x10000 && ids[3] == 0));
+}
