@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace heapscope {
 
@@ -20,6 +21,17 @@ std::string ProgressStatus::text() const {
     line += " ...";
   }
   return line;
+}
+
+std::chrono::milliseconds Progress::default_delay() {
+  static const std::chrono::milliseconds delay = [] {
+    const char* text = std::getenv("HEAPSCOPE_PROGRESS_DELAY_MS");
+    if (!text || !*text) return kDefaultDelay;
+    char* end = nullptr;
+    const long ms = std::strtol(text, &end, 10);
+    return *end == '\0' && ms >= 0 && ms <= 60000 ? std::chrono::milliseconds(ms) : kDefaultDelay;
+  }();
+  return delay;
 }
 
 void Progress::set_display(Display display, std::chrono::milliseconds delay) {

@@ -51,6 +51,9 @@ class Progress {
   using Display = std::function<void(const ProgressStatus&)>;
   using Clock = std::chrono::steady_clock;
   static constexpr std::chrono::milliseconds kDefaultDelay{1000};
+  // kDefaultDelay, or HEAPSCOPE_PROGRESS_DELAY_MS (0 to 60000) from the environment: 0 shows the line from a
+  // command's start (docs/usage.md; the tests of the progress line use it, commands having got fast).
+  static std::chrono::milliseconds default_delay();
   static constexpr std::chrono::milliseconds kPollInterval{50};
   static constexpr std::chrono::milliseconds kDisplayInterval{100};
 
@@ -59,7 +62,7 @@ class Progress {
   Progress& operator=(const Progress&) = delete;
 
   // Both may be empty. Set them between commands, not while one runs.
-  void set_display(Display display, std::chrono::milliseconds delay = kDefaultDelay);
+  void set_display(Display display, std::chrono::milliseconds delay = default_delay());
   void set_interrupt_check(std::function<bool()> check);
   const std::function<bool()>& interrupt_check() const { return check_; }
 
@@ -93,7 +96,7 @@ class Progress {
 
   std::mutex mutex_;  // guards everything below but the atomics
   Display display_;
-  std::chrono::milliseconds delay_ = kDefaultDelay;
+  std::chrono::milliseconds delay_ = default_delay();
   std::function<bool()> check_;
   std::vector<Phase> phases_;  // the innermost one's counts live in total_/done_ while it runs
   bool show_ = false;
