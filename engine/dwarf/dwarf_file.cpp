@@ -2,6 +2,7 @@
 
 #include <dwarf.h>
 #include <fcntl.h>
+#include <libelf.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,18 +22,28 @@ std::unique_ptr<DwarfFile> DwarfFile::open(const std::string& path, std::string*
     if (error) *error = path + ": " + std::strerror(errno);
     return nullptr;
   }
+  if (std::optional<DebugImage> image = inflated_debug_image(fd)) {
+    if (Elf* elf = elf_memory(reinterpret_cast<char*>(image->bytes.get()), image->size)) {
+      if (Dwarf* dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr)) {
+        ::close(fd);  // the image holds all libdw reads
+        return std::unique_ptr<DwarfFile>(new DwarfFile(-1, dwarf, elf, std::move(*image)));
+      }
+      elf_end(elf);  // libdw then opens the file itself, and says what it finds wrong
+    }
+  }
   Dwarf* dwarf = dwarf_begin(fd, DWARF_C_READ);
   if (!dwarf) {
     if (error) *error = path + ": no DWARF (" + dwarf_errmsg(-1) + ")";
     ::close(fd);
     return nullptr;
   }
-  return std::unique_ptr<DwarfFile>(new DwarfFile(fd, dwarf));
+  return std::unique_ptr<DwarfFile>(new DwarfFile(fd, dwarf, nullptr, {}));
 }
 
 DwarfFile::~DwarfFile() {
   dwarf_end(dwarf_);
-  ::close(fd_);
+  if (image_elf_) elf_end(image_elf_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 namespace {

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "dwarf/debug_image.h"
+
 namespace heapscope {
 
 struct DwarfMember {
@@ -51,9 +53,12 @@ class DwarfFile {
   Dwarf* dwarf() const { return dwarf_; }
 
  private:
-  explicit DwarfFile(int fd, Dwarf* dwarf) : fd_(fd), dwarf_(dwarf) {}
-  int fd_;
+  DwarfFile(int fd, Dwarf* dwarf, Elf* image_elf, DebugImage image)
+      : fd_(fd), dwarf_(dwarf), image_elf_(image_elf), image_(std::move(image)) {}
+  int fd_;         // -1 when libdw reads an inflated image
   Dwarf* dwarf_;
+  Elf* image_elf_;  // over image_ (dwarf/debug_image.h), or null: libdw reads the file at fd_
+  DebugImage image_;
 };
 
 // Small questions about one DIE.
