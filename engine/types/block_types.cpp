@@ -143,12 +143,12 @@ std::uint32_t BlockTypes::first_of_larger(std::uint32_t id) {
 }
 
 std::uint32_t BlockTypes::intern(const std::string& name, Naming naming) {
-  auto it = std::find(names_.begin(), names_.end(), name);
-  if (it != names_.end()) return static_cast<std::uint32_t>(it - names_.begin());
+  const auto [it, fresh] = id_of_name_.try_emplace(name, static_cast<std::uint32_t>(names_.size()));
+  if (!fresh) return it->second;
   names_.push_back(name);
   sources_.emplace_back();
   namings_.push_back(naming);
-  return static_cast<std::uint32_t>(names_.size() - 1);
+  return it->second;
 }
 
 void BlockTypes::set_source(std::uint32_t id, std::string source) {
@@ -156,7 +156,16 @@ void BlockTypes::set_source(std::uint32_t id, std::string source) {
 }
 
 void BlockTypes::rename(std::uint32_t id, std::string name) {
-  if (id != kUnknown && id < names_.size()) names_[id] = std::move(name);
+  if (id == kUnknown || id >= names_.size()) return;
+  // The old name now goes by the next id that has it, if any; the new one by the lowest id that has it.
+  if (const auto it = id_of_name_.find(names_[id]); it != id_of_name_.end() && it->second == id) {
+    const auto other = std::find(names_.begin() + id + 1, names_.end(), names_[id]);
+    if (other == names_.end()) id_of_name_.erase(it);
+    else it->second = static_cast<std::uint32_t>(other - names_.begin());
+  }
+  names_[id] = std::move(name);
+  const auto [it, fresh] = id_of_name_.try_emplace(names_[id], id);
+  if (!fresh && it->second > id) it->second = id;
 }
 
 void BlockTypes::resize(std::size_t blocks) {

@@ -10,6 +10,7 @@
 #include <bit>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "model/block_index.h"
@@ -26,7 +27,7 @@ class BlockTypes {
  public:
   static constexpr std::uint32_t kUnknown = 0;
 
-  BlockTypes() : names_{""}, sources_{""}, namings_{Naming::none} {}
+  BlockTypes() : names_{""}, sources_{""}, namings_{Naming::none}, id_of_name_{{"", kUnknown}} {}
   std::uint32_t type_id(std::size_t block) const {
     if (!subset_) return block < ids_.size() ? ids_[block] : kUnknown;
     const std::size_t slot = member_slot(block);
@@ -89,6 +90,9 @@ class BlockTypes {
   std::vector<std::string> names_;
   std::vector<std::string> sources_;  // by type id, like names_
   std::vector<Naming> namings_;       // by type id, like names_
+  // Each name's lowest id: intern's lookup, once a search of names_ (a heap with tens of thousands of
+  // type names interned them in quadratic time).
+  std::unordered_map<std::string, std::uint32_t> id_of_name_;
   std::vector<bool> from_vtable_;           // by type id
   std::vector<std::uint32_t> first_of_;     // by type id: T's id for "T (first of a larger block)"
 };

@@ -73,3 +73,20 @@ TEST_CASE("type ids stay 2 bytes a block until an id needs more, and keep every 
   CHECK(ids.wide());
   CHECK((ids[0] == 0 && ids[1] == 0xffff && ids[2] == 0x10000 && ids[3] == 0));
 }
+
+TEST_CASE("a name interned again gets its lowest id, also after a type is renamed", "[types]") {
+  BlockTypes types;
+  const std::uint32_t a = types.intern("A", Naming::dwarf), b = types.intern("B", Naming::dwarf);
+  CHECK(types.intern("A", Naming::pattern) == a);
+  CHECK(types.naming_of(a) == Naming::dwarf);  // the first evidence stays
+  types.rename(b, "A");                       // two ids of one name: the lower one answers
+  CHECK(types.intern("A", Naming::dwarf) == a);
+  types.rename(a, "C");  // "A" now goes by b alone, "C" by a
+  CHECK(types.intern("A", Naming::dwarf) == b);
+  CHECK(types.intern("C", Naming::dwarf) == a);
+  const std::uint32_t fresh = types.intern("B", Naming::dwarf);  // no id has "B" any more
+  CHECK(fresh != a);
+  CHECK(fresh != b);
+  CHECK(types.name_of(fresh) == "B");
+  CHECK(types.type_count() == 4);
+}
