@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <tuple>
 
 namespace heapscope {
 
@@ -53,7 +52,10 @@ CompactOffsets CompactOffsets::Builder::finish() {
 
 std::vector<std::uint32_t> CompactOffsets::expand() const {
   std::vector<std::uint32_t> out(items_ + 1, 0);
-  for_each_range([&](std::size_t i, std::uint32_t first, std::uint32_t last) { std::tie(out[i], out[i + 1]) = std::pair(first, last); });
+  for_each_range([&](std::size_t i, std::uint32_t first, std::uint32_t last) {
+    out[i] = first;
+    out[i + 1] = last;
+  });
   return out;
 }
 

@@ -36,11 +36,11 @@ class CompactOffsets {
     const std::size_t line = i / kPerLine;
     const auto at = static_cast<std::uint32_t>(i % kPerLine);
     const std::uint32_t first = first_[line];
-    const std::uint8_t* ends = &ends_[line * kPerLine];
     if (first == kWide) {
-      const std::uint32_t* offsets = &wide_[std::size_t{wide_run(ends)} * (kPerLine + 1)];
+      const std::uint32_t* offsets = wide_offsets(line);
       return {offsets[at], offsets[at + 1]};
     }
+    const std::uint8_t* ends = &ends_[line * kPerLine];
     const std::uint32_t before = at == 0 ? 0 : ends[at - 1];
     return {first + before, first + ends[at]};
   }
@@ -50,15 +50,16 @@ class CompactOffsets {
     for (std::size_t line = 0; line < first_.size(); ++line) {
       const std::size_t base = line * kPerLine;
       const auto in_line = static_cast<std::uint32_t>(std::min<std::size_t>(kPerLine, items_ - base));
-      const std::uint8_t* ends = &ends_[base];
       if (first_[line] == kWide) {
-        const std::uint32_t* offsets = &wide_[std::size_t{wide_run(ends)} * (kPerLine + 1)];
+        const std::uint32_t* offsets = wide_offsets(line);
         for (std::uint32_t at = 0; at < in_line; ++at) fn(base + at, offsets[at], offsets[at + 1]);
         continue;
       }
-      std::uint32_t begin = first_[line];
+      const std::uint8_t* ends = &ends_[base];
+      const std::uint32_t first = first_[line];
+      std::uint32_t begin = first;
       for (std::uint32_t at = 0; at < in_line; ++at) {
-        const std::uint32_t end = first_[line] + ends[at];
+        const std::uint32_t end = first + ends[at];
         fn(base + at, begin, end);
         begin = end;
       }
@@ -71,11 +72,11 @@ class CompactOffsets {
  private:
   // A line's first offset when the line is wide (offsets are below 2^32 - 1: the scan stops a slice before).
   static constexpr std::uint32_t kWide = 0xffffffffu;
-  // A wide line's bytes hold which of wide_'s runs of kPerLine + 1 offsets is its.
-  static std::uint32_t wide_run(const std::uint8_t* ends) {
+  // A wide line's offsets in full (kPerLine + 1 of them): its bytes hold which of wide_'s runs is its.
+  const std::uint32_t* wide_offsets(std::size_t line) const {
     std::uint32_t run;
-    std::memcpy(&run, ends, sizeof run);
-    return run;
+    std::memcpy(&run, &ends_[line * kPerLine], sizeof run);
+    return &wide_[std::size_t{run} * (kPerLine + 1)];
   }
 
   std::size_t items_ = 0;

@@ -3,8 +3,9 @@
 // in CSR form with 32-bit block ids; the top bit of an edge marks a pointer into the block's interior.
 // Forward edges are built by the scan (in parallel, one contiguous slice of blocks per worker, so the
 // per-worker arrays are already in CSR order and are kept as they are, not copied); reverse edges are
-// built on first use. Both keep their offsets in CompactOffsets (about 1.14 bytes a block each). A graph can also be made from the arrays of an earlier scan of the same image (the
-// index cache, session/index_cache.h), viewed in place.
+// built on first use. Both keep their offsets in CompactOffsets (about a byte a block each). A graph can
+// also be made from the arrays of an earlier scan of the same image (the index cache,
+// session/index_cache.h), its edges viewed in place.
 #pragma once
 
 #include <memory>
