@@ -2,25 +2,47 @@
 
 #include "base/progress.h"
 #include "base/workers.h"
+#include "model/parallel_flood.h"
 
 namespace heapscope {
 
 namespace {
 
-// Marks every block reachable from the roots; with `start_pointers_only`, only pointers to a block's
-// first byte count (valgrind's "definitely reachable").
-std::vector<std::uint8_t> reach(const ReferenceGraph& g, bool start_pointers_only) {
-  std::vector<std::uint8_t> seen(g.block_count(), 0);
-  std::vector<BlockId> stack;
-  auto admit = [&](std::uint32_t e) { return !(start_pointers_only && edge_is_interior(e)); };
+// Marks every block some root reaches: 1 where a chain of pointers to blocks' first bytes does
+// (valgrind's "definitely reachable"), 2 where every chain passes a pointer into a block's interior
+// ("possibly"). One traversal on all cores: first along start pointers alone, keeping the interior
+// pointers to blocks not marked yet; then from those, along every pointer, over what is still unmarked.
+std::vector<std::uint8_t> reach(const ReferenceGraph& g) {
+  constexpr std::uint8_t kFirmly = 1, kPossibly = 2;
+  std::vector<std::uint8_t> marks(g.block_count(), 0);
+  const unsigned workers = worker_count(g.block_count(), std::size_t{1} << 16);
+  std::vector<std::vector<BlockId>> interior(workers);  // per worker: targets of interior pointers
+  std::vector<BlockId> pending;
   for (std::size_t r = 0; r < g.root_count(); ++r)
-    for (std::uint32_t e : g.root_edges(r))
-      if (admit(e) && !seen[edge_target(e)]) {
-        seen[edge_target(e)] = 1;
-        stack.push_back(edge_target(e));
+    for (std::uint32_t e : g.root_edges(r)) {
+      const BlockId to = edge_target(e);
+      if (edge_is_interior(e)) interior[0].push_back(to);
+      else if (!marks[to]) {
+        marks[to] = kFirmly;
+        pending.push_back(to);
       }
-  flood(stack, seen, [&](BlockId b) { return g.out_edges(b); }, admit);
-  return seen;
+    }
+  auto out_edges = [&](BlockId b) { return g.out_edges(b); };
+  parallel_flood(std::move(pending), marks, kFirmly, workers, out_edges, [&](std::uint32_t e, unsigned w) {
+    if (!edge_is_interior(e)) return true;
+    interior[w].push_back(edge_target(e));
+    return false;
+  });
+  pending.clear();
+  for (const std::vector<BlockId>& targets : interior)
+    for (const BlockId to : targets)
+      if (!marks[to]) {
+        marks[to] = kPossibly;
+        pending.push_back(to);
+      }
+  interior = {};
+  parallel_flood(std::move(pending), marks, kPossibly, workers, out_edges, [](std::uint32_t, unsigned) { return true; });
+  return marks;
 }
 
 }  // namespace
@@ -37,10 +59,8 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
   LeakVerdicts out;
   out.verdict.assign(n, Verdict::not_allocated);
   out.possibly.assign(n, 0);
-  progress_total(2 * n);  // two reachability passes, each visiting at most every block once
-  // The two passes share nothing but the graph: one thread each.
-  std::vector<std::uint8_t> reached, firmly;
-  run_workers(2, [&](unsigned pass) { (pass == 0 ? reached : firmly) = reach(g, /*start_pointers_only=*/pass == 1); });
+  progress_total(n);  // the traversal visits at most every block once
+  std::vector<std::uint8_t> marks = reach(g);
   // One pass over every block, in slices on all cores, reading the block array (the largest thing here)
   // only for the blocks not reached; what follows looks at the leaked blocks alone.
   const unsigned slices = worker_count(n, std::size_t{1} << 20);
@@ -48,8 +68,8 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
   run_workers(slices, [&](unsigned w) {
     const auto [first, last] = slice_of(n, slices, w);
     for (std::size_t b = first; b < last; ++b) {
-      out.possibly[b] = reached[b] && !firmly[b];
-      if (reached[b]) {
+      out.possibly[b] = marks[b] == 2;
+      if (marks[b]) {
         out.verdict[b] = Verdict::reachable;  // only allocated blocks are reached: no need to read the block
       } else if (is_allocated(heap.blocks[b].state)) {
         out.verdict[b] = Verdict::direct_leak;
@@ -57,8 +77,6 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
       }
     }
   });
-  reached = {};
-  firmly = {};
   std::vector<BlockId> leaked;  // in block order
   for (const std::vector<BlockId>& slice : leaked_in) leaked.insert(leaked.end(), slice.begin(), slice.end());
   leaked_in = {};
@@ -70,7 +88,8 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
       if (t != b && is_leaked(out.verdict[t])) out.verdict[t] = Verdict::indirect_leak;
     }
   // Leaked blocks no direct leak reaches sit in (or under) cycles with no entry.
-  std::vector<std::uint8_t> covered(n, 0);
+  // No root reached a leaked block, so its mark is still 0: the marks serve again, as "covered".
+  std::vector<std::uint8_t>& covered = marks;
   std::vector<BlockId> stack;
   for (const BlockId b : leaked)
     if (out.verdict[b] == Verdict::direct_leak) {
