@@ -69,15 +69,18 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   Grouped* last = nullptr;  // neighbouring leaked blocks are mostly of one group (a lost structure)
   std::pair<std::uint32_t, std::uint64_t> last_key{BlockTypes::kUnknown, ~std::uint64_t{0}};
   NamingTally named;
-  for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+  for (std::size_t i = 0; i < v.possibly.size(); ++i) {
     if ((i & kCheckMask) == 0) progress_check();
     if (v.possibly[i]) r.possibly.add(heap.blocks[i].usable_size());
-    if (!is_leaked(v.verdict[i])) continue;
+  }
+  for (std::size_t k = 0; k < v.leaked.size(); ++k) {  // in block order
+    if ((k & kCheckMask) == 0) progress_check();
+    const BlockId i = v.leaked[k];
     const Block& b = heap.blocks[i];
     const std::pair<std::uint32_t, std::uint64_t> key{types.type_id(i), b.usable_size()};
     if (!last || key != last_key) {
       auto [it, fresh] = groups.try_emplace(key);
-      if (fresh) it->second.first = static_cast<BlockId>(i);
+      if (fresh) it->second.first = i;
       last = &it->second;
       last_key = key;
     }
