@@ -1,5 +1,6 @@
 #include "symbols/debuginfod_fetch.h"
 
+#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 
 namespace heapscope {
 
@@ -24,6 +26,47 @@ std::string urls_from_environment() {
 }
 
 bool names_a_server(const std::string& urls) { return urls.find_first_not_of(" \t") != std::string::npos; }
+
+// libdebuginfod, loaded on the first fetch rather than linked: it brings libcurl, GnuTLS, Kerberos and
+// LDAP with it, whose loading and start-up took 2.7 ms of every command's start (as long as `leaks` on a
+// small core takes to walk a heap), while a fetch happens only when DEBUGINFOD_URLS names a server and a
+// module's file or DWARF is missing. libdw loads it the same way.
+struct Library {
+  decltype(&debuginfod_begin) begin = nullptr;
+  decltype(&debuginfod_set_user_data) set_user_data = nullptr;
+  decltype(&debuginfod_get_user_data) get_user_data = nullptr;
+  decltype(&debuginfod_set_progressfn) set_progressfn = nullptr;
+  decltype(&debuginfod_get_url) get_url = nullptr;
+  decltype(&debuginfod_find_debuginfo) find_debuginfo = nullptr;
+  decltype(&debuginfod_find_executable) find_executable = nullptr;
+  std::string error;  // why it could not be loaded; empty when it was
+};
+
+// Never unloaded, like the client it makes.
+const Library& library() {
+  static const Library loaded = [] {
+    Library l;
+    void* handle = ::dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char* why = ::dlerror();
+      l.error = why ? why : "libdebuginfod.so.1 not found";
+      return l;
+    }
+    auto bind = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(handle, name));
+      if (!fn && l.error.empty()) l.error = fmt::format("libdebuginfod.so.1 has no {}", name);
+    };
+    bind(l.begin, "debuginfod_begin");
+    bind(l.set_user_data, "debuginfod_set_user_data");
+    bind(l.get_user_data, "debuginfod_get_user_data");
+    bind(l.set_progressfn, "debuginfod_set_progressfn");
+    bind(l.get_url, "debuginfod_get_url");
+    bind(l.find_debuginfo, "debuginfod_find_debuginfo");
+    bind(l.find_executable, "debuginfod_find_executable");
+    return l;
+  }();
+  return loaded;
+}
 
 // What the progress callback needs: libdebuginfod hands the client back, and the client our pointer.
 struct Progress {
@@ -39,12 +82,12 @@ std::string kib(long bytes) { return fmt::format("{} KiB", (bytes + 1023) / 1024
 // A line on the terminal while bytes arrive, redrawn at most ten times a second; never on a pipe or a
 // file, where it would only clutter a log.
 int show_progress(debuginfod_client* client, long done, long total) {
-  auto* progress = static_cast<Progress*>(debuginfod_get_user_data(client));
+  auto* progress = static_cast<Progress*>(library().get_user_data(client));
   if (!progress || !progress->terminal) return 0;
   const Clock::time_point now = Clock::now();
   if (progress->shown && now - progress->last_shown < std::chrono::milliseconds(100)) return 0;
   // The server that answered once one has; until then the ones being asked.
-  const char* answered = debuginfod_get_url(client);
+  const char* answered = library().get_url(client);
   const std::string from = answered ? answered : urls_from_environment();
   std::string line = fmt::format("\rheapscope: fetching the {} of {} from {}", progress->noun, progress->what, from);
   if (total > 0) line += fmt::format(": {} of {}", kib(std::max(done, 0L)), kib(total));
@@ -62,7 +105,14 @@ class Client {
     DebuginfodFetch out;
     const std::string urls = urls_from_environment();
     if (!names_a_server(urls) || (unreachable_ && urls == unreachable_urls_)) return out;
-    if (!client_ && !(client_ = debuginfod_begin())) {
+    const Library& lib = library();
+    if (!lib.error.empty()) {
+      out.warning = fmt::format("debuginfod: cannot load libdebuginfod ({}); nothing is fetched by build-id (install "
+                                "libdebuginfod1)", lib.error);
+      mark_unreachable(urls);
+      return out;
+    }
+    if (!client_ && !(client_ = lib.begin())) {
       out.warning = "debuginfod: cannot start libdebuginfod's client; nothing is fetched by build-id";
       mark_unreachable(urls);
       return out;
@@ -71,13 +121,13 @@ class Client {
     progress.noun = kind == DebuginfodFile::debuginfo ? "debug info" : "file";
     progress.what = what;
     progress.terminal = ::isatty(STDERR_FILENO) == 1;
-    debuginfod_set_user_data(client_, &progress);
-    debuginfod_set_progressfn(client_, show_progress);
+    lib.set_user_data(client_, &progress);
+    lib.set_progressfn(client_, show_progress);
     char* path = nullptr;
     const auto* id = reinterpret_cast<const unsigned char*>(build_id.c_str());
-    const int fd = kind == DebuginfodFile::debuginfo ? debuginfod_find_debuginfo(client_, id, 0, &path)
-                                                     : debuginfod_find_executable(client_, id, 0, &path);
-    debuginfod_set_user_data(client_, nullptr);
+    const int fd = kind == DebuginfodFile::debuginfo ? lib.find_debuginfo(client_, id, 0, &path)
+                                                     : lib.find_executable(client_, id, 0, &path);
+    lib.set_user_data(client_, nullptr);
     if (progress.shown) std::fputs("\r\033[K", stderr);
     if (fd >= 0) {
       ::close(fd);
