@@ -17,6 +17,10 @@ inline unsigned worker_count(std::size_t items, std::size_t per_worker, unsigned
   return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(cores, (items + per_worker - 1) / per_worker)));
 }
 
+// The least share of a pass over every block worth a worker of its own: a thread costs tens of
+// microseconds to start, a quarter of a million blocks a millisecond or more to pass over.
+inline constexpr std::size_t kBlocksPerWorker = std::size_t{1} << 18;
+
 // Worker w's part of `items` split among n workers: [first, last), contiguous, in order, within one of
 // each other in size.
 struct Slice {

@@ -102,7 +102,7 @@ DominatorWalk walk_dominators(const Retention& r, std::span<const std::uint32_t>
   walk.owner[r.super_root()] = DominatorWalk::kNoOwner;
   for (std::size_t i = 0; i < owners.size() && i < DominatorWalk::kMaxOwners; ++i)
     walk.owner[owners[i]] = static_cast<DominatorWalk::OwnerIndex>(i);
-  const unsigned n = workers ? workers : worker_count(r.block_count(), 1 << 20);
+  const unsigned n = workers ? workers : worker_count(r.block_count(), kBlocksPerWorker);
   run_workers(n, [&](unsigned w) {
     std::vector<std::uint32_t> path;
     const auto [first, last] = slice_of(r.block_count(), n, w);

@@ -63,7 +63,7 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
   std::vector<std::uint8_t> marks = reach(g);
   // One pass over every block, in slices on all cores, reading the block array (the largest thing here)
   // only for the blocks not reached; what follows looks at the leaked blocks alone.
-  const unsigned slices = worker_count(n, std::size_t{1} << 20);
+  const unsigned slices = worker_count(n, kBlocksPerWorker);
   std::vector<std::vector<BlockId>> leaked_in(slices);
   run_workers(slices, [&](unsigned w) {
     const auto [first, last] = slice_of(n, slices, w);

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "base/workers.h"
 #include "image/word_scan.h"
 #include "model/retention_edges.h"
 #include "base/phase_timer.h"
@@ -387,10 +388,6 @@ Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapM
                      const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames,
                      const RetentionEdges* edges)
     : block_count_(static_cast<std::uint32_t>(graph.block_count())) {
-  if (block_count_ > 0) {
-    PhaseTimer timer("dominators: reverse edges");
-    (void)graph.in_edges(0);  // built on first use; timed apart, as other commands share them
-  }
   std::unique_ptr<RetentionEdges> own_edges;
   if (!edges) {
     PhaseTimer timer("dominators: what globals hold");
@@ -435,13 +432,23 @@ void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::u
   retained_bytes_.assign(n, std::move(low));
   retained_blocks_ = std::move(blocks);
   retained_blocks_.assign(n, 0);
-  for (std::uint32_t b = 0; b < block_count_; ++b) {
-    const Block& blk = heap.blocks[b];
-    if (!is_allocated(blk.state)) continue;
-    in_use_bytes_ += blk.usable_size();
-    ++in_use_blocks_;
-    retained_bytes_.set(b, blk.usable_size());
-    retained_blocks_[b] = 1;
+  // Each block's own size, in slices on all cores; then the sums, which follow the tree.
+  const unsigned workers = worker_count(block_count_, kBlocksPerWorker);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> in_use(workers);  // bytes, blocks per slice
+  run_workers(workers, [&](unsigned w) {
+    const auto [first, last] = slice_of(block_count_, workers, w);
+    for (std::size_t b = first; b < last; ++b) {
+      const Block& blk = heap.blocks[b];
+      if (!is_allocated(blk.state)) continue;
+      in_use[w].first += blk.usable_size();
+      ++in_use[w].second;
+      retained_bytes_.set(b, blk.usable_size());
+      retained_blocks_[b] = 1;
+    }
+  });
+  for (const auto& [slice_bytes, slice_blocks] : in_use) {
+    in_use_bytes_ += slice_bytes;
+    in_use_blocks_ += slice_blocks;
   }
   for (std::size_t i = preorder.size(); i-- > 1;) {
     const std::uint32_t v = preorder[i], up = idom_[v];

@@ -24,7 +24,7 @@ Ranges heap_ranges(const HeapModel& heap) {
   r.insert(r.end(), heap.metadata.begin(), heap.metadata.end());
   // The mmapped blocks are few but anywhere in the array: slices of it on all cores.
   const std::size_t n = heap.blocks.size();
-  const unsigned slices = worker_count(n, std::size_t{1} << 20);
+  const unsigned slices = worker_count(n, kBlocksPerWorker);
   std::vector<Ranges> found(slices);
   run_workers(slices, [&](unsigned w) {
     const auto [first, last] = slice_of(n, slices, w);

@@ -81,7 +81,7 @@ std::vector<TopBlockRow> top_blocks(Session& s, const BlockNames& names, const R
     best.push(e);
     if (best.size() > count) best.pop();
   };
-  const unsigned n = worker_count(r.block_count(), 1 << 20);
+  const unsigned n = worker_count(r.block_count(), kBlocksPerWorker);
   std::vector<Best> slices(n);
   run_workers(n, [&](unsigned w) {
     const auto [first, last] = slice_of(r.block_count(), n, w);
@@ -235,7 +235,7 @@ std::optional<RetainerPath> shortest_path(Session& s, const BlockNames& names, c
 // The reachable nodes but the super-root that retain at least `least` bytes, in id order: one pass on all
 // cores over the whole tree, for the few nodes the suspects are looked for among.
 std::vector<std::uint32_t> nodes_retaining(const Retention& r, std::uint64_t least) {
-  const unsigned n = worker_count(r.node_count(), 1 << 20);
+  const unsigned n = worker_count(r.node_count(), kBlocksPerWorker);
   std::vector<std::vector<std::uint32_t>> found(n);
   run_workers(n, [&](unsigned w) {
     const auto [first, last] = slice_of(r.node_count(), n, w);
@@ -337,7 +337,7 @@ class SuspectFinder {
   std::vector<Pile> tally() {
     const DominatorWalk walk = walk_down();
     groups_.number_in_block_order(r_.block_count(), [&](BlockId b) { return r_.reachable(b); });
-    const unsigned n = worker_count(r_.block_count(), 1 << 20);
+    const unsigned n = worker_count(r_.block_count(), kBlocksPerWorker);
     std::vector<SliceTotals> slices(n);
     run_workers(n, [&](unsigned w) {
       const auto [first, last] = slice_of(r_.block_count(), n, w);

@@ -308,8 +308,14 @@ const Retention& Session::retention() {
     const HeapModel& h = heap();
     const RootSet& r = roots();
     const ReferenceGraph& g = graph();
-    const auto& f = frames();
+    // What globals hold and the reverse edges need no call stacks: they are built while the stacks may
+    // still be unwinding on top's thread ahead (which waits for libc's DWARF).
     const RetentionEdges& edges = retention_edges();
+    if (g.block_count() > 0) {
+      PhaseTimer timer("dominators: reverse edges");
+      (void)g.in_edges(0);  // built on first use; timed apart, as other commands share them
+    }
+    const auto& f = frames();
     return std::make_unique<Retention>(*image_, symbols_, h, r, g, &f, &edges);
   });
 }

@@ -72,7 +72,7 @@ class TypeGroups {
 
 template <typename Keep>
 void TypeGroups::number_in_block_order(std::size_t count, Keep keep) {
-  const unsigned n = worker_count(count, 1 << 20);
+  const unsigned n = worker_count(count, kBlocksPerWorker);
   std::vector<std::vector<BlockId>> firsts(n);
   run_workers(n, [&](unsigned w) {
     std::vector<bool> typed(types_.type_count(), false), small(kDirectSizes, false);
