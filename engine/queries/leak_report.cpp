@@ -1,11 +1,14 @@
 #include "queries/leak_report.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <tuple>
 
 #include <fmt/format.h>
+#include "base/phase_timer.h"
 #include "base/progress.h"
+#include "base/workers.h"
 #include "queries/naming_tally.h"
 #include "queries/process_summary.h"
 #include "types/content_naming.h"
@@ -52,53 +55,137 @@ std::string heap_the_program_may_hide(Session& s) {
                      mib(outside.bytes), outside.mappings, s.heap().allocator, mib(walked), exe->name());
 }
 
+// One slice of the leaked blocks (in block order), tallied by group on a worker of its own.
+struct LeakSlice {
+  struct Group {
+    LeakGroup totals;     // counts and bytes only
+    BlockId first = 0;    // the slice's first block of the group: it names the group
+    // Who may be an example, in block order: the blocks that start a lost structure (direct or cycle)
+    // and the indirect ones before the group's first direct leak in the slice, at most `examples` of each.
+    std::vector<std::pair<BlockId, Verdict>> candidates;
+    std::size_t starts = 0, early_indirect = 0;  // candidates of each kind so far
+  };
+  std::map<std::pair<std::uint32_t, std::uint64_t>, Group> groups;  // by type id and size
+  NamingTally named;
+  StateTotal leaked, direct, indirect, cycle;
+};
+
+LeakSlice tally_slice(const HeapModel& heap, const LeakVerdicts& v, const BlockTypes& types,
+                      std::span<const BlockId> leaked, std::size_t examples) {
+  LeakSlice out;
+  LeakSlice::Group* last = nullptr;  // neighbouring leaked blocks are mostly of one group (a lost structure)
+  std::pair<std::uint32_t, std::uint64_t> last_key{BlockTypes::kUnknown, ~std::uint64_t{0}};
+  for (std::size_t k = 0; k < leaked.size(); ++k) {
+    if ((k & kCheckMask) == 0) progress_check();
+    const BlockId i = leaked[k];
+    const std::uint64_t size = heap.blocks[i].usable_size();
+    const std::pair<std::uint32_t, std::uint64_t> key{types.type_id(i), size};
+    if (!last || key != last_key) {
+      auto [it, fresh] = out.groups.try_emplace(key);
+      if (fresh) it->second.first = i;
+      last = &it->second;
+      last_key = key;
+    }
+    LeakSlice::Group& g = *last;
+    out.named.add(types.naming_of(key.first), size);
+    g.totals.size = size;
+    ++g.totals.count;
+    g.totals.bytes += size;
+    out.leaked.add(size);
+    const Verdict verdict = v.verdict[i];
+    switch (verdict) {
+      case Verdict::direct_leak: ++g.totals.direct; out.direct.add(size); break;
+      case Verdict::indirect_leak: ++g.totals.indirect; out.indirect.add(size); break;
+      default: ++g.totals.cycle; out.cycle.add(size); break;
+    }
+    if (verdict != Verdict::indirect_leak && g.starts < examples) {
+      g.candidates.emplace_back(i, verdict);
+      ++g.starts;
+    } else if (verdict == Verdict::indirect_leak && g.totals.direct == 0 && g.early_indirect < examples) {
+      g.candidates.emplace_back(i, verdict);
+      ++g.early_indirect;
+    }
+  }
+  return out;
+}
+
+// The blocks reached only through pointers into their interiors, among blocks [first, last).
+StateTotal possibly_reachable(const HeapModel& heap, const LeakVerdicts& v, std::size_t first, std::size_t last) {
+  StateTotal out;
+  const std::uint8_t* flags = v.possibly.data();
+  for (std::size_t part = first; part < last; part += kCheckMask + 1) {
+    progress_check();
+    const std::size_t end = std::min(last, part + kCheckMask + 1);
+    for (std::size_t i = part; i < end;) {
+      std::uint64_t eight = 0;  // most blocks are not "possibly": eight flags at a time are mostly 0
+      if (i + 8 <= end && (std::memcpy(&eight, flags + i, 8), eight == 0)) {
+        i += 8;
+        continue;
+      }
+      if (flags[i]) out.add(heap.blocks[i].usable_size());
+      ++i;
+    }
+  }
+  return out;
+}
+
+void add_total(StateTotal& to, const StateTotal& from) {
+  to.blocks += from.blocks;
+  to.bytes += from.bytes;
+}
+
 }  // namespace
 
 LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   const HeapModel& heap = s.heap();
   const LeakVerdicts& v = s.verdicts();
   const BlockTypes& types = s.leak_names().types;
+  PhaseTimer timer("leak report");
   LeaksReport r;
-  // Grouped by type id and size, which is grouping by name and size (one id per name; an unnamed block's
-  // name is its size): a name is made once per group, not once per block of millions.
+  // The leaked blocks tallied by group (type id and size, which is name and size: one id per name; an
+  // unnamed block's name is its size) in slices on all cores, the slices then summed in block order: a
+  // name is made once per group, not once per block of millions.
+  const unsigned n = worker_count(v.leaked.size(), std::size_t{1} << 16);
+  std::vector<LeakSlice> slices(n);
+  std::vector<StateTotal> possibly(n);
+  run_workers(n, [&](unsigned w) {
+    const auto [first, last] = slice_of(v.leaked.size(), n, w);
+    slices[w] = tally_slice(heap, v, types, std::span(v.leaked).subspan(first, last - first), examples);
+    const auto [from, to] = slice_of(v.possibly.size(), n, w);
+    possibly[w] = possibly_reachable(heap, v, from, to);
+  });
   struct Grouped {
     LeakGroup group;
     BlockId first = 0;  // names the group
   };
   std::map<std::pair<std::uint32_t, std::uint64_t>, Grouped> groups;
-  Grouped* last = nullptr;  // neighbouring leaked blocks are mostly of one group (a lost structure)
-  std::pair<std::uint32_t, std::uint64_t> last_key{BlockTypes::kUnknown, ~std::uint64_t{0}};
   NamingTally named;
-  for (std::size_t i = 0; i < v.possibly.size(); ++i) {
-    if ((i & kCheckMask) == 0) progress_check();
-    if (v.possibly[i]) r.possibly.add(heap.blocks[i].usable_size());
-  }
-  for (std::size_t k = 0; k < v.leaked.size(); ++k) {  // in block order
-    if ((k & kCheckMask) == 0) progress_check();
-    const BlockId i = v.leaked[k];
-    const Block& b = heap.blocks[i];
-    const std::pair<std::uint32_t, std::uint64_t> key{types.type_id(i), b.usable_size()};
-    if (!last || key != last_key) {
+  for (unsigned w = 0; w < n; ++w) {
+    LeakSlice& slice = slices[w];
+    named.add(slice.named);
+    add_total(r.leaked, slice.leaked);
+    add_total(r.direct, slice.direct);
+    add_total(r.indirect, slice.indirect);
+    add_total(r.cycle, slice.cycle);
+    add_total(r.possibly, possibly[w]);
+    for (auto& [key, part] : slice.groups) {
       auto [it, fresh] = groups.try_emplace(key);
-      if (fresh) it->second.first = i;
-      last = &it->second;
-      last_key = key;
-    }
-    LeakGroup& g = last->group;
-    named.add(types.naming_of(key.first), b.usable_size());
-    g.size = b.usable_size();
-    ++g.count;
-    g.bytes += b.usable_size();
-    r.leaked.add(b.usable_size());
-    switch (v.verdict[i]) {
-      case Verdict::direct_leak: ++g.direct; r.direct.add(b.usable_size()); break;
-      case Verdict::indirect_leak: ++g.indirect; r.indirect.add(b.usable_size()); break;
-      default: ++g.cycle; r.cycle.add(b.usable_size()); break;
-    }
-    // Direct leaks make the best examples: they are where each lost structure starts.
-    if (g.examples.size() < examples && (v.verdict[i] != Verdict::indirect_leak || g.direct == 0)) {
-      g.examples.push_back(b.address());
-      g.example_texts.push_back(text_preview(s.image(), b).value_or(""));
+      LeakGroup& g = it->second.group;
+      if (fresh) it->second.first = part.first;
+      // Direct leaks make the best examples: they are where each lost structure starts; an indirect one
+      // serves only while no direct leak of its group came before it (in this slice or an earlier one).
+      for (const auto& [block, verdict] : part.candidates) {
+        if (g.examples.size() >= examples) break;
+        if (verdict == Verdict::indirect_leak && g.direct > 0) continue;
+        g.examples.push_back(heap.blocks[block].address());
+        g.example_texts.push_back(text_preview(s.image(), heap.blocks[block]).value_or(""));
+      }
+      g.size = part.totals.size;
+      g.count += part.totals.count;
+      g.bytes += part.totals.bytes;
+      g.direct += part.totals.direct;
+      g.indirect += part.totals.indirect;
+      g.cycle += part.totals.cycle;
     }
   }
   r.named = named.shares();

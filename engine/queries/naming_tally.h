@@ -16,6 +16,13 @@ class NamingTally {
     ++share.blocks;
     share.bytes += bytes;
   }
+  // Another tally's blocks (a slice's, tallied on a worker of its own).
+  void add(const NamingTally& other) {
+    for (std::size_t n = 0; n < kNamingCount; ++n) {
+      by_naming_[n].blocks += other.by_naming_[n].blocks;
+      by_naming_[n].bytes += other.by_naming_[n].bytes;
+    }
+  }
 
   // The evidences with blocks, most reliable first, "none" (Naming's first value) last.
   std::vector<NamingShare> shares() const {
