@@ -135,9 +135,25 @@ class Propagator {
     DwarfTypeId node;
   };
 
+  // A pointer a type holds, as visit() reaches it from the type's start: where it is, what it points to,
+  // and the node type it is followed with (kInheritNode: the one visit() was given).
+  struct PointerSlot {
+    std::uint64_t offset;
+    DwarfTypeId pointee;
+    DwarfTypeId node;
+  };
+  static constexpr DwarfTypeId kInheritNode = kNoDwarfType - 2;
+  static constexpr std::int32_t kNoPlan = -1, kPlanNotMade = -2;
+  static constexpr std::size_t kMostSlots = 64;  // a larger type (a long array of pointers) is walked as before
+
   // Per module and type id, computed on first use: what name tests would otherwise redo on every visit.
   struct TypeFacts {
     std::vector<DwarfTypeId> node, stored;
+    // The type's pointers in visit()'s order (an index into `plans`), when it has at most kMostSlots: a
+    // heap of millions of one type then costs a loop over its pointers per block, not a walk of its
+    // members through the index.
+    std::vector<std::int32_t> plan;
+    std::vector<std::vector<PointerSlot>> plans;
   };
 
   const HeapModel& heap_;
@@ -208,6 +224,12 @@ class Propagator {
 
   void visit(Address at, std::uint16_t module, DwarfTypeId id, DwarfTypeId node, int depth) {
     const DwarfTypeIndex& ix = *index(module);
+    if (depth == 0)
+      if (const std::vector<PointerSlot>* slots = plan_of(module, ix, id)) {
+        for (const PointerSlot& slot : *slots)
+          follow(at + slot.offset, module, slot.pointee, slot.node == kInheritNode ? node : slot.node);
+        return;
+      }
     id = ix.definition(id);
     if (id == kNoDwarfType || depth > kMaxNesting) return;
     const DwarfType& t = ix.type(id);
@@ -236,6 +258,57 @@ class Propagator {
         return;
       default:
         return;
+    }
+  }
+
+  // The plan of `id` (see TypeFacts::plan), made on first use; null when it has too many pointers.
+  const std::vector<PointerSlot>* plan_of(std::uint16_t module, const DwarfTypeIndex& ix, DwarfTypeId id) {
+    TypeFacts& f = facts(module);
+    if (id >= f.plan.size()) f.plan.resize(std::max<std::size_t>(ix.type_count(), id + 1), kPlanNotMade);
+    if (f.plan[id] == kPlanNotMade) {
+      std::vector<PointerSlot> slots;
+      if (plan_pointers(module, ix, id, 0, kInheritNode, 0, slots)) {
+        f.plan[id] = static_cast<std::int32_t>(f.plans.size());
+        f.plans.push_back(std::move(slots));
+      } else {
+        f.plan[id] = kNoPlan;
+      }
+    }
+    return f.plan[id] == kNoPlan ? nullptr : &f.plans[static_cast<std::size_t>(f.plan[id])];
+  }
+
+  // What visit() would follow from type `id` at `offset`, in its order, into `out`: false past kMostSlots.
+  bool plan_pointers(std::uint16_t module, const DwarfTypeIndex& ix, DwarfTypeId id, std::uint64_t offset,
+                     DwarfTypeId node, int depth, std::vector<PointerSlot>& out) {
+    id = ix.definition(id);
+    if (id == kNoDwarfType || depth > kMaxNesting) return true;
+    const DwarfType& t = ix.type(id);
+    if (!t.has_pointers) return true;
+    switch (t.kind) {
+      case DwarfType::Kind::structure: {
+        TypeFacts& f = facts(module);
+        if (const DwarfTypeId stored = cached(f.stored, id, stored_value_type, ix); stored != kNoDwarfType)
+          return plan_pointers(module, ix, stored, offset, node, depth + 1, out);
+        const DwarfTypeId own = cached(f.node, id, node_type_of, ix);
+        for (const DwarfTypeMember& m : ix.members(id))
+          if (!plan_pointers(module, ix, m.type, offset + m.offset, own != kNoDwarfType ? own : node, depth + 1, out))
+            return false;
+        return true;
+      }
+      case DwarfType::Kind::array: {
+        const DwarfType& element = ix.type(ix.definition(t.target));
+        const std::uint64_t count = std::min(t.count, kMaxElements);
+        if (element.size && count > kMostSlots) return false;
+        for (std::uint64_t i = 0; i < count && element.size; ++i)
+          if (!plan_pointers(module, ix, t.target, offset + i * element.size, node, depth + 1, out)) return false;
+        return true;
+      }
+      case DwarfType::Kind::pointer:
+        if (out.size() == kMostSlots) return false;
+        out.push_back({offset, ix.pointee(id), node});
+        return true;
+      default:
+        return true;
     }
   }
 
