@@ -1,5 +1,7 @@
 #include "model/leak_verdicts.h"
 
+#include <atomic>
+
 #include "base/progress.h"
 #include "base/workers.h"
 #include "model/parallel_flood.h"
@@ -82,22 +84,30 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
   leaked_in = {};
 
   // A leaked block that another leaked block points to is indirect; what remains direct starts a leak.
-  for (const BlockId b : leaked)
-    for (std::uint32_t e : g.out_edges(b)) {
-      const BlockId t = edge_target(e);
-      if (t != b && is_leaked(out.verdict[t])) out.verdict[t] = Verdict::indirect_leak;
-    }
+  // In slices on all cores: a verdict only ever turns from direct to indirect, both leaked, so what a
+  // worker reads of another's writes changes nothing.
+  const unsigned leaked_slices = worker_count(leaked.size(), std::size_t{1} << 16);
+  run_workers(leaked_slices, [&](unsigned w) {
+    const auto [first, last] = slice_of(leaked.size(), leaked_slices, w);
+    for (std::size_t i = first; i < last; ++i)
+      for (std::uint32_t e : g.out_edges(leaked[i])) {
+        const BlockId t = edge_target(e);
+        std::atomic_ref<Verdict> target(out.verdict[t]);
+        if (t != leaked[i] && is_leaked(target.load(std::memory_order_relaxed)))
+          target.store(Verdict::indirect_leak, std::memory_order_relaxed);
+      }
+  });
   // Leaked blocks no direct leak reaches sit in (or under) cycles with no entry.
   // No root reached a leaked block, so its mark is still 0: the marks serve again, as "covered".
   std::vector<std::uint8_t>& covered = marks;
-  std::vector<BlockId> stack;
+  std::vector<BlockId> starts;
   for (const BlockId b : leaked)
     if (out.verdict[b] == Verdict::direct_leak) {
       covered[b] = 1;
-      stack.push_back(b);
+      starts.push_back(b);
     }
-  flood(stack, covered, [&](BlockId b) { return g.out_edges(b); },
-        [&](std::uint32_t e) { return is_leaked(out.verdict[edge_target(e)]); });
+  parallel_flood(std::move(starts), covered, 1, leaked_slices, [&](BlockId b) { return g.out_edges(b); },
+                 [&](std::uint32_t e, unsigned) { return is_leaked(out.verdict[edge_target(e)]); });
   for (const BlockId b : leaked)
     if (!covered[b]) out.verdict[b] = Verdict::cycle_leak;
   out.leaked = std::move(leaked);
