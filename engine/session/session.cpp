@@ -243,6 +243,10 @@ std::unique_ptr<BlockNames> Session::name_blocks(const NamingScope& scope) {
     // names a reachable block is the roots, whatever leaked (and reachable_names() and leak_names() give
     // each block what this gives it).
     const LeakVerdicts& v = verdicts();
+    if (scope.only_leaked) {
+      name_leaked_blocks(*image_, h, index, v, names->types, *names->dwarf, scope.within, scope.members);
+      return names;
+    }
     std::vector<bool> leaked(h.blocks.size(), false);
     std::vector<BlockId> members;
     for (const BlockId b : v.leaked)
@@ -286,7 +290,7 @@ const BlockNames& Session::leak_names() {
     std::vector<bool> leaked(v.verdict.size(), false);
     for (const BlockId b : v.leaked) leaked[b] = true;
     // No root reaches a leak: DWARF typing from the roots (and the call stacks it reads) has nothing to do.
-    return name_blocks({.within = &leaked, .from_roots = false, .members = &v.leaked});
+    return name_blocks({.within = &leaked, .from_roots = false, .members = &v.leaked, .only_leaked = true});
   });
 }
 

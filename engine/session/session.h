@@ -198,6 +198,7 @@ class Session {
     bool from_roots = true;
     bool leaks = true;
     const std::vector<BlockId>* members = nullptr;
+    bool only_leaked = false;  // `within` is the leaked blocks and `members` their list (leak_names)
   };
   std::unique_ptr<BlockNames> name_blocks(const NamingScope& scope);
   void add_warnings(const std::vector<std::string>& more);
