@@ -209,7 +209,13 @@ std::vector<HeapSegment> thread_stacks(const Image& image) {
 void add_mmapped_chunks(const Image& image, const Runtime& rt, std::vector<SegmentJob>& jobs, HeapModel& model,
                         std::vector<Block>& mmapped) {
   std::vector<HeapSegment> exclude = thread_stacks(image);
-  for (const SegmentJob& j : jobs) exclude.push_back(j.range);
+  for (const SegmentJob& j : jobs) {
+    // A non-main arena's heap reserves its whole aligned stretch (HEAP_MAX_SIZE) and uses the start of it:
+    // no mapping of another chunk lies in the rest, which a core may still hold (gdb writes the
+    // reservation out: tens of MB of pages that would each be faulted in to be looked at).
+    const bool reservation = !model.arenas[j.arena].is_main && (j.range.start & (rt.heap_alignment() - 1)) == 0;
+    exclude.push_back(reservation ? HeapSegment{j.range.start, j.range.start + rt.heap_alignment()} : j.range);
+  }
   std::sort(exclude.begin(), exclude.end(), [](auto& a, auto& b) { return a.start < b.start; });
   MemoryCursor mem(image);
   MmappedChunks found = find_mmapped_chunks(mem, exclude);
