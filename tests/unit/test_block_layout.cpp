@@ -15,6 +15,7 @@
 #include "runtime/allocator.h"
 #include "session/session.h"
 #include "session/snapshot_store.h"
+#include "toy_session.h"
 
 using namespace heapscope;
 using heapscope::testing::FakeImage;
@@ -176,14 +177,7 @@ TEST_CASE("block layout: a leak report over headerless blocks counts whole objec
   image->put(object(0), object(1));
   image->put(object(2) + 16, object(3));  // the last word of the 24-byte object
 
-  const BareToyPlugin toy;
-  SessionOptions options;
-  options.allocators = {&toy};
-  Session s(image, options);
-  const CommandResult r = execute_command_line(s, {"leaks", "--json"});
-  INFO(r.error);
-  REQUIRE(r.exit_code == 0);
-  const nlohmann::json leaks = nlohmann::json::parse(r.output);
+  const nlohmann::json leaks = heapscope::testing::command_json(image, BareToyPlugin(), {"leaks"});
   CHECK(leaks["totals"]["blocks"] == 2);
   CHECK(leaks["totals"]["bytes"] == 24 + 8);
   CHECK(leaks["totals"]["direct"]["bytes"] == 24);

@@ -8,10 +8,9 @@
 #include <map>
 #include <vector>
 
-#include "commands/command_line.h"
 #include "fake_image.h"
 #include "runtime/allocator.h"
-#include "session/session.h"
+#include "toy_session.h"
 
 using namespace heapscope;
 using heapscope::testing::FakeImage;
@@ -76,14 +75,7 @@ TEST_CASE("leak report: slices on all cores give one pass's groups and examples"
   for (std::size_t b = 0; b < 5; ++b) image->put(at[60000] + 8 * b, at[b]);
   for (std::size_t b = 0; b < 3; ++b) image->put(at[69990] + 8 * b, at[70000 + b]);
 
-  const PackedToyPlugin toy(sizes);
-  SessionOptions options;
-  options.allocators = {&toy};
-  Session s(image, options);
-  const CommandResult r = execute_command_line(s, {"leaks", "--json"});
-  INFO(r.error);
-  REQUIRE(r.exit_code == 0);
-  const nlohmann::json leaks = nlohmann::json::parse(r.output);
+  const nlohmann::json leaks = heapscope::testing::command_json(image, PackedToyPlugin(sizes), {"leaks"});
   CHECK(leaks["totals"]["blocks"] == kBlocks);
   CHECK(leaks["totals"]["indirect"]["blocks"] == 8);
   std::map<std::uint64_t, nlohmann::json> by_size;

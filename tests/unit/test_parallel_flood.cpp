@@ -28,16 +28,22 @@ Graph random_graph(std::mt19937& rng, std::size_t blocks, std::size_t edges) {
   return g;
 }
 
-// What the serial flood marks from `roots` along the edges `admit` takes.
-template <class Admit>
-std::vector<std::uint8_t> serial_marks(const Graph& g, const std::vector<BlockId>& roots, Admit admit) {
-  std::vector<std::uint8_t> marks(g.out.size(), 0);
+// The roots marked (each once) in `marks`, and the list a flood starts from.
+std::vector<BlockId> mark_roots(const std::vector<BlockId>& roots, std::vector<std::uint8_t>& marks) {
   std::vector<BlockId> pending;
   for (const BlockId r : roots)
     if (!marks[r]) {
       marks[r] = 1;
       pending.push_back(r);
     }
+  return pending;
+}
+
+// What the serial flood marks from `roots` along the edges `admit` takes.
+template <class Admit>
+std::vector<std::uint8_t> serial_marks(const Graph& g, const std::vector<BlockId>& roots, Admit admit) {
+  std::vector<std::uint8_t> marks(g.out.size(), 0);
+  std::vector<BlockId> pending = mark_roots(roots, marks);
   flood(pending, marks, [&](BlockId b) { return g.edges(b); }, admit);
   return marks;
 }
@@ -45,12 +51,7 @@ std::vector<std::uint8_t> serial_marks(const Graph& g, const std::vector<BlockId
 std::vector<std::uint8_t> parallel_marks(const Graph& g, const std::vector<BlockId>& roots, bool start_edges_only,
                                          unsigned workers, std::vector<std::vector<BlockId>>* skipped = nullptr) {
   std::vector<std::uint8_t> marks(g.out.size(), 0);
-  std::vector<BlockId> pending;
-  for (const BlockId r : roots)
-    if (!marks[r]) {
-      marks[r] = 1;
-      pending.push_back(r);
-    }
+  std::vector<BlockId> pending = mark_roots(roots, marks);
   if (skipped) skipped->assign(workers, {});
   parallel_flood(std::move(pending), marks, 1, workers, [&](BlockId b) { return g.edges(b); },
                  [&](std::uint32_t e, unsigned w) {
