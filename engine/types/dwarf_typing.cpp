@@ -98,7 +98,7 @@ class Propagator {
 
   void seed(std::uint16_t module, Address address, DwarfTypeId type) {
     if (!index(module)) return;
-    visit(address, module, type, kNoDwarfType, 0);
+    visit(address, module, type, kNoDwarfType);
     drain();
   }
 
@@ -224,47 +224,24 @@ class Propagator {
       const std::uint64_t count = top.count;
       queue_.pop_back();
       const std::uint64_t size = index(module)->type(type).size;
-      for (std::uint64_t i = 0; i < count; ++i) visit(address + i * size, module, type, node, 0);
+      for (std::uint64_t i = 0; i < count; ++i) visit(address + i * size, module, type, node);
     }
   }
 
-  void visit(Address at, std::uint16_t module, DwarfTypeId id, DwarfTypeId node, int depth) {
+  // Follows every pointer of the `id` object at `at`: from the type's plan when it has one, else by
+  // walking its members through the index.
+  void visit(Address at, std::uint16_t module, DwarfTypeId id, DwarfTypeId node) {
     const DwarfTypeIndex& ix = *index(module);
-    if (depth == 0)
-      if (const std::vector<PointerSlot>* slots = plan_of(module, ix, id)) {
-        for (const PointerSlot& slot : *slots)
-          follow(at + slot.offset, module, slot.pointee, slot.node == kInheritNode ? node : slot.node);
-        return;
-      }
-    id = ix.definition(id);
-    if (id == kNoDwarfType || depth > kMaxNesting) return;
-    const DwarfType& t = ix.type(id);
-    if (!t.has_pointers) return;
-    switch (t.kind) {
-      case DwarfType::Kind::structure: {
-        TypeFacts& f = facts(module);
-        if (const DwarfTypeId stored = cached(f.stored, id, stored_value_type, ix); stored != kNoDwarfType) {
-          visit(at, module, stored, node, depth + 1);
-          return;
-        }
-        const DwarfTypeId own = cached(f.node, id, node_type_of, ix);
-        for (const DwarfTypeMember& m : ix.members(id))
-          visit(at + m.offset, module, m.type, own != kNoDwarfType ? own : node, depth + 1);
-        return;
-      }
-      case DwarfType::Kind::array: {
-        const DwarfType& element = ix.type(ix.definition(t.target));
-        const std::uint64_t count = std::min(t.count, kMaxElements);
-        for (std::uint64_t i = 0; i < count && element.size; ++i)
-          visit(at + i * element.size, module, t.target, node, depth + 1);
-        return;
-      }
-      case DwarfType::Kind::pointer:
-        follow(at, module, ix.pointee(id), node);
-        return;
-      default:
-        return;
+    if (const std::vector<PointerSlot>* slots = plan_of(module, ix, id)) {
+      for (const PointerSlot& slot : *slots)
+        follow(at + slot.offset, module, slot.pointee, slot.node == kInheritNode ? node : slot.node);
+      return;
     }
+    auto follow_at = [&](std::uint64_t offset, DwarfTypeId pointee, DwarfTypeId slot_node) {
+      follow(at + offset, module, pointee, slot_node);
+      return true;
+    };
+    for_each_pointer(module, ix, id, 0, node, 0, follow_at);
   }
 
   // The plan of `id` (see TypeFacts::plan), made on first use; null when it has too many pointers.
@@ -273,7 +250,12 @@ class Propagator {
     if (id >= f.plan.size()) f.plan.resize(std::max<std::size_t>(ix.type_count(), id + 1), kPlanNotMade);
     if (f.plan[id] == kPlanNotMade) {
       std::vector<PointerSlot> slots;
-      if (plan_pointers(module, ix, id, 0, kInheritNode, 0, slots)) {
+      auto record = [&](std::uint64_t offset, DwarfTypeId pointee, DwarfTypeId slot_node) {
+        if (slots.size() == kMostSlots) return false;
+        slots.push_back({offset, pointee, slot_node});
+        return true;
+      };
+      if (for_each_pointer(module, ix, id, 0, kInheritNode, 0, record)) {
         f.plan[id] = static_cast<std::int32_t>(f.plans.size());
         f.plans.push_back(std::move(slots));
       } else {
@@ -283,9 +265,12 @@ class Propagator {
     return f.plan[id] == kNoPlan ? nullptr : &f.plans[static_cast<std::size_t>(f.plan[id])];
   }
 
-  // What visit() would follow from type `id` at `offset`, in its order, into `out`: false past kMostSlots.
-  bool plan_pointers(std::uint16_t module, const DwarfTypeIndex& ix, DwarfTypeId id, std::uint64_t offset,
-                     DwarfTypeId node, int depth, std::vector<PointerSlot>& out) {
+  // Calls fn(offset, pointee, node) for each pointer of type `id` placed at `offset`, in member order
+  // (`node`: the node type the pointer is followed with, a container's own passed down to its members);
+  // the one walk of a type's layout, for a visit and for a plan. Stops, and gives false, once fn does.
+  template <class Fn>
+  bool for_each_pointer(std::uint16_t module, const DwarfTypeIndex& ix, DwarfTypeId id, std::uint64_t offset,
+                        DwarfTypeId node, int depth, Fn& fn) {
     id = ix.definition(id);
     if (id == kNoDwarfType || depth > kMaxNesting) return true;
     const DwarfType& t = ix.type(id);
@@ -294,25 +279,22 @@ class Propagator {
       case DwarfType::Kind::structure: {
         TypeFacts& f = facts(module);
         if (const DwarfTypeId stored = cached(f.stored, id, stored_value_type, ix); stored != kNoDwarfType)
-          return plan_pointers(module, ix, stored, offset, node, depth + 1, out);
+          return for_each_pointer(module, ix, stored, offset, node, depth + 1, fn);
         const DwarfTypeId own = cached(f.node, id, node_type_of, ix);
         for (const DwarfTypeMember& m : ix.members(id))
-          if (!plan_pointers(module, ix, m.type, offset + m.offset, own != kNoDwarfType ? own : node, depth + 1, out))
+          if (!for_each_pointer(module, ix, m.type, offset + m.offset, own != kNoDwarfType ? own : node, depth + 1, fn))
             return false;
         return true;
       }
       case DwarfType::Kind::array: {
         const DwarfType& element = ix.type(ix.definition(t.target));
         const std::uint64_t count = std::min(t.count, kMaxElements);
-        if (element.size && count > kMostSlots) return false;
         for (std::uint64_t i = 0; i < count && element.size; ++i)
-          if (!plan_pointers(module, ix, t.target, offset + i * element.size, node, depth + 1, out)) return false;
+          if (!for_each_pointer(module, ix, t.target, offset + i * element.size, node, depth + 1, fn)) return false;
         return true;
       }
       case DwarfType::Kind::pointer:
-        if (out.size() == kMostSlots) return false;
-        out.push_back({offset, ix.pointee(id), node});
-        return true;
+        return fn(offset, ix.pointee(id), node);
       default:
         return true;
     }
