@@ -10,24 +10,27 @@ namespace heapscope {
 
 namespace {
 
-// Marks every block some root reaches: 1 where a chain of pointers to blocks' first bytes does
-// (valgrind's "definitely reachable"), 2 where every chain passes a pointer into a block's interior
-// ("possibly"). One traversal on all cores: first along start pointers alone, keeping the interior
-// pointers to blocks not marked yet; then from those, along every pointer, over what is still unmarked.
+// What reach() marks a block: reached by a chain of pointers to blocks' first bytes (valgrind's
+// "definitely reachable"), or only by chains through a pointer into some block's interior ("possibly").
+constexpr std::uint8_t kFirmly = 1, kPossibly = 2;
+
+// Marks every block some root reaches, kFirmly or kPossibly (0: none). One traversal on all cores: first
+// along start pointers alone, keeping the interior pointers to blocks not marked yet; then from those,
+// along every pointer, over what is still unmarked.
 std::vector<std::uint8_t> reach(const ReferenceGraph& g) {
-  constexpr std::uint8_t kFirmly = 1, kPossibly = 2;
   std::vector<std::uint8_t> marks(g.block_count(), 0);
   const unsigned workers = worker_count(g.block_count(), std::size_t{1} << 16);
   std::vector<std::vector<BlockId>> interior(workers);  // per worker: targets of interior pointers
   std::vector<BlockId> pending;
+  auto start_at = [&](BlockId to, std::uint8_t mark) {  // a flood's start, marked by the caller
+    if (marks[to]) return;
+    marks[to] = mark;
+    pending.push_back(to);
+  };
   for (std::size_t r = 0; r < g.root_count(); ++r)
     for (std::uint32_t e : g.root_edges(r)) {
-      const BlockId to = edge_target(e);
-      if (edge_is_interior(e)) interior[0].push_back(to);
-      else if (!marks[to]) {
-        marks[to] = kFirmly;
-        pending.push_back(to);
-      }
+      if (edge_is_interior(e)) interior[0].push_back(edge_target(e));
+      else start_at(edge_target(e), kFirmly);
     }
   auto out_edges = [&](BlockId b) { return g.out_edges(b); };
   parallel_flood(std::move(pending), marks, kFirmly, workers, out_edges, [&](std::uint32_t e, unsigned w) {
@@ -37,11 +40,7 @@ std::vector<std::uint8_t> reach(const ReferenceGraph& g) {
   });
   pending.clear();
   for (const std::vector<BlockId>& targets : interior)
-    for (const BlockId to : targets)
-      if (!marks[to]) {
-        marks[to] = kPossibly;
-        pending.push_back(to);
-      }
+    for (const BlockId to : targets) start_at(to, kPossibly);
   interior = {};
   parallel_flood(std::move(pending), marks, kPossibly, workers, out_edges, [](std::uint32_t, unsigned) { return true; });
   return marks;
@@ -70,7 +69,7 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
   run_workers(slices, [&](unsigned w) {
     const auto [first, last] = slice_of(n, slices, w);
     for (std::size_t b = first; b < last; ++b) {
-      out.possibly[b] = marks[b] == 2;
+      out.possibly[b] = marks[b] == kPossibly;
       if (marks[b]) {
         out.verdict[b] = Verdict::reachable;  // only allocated blocks are reached: no need to read the block
       } else if (is_allocated(heap.blocks[b].state)) {
