@@ -1,10 +1,13 @@
 #include "dwarf/type_index.h"
 
 #include <algorithm>
+#include <cstring>
+#include <span>
 
 #include <dwarf.h>
 
 #include "base/progress.h"
+#include "dwarf/die_scanner.h"
 
 namespace heapscope {
 
@@ -73,31 +76,128 @@ std::optional<StaticLocation> static_location(Dwarf_Die& variable) {
   return std::nullopt;
 }
 
+// A static location's bytes: DW_OP_addr A, or a TLS offset (DW_OP_const* N; DW_OP_*push_tls_address), the
+// two shapes static_location() takes from libdw, read from an expression the scanner found.
+std::optional<StaticLocation> static_location(std::span<const std::uint8_t> ops, std::uint8_t address_size) {
+  if (ops.empty()) return std::nullopt;
+  if (ops[0] == DW_OP_addr && ops.size() == 1u + address_size) {
+    std::uint64_t address = 0;
+    std::memcpy(&address, ops.data() + 1, address_size);
+    return StaticLocation{false, address};
+  }
+  const std::uint8_t last = ops.back();
+  if (last != DW_OP_GNU_push_tls_address && last != DW_OP_form_tls_address) return std::nullopt;
+  const std::span<const std::uint8_t> operand = ops.subspan(1, ops.size() - 2);
+  std::uint64_t offset = 0;
+  if (ops[0] == DW_OP_const4u || ops[0] == DW_OP_const8u) {
+    if (operand.size() != (ops[0] == DW_OP_const4u ? 4u : 8u)) return std::nullopt;
+    std::memcpy(&offset, operand.data(), operand.size());
+    return StaticLocation{true, offset};
+  }
+  if (ops[0] != DW_OP_constu || operand.empty() || operand.size() > 10) return std::nullopt;
+  for (std::size_t i = 0; i < operand.size(); ++i) {
+    const bool more = operand[i] & 0x80;
+    if (more != (i + 1 < operand.size())) return std::nullopt;  // the ULEB128 must fill the operand exactly
+    if (i < 10) offset |= std::uint64_t{operand[i] & 0x7fu} << (7 * i);
+  }
+  return StaticLocation{true, offset};
+}
+
+// What the index asks of one DIE: the scanner's reading of it, or libdw's answer where the two would
+// differ — an attribute the DIE does not hold itself but its DW_AT_abstract_origin or DW_AT_specification
+// does (libdw's *_integrate functions follow them), or one in a form the scanner does not follow.
+class DieFacts {
+ public:
+  DieFacts(const ScannedDie& die, Dwarf* dwarf, std::uint8_t address_size)
+      : die_(die), dwarf_(dwarf), address_size_(address_size) {}
+
+  std::string name() const {
+    if (!from_libdw(die_.name != nullptr)) return die_.name ? die_.name : "";
+    Dwarf_Die* d = libdw();
+    return d ? die_name(*d) : "";
+  }
+  bool declaration() const {
+    if (!from_libdw(die_.declaration.has_value())) return die_.declaration.value_or(false);
+    Dwarf_Die* d = libdw();
+    return d && has_flag(*d, DW_AT_declaration);
+  }
+  std::uint64_t specification() const { return reference(die_.specification, DW_AT_specification); }
+  std::uint64_t type() const { return reference(die_.type, DW_AT_type); }
+  std::optional<std::uint64_t> byte_size() const {  // the DIE's own (dwarf_attr, not integrated)
+    if (!die_.foreign) return die_.byte_size;
+    Dwarf_Die* d = libdw();
+    return d ? udata(*d, DW_AT_byte_size) : std::nullopt;
+  }
+  std::optional<StaticLocation> location() const {  // likewise
+    if (!die_.foreign) return heapscope::static_location(die_.location, address_size_);
+    Dwarf_Die* d = libdw();
+    return d ? heapscope::static_location(*d) : std::nullopt;
+  }
+  int language() const {
+    if (!from_libdw(die_.language.has_value())) return die_.language ? static_cast<int>(*die_.language) : -1;
+    Dwarf_Die* d = libdw();
+    return d ? dwarf_srclang(d) : -1;
+  }
+
+ private:
+  const ScannedDie& die_;
+  Dwarf* dwarf_;
+  std::uint8_t address_size_;
+  mutable std::optional<Dwarf_Die> libdw_;
+
+  bool from_libdw(bool own) const { return die_.foreign || (!own && die_.origin != 0); }
+  Dwarf_Die* libdw() const {
+    if (!libdw_) {
+      Dwarf_Die d;
+      if (!dwarf_offdie(dwarf_, die_.offset, &d)) return nullptr;
+      libdw_ = d;
+    }
+    return &*libdw_;
+  }
+  std::uint64_t reference(std::uint64_t own, int attribute) const {
+    if (!from_libdw(own != 0)) return own;
+    Dwarf_Die* d = libdw();
+    std::optional<Dwarf_Die> target = d ? die_reference(*d, attribute) : std::nullopt;
+    return target ? dwarf_dieoffset(&*target) : 0;
+  }
+};
+
 }  // namespace
 
 // One pass over every DIE: scope-qualified names of types, variables and functions, structure
-// definitions by name, and the variables with static storage.
+// definitions by name, and the variables with static storage. The DIEs come from the scanner
+// (dwarf/die_scanner.h), each unit's in order, a scope's children right after it.
 class TypeIndexBuilder {
  public:
-  explicit TypeIndexBuilder(DwarfTypeIndex& index) : index_(index) {}
+  TypeIndexBuilder(DwarfTypeIndex& index, Dwarf* dwarf) : index_(index), dwarf_(dwarf) {}
 
-  // Each unit's root: its types and variables, in the unit's scopes.
-  void walk_unit(Dwarf_Die& unit) {
-    const int language = dwarf_srclang(&unit);
-    c_unit_ = language == DW_LANG_C89 || language == DW_LANG_C || language == DW_LANG_C99 || language == DW_LANG_C11;
-    walk(unit, "", 0);
+  // The DIEs visit() reads, and the units' roots: of the others it needs nothing but to pass them.
+  static bool reads(int tag) {
+    switch (tag) {
+      case DW_TAG_compile_unit: case DW_TAG_partial_unit: case DW_TAG_type_unit: case DW_TAG_skeleton_unit:
+      case DW_TAG_namespace: case DW_TAG_structure_type: case DW_TAG_class_type: case DW_TAG_union_type:
+      case DW_TAG_enumeration_type: case DW_TAG_typedef: case DW_TAG_base_type: case DW_TAG_subprogram:
+      case DW_TAG_lexical_block: case DW_TAG_variable:
+        return true;
+      default:
+        return false;
+    }
   }
 
-  void walk(Dwarf_Die& parent, const std::string& prefix, int depth) {
-    constexpr int kMaxDepth = 48;
-    Dwarf_Die child;
-    if (depth > kMaxDepth || dwarf_child(&parent, &child) != 0) return;
-    do visit(child, prefix, depth);
-    while (dwarf_siblingof(&child, &child) == 0);
+  // Each unit's root: its types and variables, in the unit's scopes.
+  void walk_unit(DieScanner& unit) {
+    ScannedDie root;
+    if (!unit.next(root)) return;
+    address_size_ = unit.address_size();
+    const int language = facts(root).language();
+    c_unit_ = language == DW_LANG_C89 || language == DW_LANG_C || language == DW_LANG_C99 || language == DW_LANG_C11;
+    descend(unit, root, "", 0);
   }
 
  private:
   DwarfTypeIndex& index_;
+  Dwarf* dwarf_;
+  std::uint8_t address_size_ = 8;
   std::vector<std::pair<DwarfVariable, std::uint64_t>> pending_;  // variables and their type DIE offsets
   // A C unit's structures, unions and enumerations hold members, enumerators and unnamed types alone
   // (C has no nested scopes: GCC and Clang put every named type at the unit's level), none of which the
@@ -105,18 +205,29 @@ class TypeIndexBuilder {
   // members were a sixth of libc6-dbg's index time.
   bool c_unit_ = false;
 
+  DieFacts facts(const ScannedDie& die) const { return DieFacts(die, dwarf_, address_size_); }
+
+  // The children of `die` (the DIE the scanner gave last), in the scope `prefix`; skipped past too deep.
+  void descend(DieScanner& unit, const ScannedDie& die, const std::string& prefix, int depth) {
+    constexpr int kMaxDepth = 48;
+    if (!die.has_children) return;
+    if (depth > kMaxDepth) return unit.skip_children(die);
+    ScannedDie child;
+    while (unit.next(child)) visit(unit, child, prefix, depth);
+  }
+
   // A DIE's scope-qualified name, and whether that is only its own name: what every lookup falls back to
   // (die_name), so it is not kept (most of a C library's names, a third of the time of its index).
   struct Qualified {
     std::string name;
     bool own = true;
   };
-  Qualified qualified(Dwarf_Die& die, const std::string& prefix) const {
-    if (std::optional<Dwarf_Die> spec = die_reference(die, DW_AT_specification)) {
-      auto it = index_.qualified_names_.find(dwarf_dieoffset(&*spec));
+  Qualified qualified(const DieFacts& die, const std::string& prefix) const {
+    if (const std::uint64_t spec = die.specification()) {
+      auto it = index_.qualified_names_.find(spec);
       if (it != index_.qualified_names_.end()) return {it->second, false};
     }
-    std::string name = die_name(die);  // a definition's DW_AT_specification gives it the declaration's
+    std::string name = die.name();  // a definition's DW_AT_specification gives it the declaration's
     if (name.empty() || prefix.empty()) return {std::move(name), true};
     return {prefix + name, false};
   }
@@ -125,67 +236,64 @@ class TypeIndexBuilder {
     if (!q.own && !q.name.empty()) index_.qualified_names_[offset] = q.name;
   }
 
-  void visit(Dwarf_Die& die, const std::string& prefix, int depth) {
-    const int tag = dwarf_tag(&die);
-    const std::uint64_t offset = dwarf_dieoffset(&die);
-    switch (tag) {
+  void visit(DieScanner& unit, const ScannedDie& die, const std::string& prefix, int depth) {
+    const DieFacts f = facts(die);
+    switch (die.tag) {
       case DW_TAG_namespace: {
-        const std::string name = die_name(die);
-        walk(die, prefix + (name.empty() ? "(anonymous namespace)" : name) + "::", depth + 1);
-        return;
+        const std::string name = f.name();
+        return descend(unit, die, prefix + (name.empty() ? "(anonymous namespace)" : name) + "::", depth + 1);
       }
       case DW_TAG_structure_type:
       case DW_TAG_class_type:
       case DW_TAG_union_type:
       case DW_TAG_enumeration_type: {
-        const Qualified q = qualified(die, prefix);
+        const Qualified q = qualified(f, prefix);
         const std::string& name = q.name;
+        if (name.empty() || c_unit_) unit.skip_children(die);
         if (name.empty()) return;
-        remember(offset, q);
-        if (tag != DW_TAG_enumeration_type && !has_flag(die, DW_AT_declaration) &&
-            index_.definitions_.try_emplace(name, offset).second && tag != DW_TAG_union_type)
-          if (const std::optional<Dwarf_Word> size = udata(die, DW_AT_byte_size); size && *size > 0)
-            index_.structure_sizes_.push_back({*size, offset});
-        if (!c_unit_) walk(die, name + "::", depth + 1);
+        remember(die.offset, q);
+        if (die.tag != DW_TAG_enumeration_type && !f.declaration() &&
+            index_.definitions_.try_emplace(name, die.offset).second && die.tag != DW_TAG_union_type)
+          if (const std::optional<std::uint64_t> size = f.byte_size(); size && *size > 0)
+            index_.structure_sizes_.push_back({*size, die.offset});
+        if (!c_unit_) descend(unit, die, name + "::", depth + 1);
         return;
       }
       case DW_TAG_typedef:
       case DW_TAG_base_type:
-        remember(offset, qualified(die, prefix));
-        return;
+        remember(die.offset, qualified(f, prefix));
+        return unit.skip_children(die);
       case DW_TAG_subprogram: {
-        const Qualified q = qualified(die, prefix);
-        remember(offset, q);
-        walk(die, q.name.empty() ? prefix : q.name + "::", depth + 1);
-        return;
+        const Qualified q = qualified(f, prefix);
+        remember(die.offset, q);
+        return descend(unit, die, q.name.empty() ? prefix : q.name + "::", depth + 1);
       }
       case DW_TAG_lexical_block:
-        walk(die, prefix, depth + 1);
-        return;
+        return descend(unit, die, prefix, depth + 1);
       case DW_TAG_variable:
-        add_variable(die, prefix);
-        return;
+        add_variable(die.offset, f, prefix);
+        return unit.skip_children(die);
       default:
-        return;
+        return unit.skip_children(die);
     }
   }
 
   // A variable with a static address is indexed; a declaration's qualified name is kept for the definition
   // that names it (DW_AT_specification). A function's locals are neither, and are most of a C library's
   // variables: no name is made for them (a third of libc's index time and most of its memory).
-  void add_variable(Dwarf_Die& die, const std::string& prefix) {
-    const std::optional<StaticLocation> where = static_location(die);
-    if (!where && !has_flag(die, DW_AT_declaration)) return;
+  void add_variable(std::uint64_t offset, const DieFacts& die, const std::string& prefix) {
+    const std::optional<StaticLocation> where = die.location();
+    if (!where && !die.declaration()) return;
     const Qualified q = qualified(die, prefix);
     const std::string& name = q.name;
-    remember(dwarf_dieoffset(&die), q);
-    std::optional<Dwarf_Die> type = die_reference(die, DW_AT_type);
+    remember(offset, q);
+    const std::uint64_t type = die.type();
     if (!where || !type || name.empty()) return;
     DwarfVariable v;
     v.name = name;
     v.tls = where->tls;
     v.address = where->address;
-    pending_.push_back({std::move(v), dwarf_dieoffset(&*type)});
+    pending_.push_back({std::move(v), type});
   }
 
  public:
@@ -200,14 +308,13 @@ class TypeIndexBuilder {
 std::unique_ptr<DwarfTypeIndex> DwarfTypeIndex::build(const DwarfFile& dwarf) {
   auto index = std::make_unique<DwarfTypeIndex>();
   index->dwarf_ = &dwarf;
-  TypeIndexBuilder builder(*index);
-  dwarf.for_each_die([&](Dwarf_Die& die, Dwarf_Die* parent) {
-    if (!parent) {  // each unit's root: the builder walks it with its own scopes
+  TypeIndexBuilder builder(*index, dwarf.dwarf());
+  // A unit whose bytes do not decode is left where the scanner stopped, as libdw's walk would stop.
+  if (const std::optional<DieSections> sections = DieSections::of(dwarf.dwarf()))
+    DieScanner::for_each_unit(dwarf.dwarf(), *sections, TypeIndexBuilder::reads, [&](DieScanner& unit) {
       progress_check();  // a big program's DWARF takes seconds: Ctrl-C between its units (base/progress.h)
-      builder.walk_unit(die);
-    }
-    return false;
-  });
+      builder.walk_unit(unit);
+    });
   builder.resolve_variables();
   std::sort(index->structure_sizes_.begin(), index->structure_sizes_.end());
   return index;

@@ -17,21 +17,12 @@
 #include "dwarf/debug_image.h"
 #include "dwarf/dwarf_file.h"
 #include "elf/elf_file.h"
+#include "libc_debug_file.h"
 
 using namespace heapscope;
+using heapscope::testing::libc_debug_file;
 
 namespace {
-
-std::string libc_debug_file() {
-  const std::unique_ptr<ElfFile> libc = ElfFile::open("/lib/x86_64-linux-gnu/libc.so.6", nullptr);
-  REQUIRE(libc);
-  const std::optional<std::string> id = libc->build_id();
-  REQUIRE(id);
-  const std::string path = "/usr/lib/debug/.build-id/" + id->substr(0, 2) + "/" + id->substr(2) + ".debug";
-  INFO("libc6-dbg's file for this libc: " << path);
-  REQUIRE(std::filesystem::exists(path));
-  return path;
-}
 
 // Every DIE's offset, tag and name, in order, as one string.
 std::string every_die(Dwarf* dwarf) {
