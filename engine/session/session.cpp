@@ -312,15 +312,24 @@ const Retention& Session::retention() {
     const HeapModel& h = heap();
     const RootSet& r = roots();
     const ReferenceGraph& g = graph();
-    // What globals hold and the reverse edges need no call stacks: they are built while the stacks may
-    // still be unwinding on top's thread ahead (which waits for libc's DWARF).
+    // What globals hold needs no call stacks: it is found while the stacks may still be unwinding on
+    // top's thread ahead (which waits for libc's DWARF).
     const RetentionEdges& edges = retention_edges();
-    if (g.block_count() > 0) {
-      PhaseTimer timer("dominators: reverse edges");
-      (void)g.in_edges(0);  // built on first use; timed apart, as other commands share them
-    }
-    const auto& f = frames();
-    return std::make_unique<Retention>(*image_, symbols_, h, r, g, &f, &edges);
+    // The dominator tree's depth-first numbering follows edges forward only; the reverse edges are first
+    // asked for after it (a block's predecessors), and are built on a second thread meanwhile (once, for
+    // every command that shares them: the tree waits for them there if they are not done).
+    std::unique_ptr<Retention> out;
+    run_workers(2, [&](unsigned worker) {
+      if (worker == 1) {
+        if (g.block_count() == 0) return;
+        PhaseTimer timer("dominators: reverse edges");
+        (void)g.in_edges(0);
+        return;
+      }
+      const auto& f = frames();
+      out = std::make_unique<Retention>(*image_, symbols_, h, r, g, &f, &edges);
+    });
+    return out;
   });
 }
 
