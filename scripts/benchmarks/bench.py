@@ -213,14 +213,11 @@ def print_read_floors(cores, floors, results, runs):
               f"{size / 2**30 / floors[blocks]:.2f} | {ratio} |")
 
 
-def measure_reference(chap, cores, runs):
-    """Per core: chap's load (Measurement or None), why it failed, and its leaked count."""
-    loads = {}
-    for blocks, core in cores:
-        load, failure = reference.time_load(chap, core, runs)
-        count, count_failure = reference.leak_count(chap, core) if load else (None, None)
-        loads[blocks] = (load, failure or count_failure, count)
-    return loads
+def reference_load(chap, core, runs):
+    """chap's load of core (Measurement or None), why it failed, and its leaked count."""
+    load, failure = reference.time_load(chap, core, runs)
+    count, count_failure = reference.leak_count(chap, core) if load else (None, None)
+    return load, failure or count_failure, count
 
 
 def print_reference(loads, results, expected_leaks, runs):
@@ -434,6 +431,7 @@ def main():
           "peak RSS incl. core pages |".format(args.runs))
     print("|---|---|---|---|---|---|---|---|")
     cores, results, floors, edges, expected_leaks, verdict_lines, leaked_files = [], {}, {}, {}, {}, [], {}
+    loads = {}
     for blocks in args.blocks:
         core, leaked_file = make_core(args.work, generator, blocks, args.leak_percent, args.preload)
         cores.append((blocks, core))
@@ -446,6 +444,10 @@ def main():
                   f"{m.cpu:.3f} s | {mib(m.anon)} | {m.anon / blocks:.1f} | {m.rss / 2**20:.0f} MiB |", flush=True)
             if args.phases:
                 print_phases(heapscope, core, command)
+        # chap's load of this core right after heapscope's runs on it, not after every core's: this VM's speed
+        # drifts by a tenth over the half hour a full run takes, and the ratio is of the two at one time.
+        if chap:
+            loads[blocks] = reference_load(chap, core, args.runs)
         floors[blocks] = read_floor(core, args.runs)
         expected, found, false_pos, false_neg = check_verdicts(heapscope, core, leaked_file)
         expected_leaks[blocks] = expected
@@ -454,7 +456,6 @@ def main():
             edges[blocks] = graph_edge_count(heapscope, core)
 
     print_read_floors(cores, floors, results, args.runs)
-    loads = measure_reference(chap, cores, args.runs) if chap else {}
     if chap:
         print_reference(loads, results, expected_leaks, args.runs)
     print()
