@@ -147,6 +147,9 @@ inline void progress_step(std::uint64_t units) {
 inline void progress_check() {
   if (Progress* p = current_progress()) p->check();
 }
+// A loop over millions of items checks once every kCheckMask + 1 of them: often enough for Ctrl-C to
+// answer at once, seldom enough to cost nothing (`if ((i & kCheckMask) == 0) progress_check();`).
+inline constexpr std::uint64_t kCheckMask = 0xffff;
 
 // Runs `fn` with the current thread's Progress installed, keeping the first exception it throws for
 // rethrow(): a worker of a thread pool (an exception must not leave a std::thread).

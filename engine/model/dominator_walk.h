@@ -107,7 +107,7 @@ DominatorWalk walk_dominators(const Retention& r, std::span<const std::uint32_t>
     std::vector<std::uint32_t> path;
     const auto [first, last] = slice_of(r.block_count(), n, w);
     for (std::size_t i = first; i < last; ++i) {
-      if ((i & 0xffff) == 0) progress_check();
+      if ((i & kCheckMask) == 0) progress_check();
       const auto b = static_cast<BlockId>(i);
       if (!r.reachable(b)) continue;
       settle_owner(r, walk.owner, b, path);

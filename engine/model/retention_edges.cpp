@@ -5,11 +5,13 @@
 #include <set>
 
 #include "base/progress.h"
+#include "base/workers.h"
+#include "model/parallel_flood.h"
 
 namespace heapscope {
 
 RetentionEdges::RetentionEdges(const ReferenceGraph& graph, const RootSet& roots)
-    : graph_(graph), roots_(roots), held_by_globals_(graph.block_count(), false),
+    : graph_(graph), roots_(roots), held_by_globals_((graph.block_count() + 63) / 64, 0),
       has_dropped_(graph.block_count(), false) {
   std::map<BlockId, std::vector<const RootRange*>> slots_by_block;
   for (const RootRange& r : roots.ranges)
@@ -61,33 +63,64 @@ void RetentionEdges::drop_slot_edges(BlockId holder, const std::vector<const Roo
 }
 
 void RetentionEdges::find_what_globals_hold() {
+  // A byte a block while the workers flood (each mark set once, by whichever gets there first), then a bit.
+  std::vector<std::uint8_t> held(graph_.block_count(), 0);
   std::vector<BlockId> pending;
   for (std::size_t r = 0; r < roots_.ranges.size(); ++r)
     if (roots_.ranges[r].kind == RootKind::global)
       for (const std::uint32_t e : graph_.root_edges(r))
-        if (!held_by_globals_[edge_target(e)]) {
-          held_by_globals_[edge_target(e)] = true;
+        if (!held[edge_target(e)]) {
+          held[edge_target(e)] = 1;
           pending.push_back(edge_target(e));
         }
   progress_total(graph_.block_count());  // at most every block once
-  flood(pending, held_by_globals_, [&](BlockId b) { return out_edges(b); }, [](std::uint32_t) { return true; });
+  const unsigned workers = worker_count(graph_.block_count(), kBlocksPerWorker);
+  parallel_flood(std::move(pending), held, 1, workers, [&](BlockId b) { return out_edges(b); },
+                 [](std::uint32_t, unsigned) { return true; });
+  run_workers(workers, [&](unsigned w) {  // 64 blocks a word, each worker its own words
+    const auto [first, last] = slice_of(held_by_globals_.size(), workers, w);
+    for (std::size_t word = first; word < last; ++word) {
+      std::uint64_t bits = 0;
+      for (std::size_t b = word * 64, end = std::min(held.size(), b + 64); b < end; ++b)
+        bits |= std::uint64_t{held[b]} << (b & 63);
+      held_by_globals_[word] = bits;
+    }
+  });
 }
 
 // The few blocks outside what globals hold that point into it (a thread's own objects pointing to shared
-// ones) lose those edges; the others, and every block globals hold, keep theirs.
+// ones) lose those edges; the others, and every block globals hold, keep theirs. The workers find them,
+// each in a slice of the blocks; they are recorded in block order, as one pass would.
 void RetentionEdges::drop_borrowed() {
-  for (BlockId b = 0; b < graph_.block_count(); ++b) {
-    if (held_by_globals_[b]) continue;
-    const std::span<const std::uint32_t> edges = out_edges(b);
-    if (std::none_of(edges.begin(), edges.end(), [&](std::uint32_t e) { return held_by_globals_[edge_target(e)]; }))
-      continue;
+  struct Borrowing {
+    BlockId block;
     std::vector<std::uint32_t> kept;
-    for (const std::uint32_t e : edges)
-      if (held_by_globals_[edge_target(e)]) dropped_into_[edge_target(e)].push_back(b);
-      else kept.push_back(e);
-    out_[b] = std::move(kept);
-    has_dropped_[b] = true;
-  }
+  };
+  const unsigned n = worker_count(graph_.block_count(), kBlocksPerWorker);
+  std::vector<std::vector<Borrowing>> found(n);
+  run_workers(n, [&](unsigned w) {
+    const auto [first, last] = slice_of(graph_.block_count(), n, w);
+    for (std::size_t i = first; i < last; ++i) {
+      if ((i & kCheckMask) == 0) progress_check();
+      const auto b = static_cast<BlockId>(i);
+      if (held_by_globals(b)) continue;
+      const std::span<const std::uint32_t> edges = out_edges(b);
+      if (std::none_of(edges.begin(), edges.end(), [&](std::uint32_t e) { return held_by_globals(edge_target(e)); }))
+        continue;
+      Borrowing borrowing{b, {}};
+      for (const std::uint32_t e : edges)
+        if (!held_by_globals(edge_target(e))) borrowing.kept.push_back(e);
+      found[w].push_back(std::move(borrowing));
+    }
+  });
+  for (std::vector<Borrowing>& slice : found)
+    for (Borrowing& borrowing : slice) {
+      const BlockId b = borrowing.block;
+      for (const std::uint32_t e : out_edges(b))
+        if (held_by_globals(edge_target(e))) dropped_into_[edge_target(e)].push_back(b);
+      out_[b] = std::move(borrowing.kept);
+      has_dropped_[b] = true;
+    }
 }
 
 void RetentionEdges::filter_in_edges() {

@@ -30,10 +30,10 @@ class RetentionEdges {
   std::span<const std::uint32_t> out_edges(BlockId b) const;
   std::span<const std::uint32_t> in_edges(BlockId b) const;
   // Whether a global holds the block, through any chain of the edges above.
-  bool held_by_globals(BlockId b) const { return held_by_globals_[b]; }
+  bool held_by_globals(BlockId b) const { return held_by_globals_[b / 64] >> (b % 64) & 1; }
   // Whether a pointer to block `b` in root range `root` holds it (false: borrowed).
   bool root_holds(const RootRange& root, BlockId b) const {
-    return root.kind == RootKind::global || !held_by_globals_[b];
+    return root.kind == RootKind::global || !held_by_globals(b);
   }
   bool root_holds(std::size_t root, BlockId b) const { return root_holds(roots_.ranges[root], b); }
 
@@ -45,7 +45,7 @@ class RetentionEdges {
 
   const ReferenceGraph& graph_;
   const RootSet& roots_;
-  std::vector<bool> held_by_globals_;
+  std::vector<std::uint64_t> held_by_globals_;  // a bit per block
   std::unordered_map<BlockId, std::vector<BlockId>> dropped_into_;  // block → the blocks whose edge to it is dropped
   std::unordered_map<BlockId, std::vector<std::uint32_t>> out_, in_;  // the edges kept, where some are dropped
   // A bit per block that out_ or in_ holds: the dominator computation asks for every block's edges, and a

@@ -16,9 +16,6 @@
 namespace heapscope {
 namespace {
 
-// The query's own loops look for Ctrl-C every 65536 blocks (base/progress.h).
-constexpr std::uint64_t kCheckMask = 0xffff;
-
 // What the image lacks that could hold pointers to heap blocks ("3 thread stacks and 8192 bytes of
 // writable memory"), empty when nothing.
 std::string unseen_memory(const Image& image) {

@@ -19,9 +19,6 @@ namespace heapscope {
 
 namespace {
 
-// The query's own loops look for Ctrl-C every 65536 blocks (base/progress.h).
-constexpr std::uint64_t kCheckMask = 0xffff;
-
 double percent_of_heap(const Retention& r, std::uint64_t bytes) {
   return r.in_use_bytes() ? 100.0 * static_cast<double>(bytes) / static_cast<double>(r.in_use_bytes()) : 0;
 }

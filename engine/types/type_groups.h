@@ -87,7 +87,7 @@ void TypeGroups::number_in_block_order(std::size_t count, Keep keep) {
     };
     const auto [first, last] = slice_of(count, n, w);
     for (std::size_t b = first; b < last; ++b) {
-      if ((b & 0xffff) == 0) progress_check();
+      if ((b & kCheckMask) == 0) progress_check();
       if (keep(static_cast<BlockId>(b)) && !seen(key_of(static_cast<BlockId>(b)))) firsts[w].push_back(static_cast<BlockId>(b));
     }
   });
