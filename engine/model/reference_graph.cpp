@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_map>
 
 #include "base/progress.h"
 #include "base/workers.h"
@@ -210,20 +211,36 @@ void ReferenceGraph::build_reverse() const {
       in_offsets_ = CompactOffsets(saved_in_offsets_);
       return;
     }
-    std::vector<std::uint32_t> in_offsets(block_count_ + 1, 0);
+    // A byte a block counts each block's in-edges, and then, as they are placed, how many are: the few
+    // blocks with 255 or more (an array many blocks point to) count the rest in a map. The offsets are made
+    // compact from the counts directly; a full offset per block as the fill's cursor was 4 bytes a block
+    // of fresh pages, at the time the dominator tree's depth-first search makes its own arrays.
+    std::vector<std::uint8_t> counts(block_count_, 0);
+    std::unordered_map<BlockId, std::uint32_t> more;
+    auto count = [&](BlockId b) -> std::uint32_t {
+      if (counts[b] < 0xff) return counts[b]++;
+      return 0xff + more[b]++;
+    };
     for (const Part& p : parts_)
-      for (std::uint32_t e : p.edges) ++in_offsets[edge_target(e) + 1];
-    for (std::size_t i = 1; i < in_offsets.size(); ++i) in_offsets[i] += in_offsets[i - 1];
-    // Each block's offset serves as its own fill cursor, ending at the next block's start; the offsets are
-    // then moved up by one. A copy of them as cursors would be 4 more bytes a block of fresh pages.
+      for (std::uint32_t e : p.edges) count(edge_target(e));
+    CompactOffsets::Builder offsets(block_count_);
+    for (std::size_t b = 0; b < block_count_; ++b) {
+      std::uint32_t n = counts[b];
+      if (n == 0xff)
+        if (const auto it = more.find(static_cast<BlockId>(b)); it != more.end()) n += it->second;
+      offsets.add(n);
+    }
+    in_offsets_ = offsets.finish();
+    std::fill(counts.begin(), counts.end(), 0);
+    more.clear();
     std::vector<std::uint32_t> in_edges(edge_count_);
     for_each_block_edges([&](BlockId b, std::span<const std::uint32_t> out) {
-      for (std::uint32_t e : out) in_edges[in_offsets[edge_target(e)]++] = b | (e & kInteriorBit);
+      for (std::uint32_t e : out) {
+        const BlockId to = edge_target(e);
+        in_edges[in_offsets_.range(to).first + count(to)] = b | (e & kInteriorBit);
+      }
     });
-    std::copy_backward(in_offsets.begin(), in_offsets.end() - 1, in_offsets.end());
-    in_offsets[0] = 0;
-    in_offsets_ = CompactOffsets(in_offsets);
-    in_offsets = {};  // 4 bytes a block: gone before anything else is made
+    counts = {};
 
     // Root edges are few beside blocks: sorted (block, root) pairs, not an offset per block.
     std::vector<std::pair<BlockId, std::uint32_t>> pairs;

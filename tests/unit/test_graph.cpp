@@ -142,6 +142,29 @@ TEST_CASE("reference graph: edges, interior flags and reverse edges") {
   CHECK(g.edge_count() == 2);
 }
 
+TEST_CASE("reference graph: the reverse edges of blocks with hundreds of referrers, in their order") {
+  // Block 0 has 300 referrers, block 1 exactly 255 (where a byte's count ends), block 2 has 44; every
+  // block's in-edges are then checked against the out-edges, referrers in block order.
+  Fixture f(600);
+  for (int from = 3; from < 303; ++from) f.link(from, 0, 0);
+  for (int from = 303; from < 558; ++from) f.link(from, 1, 1);
+  for (int from = 558; from < 600; ++from) f.link(from, 2, 2);
+  f.link(0, 2, 0);
+  f.link(1, 2, 0, 8);
+  const BlockIndex g_index(f.heap);
+  const ReferenceGraph g(f.image, g_index, f.roots, 2);
+  std::vector<std::vector<std::uint32_t>> expected(600);
+  for (BlockId b = 0; b < 600; ++b)
+    for (const std::uint32_t e : g.out_edges(b)) expected[edge_target(e)].push_back(b | (e & kInteriorBit));
+  CHECK(expected[0].size() == 300);
+  CHECK(expected[1].size() == 255);
+  CHECK(expected[2].size() == 44);
+  for (BlockId b = 0; b < 600; ++b) {
+    const std::span<const std::uint32_t> in = g.in_edges(b);
+    CHECK(std::vector<std::uint32_t>(in.begin(), in.end()) == expected[b]);
+  }
+}
+
 TEST_CASE("reference graph: the workers' slices cover every block once, whatever the blocks' sizes") {
   // 20,000 blocks, the first quarter of 512-byte chunks and the rest of 32: slices of equal bytes are not
   // slices of equal counts. Each block points to the next; the last to none.
