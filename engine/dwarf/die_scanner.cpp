@@ -115,19 +115,26 @@ struct DieScanner::Reader {
   }
 };
 
-void DieScanner::for_each_unit(Dwarf* dwarf, const DieSections& sections, TagFilter reads_tag,
-                               const std::function<void(DieScanner&)>& scan) {
+std::vector<DieScanner::Unit> DieScanner::units_of(Dwarf* dwarf, const DieSections& sections) {
+  std::vector<Unit> units;
   Dwarf_Off offset = 0, next = 0, abbrev_offset = 0;
   std::size_t header_size = 0;
   Dwarf_Half version = 0;
   std::uint8_t address_size = 0, offset_size = 0;
   while (dwarf_next_unit(dwarf, offset, &next, &header_size, &version, &abbrev_offset, &address_size,
                          &offset_size, nullptr, nullptr) == 0) {
-    Unit unit{offset, std::min<std::uint64_t>(next, sections.info.size()), offset + header_size, version,
-              abbrev_offset, address_size, offset_size};
+    units.push_back({offset, std::min<std::uint64_t>(next, sections.info.size()), offset + header_size, version,
+                     abbrev_offset, address_size, offset_size});
+    offset = next;
+  }
+  return units;
+}
+
+void DieScanner::for_each_unit(Dwarf* dwarf, const DieSections& sections, TagFilter reads_tag,
+                               const std::function<void(DieScanner&)>& scan) {
+  for (const Unit& unit : units_of(dwarf, sections)) {
     DieScanner scanner(sections, unit, reads_tag);
     scan(scanner);
-    offset = next;
   }
 }
 

@@ -60,8 +60,9 @@ class DieScanner {
   // The tags whose DIEs the caller reads; of any other DIE only its tag, children and sibling are read.
   using TagFilter = bool (*)(int tag);
 
-  // Calls `scan` with a scanner at the root of each unit of .debug_info, in order, as dwarf_next_unit
-  // finds them.
+  // The units of .debug_info, in order, as dwarf_next_unit finds them.
+  static std::vector<Unit> units_of(Dwarf* dwarf, const DieSections& sections);
+  // Calls `scan` with a scanner at the root of each of them.
   static void for_each_unit(Dwarf* dwarf, const DieSections& sections, TagFilter reads_tag,
                             const std::function<void(DieScanner&)>& scan);
 

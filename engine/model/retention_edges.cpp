@@ -96,31 +96,25 @@ void RetentionEdges::drop_borrowed() {
     BlockId block;
     std::vector<std::uint32_t> kept;
   };
-  const unsigned n = worker_count(graph_.block_count(), kBlocksPerWorker);
-  std::vector<std::vector<Borrowing>> found(n);
-  run_workers(n, [&](unsigned w) {
-    const auto [first, last] = slice_of(graph_.block_count(), n, w);
-    for (std::size_t i = first; i < last; ++i) {
-      if ((i & kCheckMask) == 0) progress_check();
-      const auto b = static_cast<BlockId>(i);
-      if (held_by_globals(b)) continue;
-      const std::span<const std::uint32_t> edges = out_edges(b);
-      if (std::none_of(edges.begin(), edges.end(), [&](std::uint32_t e) { return held_by_globals(edge_target(e)); }))
-        continue;
-      Borrowing borrowing{b, {}};
-      for (const std::uint32_t e : edges)
-        if (!held_by_globals(edge_target(e))) borrowing.kept.push_back(e);
-      found[w].push_back(std::move(borrowing));
-    }
-  });
-  for (std::vector<Borrowing>& slice : found)
-    for (Borrowing& borrowing : slice) {
-      const BlockId b = borrowing.block;
-      for (const std::uint32_t e : out_edges(b))
-        if (held_by_globals(edge_target(e))) dropped_into_[edge_target(e)].push_back(b);
-      out_[b] = std::move(borrowing.kept);
-      has_dropped_[b] = true;
-    }
+  std::vector<Borrowing> found =
+      collect_in_slices<Borrowing>(graph_.block_count(), kBlocksPerWorker, [&](std::size_t i, std::vector<Borrowing>& out) {
+        const auto b = static_cast<BlockId>(i);
+        if (held_by_globals(b)) return;
+        const std::span<const std::uint32_t> edges = out_edges(b);
+        if (std::none_of(edges.begin(), edges.end(), [&](std::uint32_t e) { return held_by_globals(edge_target(e)); }))
+          return;
+        Borrowing borrowing{b, {}};
+        for (const std::uint32_t e : edges)
+          if (!held_by_globals(edge_target(e))) borrowing.kept.push_back(e);
+        out.push_back(std::move(borrowing));
+      });
+  for (Borrowing& borrowing : found) {
+    const BlockId b = borrowing.block;
+    for (const std::uint32_t e : out_edges(b))
+      if (held_by_globals(edge_target(e))) dropped_into_[edge_target(e)].push_back(b);
+    out_[b] = std::move(borrowing.kept);
+    has_dropped_[b] = true;
+  }
 }
 
 void RetentionEdges::filter_in_edges() {

@@ -232,19 +232,10 @@ std::optional<RetainerPath> shortest_path(Session& s, const BlockNames& names, c
 // The reachable nodes but the super-root that retain at least `least` bytes, in id order: one pass on all
 // cores over the whole tree, for the few nodes the suspects are looked for among.
 std::vector<std::uint32_t> nodes_retaining(const Retention& r, std::uint64_t least) {
-  const unsigned n = worker_count(r.node_count(), kBlocksPerWorker);
-  std::vector<std::vector<std::uint32_t>> found(n);
-  run_workers(n, [&](unsigned w) {
-    const auto [first, last] = slice_of(r.node_count(), n, w);
-    for (std::size_t v = first; v < last; ++v) {
-      if ((v & kCheckMask) == 0) progress_check();
-      const auto node = static_cast<std::uint32_t>(v);
-      if (node != r.super_root() && r.reachable(node) && r.retained_bytes(node) >= least) found[w].push_back(node);
-    }
+  return collect_in_slices<std::uint32_t>(r.node_count(), kBlocksPerWorker, [&](std::size_t v, auto& out) {
+    const auto node = static_cast<std::uint32_t>(v);
+    if (node != r.super_root() && r.reachable(node) && r.retained_bytes(node) >= least) out.push_back(node);
   });
-  std::vector<std::uint32_t> out;
-  for (const auto& slice : found) out.insert(out.end(), slice.begin(), slice.end());
-  return out;
 }
 
 // Eclipse MAT's accumulation point: going down from a big retainer through the node that retains the

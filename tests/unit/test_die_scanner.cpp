@@ -165,18 +165,7 @@ TEST_CASE("damaged DIE bytes end a unit's reading inside its bounds", "[dwarf]")
   DieSections damaged = *real;
   damaged.info = info;
   damaged.abbrev = abbrev;
-  std::vector<DieScanner::Unit> units;
-  {
-    Dwarf_Off offset = 0, next = 0, abbrev_offset = 0;
-    std::size_t header = 0;
-    Dwarf_Half version = 0;
-    std::uint8_t address_size = 0, offset_size = 0;
-    while (dwarf_next_unit(file->dwarf(), offset, &next, &header, &version, &abbrev_offset, &address_size,
-                           &offset_size, nullptr, nullptr) == 0) {
-      units.push_back({offset, next, offset + header, version, abbrev_offset, address_size, offset_size});
-      offset = next;
-    }
-  }
+  const std::vector<DieScanner::Unit> units = DieScanner::units_of(file->dwarf(), *real);
   REQUIRE(!units.empty());
   // The DIEs read of `unit`, in order from its root; each takes at least a byte.
   auto dies_read = [&](const DieScanner::Unit& unit) {
