@@ -1,6 +1,7 @@
 #include "queries/retention_report.h"
 
 #include <algorithm>
+#include <optional>
 #include <limits>
 #include <cmath>
 #include <functional>
@@ -504,11 +505,17 @@ const char* top_by_name(TopBy by) {
 
 TopReport build_top_report(Session& s, TopBy by, std::size_t count) {
   if (count == 0) count = std::numeric_limits<std::size_t>::max();  // -n 0: all
-  // The names need every module's DWARF index, and both the names and the tree need the call stacks;
-  // none of these needs the heap: they are computed on a thread of their own while the heap is walked and
-  // scanned.
+  // The names need the DWARF index of each module whose data points to a block, and both the names and
+  // the tree need the call stacks; none of these needs the heap: they are computed on a thread of their own
+  // while the heap is walked and scanned. Which modules point to blocks is known once the roots and the
+  // block index are: a module the thread comes to after that is skipped when its data points to none (the
+  // names would not read its index; a module it comes to before is indexed whether or not).
   const Session::Ahead ahead(s, [&s](const std::atomic<bool>& stop) {
-    s.dwarf_indexes().load_all(stop);
+    std::optional<std::vector<bool>> pointing;
+    s.dwarf_indexes().load_all(stop, [&](std::size_t module) {
+      if (!pointing) pointing = s.modules_pointing_to_blocks_if_ready();
+      return !pointing || (*pointing)[module];
+    });
     if (!stop) s.frames();
   });
   s.graph();

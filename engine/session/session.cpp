@@ -237,7 +237,7 @@ std::unique_ptr<BlockNames> Session::name_blocks(const NamingScope& scope) {
   // The call stacks and the verdicts are asked for only where they are used, so that a second thread
   // (top's) can compute them meanwhile.
   if (scope.from_roots)
-    type_blocks_from_dwarf(*image_, symbols_, h, index, &frames(), names->types, *names->dwarf, scope.within);
+    type_blocks_from_dwarf(*image_, symbols_, h, index, r, &frames(), names->types, *names->dwarf, scope.within);
   if (scope.leaks) {
     // The namers of leaks follow pointers from the leaked blocks into the leaked blocks alone, so that what
     // names a reachable block is the roots, whatever leaked (and reachable_names() and leak_names() give
@@ -336,6 +336,19 @@ const Retention& Session::retention() {
 const Retention* Session::retention_if_computed() {
   std::lock_guard lock(retention_.mutex);
   return retention_.value.get();
+}
+
+std::optional<std::vector<bool>> Session::modules_pointing_to_blocks_if_ready() {
+  const RootSet* roots = nullptr;
+  const BlockIndex* index = nullptr;
+  {
+    std::unique_lock roots_lock(roots_.mutex, std::try_to_lock), index_lock(block_index_.mutex, std::try_to_lock);
+    if (!roots_lock || !index_lock) return std::nullopt;  // being computed
+    roots = roots_.value.get();
+    index = block_index_.value.get();
+  }
+  if (!roots || !index) return std::nullopt;
+  return modules_pointing_to_blocks(*image_, symbols_, *index, *roots);
 }
 
 const BlockNames* Session::names_if_computed() {

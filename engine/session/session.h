@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <span>
 #include <stdexcept>
@@ -122,6 +123,9 @@ class Session {
   const Retention& retention();           // dominator tree and retained sizes
   // The dominator tree when some command has built it already; null otherwise.
   const Retention* retention_if_computed();
+  // Per module, whether its static data or TLS points to a block (types/dwarf_typing.h), once the roots and
+  // the block index are computed; nullopt before (it never waits for them).
+  std::optional<std::vector<bool>> modules_pointing_to_blocks_if_ready();
 
   // Computes the products `a` and `b` ask for on two threads at once (what they share first: each is
   // computed once, by whichever asks first), for commands that need two costly products independent of

@@ -401,8 +401,39 @@ const DwarfTypeIndex* DwarfIndexes::index(std::size_t module) const {
   return l.index.get();
 }
 
-void DwarfIndexes::load_all(const std::atomic<bool>& stop) const {
-  for (std::size_t m = 0; m < loaded_.size() && !stop; ++m) index(m);
+void DwarfIndexes::load_all(const std::atomic<bool>& stop, const std::function<bool(std::size_t)>& wanted) const {
+  for (std::size_t m = 0; m < loaded_.size() && !stop; ++m)
+    if (!wanted || wanted(m)) index(m);
+}
+
+std::vector<bool> modules_pointing_to_blocks(const Image& image, const SymbolIndex& symbols, const BlockIndex& index,
+                                             const RootSet& roots) {
+  const auto& modules = image.modules();
+  std::vector<bool> pointing(modules.size(), false);
+  MemoryCursor mem(image);
+  auto any_block_start = [&](Address start, Address end) {
+    for (Address at = start & ~Address{7}; at + 8 <= end; at += 8) {
+      const std::uint64_t value = mem.u64(at).value_or(0);
+      const BlockId b = value ? index.find(value) : kNoBlock;
+      if (b != kNoBlock && index.blocks()[b].address() == value) return true;
+    }
+    return false;
+  };
+  std::vector<std::pair<Address, Address>> spans(modules.size(), {~Address{0}, 0});
+  for (const RootRange& r : roots.ranges)
+    if (r.kind == RootKind::global && r.module < modules.size()) {
+      spans[r.module].first = std::min(spans[r.module].first, r.start);
+      spans[r.module].second = std::max(spans[r.module].second, r.end);
+    }
+  for (std::size_t m = 0; m < modules.size(); ++m)
+    pointing[m] = spans[m].first < spans[m].second && any_block_start(spans[m].first, spans[m].second);
+  for (const StaticTlsBlock& block : static_tls_blocks(image, symbols)) {
+    const auto m = static_cast<std::size_t>(block.module - modules.data());
+    for (const ThreadState& thread : image.threads())
+      if (!pointing[m] && thread.fs_base())
+        pointing[m] = any_block_start(thread.fs_base() + block.start, thread.fs_base() + block.start + block.size);
+  }
+  return pointing;
 }
 
 namespace {
@@ -432,13 +463,14 @@ void seed_locals(const Image& image, const std::vector<std::vector<Frame>>& fram
 }  // namespace
 
 void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
-                            const BlockIndex& index, const std::vector<std::vector<Frame>>* frames,
+                            const BlockIndex& index, const RootSet& roots, const std::vector<std::vector<Frame>>* frames,
                             BlockTypes& types, DwarfTypes& dwarf, const std::vector<bool>* within) {
   Propagator propagate(image, heap, index, types, dwarf, within);
   const std::vector<StaticTlsBlock> tls = static_tls_blocks(image, symbols);
+  const std::vector<bool> pointing = modules_pointing_to_blocks(image, symbols, index, roots);
   const auto& modules = image.modules();
   for (std::size_t m = 0; m < modules.size() && m < DwarfTypeRef::kNoModule; ++m) {
-    const DwarfTypeIndex* ix = dwarf.index(m);
+    const DwarfTypeIndex* ix = pointing[m] ? dwarf.index(m) : nullptr;
     if (!ix) continue;
     const auto module = static_cast<std::uint16_t>(m);
     for (const DwarfVariable& v : ix->variables()) {

@@ -22,6 +22,7 @@
 #include "dwarf/type_index.h"
 #include "frames/unwind.h"
 #include "model/block_index.h"
+#include "model/roots.h"
 #include "heap/heap_model.h"
 #include "image/image.h"
 #include "symbols/symbol_index.h"
@@ -49,8 +50,9 @@ class DwarfIndexes {
 
   // Null when the module has no DWARF (none in the file, no separate debug file found).
   const DwarfTypeIndex* index(std::size_t module) const;
-  // Builds the index of every module, in module order, until `stop` is set.
-  void load_all(const std::atomic<bool>& stop) const;
+  // Builds the index of every module `wanted` (asked just before each; every module without it), in module
+  // order, until `stop` is set.
+  void load_all(const std::atomic<bool>& stop, const std::function<bool(std::size_t module)>& wanted = {}) const;
 
  private:
   std::shared_ptr<const DwarfFiles> files_;
@@ -88,14 +90,22 @@ class DwarfTypes {
   std::shared_ptr<const DwarfIndexes> indexes_;
 };
 
+// Per module of the image: whether an aligned word of its writable segments (the span its global roots
+// cover, finalizer slots included) or of its static TLS block in some thread is the start of an allocated
+// block. A variable's DWARF type leads to nothing else (Propagator::follow), so the variables of a module
+// without one type nothing, and its DWARF need not be read for them.
+std::vector<bool> modules_pointing_to_blocks(const Image& image, const SymbolIndex& symbols, const BlockIndex& index,
+                                             const RootSet& roots);
+
 // Types the blocks BlockTypes left unknown, from the modules' variables; names them in `types` ("Client",
-// "char[]" for a block holding several chars) and records each block's DWARF type in `dwarf`.
+// "char[]" for a block holding several chars) and records each block's DWARF type in `dwarf`. Only the
+// modules modules_pointing_to_blocks finds have their variables read.
 // With the threads' `frames` (may be null), the local variables DWARF locates are typed roots too. With
 // `within` (closed under predecessors, as infer_types takes it), pointers are followed into its blocks
 // only: every block in it gets the type the whole-heap pass would give it, since each type arrives along
 // a chain of pointers whose blocks all lead to it.
 void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
-                            const BlockIndex& index, const std::vector<std::vector<Frame>>* frames,
+                            const BlockIndex& index, const RootSet& roots, const std::vector<std::vector<Frame>>* frames,
                             BlockTypes& types, DwarfTypes& dwarf, const std::vector<bool>* within = nullptr);
 
 // Typing from blocks instead of roots, for the blocks no root reaches (leaks, types/leak_naming.h).
