@@ -277,23 +277,25 @@ bool DieScanner::skip_form(Reader& r, std::uint16_t form) {
   return !r.bad;
 }
 
-namespace {
-
 // An attribute's value, as far as the index uses it.
-struct Value {
+struct DieScanner::Value {
   enum class Kind { constant, flag, reference, string, string_index, block, other, foreign } kind = Kind::other;
   std::uint64_t number = 0;
   const char* string = nullptr;
   std::span<const std::uint8_t> block;
 };
 
-}  // namespace
-
 bool DieScanner::read_attribute(Reader& r, const Step& step, ScannedDie& die) {
-  std::uint16_t form = step.form;
+  const std::optional<Value> v = read_value(r, step.form, step.implicit);
+  if (!v) return false;
+  keep(step.attribute, *v, die);
+  return true;
+}
+
+std::optional<DieScanner::Value> DieScanner::read_value(Reader& r, std::uint16_t form, std::int64_t implicit) {
   if (form == DW_FORM_indirect) {
     const std::uint64_t actual = r.uleb();
-    if (actual == DW_FORM_indirect || actual == DW_FORM_implicit_const || actual > 0xffff) return false;
+    if (actual == DW_FORM_indirect || actual == DW_FORM_implicit_const || actual > 0xffff) return std::nullopt;
     form = static_cast<std::uint16_t>(actual);
   }
   Value v;
@@ -310,7 +312,7 @@ bool DieScanner::read_attribute(Reader& r, const Step& step, ScannedDie& die) {
     case DW_FORM_data8: v.kind = K::constant; v.number = r.fixed(8); break;
     case DW_FORM_udata: v.kind = K::constant; v.number = r.uleb(); break;
     case DW_FORM_sdata: v.kind = K::constant; v.number = static_cast<std::uint64_t>(r.sleb()); break;
-    case DW_FORM_implicit_const: v.kind = K::constant; v.number = static_cast<std::uint64_t>(step.implicit); break;
+    case DW_FORM_implicit_const: v.kind = K::constant; v.number = static_cast<std::uint64_t>(implicit); break;
     case DW_FORM_flag: v.kind = K::flag; v.number = r.fixed(1); break;
     case DW_FORM_flag_present: v.kind = K::flag; v.number = 1; break;
     case DW_FORM_ref1: v.kind = K::reference; v.number = unit_.offset + r.fixed(1); break;
@@ -338,16 +340,21 @@ bool DieScanner::read_attribute(Reader& r, const Step& step, ScannedDie& die) {
     case DW_FORM_ref_sig8: case DW_FORM_ref_sup4: case DW_FORM_ref_sup8: case DW_FORM_strp_sup:
     case kFormGnuRefAlt: case kFormGnuStrpAlt: case kFormGnuStrIndex:
       v.kind = K::foreign;
-      if (!skip_form(r, form)) return false;
+      if (!skip_form(r, form)) return std::nullopt;
       break;
     default:
-      v.kind = K::other;
-      if (!skip_form(r, form)) return false;
+      if (!skip_form(r, form)) return std::nullopt;
       break;
   }
-  if (r.bad) return false;
+  if (r.bad) return std::nullopt;
+  return v;
+}
+
+// Keeps what the index asks of attribute `attribute` with value `v` in `die`.
+void DieScanner::keep(std::uint16_t attribute, const Value& v, ScannedDie& die) {
+  using K = Value::Kind;
   const bool foreign = v.kind == K::foreign;
-  switch (step.attribute) {
+  switch (attribute) {
     case DW_AT_name:
       if (foreign) die.foreign = true;
       else if (v.kind == K::string) die.name = v.string ? v.string : "";
@@ -357,19 +364,18 @@ bool DieScanner::read_attribute(Reader& r, const Step& step, ScannedDie& die) {
     case DW_AT_specification:
     case DW_AT_abstract_origin:
     case DW_AT_type:
-    case DW_AT_sibling: {
+    case DW_AT_sibling:
       if (foreign) {
-        if (step.attribute != DW_AT_sibling) die.foreign = true;
+        if (attribute != DW_AT_sibling) die.foreign = true;
         break;
       }
       if (v.kind != K::reference) break;
-      if (step.attribute == DW_AT_specification) die.specification = v.number;
-      if (step.attribute == DW_AT_type) die.type = v.number;
-      if (step.attribute == DW_AT_sibling) die.sibling = v.number;
-      if (step.attribute == DW_AT_abstract_origin || (step.attribute == DW_AT_specification && !die.origin))
+      if (attribute == DW_AT_specification) die.specification = v.number;
+      if (attribute == DW_AT_type) die.type = v.number;
+      if (attribute == DW_AT_sibling) die.sibling = v.number;
+      if (attribute == DW_AT_abstract_origin || (attribute == DW_AT_specification && !die.origin))
         die.origin = v.number;
       break;
-    }
     case DW_AT_declaration: die.declaration = v.kind == K::flag && v.number != 0; break;
     case DW_AT_byte_size:
       if (v.kind == K::constant) die.byte_size = v.number;
@@ -385,7 +391,6 @@ bool DieScanner::read_attribute(Reader& r, const Step& step, ScannedDie& die) {
       break;
     default: break;
   }
-  return true;
 }
 
 bool DieScanner::next(ScannedDie& die) {

@@ -92,6 +92,7 @@ class DieScanner {
     bool defined = false;
   };
   struct Reader;
+  struct Value;
 
   const DieSections& sections_;
   Unit unit_;
@@ -106,6 +107,8 @@ class DieScanner {
   void read_abbrevs();
   std::optional<std::uint32_t> fixed_size(std::uint16_t form) const;
   bool read_attribute(Reader& r, const Step& step, ScannedDie& die);
+  std::optional<Value> read_value(Reader& r, std::uint16_t form, std::int64_t implicit);
+  void keep(std::uint16_t attribute, const Value& v, ScannedDie& die);
   bool skip_form(Reader& r, std::uint16_t form);
   const char* string_at(std::span<const std::uint8_t> section, std::uint64_t offset) const;
   const char* indexed_string(std::uint64_t index) const;
