@@ -93,7 +93,8 @@ class DwarfTypes {
 // Per module of the image: whether an aligned word of its writable segments (the span its global roots
 // cover, finalizer slots included) or of its static TLS block in some thread is the start of an allocated
 // block. A variable's DWARF type leads to nothing else (Propagator::follow), so the variables of a module
-// without one type nothing, and its DWARF need not be read for them.
+// without one type nothing, and its DWARF need not be read for them. Words are read aligned, as the
+// pointer scan reads them: a pointer at an odd offset of a packed structure is not looked at.
 std::vector<bool> modules_pointing_to_blocks(const Image& image, const SymbolIndex& symbols, const BlockIndex& index,
                                              const RootSet& roots);
 
