@@ -29,6 +29,13 @@ class BlockIndex {
     return s ? find_in(*s, addr) : kNoBlock;
   }
 
+  // The allocated block whose user bytes start exactly at addr (what malloc returned for it); kNoBlock
+  // otherwise: a pointer a type's layout or a container's shape says leads to a whole object.
+  BlockId starting_at(Address addr) const {
+    const BlockId b = find(addr);
+    return b != kNoBlock && (*blocks_)[b].address() == addr ? b : kNoBlock;
+  }
+
   const BlockArray& blocks() const { return *blocks_; }
   std::size_t memory_bytes() const;
 

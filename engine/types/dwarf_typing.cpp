@@ -309,10 +309,9 @@ class Propagator {
     if (target.size == 0 || target.kind == DwarfType::Kind::function) return;
     const std::uint64_t value = mem_.u64(at).value_or(0);  // unreadable or null: nothing to follow
     if (value == 0) return;
-    const BlockId b = index_.find(value);
+    const BlockId b = index_.starting_at(value);
     if (b == kNoBlock || (within_ && !(*within_)[b])) return;
     const Block& block = heap_.blocks[b];
-    if (block.address() != value) return;
     const std::uint32_t had = types_.type_id(b);
     if (had != BlockTypes::kUnknown && evidence_ == Naming::inferred) return;  // a guess never renames
     if (had != BlockTypes::kUnknown && !is_dwarf_named(had)) {
@@ -414,8 +413,7 @@ std::vector<bool> modules_pointing_to_blocks(const Image& image, const SymbolInd
   auto any_block_start = [&](Address start, Address end) {
     for (Address at = start & ~Address{7}; at + 8 <= end; at += 8) {
       const std::uint64_t value = mem.u64(at).value_or(0);
-      const BlockId b = value ? index.find(value) : kNoBlock;
-      if (b != kNoBlock && index.blocks()[b].address() == value) return true;
+      if (value && index.starting_at(value) != kNoBlock) return true;
     }
     return false;
   };

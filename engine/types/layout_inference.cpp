@@ -172,8 +172,8 @@ class LayoutChecker {
 
   // The allocated block starting exactly at `value`, or null.
   const Block* block_at(Address value) const {
-    const BlockId b = index_.find(value);
-    return b != kNoBlock && heap_.blocks[b].address() == value ? &heap_.blocks[b] : nullptr;
+    const BlockId b = index_.starting_at(value);
+    return b != kNoBlock ? &heap_.blocks[b] : nullptr;
   }
 
   Check check(const Block& block, const Slot& s) {

@@ -59,14 +59,9 @@ class ShapeNamer {
 
   std::optional<std::uint64_t> word(Address a) { return mem_.u64(a); }
 
-  // The block starting exactly at `a`, allocated, whatever its name; kNoBlock otherwise.
-  BlockId block_at(Address a) const {
-    const BlockId b = index_.find(a);
-    return b != kNoBlock && heap_.blocks[b].address() == a ? b : kNoBlock;
-  }
-  // The same, among the blocks to name and still unnamed.
+  // The block starting exactly at `a` (BlockIndex::starting_at), among the blocks to name and still unnamed.
   BlockId target_at(Address a) const {
-    const BlockId b = block_at(a);
+    const BlockId b = index_.starting_at(a);
     return b != kNoBlock && targets_[b] && types_.type_id(b) == BlockTypes::kUnknown ? b : kNoBlock;
   }
   // The block was sized for `bytes` (as its allocator rounds a request up).
@@ -104,7 +99,7 @@ class ShapeNamer {
     // of the program's own ring whose third word happens to count the others: such a list (made by
     // `new std::list`) is left unnamed rather than risk naming a ring.
     const auto size = word(a + 16);  // first: a word most places rule out, before a block lookup
-    if (!size || *size == 0 || *size > kMostNodes || block_at(a) != kNoBlock) return false;
+    if (!size || *size == 0 || *size > kMostNodes || index_.starting_at(a) != kNoBlock) return false;
     std::vector<BlockId> nodes;
     Address previous = a;
     auto next = word(a);
@@ -205,7 +200,7 @@ class ShapeNamer {
           (*node - map_start) % 8 != 0)
         return false;
       const auto slot = word(*node);
-      const BlockId chunk = block_at(*chunk_first);
+      const BlockId chunk = index_.starting_at(*chunk_first);
       if (!slot || *slot != *chunk_first || chunk == kNoBlock || *cur < *chunk_first || *cur > *chunk_last ||
           !sized_for(chunk, *chunk_last - *chunk_first))
         return false;
