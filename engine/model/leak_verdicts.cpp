@@ -22,15 +22,10 @@ std::vector<std::uint8_t> reach(const ReferenceGraph& g) {
   const unsigned workers = worker_count(g.block_count(), std::size_t{1} << 16);
   std::vector<std::vector<BlockId>> interior(workers);  // per worker: targets of interior pointers
   std::vector<BlockId> pending;
-  auto start_at = [&](BlockId to, std::uint8_t mark) {  // a flood's start, marked by the caller
-    if (marks[to]) return;
-    marks[to] = mark;
-    pending.push_back(to);
-  };
   for (std::size_t r = 0; r < g.root_count(); ++r)
     for (std::uint32_t e : g.root_edges(r)) {
       if (edge_is_interior(e)) interior[0].push_back(edge_target(e));
-      else start_at(edge_target(e), kFirmly);
+      else add_flood_start(pending, marks, edge_target(e), kFirmly);
     }
   auto out_edges = [&](BlockId b) { return g.out_edges(b); };
   parallel_flood(std::move(pending), marks, kFirmly, workers, out_edges, [&](std::uint32_t e, unsigned w) {
@@ -40,7 +35,7 @@ std::vector<std::uint8_t> reach(const ReferenceGraph& g) {
   });
   pending.clear();
   for (const std::vector<BlockId>& targets : interior)
-    for (const BlockId to : targets) start_at(to, kPossibly);
+    for (const BlockId to : targets) add_flood_start(pending, marks, to, kPossibly);
   interior = {};
   parallel_flood(std::move(pending), marks, kPossibly, workers, out_edges, [](std::uint32_t, unsigned) { return true; });
   return marks;

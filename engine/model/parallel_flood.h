@@ -80,6 +80,15 @@ class Pool {
 
 }  // namespace parallel_flood_detail
 
+// Adds block `b` to a flood's starts (`pending`), marked `mark`, unless it is marked already: the floods
+// below and in reference_graph.h take their starts marked.
+inline void add_flood_start(std::vector<BlockId>& pending, std::vector<std::uint8_t>& marks, BlockId b,
+                            std::uint8_t mark) {
+  if (marks[b]) return;
+  marks[b] = mark;
+  pending.push_back(b);
+}
+
 // From the blocks on `pending` (marked by the caller), marks with `mark` and follows every edge of
 // `next(block)` that `admit(edge, worker)` accepts and that leads to a block whose mark is still 0; a
 // block is visited by one worker, once. `admit` is called from the workers at once: what it records, it

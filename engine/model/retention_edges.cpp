@@ -68,11 +68,7 @@ void RetentionEdges::find_what_globals_hold() {
   std::vector<BlockId> pending;
   for (std::size_t r = 0; r < roots_.ranges.size(); ++r)
     if (roots_.ranges[r].kind == RootKind::global)
-      for (const std::uint32_t e : graph_.root_edges(r))
-        if (!held[edge_target(e)]) {
-          held[edge_target(e)] = 1;
-          pending.push_back(edge_target(e));
-        }
+      for (const std::uint32_t e : graph_.root_edges(r)) add_flood_start(pending, held, edge_target(e), 1);
   progress_total(graph_.block_count());  // at most every block once
   const unsigned workers = worker_count(graph_.block_count(), kBlocksPerWorker);
   parallel_flood(std::move(pending), held, 1, workers, [&](BlockId b) { return out_edges(b); },

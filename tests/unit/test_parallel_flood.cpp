@@ -31,11 +31,7 @@ Graph random_graph(std::mt19937& rng, std::size_t blocks, std::size_t edges) {
 // The roots marked (each once) in `marks`, and the list a flood starts from.
 std::vector<BlockId> mark_roots(const std::vector<BlockId>& roots, std::vector<std::uint8_t>& marks) {
   std::vector<BlockId> pending;
-  for (const BlockId r : roots)
-    if (!marks[r]) {
-      marks[r] = 1;
-      pending.push_back(r);
-    }
+  for (const BlockId r : roots) add_flood_start(pending, marks, r, 1);
   return pending;
 }
 
