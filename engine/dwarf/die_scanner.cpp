@@ -235,6 +235,10 @@ void DieScanner::read_abbrevs() {
   failed_ = r.bad;
 }
 
+const DieScanner::Abbrev* DieScanner::abbrev_of(std::uint64_t code) const {
+  return code < abbrevs_.size() && abbrevs_[code].defined ? &abbrevs_[code] : nullptr;
+}
+
 const char* DieScanner::string_at(std::span<const std::uint8_t> section, std::uint64_t offset) const {
   if (offset >= section.size()) return "";  // libdw would find no string: the name is empty
   // A string section ends with a NUL, so every string in it ends: only a damaged one needs the search.
@@ -249,6 +253,14 @@ const char* DieScanner::indexed_string(std::uint64_t index) const {
   std::uint64_t offset = 0;
   std::memcpy(&offset, sections_.str_offsets.data() + at, unit_.offset_size);
   return string_at(sections_.str, offset);
+}
+
+// DW_FORM_indirect's form, read where the value would be; nullopt for one that cannot be (another
+// indirection, an implicit constant, which keeps its value in the abbreviation, or no form at all).
+std::optional<std::uint16_t> DieScanner::indirect_form(Reader& r) {
+  const std::uint64_t form = r.uleb();
+  if (r.bad || form == DW_FORM_indirect || form == DW_FORM_implicit_const || form > 0xffff) return std::nullopt;
+  return static_cast<std::uint16_t>(form);
 }
 
 bool DieScanner::skip_form(Reader& r, std::uint16_t form) {
@@ -268,9 +280,8 @@ bool DieScanner::skip_form(Reader& r, std::uint16_t form) {
       break;
     case DW_FORM_sdata: r.sleb(); break;
     case DW_FORM_indirect: {
-      const std::uint64_t actual = r.uleb();
-      if (actual == DW_FORM_indirect || actual == DW_FORM_implicit_const || actual > 0xffff) return false;
-      return skip_form(r, static_cast<std::uint16_t>(actual));
+      const std::optional<std::uint16_t> actual = indirect_form(r);
+      return actual && skip_form(r, *actual);
     }
     default: return false;  // a form DWARF does not define: nothing after it can be found
   }
@@ -294,9 +305,9 @@ bool DieScanner::read_attribute(Reader& r, const Step& step, ScannedDie& die) {
 
 std::optional<DieScanner::Value> DieScanner::read_value(Reader& r, std::uint16_t form, std::int64_t implicit) {
   if (form == DW_FORM_indirect) {
-    const std::uint64_t actual = r.uleb();
-    if (actual == DW_FORM_indirect || actual == DW_FORM_implicit_const || actual > 0xffff) return std::nullopt;
-    form = static_cast<std::uint16_t>(actual);
+    const std::optional<std::uint16_t> actual = indirect_form(r);
+    if (!actual) return std::nullopt;
+    form = *actual;
   }
   Value v;
   using K = Value::Kind;
@@ -398,15 +409,16 @@ bool DieScanner::next(ScannedDie& die) {
   Reader r{sections_.info.data(), pos_, unit_.end};
   const std::uint64_t offset = pos_;
   const std::uint64_t code = r.uleb();
-  if (r.bad || (code != 0 && (code >= abbrevs_.size() || !abbrevs_[code].defined))) {
-    failed_ = true;
-    return false;
-  }
-  if (code == 0) {
+  if (code == 0 && !r.bad) {
     pos_ = r.pos;
     return false;
   }
-  const Abbrev& a = abbrevs_[code];
+  const Abbrev* abbrev = r.bad ? nullptr : abbrev_of(code);
+  if (!abbrev) {
+    failed_ = true;
+    return false;
+  }
+  const Abbrev& a = *abbrev;
   die = ScannedDie{};
   name_index_.reset();
   die.offset = offset;
@@ -441,25 +453,25 @@ void DieScanner::skip_children(const ScannedDie& die) {
   Reader r{sections_.info.data(), pos_, unit_.end};
   for (std::uint64_t depth = 1; depth > 0;) {
     const std::uint64_t code = r.uleb();
-    if (r.bad || (code != 0 && (code >= abbrevs_.size() || !abbrevs_[code].defined))) {
-      failed_ = true;
-      return;
-    }
-    if (code == 0) {
+    if (code == 0 && !r.bad) {
       --depth;
       continue;
     }
-    const Abbrev& a = abbrevs_[code];
-    for (std::uint32_t i = a.first; i < a.first + a.count; ++i) {
+    const Abbrev* a = r.bad ? nullptr : abbrev_of(code);
+    if (!a) {
+      failed_ = true;
+      return;
+    }
+    for (std::uint32_t i = a->first; i < a->first + a->count; ++i) {
       const Step& step = steps_[i];
       if (step.attribute == 0) r.skip(step.skip);
-      else if (step.form != DW_FORM_implicit_const && !skip_form(r, step.form)) r.bad = true;
+      else if (!skip_form(r, step.form)) r.bad = true;
     }
     if (r.bad) {
       failed_ = true;
       return;
     }
-    if (a.children) ++depth;
+    if (a->children) ++depth;
   }
   pos_ = r.pos;
 }

@@ -109,7 +109,9 @@ class DieScanner {
   bool read_attribute(Reader& r, const Step& step, ScannedDie& die);
   std::optional<Value> read_value(Reader& r, std::uint16_t form, std::int64_t implicit);
   void keep(std::uint16_t attribute, const Value& v, ScannedDie& die);
+  const Abbrev* abbrev_of(std::uint64_t code) const;  // null for a code the unit's table does not define
   bool skip_form(Reader& r, std::uint16_t form);
+  static std::optional<std::uint16_t> indirect_form(Reader& r);
   const char* string_at(std::span<const std::uint8_t> section, std::uint64_t offset) const;
   const char* indexed_string(std::uint64_t index) const;
 };
