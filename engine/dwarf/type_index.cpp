@@ -63,21 +63,16 @@ struct StaticLocation {
   std::uint64_t address = 0;
 };
 
-std::optional<StaticLocation> static_location(Dwarf_Die& variable) {
+// DW_AT_location's expression as libdw reads it; empty for none, or a location list.
+std::span<const std::uint8_t> location_bytes(Dwarf_Die& variable) {
   Dwarf_Attribute attr;
-  Dwarf_Op* ops = nullptr;
-  std::size_t count = 0;
-  if (!dwarf_attr(&variable, DW_AT_location, &attr) || dwarf_getlocation(&attr, &ops, &count) != 0) return std::nullopt;
-  if (count == 1 && ops[0].atom == DW_OP_addr) return StaticLocation{false, ops[0].number};
-  const bool constant = count == 2 && (ops[0].atom == DW_OP_const8u || ops[0].atom == DW_OP_const4u ||
-                                       ops[0].atom == DW_OP_constu);
-  if (constant && (ops[1].atom == DW_OP_GNU_push_tls_address || ops[1].atom == DW_OP_form_tls_address))
-    return StaticLocation{true, ops[0].number};
-  return std::nullopt;
+  Dwarf_Block block;
+  if (!dwarf_attr(&variable, DW_AT_location, &attr) || dwarf_formblock(&attr, &block) != 0) return {};
+  return {block.data, block.length};
 }
 
-// A static location's bytes: DW_OP_addr A, or a TLS offset (DW_OP_const* N; DW_OP_*push_tls_address), the
-// two shapes static_location() takes from libdw, read from an expression the scanner found.
+// A variable's static location from its DW_AT_location expression: exactly DW_OP_addr A, or a TLS offset
+// (DW_OP_const* N; DW_OP_*push_tls_address).
 std::optional<StaticLocation> static_location(std::span<const std::uint8_t> ops, std::uint8_t address_size) {
   if (ops.empty()) return std::nullopt;
   if (ops[0] == DW_OP_addr && ops.size() == 1u + address_size) {
@@ -129,9 +124,9 @@ class DieFacts {
     return d ? udata(*d, DW_AT_byte_size) : std::nullopt;
   }
   std::optional<StaticLocation> location() const {  // likewise
-    if (!die_.foreign) return heapscope::static_location(die_.location, address_size_);
+    if (!die_.foreign) return static_location(die_.location, address_size_);
     Dwarf_Die* d = libdw();
-    return d ? heapscope::static_location(*d) : std::nullopt;
+    return d ? static_location(location_bytes(*d), address_size_) : std::nullopt;
   }
   int language() const {
     if (!from_libdw(die_.language.has_value())) return die_.language ? static_cast<int>(*die_.language) : -1;
