@@ -348,7 +348,7 @@ std::optional<std::vector<bool>> Session::modules_pointing_to_blocks_if_ready() 
     index = block_index_.value.get();
   }
   if (!roots || !index) return std::nullopt;
-  return modules_pointing_to_blocks(*image_, symbols_, *index, *roots);
+  return modules_pointing_to_blocks(*image_, *index, *roots, static_tls_blocks(*image_, symbols_));
 }
 
 const BlockNames* Session::names_if_computed() {

@@ -405,8 +405,8 @@ void DwarfIndexes::load_all(const std::atomic<bool>& stop, const std::function<b
     if (!wanted || wanted(m)) index(m);
 }
 
-std::vector<bool> modules_pointing_to_blocks(const Image& image, const SymbolIndex& symbols, const BlockIndex& index,
-                                             const RootSet& roots) {
+std::vector<bool> modules_pointing_to_blocks(const Image& image, const BlockIndex& index, const RootSet& roots,
+                                             std::span<const StaticTlsBlock> tls) {
   const auto& modules = image.modules();
   std::vector<bool> pointing(modules.size(), false);
   MemoryCursor mem(image);
@@ -425,7 +425,7 @@ std::vector<bool> modules_pointing_to_blocks(const Image& image, const SymbolInd
     }
   for (std::size_t m = 0; m < modules.size(); ++m)
     pointing[m] = spans[m].first < spans[m].second && any_block_start(spans[m].first, spans[m].second);
-  for (const StaticTlsBlock& block : static_tls_blocks(image, symbols)) {
+  for (const StaticTlsBlock& block : tls) {
     const auto m = static_cast<std::size_t>(block.module - modules.data());
     for (const ThreadState& thread : image.threads())
       if (!pointing[m] && thread.fs_base())
@@ -465,7 +465,7 @@ void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, cons
                             BlockTypes& types, DwarfTypes& dwarf, const std::vector<bool>* within) {
   Propagator propagate(image, heap, index, types, dwarf, within);
   const std::vector<StaticTlsBlock> tls = static_tls_blocks(image, symbols);
-  const std::vector<bool> pointing = modules_pointing_to_blocks(image, symbols, index, roots);
+  const std::vector<bool> pointing = modules_pointing_to_blocks(image, index, roots, tls);
   const auto& modules = image.modules();
   for (std::size_t m = 0; m < modules.size() && m < DwarfTypeRef::kNoModule; ++m) {
     const DwarfTypeIndex* ix = pointing[m] ? dwarf.index(m) : nullptr;

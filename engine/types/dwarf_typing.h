@@ -23,6 +23,7 @@
 #include "frames/unwind.h"
 #include "model/block_index.h"
 #include "model/roots.h"
+#include "runtime/static_tls.h"
 #include "heap/heap_model.h"
 #include "image/image.h"
 #include "symbols/symbol_index.h"
@@ -95,8 +96,9 @@ class DwarfTypes {
 // block. A variable's DWARF type leads to nothing else (Propagator::follow), so the variables of a module
 // without one type nothing, and its DWARF need not be read for them. Words are read aligned, as the
 // pointer scan reads them: a pointer at an odd offset of a packed structure is not looked at.
-std::vector<bool> modules_pointing_to_blocks(const Image& image, const SymbolIndex& symbols, const BlockIndex& index,
-                                             const RootSet& roots);
+// `tls`: the image's static TLS blocks (static_tls_blocks).
+std::vector<bool> modules_pointing_to_blocks(const Image& image, const BlockIndex& index, const RootSet& roots,
+                                             std::span<const StaticTlsBlock> tls);
 
 // Types the blocks BlockTypes left unknown, from the modules' variables; names them in `types` ("Client",
 // "char[]" for a block holding several chars) and records each block's DWARF type in `dwarf`. Only the

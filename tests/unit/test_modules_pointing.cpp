@@ -4,7 +4,6 @@
 
 #include "model/block_index.h"
 #include "small_heap.h"
-#include "symbols/symbol_index.h"
 #include "types/dwarf_typing.h"
 
 using namespace heapscope;
@@ -46,8 +45,7 @@ TEST_CASE("a module's data points to blocks only with a word at a block's start"
   f.image.put(kData + 0x3000, testing::SmallHeap::user(0));
 
   const BlockIndex index(f.heap);
-  const SymbolIndex symbols(f.image, SymbolSearchOptions{});
-  const std::vector<bool> pointing = modules_pointing_to_blocks(f.image, symbols, index, f.roots);
+  const std::vector<bool> pointing = modules_pointing_to_blocks(f.image, index, f.roots, {});
   REQUIRE(pointing.size() == 4);
   CHECK(pointing[0]);
   CHECK_FALSE(pointing[1]);
