@@ -369,7 +369,7 @@ void DieScanner::keep(std::uint16_t attribute, const Value& v, ScannedDie& die) 
     case DW_AT_name:
       if (foreign) die.foreign = true;
       else if (v.kind == K::string) die.name = v.string ? v.string : "";
-      else if (v.kind == K::string_index) name_index_ = v.number;  // resolved in next()
+      else if (v.kind == K::string_index) name_index_ = v.number;  // resolved in read_die()
       else die.name = "";  // not a string: libdw would give none
       break;
     case DW_AT_specification:
@@ -407,17 +407,29 @@ void DieScanner::keep(std::uint16_t attribute, const Value& v, ScannedDie& die) 
 bool DieScanner::next(ScannedDie& die) {
   if (failed_ || pos_ >= unit_.end) return false;
   Reader r{sections_.info.data(), pos_, unit_.end};
-  const std::uint64_t offset = pos_;
-  const std::uint64_t code = r.uleb();
-  if (code == 0 && !r.bad) {
-    pos_ = r.pos;
-    return false;
-  }
-  const Abbrev* abbrev = r.bad ? nullptr : abbrev_of(code);
-  if (!abbrev) {
+  const std::optional<bool> read = read_die(r, die);
+  if (!read) {
     failed_ = true;
     return false;
   }
+  pos_ = r.pos;
+  return *read;
+}
+
+std::optional<ScannedDie> DieScanner::die_at(std::uint64_t offset) {
+  if (failed_ || offset < unit_.root || offset >= unit_.end) return std::nullopt;
+  Reader r{sections_.info.data(), offset, unit_.end};
+  ScannedDie die;
+  if (read_die(r, die) != std::optional<bool>(true) || !reads_tag_(die.tag)) return std::nullopt;
+  return die;
+}
+
+std::optional<bool> DieScanner::read_die(Reader& r, ScannedDie& die) {
+  const std::uint64_t offset = r.pos;
+  const std::uint64_t code = r.uleb();
+  if (code == 0 && !r.bad) return false;
+  const Abbrev* abbrev = r.bad ? nullptr : abbrev_of(code);
+  if (!abbrev) return std::nullopt;
   const Abbrev& a = *abbrev;
   die = ScannedDie{};
   name_index_.reset();
@@ -426,21 +438,13 @@ bool DieScanner::next(ScannedDie& die) {
   die.has_children = a.children;
   for (std::uint32_t i = a.first; i < a.first + a.count; ++i) {
     const Step& step = steps_[i];
-    if (step.attribute == 0) {
-      r.skip(step.skip);
-    } else if (!read_attribute(r, step, die)) {
-      failed_ = true;
-      return false;
-    }
+    if (step.attribute == 0) r.skip(step.skip);
+    else if (!read_attribute(r, step, die)) return std::nullopt;
   }
-  if (r.bad) {
-    failed_ = true;
-    return false;
-  }
+  if (r.bad) return std::nullopt;
   // A name given by index into the string offsets is resolved once the whole DIE is read: a unit's root
   // may give its DW_AT_str_offsets_base after its DW_AT_name.
   if (name_index_) die.name = indexed_string(*name_index_);
-  pos_ = r.pos;
   return true;
 }
 

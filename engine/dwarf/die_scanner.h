@@ -74,6 +74,10 @@ class DieScanner {
   bool next(ScannedDie& die);
   // Moves past the children of `die`, the DIE next() gave last.
   void skip_children(const ScannedDie& die);
+  // The DIE at `offset` in this unit, read as next() would read it, without moving: nullopt when the
+  // offset lies outside the unit's DIEs, its bytes do not decode, or its tag is not one the caller reads
+  // (of which the scanner keeps no attributes).
+  std::optional<ScannedDie> die_at(std::uint64_t offset);
   bool failed() const { return failed_; }
   std::uint8_t address_size() const { return unit_.address_size; }
 
@@ -105,6 +109,9 @@ class DieScanner {
   std::vector<Step> steps_;
 
   void read_abbrevs();
+  // Decodes the DIE at r.pos: false for the null entry that ends a list of siblings, nullopt when its
+  // bytes do not decode.
+  std::optional<bool> read_die(Reader& r, ScannedDie& die);
   std::optional<std::uint32_t> fixed_size(std::uint16_t form) const;
   bool read_attribute(Reader& r, const Step& step, ScannedDie& die);
   std::optional<Value> read_value(Reader& r, std::uint16_t form, std::int64_t implicit);

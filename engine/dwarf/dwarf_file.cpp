@@ -96,6 +96,19 @@ std::optional<Dwarf_Die> die_reference(Dwarf_Die& die, int attribute) {
   return target;
 }
 
+bool die_flag(Dwarf_Die& die, int attribute) {
+  Dwarf_Attribute attr;
+  bool flag = false;
+  return dwarf_attr_integrate(&die, attribute, &attr) && dwarf_formflag(&attr, &flag) == 0 && flag;
+}
+
+std::optional<Dwarf_Word> die_udata(Dwarf_Die& die, int attribute) {
+  Dwarf_Attribute attr;
+  Dwarf_Word value = 0;
+  if (!dwarf_attr(&die, attribute, &attr) || dwarf_formudata(&attr, &value) != 0) return std::nullopt;
+  return value;
+}
+
 std::optional<Dwarf_Die> die_type(Dwarf_Die& die) {
   std::optional<Dwarf_Die> type = die_reference(die, DW_AT_type);
   for (int hops = 0; type && hops < 16; ++hops) {

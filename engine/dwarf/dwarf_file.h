@@ -66,6 +66,8 @@ std::string die_name(Dwarf_Die& die);          // DW_AT_name, empty when none
 std::string die_linkage_name(Dwarf_Die& die);  // DW_AT_linkage_name (or the MIPS spelling), empty when none
 std::optional<Dwarf_Die> die_type(Dwarf_Die& die);  // DW_AT_type's DIE, following typedefs and cv-qualifiers
 std::optional<Dwarf_Die> die_reference(Dwarf_Die& die, int attribute);  // a reference attribute's DIE
+bool die_flag(Dwarf_Die& die, int attribute);  // a flag, the DIE's own or its origin's (dwarf_attr_integrate)
+std::optional<Dwarf_Word> die_udata(Dwarf_Die& die, int attribute);  // the DIE's own unsigned constant
 // "Task<int>::promise_type": the name inside its enclosing namespaces and classes.
 std::string qualified_name(Dwarf_Die& die);
 std::uint64_t type_size(Dwarf_Die& type);

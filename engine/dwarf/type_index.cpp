@@ -1,38 +1,24 @@
 #include "dwarf/type_index.h"
 
 #include <algorithm>
-#include <cstring>
-#include <span>
 
 #include <dwarf.h>
 
 #include "base/progress.h"
+#include "dwarf/die_facts.h"
 #include "dwarf/die_scanner.h"
 
 namespace heapscope {
 
 namespace {
 
-bool has_flag(Dwarf_Die& die, int attribute) {
-  Dwarf_Attribute attr;
-  bool flag = false;
-  return dwarf_attr_integrate(&die, attribute, &attr) && dwarf_formflag(&attr, &flag) == 0 && flag;
-}
-
-std::optional<Dwarf_Word> udata(Dwarf_Die& die, int attribute) {
-  Dwarf_Attribute attr;
-  Dwarf_Word value = 0;
-  if (!dwarf_attr(&die, attribute, &attr) || dwarf_formudata(&attr, &value) != 0) return std::nullopt;
-  return value;
-}
-
 // A base type's DW_AT_encoding; an enumeration's, or its underlying type's (signed when DWARF says neither).
 std::uint8_t encoding_of(Dwarf_Die& die) {
-  if (std::optional<Dwarf_Word> encoding = udata(die, DW_AT_encoding)) return static_cast<std::uint8_t>(*encoding);
+  if (std::optional<Dwarf_Word> encoding = die_udata(die, DW_AT_encoding)) return static_cast<std::uint8_t>(*encoding);
   if (dwarf_tag(&die) != DW_TAG_enumeration_type) return 0;
   std::optional<Dwarf_Die> under = die_reference(die, DW_AT_type);
   for (int typedefs = 0; under && typedefs < 8; ++typedefs, under = die_reference(*under, DW_AT_type))
-    if (std::optional<Dwarf_Word> encoding = udata(*under, DW_AT_encoding)) return static_cast<std::uint8_t>(*encoding);
+    if (std::optional<Dwarf_Word> encoding = die_udata(*under, DW_AT_encoding)) return static_cast<std::uint8_t>(*encoding);
   return DW_ATE_signed;
 }
 
@@ -56,106 +42,6 @@ std::uint64_t array_count(Dwarf_Die& array) {
   } while (dwarf_siblingof(&child, &child) == 0);
   return any ? count : 0;
 }
-
-// A variable's static location: DW_OP_addr A, or a TLS offset (DW_OP_const* N; DW_OP_*push_tls_address).
-struct StaticLocation {
-  bool tls = false;
-  std::uint64_t address = 0;
-};
-
-// DW_AT_location's expression as libdw reads it; empty for none, or a location list.
-std::span<const std::uint8_t> location_bytes(Dwarf_Die& variable) {
-  Dwarf_Attribute attr;
-  Dwarf_Block block;
-  if (!dwarf_attr(&variable, DW_AT_location, &attr) || dwarf_formblock(&attr, &block) != 0) return {};
-  return {block.data, block.length};
-}
-
-// A variable's static location from its DW_AT_location expression: exactly DW_OP_addr A, or a TLS offset
-// (DW_OP_const* N; DW_OP_*push_tls_address).
-std::optional<StaticLocation> static_location(std::span<const std::uint8_t> ops, std::uint8_t address_size) {
-  if (ops.empty()) return std::nullopt;
-  if (ops[0] == DW_OP_addr && ops.size() == 1u + address_size) {
-    std::uint64_t address = 0;
-    std::memcpy(&address, ops.data() + 1, address_size);
-    return StaticLocation{false, address};
-  }
-  const std::uint8_t last = ops.back();
-  if (last != DW_OP_GNU_push_tls_address && last != DW_OP_form_tls_address) return std::nullopt;
-  const std::span<const std::uint8_t> operand = ops.subspan(1, ops.size() - 2);
-  std::uint64_t offset = 0;
-  if (ops[0] == DW_OP_const4u || ops[0] == DW_OP_const8u) {
-    if (operand.size() != (ops[0] == DW_OP_const4u ? 4u : 8u)) return std::nullopt;
-    std::memcpy(&offset, operand.data(), operand.size());
-    return StaticLocation{true, offset};
-  }
-  if (ops[0] != DW_OP_constu || operand.empty() || operand.size() > 10) return std::nullopt;
-  for (std::size_t i = 0; i < operand.size(); ++i) {
-    const bool more = operand[i] & 0x80;
-    if (more != (i + 1 < operand.size())) return std::nullopt;  // the ULEB128 must fill the operand exactly
-    if (i < 10) offset |= std::uint64_t{operand[i] & 0x7fu} << (7 * i);
-  }
-  return StaticLocation{true, offset};
-}
-
-// What the index asks of one DIE: the scanner's reading of it, or libdw's answer where the two would
-// differ — an attribute the DIE does not hold itself but its DW_AT_abstract_origin or DW_AT_specification
-// does (libdw's *_integrate functions follow them), or one in a form the scanner does not follow.
-class DieFacts {
- public:
-  DieFacts(const ScannedDie& die, Dwarf* dwarf, std::uint8_t address_size)
-      : die_(die), dwarf_(dwarf), address_size_(address_size) {}
-
-  std::string name() const {
-    if (!from_libdw(die_.name != nullptr)) return die_.name ? die_.name : "";
-    Dwarf_Die* d = libdw();
-    return d ? die_name(*d) : "";
-  }
-  bool declaration() const {
-    if (!from_libdw(die_.declaration.has_value())) return die_.declaration.value_or(false);
-    Dwarf_Die* d = libdw();
-    return d && has_flag(*d, DW_AT_declaration);
-  }
-  std::uint64_t specification() const { return reference(die_.specification, DW_AT_specification); }
-  std::uint64_t type() const { return reference(die_.type, DW_AT_type); }
-  std::optional<std::uint64_t> byte_size() const {  // the DIE's own (dwarf_attr, not integrated)
-    if (!die_.foreign) return die_.byte_size;
-    Dwarf_Die* d = libdw();
-    return d ? udata(*d, DW_AT_byte_size) : std::nullopt;
-  }
-  std::optional<StaticLocation> location() const {  // likewise
-    if (!die_.foreign) return static_location(die_.location, address_size_);
-    Dwarf_Die* d = libdw();
-    return d ? static_location(location_bytes(*d), address_size_) : std::nullopt;
-  }
-  int language() const {
-    if (!from_libdw(die_.language.has_value())) return die_.language ? static_cast<int>(*die_.language) : -1;
-    Dwarf_Die* d = libdw();
-    return d ? dwarf_srclang(d) : -1;
-  }
-
- private:
-  const ScannedDie& die_;
-  Dwarf* dwarf_;
-  std::uint8_t address_size_;
-  mutable std::optional<Dwarf_Die> libdw_;
-
-  bool from_libdw(bool own) const { return die_.foreign || (!own && die_.origin != 0); }
-  Dwarf_Die* libdw() const {
-    if (!libdw_) {
-      Dwarf_Die d;
-      if (!dwarf_offdie(dwarf_, die_.offset, &d)) return nullptr;
-      libdw_ = d;
-    }
-    return &*libdw_;
-  }
-  std::uint64_t reference(std::uint64_t own, int attribute) const {
-    if (!from_libdw(own != 0)) return own;
-    Dwarf_Die* d = libdw();
-    std::optional<Dwarf_Die> target = d ? die_reference(*d, attribute) : std::nullopt;
-    return target ? dwarf_dieoffset(&*target) : 0;
-  }
-};
 
 }  // namespace
 
@@ -183,8 +69,7 @@ class TypeIndexBuilder {
   void walk_unit(DieScanner& unit) {
     ScannedDie root;
     if (!unit.next(root)) return;
-    address_size_ = unit.address_size();
-    const int language = facts(root).language();
+    const int language = facts(root, unit).language();
     c_unit_ = language == DW_LANG_C89 || language == DW_LANG_C || language == DW_LANG_C99 || language == DW_LANG_C11;
     descend(unit, root, "", 0);
   }
@@ -192,7 +77,6 @@ class TypeIndexBuilder {
  private:
   DwarfTypeIndex& index_;
   Dwarf* dwarf_;
-  std::uint8_t address_size_ = 8;
   std::vector<std::pair<DwarfVariable, std::uint64_t>> pending_;  // variables and their type DIE offsets
   // A C unit's structures, unions and enumerations hold members, enumerators and unnamed types alone
   // (C has no nested scopes: GCC and Clang put every named type at the unit's level), none of which the
@@ -200,7 +84,7 @@ class TypeIndexBuilder {
   // members were a sixth of libc6-dbg's index time.
   bool c_unit_ = false;
 
-  DieFacts facts(const ScannedDie& die) const { return DieFacts(die, dwarf_, address_size_); }
+  DieFacts facts(const ScannedDie& die, DieScanner& unit) const { return DieFacts(die, unit, dwarf_); }
 
   // The children of `die` (the DIE the scanner gave last), in the scope `prefix`; skipped past too deep.
   void descend(DieScanner& unit, const ScannedDie& die, const std::string& prefix, int depth) {
@@ -232,7 +116,7 @@ class TypeIndexBuilder {
   }
 
   void visit(DieScanner& unit, const ScannedDie& die, const std::string& prefix, int depth) {
-    const DieFacts f = facts(die);
+    const DieFacts f = facts(die, unit);
     switch (die.tag) {
       case DW_TAG_namespace: {
         const std::string name = f.name();
@@ -373,6 +257,12 @@ std::string DwarfTypeIndex::type_name(Dwarf_Die die, int depth) const {
   }
 }
 
+SourceLocation DwarfTypeIndex::declared(DwarfTypeId id) const {
+  if (id == kNoDwarfType || !types_[id].die) return {};
+  std::optional<Dwarf_Die> die = dwarf_->die_at(types_[id].die);
+  return die ? declaration_of(*die) : SourceLocation{};
+}
+
 DwarfTypeId DwarfTypeIndex::definition(DwarfTypeId id) const {
   if (id == kNoDwarfType || !types_[id].declaration) return id;
   const DwarfTypeId found = find_structure(types_[id].name);
@@ -390,9 +280,9 @@ DwarfTypeId DwarfTypeIndex::add_structure(Dwarf_Die& die, const std::string& nam
   DwarfType t;
   t.kind = DwarfType::Kind::structure;
   t.name = name;
-  t.declaration = has_flag(die, DW_AT_declaration);
+  t.declaration = die_flag(die, DW_AT_declaration);
   t.size = type_size(die);
-  t.declared = declaration_of(die);
+  t.die = dwarf_dieoffset(&die);
   types_.push_back(std::move(t));
   std::vector<DwarfTypeMember> members;
   bool has_pointers = false;
@@ -404,15 +294,15 @@ DwarfTypeId DwarfTypeIndex::add_structure(Dwarf_Die& die, const std::string& nam
       Dwarf_Word offset = 0;
       // A bit field's first bit from the start of the structure, when it is one.
       std::optional<std::uint64_t> first_bit;
-      const Dwarf_Word bit_size = udata(child, DW_AT_bit_size).value_or(0);
+      const Dwarf_Word bit_size = die_udata(child, DW_AT_bit_size).value_or(0);
       if (dwarf_attr(&child, DW_AT_data_member_location, &attr)) {
         if (dwarf_formudata(&attr, &offset) != 0) continue;  // an expression: a virtual base
         // DWARF 2-4 bit fields count DW_AT_bit_offset from the most significant bit of the storage unit.
-        const std::optional<Dwarf_Word> msb_offset = udata(child, DW_AT_bit_offset);
-        const Dwarf_Word unit = udata(child, DW_AT_byte_size).value_or(0);
+        const std::optional<Dwarf_Word> msb_offset = die_udata(child, DW_AT_bit_offset);
+        const Dwarf_Word unit = die_udata(child, DW_AT_byte_size).value_or(0);
         if (bit_size && msb_offset && unit * 8 >= *msb_offset + bit_size)
           first_bit = offset * 8 + unit * 8 - *msb_offset - bit_size;
-      } else if (const std::optional<Dwarf_Word> bit = udata(child, DW_AT_data_bit_offset); bit && bit_size) {
+      } else if (const std::optional<Dwarf_Word> bit = die_udata(child, DW_AT_data_bit_offset); bit && bit_size) {
         first_bit = *bit;  // DWARF 4-5 bit fields
       } else if (dwarf_tag(&die) != DW_TAG_union_type) {
         continue;  // a static member
@@ -479,7 +369,7 @@ DwarfTypeId DwarfTypeIndex::resolve(Dwarf_Die die) const {
       t.name = name_of(die);
       t.size = type_size(die);
       t.encoding = encoding_of(die);
-      t.declared = declaration_of(die);
+      t.die = offset;
       return add(std::move(t));
     }
     case DW_TAG_pointer_type:

@@ -34,7 +34,7 @@ struct DwarfType {
   std::uint64_t target_die = 0;       // pointer: its pointee's DIE offset, 0 for void*
   std::uint64_t count = 0;            // array: elements (0 when unknown)
   std::uint32_t member_list = 0, member_count = 0;  // structure: its members' list in the index
-  SourceLocation declared;
+  std::uint64_t die = 0;  // structure, base type, enumeration: its DIE, where it was declared (declared())
 };
 
 struct DwarfTypeMember {
@@ -73,6 +73,10 @@ class DwarfTypeIndex {
   DwarfTypeId pointee(DwarfTypeId pointer) const;
   // A structure's definition: itself, or the definition of the same name when it is only declared here.
   DwarfTypeId definition(DwarfTypeId id) const;
+  // Where a structure, base type or enumeration was declared; unknown for other types. Read when asked:
+  // libdw 0.188 reads a unit's whole line table for its file names (dwarf_getsrcfiles), and the types
+  // resolved with libc's variables span hundreds of units, of which a heap names few (4.5 MiB, 1M blocks).
+  SourceLocation declared(DwarfTypeId id) const;
   // A defined structure by its full name ("std::_Rb_tree_node<int>"), or kNoDwarfType.
   DwarfTypeId find_structure(const std::string& name) const;
   // The defined structures and classes (not unions) whose size is in [min, max], one per name, resolved

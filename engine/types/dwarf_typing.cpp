@@ -359,12 +359,13 @@ class Propagator {
     if (key == last_name_key_) return last_name_id_;
     auto [it, fresh] = name_ids_.try_emplace(key, 0);
     if (fresh) {
-      const DwarfType& t = index(module)->type(type);
+      const DwarfTypeIndex& in = *index(module);
+      const DwarfType& t = in.type(type);
       std::string name = t.name.empty() ? std::string("(anonymous)") : t.name;
       if (array) name += "[]";
       if (evidence_ == Naming::inferred) name += kInferredMark;
       it->second = types_.intern(name, evidence_);
-      types_.set_source(it->second, t.declared.describe());
+      types_.set_source(it->second, in.declared(type).describe());
       if (it->second >= dwarf_.by_type_id.size()) dwarf_.by_type_id.resize(it->second + 1);
       dwarf_.by_type_id[it->second] = DwarfTypeRef{module, type};
     }

@@ -153,6 +153,58 @@ TEST_CASE("the DIE scanner reads every DIE as libdw does", "[dwarf]") {
   SECTION("a fixture built by Clang") { check_reads_as_libdw(HEAPSCOPE_FIXTURE_DIR "/coroutine_pipeline_clang"); }
 }
 
+namespace {
+
+// Every DIE that names an origin in its own unit: the scanner's die_at reads the origin as libdw does.
+void check_origins_read_as_libdw(const std::string& path) {
+  INFO(path);
+  std::string error;
+  const std::unique_ptr<DwarfFile> file = DwarfFile::open(path, &error);
+  REQUIRE(file);
+  const std::optional<DieSections> sections = DieSections::of(file->dwarf());
+  REQUIRE(sections);
+  std::size_t origins = 0, outside = 0;
+  for (const DieScanner::Unit& unit : DieScanner::units_of(file->dwarf(), *sections)) {
+    DieScanner scanner(*sections, unit, every_tag);
+    const std::function<void(const ScannedDie&)> walk = [&](const ScannedDie& die) {
+      if (die.origin) {
+        const std::optional<ScannedDie> origin = scanner.die_at(die.origin);
+        if (die.origin < unit.root || die.origin >= unit.end) {
+          CHECK_FALSE(origin);
+          ++outside;
+        } else {
+          REQUIRE(origin);
+          Dwarf_Die libdw;
+          REQUIRE(dwarf_offdie(file->dwarf(), die.origin, &libdw));
+          CHECK(line(*origin, true) == line(libdw, true));
+          ++origins;
+        }
+      }
+      ScannedDie child;
+      if (die.has_children)
+        while (scanner.next(child)) walk(child);
+    };
+    ScannedDie root;
+    if (scanner.next(root)) walk(root);
+    CHECK_FALSE(scanner.failed());
+    // Past the unit's DIEs, and of a tag the caller does not read, there is nothing to read.
+    CHECK_FALSE(scanner.die_at(unit.end));
+    CHECK_FALSE(scanner.die_at(unit.offset));
+    DieScanner reads_nothing(*sections, unit, no_tag);
+    CHECK_FALSE(reads_nothing.die_at(unit.root));
+  }
+  CHECK(origins > 100);
+  CHECK(outside == 0);  // GCC and Clang refer to origins within the unit
+}
+
+}  // namespace
+
+TEST_CASE("the DIE scanner reads a unit's DIE at an offset as libdw does", "[dwarf]") {
+  SECTION("libc6-dbg") { check_origins_read_as_libdw(heapscope::testing::libc_debug_file()); }
+  SECTION("a fixture built by GCC") { check_origins_read_as_libdw(HEAPSCOPE_FIXTURE_DIR "/coroutine_pipeline"); }
+  SECTION("a fixture built by Clang") { check_origins_read_as_libdw(HEAPSCOPE_FIXTURE_DIR "/coroutine_pipeline_clang"); }
+}
+
 TEST_CASE("damaged DIE bytes end a unit's reading inside its bounds", "[dwarf]") {
   std::string error;
   const std::unique_ptr<DwarfFile> file = DwarfFile::open(HEAPSCOPE_FIXTURE_DIR "/coroutine_pipeline_clang", &error);

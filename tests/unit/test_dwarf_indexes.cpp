@@ -15,6 +15,7 @@ using heapscope::testing::FakeImage;
 namespace {
 
 // A structure this test program defines, for its DWARF to hold.
+constexpr std::uint64_t kIndexedByTheTestLine = __LINE__ + 1;
 struct IndexedByTheTest {
   IndexedByTheTest* next;
   long payload;
@@ -49,7 +50,14 @@ TEST_CASE("a module's DWARF index is built once, for every thread that asks") {
   other.join();
   REQUIRE(here != nullptr);
   CHECK(from_other_thread == here);
-  CHECK(here->find_structure("(anonymous namespace)::IndexedByTheTest") != kNoDwarfType);
+  const DwarfTypeId indexed = here->find_structure("(anonymous namespace)::IndexedByTheTest");
+  REQUIRE(indexed != kNoDwarfType);
+  // Where it was declared is read when asked, from the unit's line table.
+  CHECK(here->declared(indexed).describe() == "test_dwarf_indexes.cpp:" + std::to_string(kIndexedByTheTestLine));
+  const DwarfType& payload = here->type(here->members(indexed)[1].type);
+  CHECK(payload.kind == DwarfType::Kind::base);
+  CHECK(here->declared(here->members(indexed)[1].type).file.empty());  // a base type has no declaration
+  CHECK(here->declared(kNoDwarfType).file.empty());
   CHECK(indexes.index(1) == nullptr);  // no such module
 }
 
