@@ -5,12 +5,12 @@
 #include <catch2/catch.hpp>
 #include <dwarf.h>
 
-#include <functional>
 #include <string>
 
 #include "dwarf/die_facts.h"
 #include "dwarf/dwarf_file.h"
 #include "libc_debug_file.h"
+#include "scanned_file.h"
 
 using namespace heapscope;
 
@@ -19,18 +19,6 @@ namespace {
 bool every_tag(int) { return true; }
 bool variables_and_functions(int tag) {
   return tag == DW_TAG_compile_unit || tag == DW_TAG_variable || tag == DW_TAG_subprogram;
-}
-
-// Calls `visit` with each DIE of the unit, parents before children.
-void for_each_die(DieScanner& unit, const std::function<void(const ScannedDie&)>& visit) {
-  const std::function<void(const ScannedDie&)> walk = [&](const ScannedDie& die) {
-    visit(die);
-    ScannedDie child;
-    if (die.has_children)
-      while (unit.next(child)) walk(child);
-  };
-  ScannedDie root;
-  if (unit.next(root)) walk(root);
 }
 
 std::uint64_t libdw_reference(Dwarf_Die& die, int attribute) {
@@ -46,37 +34,29 @@ std::string location(const std::optional<StaticLocation>& where) {
 // whose tag it does not read.
 void check_facts_as_libdw(const std::string& path, DieScanner::TagFilter reads) {
   INFO(path);
-  std::string error;
-  const std::unique_ptr<DwarfFile> file = DwarfFile::open(path, &error);
-  REQUIRE(file);
-  const std::optional<DieSections> sections = DieSections::of(file->dwarf());
-  REQUIRE(sections);
+  const heapscope::testing::ScannedFile file(path);
   std::size_t integrated = 0;
-  for (const DieScanner::Unit& unit : DieScanner::units_of(file->dwarf(), *sections)) {
-    DieScanner scanner(*sections, unit, reads);
-    for_each_die(scanner, [&](const ScannedDie& die) {
-      if (!reads(die.tag)) return;
-      Dwarf_Die libdw;
-      REQUIRE(dwarf_offdie(file->dwarf(), die.offset, &libdw));
-      const DieFacts facts(die, scanner, file->dwarf());
-      INFO("DIE " << die.offset);
-      CHECK(facts.name() == die_name(libdw));
-      CHECK(facts.declaration() == die_flag(libdw, DW_AT_declaration));
-      CHECK(facts.specification() == libdw_reference(libdw, DW_AT_specification));
-      CHECK(facts.type() == libdw_reference(libdw, DW_AT_type));
-      CHECK(facts.byte_size() == die_udata(libdw, DW_AT_byte_size));
-      if (die.tag == DW_TAG_compile_unit) CHECK(facts.language() == dwarf_srclang(&libdw));
-      Dwarf_Attribute attr;
-      Dwarf_Block block;
-      const std::optional<StaticLocation> own =
-          dwarf_attr(&libdw, DW_AT_location, &attr) && dwarf_formblock(&attr, &block) == 0
-              ? static_location({block.data, block.length}, unit.address_size)
-              : std::nullopt;
-      CHECK(location(facts.location()) == location(own));
-      integrated += die.origin != 0;
-    });
-    CHECK_FALSE(scanner.failed());
-  }
+  file.for_each_die(reads, [&](DieScanner& scanner, const DieScanner::Unit& unit, const ScannedDie& die) {
+    if (!reads(die.tag)) return;
+    Dwarf_Die libdw;
+    REQUIRE(dwarf_offdie(file.dwarf(), die.offset, &libdw));
+    const DieFacts facts(die, scanner, file.dwarf());
+    INFO("DIE " << die.offset);
+    CHECK(facts.name() == die_name(libdw));
+    CHECK(facts.declaration() == die_flag(libdw, DW_AT_declaration));
+    CHECK(facts.specification() == libdw_reference(libdw, DW_AT_specification));
+    CHECK(facts.type() == libdw_reference(libdw, DW_AT_type));
+    CHECK(facts.byte_size() == die_udata(libdw, DW_AT_byte_size));
+    if (die.tag == DW_TAG_compile_unit) CHECK(facts.language() == dwarf_srclang(&libdw));
+    Dwarf_Attribute attr;
+    Dwarf_Block block;
+    const std::optional<StaticLocation> own =
+        dwarf_attr(&libdw, DW_AT_location, &attr) && dwarf_formblock(&attr, &block) == 0
+            ? static_location({block.data, block.length}, unit.address_size)
+            : std::nullopt;
+    CHECK(location(facts.location()) == location(own));
+    integrated += die.origin != 0;
+  });
   CHECK(integrated > 100);
 }
 

@@ -15,6 +15,7 @@
 #include "dwarf/die_scanner.h"
 #include "dwarf/dwarf_file.h"
 #include "libc_debug_file.h"
+#include "scanned_file.h"
 
 using namespace heapscope;
 
@@ -158,43 +159,32 @@ namespace {
 // Every DIE that names an origin in its own unit: the scanner's die_at reads the origin as libdw does.
 void check_origins_read_as_libdw(const std::string& path) {
   INFO(path);
-  std::string error;
-  const std::unique_ptr<DwarfFile> file = DwarfFile::open(path, &error);
-  REQUIRE(file);
-  const std::optional<DieSections> sections = DieSections::of(file->dwarf());
-  REQUIRE(sections);
+  const heapscope::testing::ScannedFile file(path);
   std::size_t origins = 0, outside = 0;
-  for (const DieScanner::Unit& unit : DieScanner::units_of(file->dwarf(), *sections)) {
-    DieScanner scanner(*sections, unit, every_tag);
-    const std::function<void(const ScannedDie&)> walk = [&](const ScannedDie& die) {
-      if (die.origin) {
-        const std::optional<ScannedDie> origin = scanner.die_at(die.origin);
-        if (die.origin < unit.root || die.origin >= unit.end) {
-          CHECK_FALSE(origin);
-          ++outside;
-        } else {
-          REQUIRE(origin);
-          Dwarf_Die libdw;
-          REQUIRE(dwarf_offdie(file->dwarf(), die.origin, &libdw));
-          CHECK(line(*origin, true) == line(libdw, true));
-          ++origins;
-        }
-      }
-      ScannedDie child;
-      if (die.has_children)
-        while (scanner.next(child)) walk(child);
-    };
-    ScannedDie root;
-    if (scanner.next(root)) walk(root);
-    CHECK_FALSE(scanner.failed());
-    // Past the unit's DIEs, and of a tag the caller does not read, there is nothing to read.
-    CHECK_FALSE(scanner.die_at(unit.end));
-    CHECK_FALSE(scanner.die_at(unit.offset));
-    DieScanner reads_nothing(*sections, unit, no_tag);
-    CHECK_FALSE(reads_nothing.die_at(unit.root));
-  }
+  file.for_each_die(every_tag, [&](DieScanner& scanner, const DieScanner::Unit& unit, const ScannedDie& die) {
+    if (!die.origin) return;
+    const std::optional<ScannedDie> origin = scanner.die_at(die.origin);
+    if (die.origin < unit.root || die.origin >= unit.end) {
+      CHECK_FALSE(origin);
+      ++outside;
+      return;
+    }
+    REQUIRE(origin);
+    Dwarf_Die libdw;
+    REQUIRE(dwarf_offdie(file.dwarf(), die.origin, &libdw));
+    CHECK(line(*origin, true) == line(libdw, true));
+    ++origins;
+  });
   CHECK(origins > 100);
   CHECK(outside == 0);  // GCC and Clang refer to origins within the unit
+  // Past a unit's DIEs, and of a tag the caller does not read, there is nothing to read.
+  for (const DieScanner::Unit& unit : DieScanner::units_of(file.dwarf(), file.sections())) {
+    DieScanner scanner(file.sections(), unit, every_tag);
+    CHECK_FALSE(scanner.die_at(unit.end));
+    CHECK_FALSE(scanner.die_at(unit.offset));
+    DieScanner reads_nothing(file.sections(), unit, no_tag);
+    CHECK_FALSE(reads_nothing.die_at(unit.root));
+  }
 }
 
 }  // namespace
