@@ -85,12 +85,15 @@ LldbImage::LldbImage(lldb::SBProcess process, ServingThread& lldb_thread)
   name_file_backed_regions();
   read_threads();
   complete_thread_pointers();
-  if (!is_core_) read_live_auxv();
+  if (is_core_) open_core_file();
+  else read_live_auxv();
   lldb::SBTarget target = process_.GetTarget();
   const std::string executable = path_of(target.GetExecutable());
   description_ = fmt::format("{} {} in LLDB{}{}", is_core_ ? "core of process" : "process", pid_,
                              executable.empty() ? "" : " (" + executable + ")",
-                             proc_memory_ ? fmt::format(", memory read from /proc/{}/mem", pid_) : "");
+                             proc_memory_ ? fmt::format(", memory read from /proc/{}/mem", pid_)
+                             : core_file_ ? ", memory read from the core file " + core_file_->path()
+                                          : "");
 }
 
 std::string LldbImage::damage() const {
@@ -114,6 +117,7 @@ std::string LldbImage::damage() const {
 }
 
 std::size_t LldbImage::read(Address addr, void* out, std::size_t len) const {
+  if (core_file_) return read_core_file(addr, out, len);
   if (!proc_memory_) return cache_->read(addr, out, len);
   auto* dst = static_cast<std::byte*>(out);
   std::size_t done = 0;
@@ -128,6 +132,74 @@ std::size_t LldbImage::read(Address addr, void* out, std::size_t len) const {
     if (got < want) break;
   }
   return done;
+}
+
+// The core file's bytes where it holds them; LLDB reads the rest as before (what a core left out: LLDB
+// reads it from the module's file, or gives zeros up to the segment's size in memory).
+std::size_t LldbImage::read_core_file(Address addr, void* out, std::size_t len) const {
+  auto* dst = static_cast<std::byte*>(out);
+  std::size_t done = 0;
+  while (done < len) {
+    const Address at = addr + done;
+    if (at < addr) break;  // wrapped around the address space
+    const std::span<const std::byte> held = core_file_->bytes_at(at);
+    if (held.empty()) return done + cache_->read(at, dst + done, len - done);
+    const std::size_t n = std::min(len - done, held.size());
+    std::memcpy(dst + done, held.data(), n);
+    done += n;
+  }
+  return done;
+}
+
+std::span<const std::byte> LldbImage::view(Address addr, std::size_t len) const {
+  if (!core_file_) return {};
+  const std::span<const std::byte> held = core_file_->bytes_at(addr);
+  return held.size() >= len ? held.first(len) : std::span<const std::byte>();
+}
+
+// The core file LLDB loaded this process from, found among the cores it has mapped (core_file_memory.h),
+// used only once it holds the bytes LLDB reads where they tell one stop from another: each thread's stack
+// around its stack pointer, and the first page of each writable region (up to a few of each). Another
+// core of the same program, or a file changed since LLDB loaded it, leaves reads to LLDB.
+void LldbImage::open_core_file() {
+  for (const std::string& path : mapped_core_files()) {
+    std::unique_ptr<CoreFileMemory> core = CoreFileMemory::open(path);
+    if (core && holds_what_lldb_reads(*core)) {
+      core_file_ = std::move(core);
+      return;
+    }
+  }
+}
+
+bool LldbImage::holds_what_lldb_reads(const CoreFileMemory& core) const {
+  // A stack's live words start below its pointer: the 128-byte red zone leaf functions may use.
+  constexpr Address kRedZone = 128, kStackBytes = 512;
+  constexpr std::size_t kStackProbes = 8, kRegionProbes = 8;
+  std::vector<std::pair<Address, std::size_t>> probes;
+  for (const ThreadState& t : threads_) {
+    if (probes.size() == kStackProbes) break;
+    const MemoryRegion* r = region_at(t.sp());
+    if (!r || !r->bytes_present) continue;
+    const Address from = std::max(r->start, t.sp() - std::min(t.sp(), kRedZone));
+    probes.push_back({from, static_cast<std::size_t>(std::min(kRedZone + kStackBytes, r->end - from))});
+  }
+  std::size_t regions = 0;
+  for (const MemoryRegion& r : regions_) {
+    if (regions == kRegionProbes) break;
+    if (!r.writable || !r.bytes_present) continue;
+    probes.push_back({r.start, static_cast<std::size_t>(std::min<Address>(kPageSize, r.size()))});
+    ++regions;
+  }
+  std::size_t compared = 0;
+  for (const auto& [at, len] : probes) {
+    std::vector<char> from_lldb(len);
+    const std::size_t got = read_from_lldb(at, from_lldb.data(), len);
+    const std::span<const std::byte> held = core.bytes_at(at);
+    if (got == 0 && held.empty()) continue;  // neither has it (a truncated core's lost page)
+    if (got != len || held.size() < len || std::memcmp(held.data(), from_lldb.data(), len) != 0) return false;
+    ++compared;
+  }
+  return compared > 0;
 }
 
 // /proc/PID/mem of a live process LLDB runs through the host platform, used only once it proved to hold

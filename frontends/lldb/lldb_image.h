@@ -5,9 +5,11 @@
 // thread. Memory is read on demand, from any thread: for a live process on this machine straight from
 // /proc/PID/mem (sources/process_memory.h, as `heapscope attach` reads it; LLDB keeps the process
 // stopped), which costs a pread where a read through LLDB costs a round trip to lldb-server on the LLDB
-// thread; otherwise (a core, a remote process, /proc/PID/mem not readable or not the same process) through
-// a page cache (page_cache.h) whose misses LLDB serves on its own thread (base/serving_thread.h). An image describes one stop of the process: the
-// plugin makes a new one whenever the process has run.
+// thread; for a core, straight from the core file LLDB has mapped (core_file_memory.h), what LLDB reads
+// it from; otherwise (a remote process, /proc/PID/mem not readable or not the same process, a core whose
+// file is not found or holds other bytes, what a core left out) through a page cache (page_cache.h) whose
+// misses LLDB serves on its own thread (base/serving_thread.h). An image describes one stop of the
+// process: the plugin makes a new one whenever the process has run.
 //
 // Where LLDB 16 falls short:
 //   - it shows no fs_base (x86-64 Linux, live or core); glibc's thread list supplies the thread
@@ -28,6 +30,7 @@
 
 #include "image/collected_image.h"
 #include "base/serving_thread.h"
+#include "frontends/lldb/core_file_memory.h"
 #include "frontends/lldb/page_cache.h"
 #include "sources/process_memory.h"
 
@@ -45,10 +48,13 @@ class LldbImage : public CollectedImage {
   int pid() const override { return pid_; }
 
   std::size_t read(Address addr, void* out, std::size_t len) const override;
+  std::span<const std::byte> view(Address addr, std::size_t len) const override;
 
   bool is_core() const { return is_core_; }
   // Memory comes from /proc/PID/mem rather than through LLDB.
   bool reads_proc_memory() const { return proc_memory_ != nullptr; }
+  // A core's memory comes from its file rather than through LLDB.
+  bool reads_core_file() const { return core_file_ != nullptr; }
 
  private:
   // A stretch of a module file mapped into the process, for naming the core's unnamed regions.
@@ -70,6 +76,9 @@ class LldbImage : public CollectedImage {
   bool is_local_process() const;
   void read_live_auxv();
   void open_proc_memory();
+  void open_core_file();
+  bool holds_what_lldb_reads(const CoreFileMemory& core) const;
+  std::size_t read_core_file(Address addr, void* out, std::size_t len) const;
   std::size_t read_from_lldb(Address addr, void* out, std::size_t len) const;
 
   lldb::SBProcess process_;
@@ -81,6 +90,7 @@ class LldbImage : public CollectedImage {
   std::vector<FileBackedRange> file_backed_;
   mutable std::unique_ptr<PageCache> cache_;
   std::unique_ptr<ProcessMemory> proc_memory_;
+  std::unique_ptr<CoreFileMemory> core_file_;
 };
 
 }  // namespace heapscope::lldb_plugin

@@ -15,8 +15,10 @@ The plugin is found next to the CLI's build directory (build/frontends/lldb/libh
 where $HEAPSCOPE_LLDB_PLUGIN says.
 """
 
+import json
 import os
 import re
+import struct
 import unittest
 
 from heapscope_e2e import heapscope_json, work_dir
@@ -54,6 +56,73 @@ class PluginTestCase(unittest.TestCase):
 
     def assert_same_report(self, lldb_report, cli_report, what):
         self.assertEqual(comparable(lldb_report), comparable(cli_report), what)
+
+
+def first_thread_stack_pointer(data):
+    """rsp of the first NT_PRSTATUS note of an x86-64 core: pr_reg starts 112 bytes in, rsp is its 20th word."""
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        p_type, _, p_offset, _, _, p_filesz, _, _ = struct.unpack_from("<IIQQQQQQ", data, phoff + i * phentsize)
+        at, end = p_offset, p_offset + p_filesz
+        while p_type == 4 and at + 12 <= end:  # PT_NOTE: namesz, descsz, type, name, desc (4-aligned)
+            namesz, descsz, note_type = struct.unpack_from("<III", data, at)
+            desc = at + 12 + (namesz + 3) // 4 * 4
+            if note_type == 1:  # NT_PRSTATUS
+                return struct.unpack_from("<Q", data, desc + 112 + 19 * 8)[0]
+            at = desc + (descsz + 3) // 4 * 4
+    raise AssertionError("no NT_PRSTATUS note")
+
+
+def write_core_at_another_stop(core, out_path):
+    """A copy of `core` as if taken at another stop of the same process: one byte of the first thread's
+    stack, just above its stack pointer, differs."""
+    with open(core, "rb") as f:
+        data = bytearray(f.read())
+    at = first_thread_stack_pointer(data) + 8
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        p_type, _, p_offset, p_vaddr, _, p_filesz, _, _ = struct.unpack_from("<IIQQQQQQ", data, phoff + i * phentsize)
+        if p_type == 1 and p_vaddr <= at < p_vaddr + p_filesz:  # PT_LOAD
+            data[p_offset + at - p_vaddr] ^= 0xff
+            break
+    else:
+        raise AssertionError(f"no segment of {core} holds the stack at {at:#x}")
+    with open(out_path, "wb") as f:
+        f.write(data)
+
+
+class CoreFileTests(PluginTestCase):
+    """For a core, memory is read from the core file LLDB loaded (mapped in LLDB's own process), not through
+    LLDB, and never from another core LLDB has loaded too: here a copy of the same core as if taken at
+    another stop (a byte of a stack differs), loaded as a second target."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.capture = capture_leak_fixture(FIXTURE)
+        cls.other_core = os.path.join(work_dir(), "lldb-another-stop.core")
+        write_core_at_another_stop(cls.capture.core, cls.other_core)
+        cls.lldb = run_lldb([f"target create {cls.capture.executable} --core {cls.capture.core}",
+                             f"target create {cls.capture.executable} --core {cls.other_core}",
+                             "target select 0", "heap summary --json", "heap leaks --json",
+                             "target select 1", "heap summary --json"])
+
+    def summaries(self):
+        outputs = [json.loads(output) for echoed, output in self.lldb.sections if echoed == "heap summary --json"]
+        self.assertEqual(len(outputs), 2, self.lldb.stderr[-2000:])
+        return outputs
+
+    def test_each_target_reads_its_own_core_file(self):
+        for summary, core in zip(self.summaries(), (self.capture.core, self.other_core)):
+            with self.subTest(core=core):
+                self.assertTrue(summary["target"]["description"].endswith(f"memory read from the core file {core}"),
+                                summary["target"]["description"])
+
+    def test_leaks_from_the_core_file_equal_the_clis(self):
+        self.assert_same_report(self.lldb.json_of("heap leaks --json"), heapscope_json("leaks", self.capture.core),
+                                "the whole report")
 
 
 class CoreTests(PluginTestCase):

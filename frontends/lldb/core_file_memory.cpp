@@ -1,0 +1,69 @@
+#include "frontends/lldb/core_file_memory.h"
+
+#include <elf.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include "sources/proc_maps.h"
+
+namespace heapscope::lldb_plugin {
+
+std::unique_ptr<CoreFileMemory> CoreFileMemory::open(const std::string& path) {
+  std::unique_ptr<ElfFile> file = ElfFile::open(path, nullptr);
+  if (!file || !file->is_core()) return nullptr;
+  auto memory = std::unique_ptr<CoreFileMemory>(new CoreFileMemory());
+  for (const GElf_Phdr& ph : file->program_headers()) {
+    if (ph.p_type != PT_LOAD || ph.p_filesz == 0) continue;
+    const std::span<const std::byte> bytes = file->file_range(ph.p_offset, std::min(ph.p_filesz, ph.p_memsz));
+    if (bytes.empty() || ph.p_vaddr + bytes.size() < ph.p_vaddr) continue;
+    memory->segments_.push_back({ph.p_vaddr, ph.p_vaddr + bytes.size(), bytes.data()});
+  }
+  std::sort(memory->segments_.begin(), memory->segments_.end(),
+            [](const Segment& a, const Segment& b) { return a.start < b.start; });
+  // Overlapping segments (a damaged core) keep the first: LLDB's reader takes the first that holds an address.
+  std::vector<Segment> disjoint;
+  for (Segment s : memory->segments_) {
+    if (!disjoint.empty() && s.start < disjoint.back().end) {
+      const Address cut = disjoint.back().end;
+      if (cut >= s.end) continue;
+      s.data += cut - s.start;
+      s.start = cut;
+    }
+    disjoint.push_back(s);
+  }
+  memory->segments_ = std::move(disjoint);
+  memory->file_ = std::move(file);
+  return memory;
+}
+
+std::span<const std::byte> CoreFileMemory::bytes_at(Address addr) const {
+  auto it = std::upper_bound(segments_.begin(), segments_.end(), addr,
+                             [](Address a, const Segment& s) { return a < s.start; });
+  if (it == segments_.begin()) return {};
+  --it;
+  if (addr >= it->end) return {};
+  return {it->data + (addr - it->start), static_cast<std::size_t>(it->end - addr)};
+}
+
+std::vector<std::string> mapped_core_files() {
+  std::ifstream maps("/proc/self/maps");
+  std::vector<std::string> cores;
+  std::set<std::string> seen;
+  for (std::string line; std::getline(maps, line);) {
+    const std::optional<MapsLine> m = parse_maps_line(line);
+    if (!m || m->region.backing_path.empty() || !seen.insert(m->region.backing_path).second) continue;
+    // The ELF header, not the whole file: most mappings are libraries.
+    std::ifstream file(m->region.backing_path, std::ios::binary);
+    unsigned char header[EI_NIDENT + 2] = {};
+    if (!file.read(reinterpret_cast<char*>(header), sizeof header)) continue;
+    const bool elf = header[EI_MAG0] == ELFMAG0 && header[EI_MAG1] == ELFMAG1 && header[EI_MAG2] == ELFMAG2 &&
+                     header[EI_MAG3] == ELFMAG3;
+    const unsigned type = header[EI_DATA] == ELFDATA2LSB ? header[EI_NIDENT] | header[EI_NIDENT + 1] << 8 : 0;
+    if (elf && type == ET_CORE) cores.push_back(m->region.backing_path);
+  }
+  return cores;
+}
+
+}  // namespace heapscope::lldb_plugin
