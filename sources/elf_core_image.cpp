@@ -12,6 +12,7 @@
 
 #include "image/module_layout.h"
 #include "image/x86_vector_state.h"
+#include "sources/core_segments.h"
 #include "symbols/debuginfod_fetch.h"
 
 namespace heapscope {
@@ -323,35 +324,16 @@ class ElfCoreImage::Builder {
   // lacks (truncation: gone for good); bytes the writer chose to omit (p_filesz < p_memsz: a module
   // file may supply them).
   void add_segments() {
-    std::vector<GElf_Phdr> loads;
     std::size_t impossible = 0;
-    for (const GElf_Phdr& ph : img_.core_->program_headers()) {
-      if (ph.p_type != PT_LOAD || ph.p_memsz == 0) continue;
-      if (ph.p_vaddr + ph.p_memsz < ph.p_vaddr) {
-        ++impossible;
-        continue;
-      }
-      loads.push_back(ph);
-    }
-    std::sort(loads.begin(), loads.end(), [](const GElf_Phdr& a, const GElf_Phdr& b) { return a.p_vaddr < b.p_vaddr; });
-    Address previous_end = 0;
     std::uint64_t promised = 0;
-    for (const GElf_Phdr& ph : loads) {
-      if (ph.p_vaddr < previous_end) {
-        ++impossible;
-        continue;
-      }
-      previous_end = ph.p_vaddr + ph.p_memsz;
-      const std::uint64_t filesz = std::min(ph.p_filesz, ph.p_memsz);
-      const auto bytes = img_.core_->file_range(ph.p_offset, filesz);
-      promised += filesz;
-      img_.missing_bytes_ += filesz - bytes.size();
-      const std::size_t origin = add_origin(ph.p_vaddr, ph.p_flags, true);
-      const Address present_end = ph.p_vaddr + bytes.size();
-      const Address file_end = ph.p_vaddr + filesz;
-      add_piece(ph.p_vaddr, present_end, Piece::Source::core, bytes.data(), false, origin);
-      add_piece(present_end, file_end, Piece::Source::absent, nullptr, false, origin);
-      add_piece(file_end, previous_end, Piece::Source::absent, nullptr, true, origin);
+    for (const CoreSegment& s : core_segments(*img_.core_, &impossible)) {
+      promised += s.file_end - s.start;
+      img_.missing_bytes_ += s.file_end - s.start - s.present.size();
+      const std::size_t origin = add_origin(s.start, s.flags, true);
+      const Address present_end = s.start + s.present.size();
+      add_piece(s.start, present_end, Piece::Source::core, s.present.data(), false, origin);
+      add_piece(present_end, s.file_end, Piece::Source::absent, nullptr, false, origin);
+      add_piece(s.file_end, s.end, Piece::Source::absent, nullptr, true, origin);
     }
     if (impossible > 0)
       warn(fmt::format("{} memory segments of the core overlap others or wrap around the address space and were "

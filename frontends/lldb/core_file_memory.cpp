@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 
+#include "sources/core_segments.h"
 #include "sources/proc_maps.h"
 
 namespace heapscope::lldb_plugin {
@@ -14,26 +15,8 @@ std::unique_ptr<CoreFileMemory> CoreFileMemory::open(const std::string& path) {
   std::unique_ptr<ElfFile> file = ElfFile::open(path, nullptr);
   if (!file || !file->is_core()) return nullptr;
   auto memory = std::unique_ptr<CoreFileMemory>(new CoreFileMemory());
-  for (const GElf_Phdr& ph : file->program_headers()) {
-    if (ph.p_type != PT_LOAD || ph.p_filesz == 0) continue;
-    const std::span<const std::byte> bytes = file->file_range(ph.p_offset, std::min(ph.p_filesz, ph.p_memsz));
-    if (bytes.empty() || ph.p_vaddr + bytes.size() < ph.p_vaddr) continue;
-    memory->segments_.push_back({ph.p_vaddr, ph.p_vaddr + bytes.size(), bytes.data()});
-  }
-  std::sort(memory->segments_.begin(), memory->segments_.end(),
-            [](const Segment& a, const Segment& b) { return a.start < b.start; });
-  // Overlapping segments (a damaged core) keep the first: LLDB's reader takes the first that holds an address.
-  std::vector<Segment> disjoint;
-  for (Segment s : memory->segments_) {
-    if (!disjoint.empty() && s.start < disjoint.back().end) {
-      const Address cut = disjoint.back().end;
-      if (cut >= s.end) continue;
-      s.data += cut - s.start;
-      s.start = cut;
-    }
-    disjoint.push_back(s);
-  }
-  memory->segments_ = std::move(disjoint);
+  for (const CoreSegment& s : core_segments(*file))
+    if (!s.present.empty()) memory->segments_.push_back({s.start, s.start + s.present.size(), s.present.data()});
   memory->file_ = std::move(file);
   return memory;
 }

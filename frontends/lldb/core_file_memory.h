@@ -36,7 +36,7 @@ class CoreFileMemory {
     const std::byte* data = nullptr;
   };
   std::unique_ptr<ElfFile> file_;
-  std::vector<Segment> segments_;  // by start, not overlapping
+  std::vector<Segment> segments_;  // by start, not overlapping (sources/core_segments.h)
 };
 
 // The paths of the ELF core files mapped into this process (LLDB maps the cores it loads), each once, in
