@@ -29,12 +29,10 @@ std::uint64_t array_count(Dwarf_Die& array) {
   if (dwarf_child(&array, &child) != 0) return 0;
   do {
     if (dwarf_tag(&child) != DW_TAG_subrange_type) continue;
-    Dwarf_Attribute attr;
-    Dwarf_Word value = 0;
-    if (dwarf_attr(&child, DW_AT_count, &attr) && dwarf_formudata(&attr, &value) == 0) {
-      count *= value;
-    } else if (dwarf_attr(&child, DW_AT_upper_bound, &attr) && dwarf_formudata(&attr, &value) == 0) {
-      count *= value + 1;
+    if (const std::optional<Dwarf_Word> n = die_udata(child, DW_AT_count)) {
+      count *= *n;
+    } else if (const std::optional<Dwarf_Word> upper = die_udata(child, DW_AT_upper_bound)) {
+      count *= *upper + 1;
     } else {
       return 0;  // flexible or variable-length
     }

@@ -142,17 +142,16 @@ std::string module_offset(const FrameCollector& c, Address pc) {
 }
 
 bool read_call_site(Dwarf_Die* cu, Dwarf_Die* inlined, Frame& frame) {
-  Dwarf_Attribute attr;
-  Dwarf_Word file_index = 0, line = 0;
-  if (!dwarf_attr(inlined, DW_AT_call_file, &attr) || dwarf_formudata(&attr, &file_index) != 0) return false;
-  if (!dwarf_attr(inlined, DW_AT_call_line, &attr) || dwarf_formudata(&attr, &line) != 0) return false;
+  const std::optional<Dwarf_Word> file_index = die_udata(*inlined, DW_AT_call_file);
+  const std::optional<Dwarf_Word> line = die_udata(*inlined, DW_AT_call_line);
+  if (!file_index || !line) return false;
   Dwarf_Files* files = nullptr;
   std::size_t count = 0;
-  if (dwarf_getsrcfiles(cu, &files, &count) != 0 || file_index >= count) return false;
-  const char* name = dwarf_filesrc(files, file_index, nullptr, nullptr);
+  if (dwarf_getsrcfiles(cu, &files, &count) != 0 || *file_index >= count) return false;
+  const char* name = dwarf_filesrc(files, *file_index, nullptr, nullptr);
   if (!name) return false;
   frame.file = name;
-  frame.line = static_cast<int>(line);
+  frame.line = static_cast<int>(*line);
   return true;
 }
 
