@@ -190,13 +190,24 @@ bool LldbImage::holds_what_lldb_reads(const CoreFileMemory& core) const {
     probes.push_back({r.start, static_cast<std::size_t>(std::min<Address>(kPageSize, r.size()))});
     ++regions;
   }
+  return reads_as_lldb(probes, [&](Address addr, void* out, std::size_t len) {
+    const std::span<const std::byte> held = core.bytes_at(addr);
+    const std::size_t n = std::min(len, held.size());
+    if (n) std::memcpy(out, held.data(), n);
+    return n;
+  });
+}
+
+// A probe neither reads is passed over (a truncated core's lost page); one only one reads, or reads
+// differently, rules the source out.
+bool LldbImage::reads_as_lldb(const std::vector<std::pair<Address, std::size_t>>& probes, const Read& read) const {
   std::size_t compared = 0;
   for (const auto& [at, len] : probes) {
-    std::vector<char> from_lldb(len);
+    std::vector<char> from_lldb(len), from_source(len);
     const std::size_t got = read_from_lldb(at, from_lldb.data(), len);
-    const std::span<const std::byte> held = core.bytes_at(at);
-    if (got == 0 && held.empty()) continue;  // neither has it (a truncated core's lost page)
-    if (got != len || held.size() < len || std::memcmp(held.data(), from_lldb.data(), len) != 0) return false;
+    const std::size_t held = read(at, from_source.data(), len);
+    if (got == 0 && held == 0) continue;
+    if (got != len || held != len || from_lldb != from_source) return false;
     ++compared;
   }
   return compared > 0;
@@ -214,10 +225,10 @@ void LldbImage::open_proc_memory() {
   std::unique_ptr<ProcessMemory> memory = ProcessMemory::open(pid_, &error_number);
   if (!memory) return;
   const std::size_t probe = static_cast<std::size_t>(std::min<Address>(first->size(), kPageSize));
-  std::vector<char> from_proc(probe), from_lldb(probe);
-  if (memory->read(first->start, first->end, first->start, from_proc.data(), probe) != probe) return;
-  if (read_from_lldb(first->start, from_lldb.data(), probe) != probe || from_proc != from_lldb) return;
-  proc_memory_ = std::move(memory);
+  const bool same = reads_as_lldb({{first->start, probe}}, [&](Address addr, void* out, std::size_t len) {
+    return memory->read(first->start, first->end, addr, out, len);
+  });
+  if (same) proc_memory_ = std::move(memory);
 }
 
 // Reads as much as LLDB has from addr on. A core's segments end where the process's mappings did, and

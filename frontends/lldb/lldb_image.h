@@ -24,6 +24,7 @@
 
 #include <lldb/API/LLDB.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,8 +54,6 @@ class LldbImage : public CollectedImage {
   bool is_core() const { return is_core_; }
   // Memory comes from /proc/PID/mem rather than through LLDB.
   bool reads_proc_memory() const { return proc_memory_ != nullptr; }
-  // A core's memory comes from its file rather than through LLDB.
-  bool reads_core_file() const { return core_file_ != nullptr; }
 
  private:
   // A stretch of a module file mapped into the process, for naming the core's unnamed regions.
@@ -78,6 +77,9 @@ class LldbImage : public CollectedImage {
   void open_proc_memory();
   void open_core_file();
   bool holds_what_lldb_reads(const CoreFileMemory& core) const;
+  // Whether `read` gives what LLDB reads at each probe (address, length), and some probe was readable.
+  using Read = std::function<std::size_t(Address addr, void* out, std::size_t len)>;
+  bool reads_as_lldb(const std::vector<std::pair<Address, std::size_t>>& probes, const Read& read) const;
   std::size_t read_core_file(Address addr, void* out, std::size_t len) const;
   std::size_t read_from_lldb(Address addr, void* out, std::size_t len) const;
 
