@@ -57,7 +57,7 @@ class ShapeNamer {
   Address looked_up_at_ = 0;      // the word whose target_at was last asked for (0: none)
   BlockId looked_up_ = kNoBlock;  // and its answer
 
-  std::optional<std::uint64_t> word(Address a) { return mem_.u64(a); }
+  WordRead word(Address a) { return mem_.u64(a); }
 
   // The block starting exactly at `a` (BlockIndex::starting_at), among the blocks to name and still unnamed.
   BlockId target_at(Address a) const {
