@@ -126,6 +126,10 @@ TEST_CASE("ElfCoreImage: reads cross adjacent segments and stop at gaps", "[core
   MemoryCursor cursor(*image);
   CHECK(cursor.u64(kC + 0x100) == expected);
   CHECK_FALSE(cursor.u64(kC + 0x2000).has_value());
+  // Unreadable is not zero: the namers tell a null pointer from memory the core lacks.
+  CHECK_FALSE(cursor.u64(kC + 0x2000) == 0);
+  CHECK(cursor.u64(kC + 0x2000).value_or(7) == 7);
+  CHECK(cursor.u64(kC + 0x100).value_or(7) == expected);
 }
 
 TEST_CASE("ElfCoreImage: view is zero-copy inside one segment and empty across segments", "[coredump]") {
