@@ -5,6 +5,7 @@
 
 #include "base/phase_timer.h"
 #include "base/progress.h"
+#include "base/workers.h"
 
 namespace heapscope {
 
@@ -165,13 +166,26 @@ Dominators compute_dominators(const DominatorGraph& g, std::uint32_t entry) {
     if (w % kProgressNodes == 0) progress_step(kProgressNodes);
     while (idom[w] > semi[w]) idom[w] = idom[idom[w]];
   }
-  for (std::uint32_t node = 0; node < dfs.number.size(); ++node)
-    if (dfs.number[node] != 0) dfs.vertex[dfs.number[node]] = node;
+  // Both passes below touch every node once, each node on its own: on all cores (each a gather or scatter
+  // over arrays of the heap's size, memory-bound).
+  const std::size_t nodes = dfs.number.size();
+  const unsigned workers = worker_count(nodes, kBlocksPerWorker);
+  run_workers(workers, [&](unsigned w) {
+    const auto [first, last] = slice_of(nodes, workers, w);
+    for (std::size_t node = first; node < last; ++node)
+      if (dfs.number[node] != 0) dfs.vertex[dfs.number[node]] = static_cast<std::uint32_t>(node);
+  });
 
   // Back to node ids, in the numbering's own array (each slot is read before it is written).
   Dominators out;
   out.idom = std::move(dfs.number);
-  for (std::uint32_t& slot : out.idom) slot = slot >= 2 ? dfs.vertex[idom[slot]] : kNoNode;
+  run_workers(workers, [&](unsigned w) {
+    const auto [first, last] = slice_of(nodes, workers, w);
+    for (std::size_t i = first; i < last; ++i) {
+      std::uint32_t& slot = out.idom[i];
+      slot = slot >= 2 ? dfs.vertex[idom[slot]] : kNoNode;
+    }
+  });
   dfs.vertex.erase(dfs.vertex.begin());
   out.preorder = std::move(dfs.vertex);
   idom.clear();
