@@ -24,9 +24,9 @@ std::int64_t Image::capture_time_ns() const {
       .count();
 }
 
-std::optional<std::uint64_t> Image::read_u64(Address addr) const {
+WordRead Image::read_u64(Address addr) const {
   std::uint64_t v = 0;
-  if (!read_exact(addr, &v, sizeof v)) return std::nullopt;
+  if (!read_exact(addr, &v, sizeof v)) return {};
   return v;
 }
 

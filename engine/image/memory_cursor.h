@@ -11,26 +11,6 @@
 
 namespace heapscope {
 
-// A word read from memory, or none where it cannot be read: std::optional's interface for a word, as a
-// plain struct. GCC 12 copies a std::optional<uint64_t> through the stack as a word and a flag stored
-// apart, then loaded as one 16-byte value, which the store buffer cannot forward: a stall of a dozen
-// cycles per read in the namers' hottest loops. A plain struct stays in registers.
-class WordRead {
- public:
-  constexpr WordRead() = default;
-  constexpr WordRead(std::uint64_t value) : value_(value), read_(true) {}  // NOLINT: as optional's
-  constexpr WordRead(const std::optional<std::uint64_t>& v) : value_(v.value_or(0)), read_(v.has_value()) {}  // NOLINT
-  constexpr explicit operator bool() const { return read_; }
-  constexpr bool has_value() const { return read_; }
-  constexpr std::uint64_t operator*() const { return value_; }
-  constexpr std::uint64_t value_or(std::uint64_t otherwise) const { return read_ ? value_ : otherwise; }
-  friend constexpr bool operator==(const WordRead& w, std::uint64_t v) { return w.read_ && w.value_ == v; }
-
- private:
-  std::uint64_t value_ = 0;
-  bool read_ = false;
-};
-
 class MemoryCursor {
  public:
   explicit MemoryCursor(const Image& image) : image_(image) {}
