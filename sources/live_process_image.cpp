@@ -135,14 +135,7 @@ std::string LiveProcessImage::description() const {
 }
 
 std::size_t LiveProcessImage::read(Address addr, void* out, std::size_t len) const {
-  const MemoryRegion* region = nullptr;
-  return read_piecewise(
-      addr, out, len,
-      [&](Address at) -> Address {
-        region = region_at(at);
-        return region && region->bytes_present ? region->end : 0;
-      },
-      [&](Address at, std::byte* dst, std::size_t want) { return memory_->read(region->start, region->end, at, dst, want); });
+  return memory_->read_regions(*this, addr, out, len);
 }
 
 std::span<const std::byte> LiveProcessImage::view(Address addr, std::size_t len) const {

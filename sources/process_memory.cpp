@@ -74,4 +74,15 @@ std::size_t ProcessMemory::read_cached(Address region_start, Address region_end,
   return done;
 }
 
+std::size_t ProcessMemory::read_regions(const Image& image, Address addr, void* out, std::size_t len) const {
+  const MemoryRegion* region = nullptr;
+  return Image::read_piecewise(
+      addr, out, len,
+      [&](Address at) -> Address {
+        region = image.region_at(at);
+        return region && region->bytes_present ? region->end : 0;
+      },
+      [&](Address at, std::byte* dst, std::size_t want) { return read(region->start, region->end, at, dst, want); });
+}
+
 }  // namespace heapscope

@@ -30,6 +30,9 @@ class ProcessMemory {
   std::size_t read(Address region_start, Address region_end, Address addr, void* out, std::size_t len) const;
   // No cache, no region: pread until done or refused.
   std::size_t read_direct(Address addr, void* out, std::size_t len) const;
+  // An image's read() over this memory: [addr, addr + len) through the readable regions `image` lists,
+  // each read within its region, up to the first gap or refused page; returns how many bytes it copied.
+  std::size_t read_regions(const Image& image, Address addr, void* out, std::size_t len) const;
 
  private:
   // One cached stretch of memory: at most kCacheLineSize bytes of one region, aligned to that size.

@@ -3,6 +3,7 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -28,6 +29,15 @@ std::span<const std::byte> CoreFileMemory::bytes_at(Address addr) const {
   --it;
   if (addr >= it->end) return {};
   return {it->data + (addr - it->start), static_cast<std::size_t>(it->end - addr)};
+}
+
+std::size_t CoreFileMemory::read(Address addr, void* out, std::size_t len) const {
+  return Image::read_piecewise(
+      addr, out, len, [&](Address at) -> Address { return at + bytes_at(at).size(); },
+      [&](Address at, std::byte* dst, std::size_t n) {
+        std::memcpy(dst, bytes_at(at).data(), n);
+        return n;
+      });
 }
 
 std::vector<std::string> mapped_core_files() {

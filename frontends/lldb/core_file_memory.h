@@ -29,6 +29,9 @@ class CoreFileMemory {
   // holds none: outside every segment, or in what the core left out of one (p_filesz < p_memsz, or a
   // file cut short).
   std::span<const std::byte> bytes_at(Address addr) const;
+  // Copies what the file holds from `addr` on, across adjacent segments, up to the first byte it lacks;
+  // returns how many bytes it copied.
+  std::size_t read(Address addr, void* out, std::size_t len) const;
 
  private:
   struct Segment {

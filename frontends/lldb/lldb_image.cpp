@@ -119,36 +119,15 @@ std::string LldbImage::damage() const {
 std::size_t LldbImage::read(Address addr, void* out, std::size_t len) const {
   if (core_file_) return read_core_file(addr, out, len);
   if (!proc_memory_) return cache_->read(addr, out, len);
-  auto* dst = static_cast<std::byte*>(out);
-  std::size_t done = 0;
-  while (done < len) {
-    const Address at = addr + done;
-    if (at < addr) break;  // wrapped around the address space
-    const MemoryRegion* region = region_at(at);
-    if (!region || !region->bytes_present) break;
-    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(len - done, region->end - at));
-    const std::size_t got = proc_memory_->read(region->start, region->end, at, dst + done, want);
-    done += got;
-    if (got < want) break;
-  }
-  return done;
+  return proc_memory_->read_regions(*this, addr, out, len);
 }
 
 // The core file's bytes where it holds them; LLDB reads the rest as before (what a core left out: LLDB
 // reads it from the module's file, or gives zeros up to the segment's size in memory).
 std::size_t LldbImage::read_core_file(Address addr, void* out, std::size_t len) const {
-  auto* dst = static_cast<std::byte*>(out);
-  std::size_t done = 0;
-  while (done < len) {
-    const Address at = addr + done;
-    if (at < addr) break;  // wrapped around the address space
-    const std::span<const std::byte> held = core_file_->bytes_at(at);
-    if (held.empty()) return done + cache_->read(at, dst + done, len - done);
-    const std::size_t n = std::min(len - done, held.size());
-    std::memcpy(dst + done, held.data(), n);
-    done += n;
-  }
-  return done;
+  const std::size_t held = core_file_->read(addr, out, len);
+  if (held == len || addr + held < addr) return held;  // all of it, or it ran to the end of the address space
+  return held + cache_->read(addr + held, static_cast<std::byte*>(out) + held, len - held);
 }
 
 std::span<const std::byte> LldbImage::view(Address addr, std::size_t len) const {
@@ -190,12 +169,7 @@ bool LldbImage::holds_what_lldb_reads(const CoreFileMemory& core) const {
     probes.push_back({r.start, static_cast<std::size_t>(std::min<Address>(kPageSize, r.size()))});
     ++regions;
   }
-  return reads_as_lldb(probes, [&](Address addr, void* out, std::size_t len) {
-    const std::span<const std::byte> held = core.bytes_at(addr);
-    const std::size_t n = std::min(len, held.size());
-    if (n) std::memcpy(out, held.data(), n);
-    return n;
-  });
+  return reads_as_lldb(probes, [&](Address addr, void* out, std::size_t len) { return core.read(addr, out, len); });
 }
 
 // A probe neither reads is passed over (a truncated core's lost page); one only one reads, or reads
