@@ -209,6 +209,7 @@ void ReferenceGraph::build_reverse() const {
   std::call_once(reverse_once_, [this] {
     if (reverse_saved_) {
       in_offsets_ = CompactOffsets(saved_in_offsets_);
+      reverse_built_.store(true, std::memory_order_release);
       return;
     }
     // A byte a block counts each block's in-edges, and then, as they are placed, how many are: the few
@@ -253,13 +254,8 @@ void ReferenceGraph::build_reverse() const {
     in_edges_ = U32Array(std::move(in_edges));
     in_root_blocks_ = U32Array(std::move(blocks));
     in_roots_ = U32Array(std::move(roots));
+    reverse_built_.store(true, std::memory_order_release);
   });
-}
-
-std::span<const std::uint32_t> ReferenceGraph::in_edges(BlockId b) const {
-  build_reverse();
-  const auto [first, last] = in_offsets_.range(b);
-  return {in_edges_.data() + first, last - first};
 }
 
 std::span<const std::uint32_t> ReferenceGraph::in_root_edges(BlockId b) const {

@@ -8,6 +8,7 @@
 // session/index_cache.h), its edges viewed in place.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -108,7 +109,11 @@ class ReferenceGraph {
   std::size_t root_count() const { return root_offsets_.size() - 1; }
 
   // Reverse edges (built on first call): blocks pointing into b, and roots pointing into b.
-  std::span<const std::uint32_t> in_edges(BlockId b) const;
+  std::span<const std::uint32_t> in_edges(BlockId b) const {  // inline: the dominator tree asks it for every block
+    if (!reverse_built_.load(std::memory_order_acquire)) build_reverse();
+    const auto [first, last] = in_offsets_.range(b);
+    return {in_edges_.data() + first, last - first};
+  }
   std::span<const std::uint32_t> in_root_edges(BlockId b) const;  // root indices
 
   std::size_t memory_bytes() const;
@@ -171,6 +176,8 @@ class ReferenceGraph {
   std::span<const std::uint32_t> saved_in_offsets_;
   bool reverse_saved_ = false;
   mutable std::once_flag reverse_once_;
+  // Set once the reverse edges are there: a load, where std::call_once is a call into libc per lookup.
+  mutable std::atomic<bool> reverse_built_{false};
   mutable CompactOffsets in_offsets_;
   mutable U32Array in_edges_;
   mutable U32Array in_root_blocks_;  // sorted; in_roots_[i] is a root range pointing into in_root_blocks_[i]

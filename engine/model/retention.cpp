@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <stdexcept>
@@ -299,6 +300,9 @@ class RetentionGraph final : public DominatorGraph {
 
   std::uint32_t super_root() const { return blocks_ + roots_; }
   std::uint32_t node_count() const override { return super_root() + 1; }
+  // The super-root's first successor is the globals' kind node when there is one (link_tree): what it
+  // reaches, what globals hold, is theirs (retention_edges.h).
+  FirstReach first_reach() const { return globals_first_ ? FirstReach::owned : FirstReach::shared; }
 
   std::span<const std::uint32_t> successors(std::uint32_t v) const override {
     if (v < blocks_) return edges_.out_edges(v);
@@ -329,6 +333,13 @@ class RetentionGraph final : public DominatorGraph {
       if (parent == RootNode::kNoParent) top_nodes_.push_back(blocks_ + i);
       else ++children[parent + 1];
     }
+    // The owner kinds, the globals' first: the search enters what globals hold before anything else.
+    const auto is_globals = [&](std::uint32_t node) {
+      const RootNode& n = roots[node - blocks_];
+      return n.level == Level::kind && n.owner_kind == OwnerKind::global;
+    };
+    std::stable_partition(top_nodes_.begin(), top_nodes_.end(), is_globals);
+    globals_first_ = !top_nodes_.empty() && is_globals(top_nodes_.front());
     root_offsets_.assign(roots_ + 1, 0);
     for (std::uint32_t i = 0; i < roots_; ++i)
       root_offsets_[i + 1] = root_offsets_[i] + children[i + 1] + (offsets[i + 1] - offsets[i]);
@@ -366,6 +377,7 @@ class RetentionGraph final : public DominatorGraph {
 
   const RetentionEdges& edges_;
   std::uint32_t blocks_, roots_;
+  bool globals_first_ = false;
   std::vector<std::uint32_t> root_offsets_, root_successors_, root_parent_, top_nodes_;
   std::vector<std::uint64_t> has_root_predecessor_;
   std::vector<std::uint32_t> pred_blocks_, pred_roots_;
@@ -385,18 +397,14 @@ const char* owner_kind_name(OwnerKind k) {
 }
 
 Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots,
-                     const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames,
-                     const RetentionEdges* edges)
+                     const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames)
     : block_count_(static_cast<std::uint32_t>(graph.block_count())) {
-  std::unique_ptr<RetentionEdges> own_edges;
-  if (!edges) {
-    PhaseTimer timer("dominators: what globals hold");
-    own_edges = std::make_unique<RetentionEdges>(graph, roots);
-    edges = own_edges.get();
-  }
+  // The runtime's slots dropped; borrowed pointers are left to the tree, which owns what globals hold.
+  std::optional<RetentionEdges> edges;
   RootNodeEdges root_edges;
   {
     PhaseTimer timer("dominators: root nodes");
+    edges.emplace(graph, roots, BorrowedEdges::left_to_the_tree);
     root_edges = RootNodeBuilder(image, symbols, graph, *edges, frames).build(roots);
     root_nodes_ = std::move(root_edges.nodes);
     for (std::size_t i = 0; i < root_nodes_.size(); ++i)
@@ -406,7 +414,7 @@ Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapM
   {
     PhaseTimer timer("dominators: semi-NCA");
     const RetentionGraph g(graph, *edges, root_nodes_, root_edges.offsets, root_edges.targets);
-    Dominators d = compute_dominators(g, g.super_root());
+    Dominators d = compute_dominators(g, g.super_root(), g.first_reach());
     idom_ = std::move(d.idom);
     // The order is needed once, to sum sizes: not kept (4 bytes a block).
     sum_retained_sizes(heap, d.preorder, std::move(d.spare));

@@ -108,10 +108,9 @@ class ByteCounts {
 class Retention {
  public:
   // `frames` (per thread, from the unwind; may be null) split each thread's stack into one root per frame
-  // and local variable. `edges`: the edges that hold (retention_edges.h), made here when not given.
+  // and local variable.
   Retention(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots,
-            const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames = nullptr,
-            const RetentionEdges* edges = nullptr);
+            const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames = nullptr);
 
   // Node ids: blocks first (a block's node id is its BlockId), then the ownership tree's nodes (owner
   // kinds, owners and parts), then the super-root.

@@ -10,7 +10,7 @@
 
 namespace heapscope {
 
-RetentionEdges::RetentionEdges(const ReferenceGraph& graph, const RootSet& roots)
+RetentionEdges::RetentionEdges(const ReferenceGraph& graph, const RootSet& roots, BorrowedEdges borrowed)
     : graph_(graph), roots_(roots), held_by_globals_((graph.block_count() + 63) / 64, 0),
       has_dropped_(graph.block_count(), false) {
   std::map<BlockId, std::vector<const RootRange*>> slots_by_block;
@@ -18,21 +18,17 @@ RetentionEdges::RetentionEdges(const ReferenceGraph& graph, const RootSet& roots
     if (r.kind == RootKind::finalizer)
       if (const BlockId holder = graph.index().find(r.start); holder != kNoBlock) slots_by_block[holder].push_back(&r);
   for (const auto& [holder, slots] : slots_by_block) drop_slot_edges(holder, slots);
-  find_what_globals_hold();  // through the edges the slots leave
-  drop_borrowed();
+  if (borrowed == BorrowedEdges::dropped) {
+    find_what_globals_hold();  // through the edges the slots leave
+    drop_borrowed();
+  }
   filter_in_edges();
 }
 
-std::span<const std::uint32_t> RetentionEdges::out_edges(BlockId b) const {
-  if (has_dropped_[b])
-    if (const auto it = out_.find(b); it != out_.end()) return it->second;
-  return graph_.out_edges(b);
-}
-
-std::span<const std::uint32_t> RetentionEdges::in_edges(BlockId b) const {
-  if (has_dropped_[b])
-    if (const auto it = in_.find(b); it != in_.end()) return it->second;
-  return graph_.in_edges(b);
+std::span<const std::uint32_t> RetentionEdges::kept_edges(const KeptEdges& kept, BlockId b,
+                                                           std::span<const std::uint32_t> all) {
+  const auto it = kept.find(b);
+  return it != kept.end() ? std::span<const std::uint32_t>(it->second) : all;
 }
 
 void RetentionEdges::drop_slot_edges(BlockId holder, const std::vector<const RootRange*>& slots) {

@@ -22,13 +22,26 @@
 
 namespace heapscope {
 
+// Whether the edges a block outside what globals hold has into it are dropped here (`dropped`: found by a
+// traversal from the globals), or left to the dominator tree, which enters what globals hold first and
+// takes no edge into it from outside (`left_to_the_tree`: FirstReach::owned; the traversal is spared, and
+// then no block counts as held by globals here, so every root's pointer holds).
+enum class BorrowedEdges : std::uint8_t { dropped, left_to_the_tree };
+
 class RetentionEdges {
  public:
-  RetentionEdges(const ReferenceGraph& graph, const RootSet& roots);
+  RetentionEdges(const ReferenceGraph& graph, const RootSet& roots, BorrowedEdges borrowed = BorrowedEdges::dropped);
 
-  // The block's out-edges (or in-edges) less those that hold nothing.
-  std::span<const std::uint32_t> out_edges(BlockId b) const;
-  std::span<const std::uint32_t> in_edges(BlockId b) const;
+  // The block's out-edges (or in-edges) less those that hold nothing. Inline: the floods and the dominator
+  // tree ask for every block's, and most blocks have none dropped.
+  std::span<const std::uint32_t> out_edges(BlockId b) const {
+    if (has_dropped_[b]) [[unlikely]] return kept_edges(out_, b, graph_.out_edges(b));
+    return graph_.out_edges(b);
+  }
+  std::span<const std::uint32_t> in_edges(BlockId b) const {
+    if (has_dropped_[b]) [[unlikely]] return kept_edges(in_, b, graph_.in_edges(b));
+    return graph_.in_edges(b);
+  }
   // Whether a global holds the block, through any chain of the edges above.
   bool held_by_globals(BlockId b) const { return held_by_globals_[b / 64] >> (b % 64) & 1; }
   // Whether a pointer to block `b` in root range `root` holds it (false: borrowed).
@@ -38,6 +51,9 @@ class RetentionEdges {
   bool root_holds(std::size_t root, BlockId b) const { return root_holds(roots_.ranges[root], b); }
 
  private:
+  using KeptEdges = std::unordered_map<BlockId, std::vector<std::uint32_t>>;
+  // The block's edges in `kept` where it has an entry there, else `all`.
+  static std::span<const std::uint32_t> kept_edges(const KeptEdges& kept, BlockId b, std::span<const std::uint32_t> all);
   void drop_slot_edges(BlockId holder, const std::vector<const RootRange*>& slots);
   void find_what_globals_hold();
   void drop_borrowed();
@@ -47,7 +63,7 @@ class RetentionEdges {
   const RootSet& roots_;
   std::vector<std::uint64_t> held_by_globals_;  // a bit per block
   std::unordered_map<BlockId, std::vector<BlockId>> dropped_into_;  // block → the blocks whose edge to it is dropped
-  std::unordered_map<BlockId, std::vector<std::uint32_t>> out_, in_;  // the edges kept, where some are dropped
+  KeptEdges out_, in_;  // the edges kept, where some are dropped
   // A bit per block that out_ or in_ holds: the dominator computation asks for every block's edges, and a
   // bit spares the millions of blocks with none dropped a hash lookup.
   std::vector<bool> has_dropped_;

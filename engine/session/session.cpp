@@ -312,9 +312,6 @@ const Retention& Session::retention() {
     const HeapModel& h = heap();
     const RootSet& r = roots();
     const ReferenceGraph& g = graph();
-    // What globals hold needs no call stacks: it is found while the stacks may still be unwinding on
-    // top's thread ahead (which waits for libc's DWARF).
-    const RetentionEdges& edges = retention_edges();
     // The dominator tree's depth-first numbering follows edges forward only; the reverse edges are first
     // asked for after it (a block's predecessors), and are built on a second thread meanwhile (once, for
     // every command that shares them: the tree waits for them there if they are not done).
@@ -327,7 +324,7 @@ const Retention& Session::retention() {
         return;
       }
       const auto& f = frames();
-      out = std::make_unique<Retention>(*image_, symbols_, h, r, g, &f, &edges);
+      out = std::make_unique<Retention>(*image_, symbols_, h, r, g, &f);
     });
     return out;
   });

@@ -138,6 +138,54 @@ TEST_CASE("dominators: thousands of random graphs agree with the brute-force def
   CHECK(mismatches == 0);
 }
 
+// The graph less every edge into what the entry's first successor reaches from a node outside it (but the
+// entry): the graph whose dominators FirstReach::owned gives.
+TestGraph without_edges_into_first_reach(const TestGraph& g, std::uint32_t entry) {
+  std::uint32_t first = kNoNode;
+  for (std::uint32_t e : g.out(entry))
+    if ((e & kNodeMask) != entry) {
+      first = e & kNodeMask;
+      break;
+    }
+  std::vector<char> inside(g.node_count(), 0);
+  if (first != kNoNode) inside = reached_without(g, first, entry);
+  TestGraph out(g.node_count());
+  for (std::uint32_t u = 0; u < g.node_count(); ++u)
+    for (std::uint32_t e : g.out(u)) {
+      const std::uint32_t v = e & kNodeMask;
+      if (inside[v] && !inside[u] && u != entry) continue;
+      out.add_edge(u, v, (e & ~kNodeMask) != 0);
+    }
+  return out;
+}
+
+TEST_CASE("dominators: an owned first reach is dominated as if nothing outside it pointed in", "[dominators]") {
+  // Random graphs as above; the answer on the whole graph with FirstReach::owned must be the brute force's
+  // on the graph without the edges into the first successor's reach from outside it.
+  std::mt19937 rng(20261128);
+  int cases = 0, mismatches = 0, cut = 0;
+  for (int round = 0; round < 500; ++round) {
+    for (double density : {0.8, 1.5, 3.0}) {
+      const std::uint32_t nodes = std::uniform_int_distribution<std::uint32_t>(2, 60)(rng);
+      const TestGraph g = random_graph(rng, nodes, density);
+      const std::uint32_t entry = nodes - 1;
+      const TestGraph edited = without_edges_into_first_reach(g, entry);
+      const Dominators d = compute_dominators(g, entry, FirstReach::owned);
+      const std::vector<std::uint32_t> expected = brute_force_idom(edited, entry);
+      ++cases;
+      cut += brute_force_idom(g, entry) != expected;  // cases where owning changes the answer
+      if (d.idom != expected) {
+        ++mismatches;
+        if (mismatches <= 3) CHECK(d.idom == expected);
+      }
+      check_preorder(edited, entry, d);
+    }
+  }
+  CHECK(cases == 1500);
+  CHECK(mismatches == 0);
+  CHECK(cut > 100);  // the option is exercised, not only graphs it does not change
+}
+
 TEST_CASE("dominators: larger random graphs agree with the brute-force definition", "[dominators]") {
   std::mt19937 rng(7);
   for (std::uint32_t nodes : {300u, 1000u, 2000u}) {
@@ -414,7 +462,7 @@ TEST_CASE("retained_by_removal gives the dominator tree's retained sizes", "[dom
   // Random heaps: 60 blocks, random pointers among them (some into interiors, some from leaked blocks),
   // a few roots. Every block's size by removal must equal Retention's.
   std::mt19937 random(7);
-  for (int round = 0; round < 40; ++round) {
+  for (int round = 0; round < 150; ++round) {
     RetentionFixture f;
     f.heap.blocks = BlockArray();
     for (int i = 0; i < 60; ++i) {
@@ -438,7 +486,7 @@ TEST_CASE("retained_by_removal gives the dominator tree's retained sizes", "[dom
     const ReferenceGraph graph(f.image, index, f.roots, 1);
     const SymbolIndex symbols(f.image, {});
     const RetentionEdges edges(graph, f.roots);
-    const Retention tree(f.image, symbols, f.heap, f.roots, graph, nullptr, &edges);
+    const Retention tree(f.image, symbols, f.heap, f.roots, graph);  // its own edges: borrowing left to the tree
     const LeakVerdicts verdicts = compute_verdicts(graph, f.heap);
     for (BlockId b = 0; b < 60; ++b) {
       if (!is_allocated(f.heap.blocks[b].state)) continue;
