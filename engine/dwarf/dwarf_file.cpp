@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "dwarf/debug_file_cache.h"
+
 namespace heapscope {
 
 std::string SourceLocation::describe() const {
@@ -22,7 +24,24 @@ std::unique_ptr<DwarfFile> DwarfFile::open(const std::string& path, std::string*
     if (error) *error = path + ": " + std::strerror(errno);
     return nullptr;
   }
+  // A compressed file's uncompressed copy, kept in the cache (dwarf/debug_file_cache.h), is read as any
+  // uncompressed file is: libdw maps it.
+  const DebugFileCache& cache = DebugFileCache::process();
+  if (const int copy = cache.open_copy(fd); copy >= 0) {
+    if (Dwarf* dwarf = dwarf_begin(copy, DWARF_C_READ)) {
+      ::close(fd);
+      return std::unique_ptr<DwarfFile>(new DwarfFile(copy, dwarf, nullptr, {}));
+    }
+    ::close(copy);
+  }
   if (std::optional<DebugImage> image = inflated_debug_image(fd)) {
+    if (const int copy = cache.save_copy(fd, *image); copy >= 0) {
+      if (Dwarf* dwarf = dwarf_begin(copy, DWARF_C_READ)) {
+        ::close(fd);
+        return std::unique_ptr<DwarfFile>(new DwarfFile(copy, dwarf, nullptr, {}));  // the image goes now
+      }
+      ::close(copy);
+    }
     if (Elf* elf = elf_memory(reinterpret_cast<char*>(image->bytes.get()), image->size)) {
       if (Dwarf* dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr)) {
         ::close(fd);  // the image holds all libdw reads

@@ -64,7 +64,7 @@ enum class FirstReach : std::uint8_t { shared, owned };
 // A template over the graph's class (final, so its adjacency calls are direct and inlined: the search and
 // the semidominators ask them for each of millions of nodes); defined below.
 template <std::derived_from<DominatorGraph> Graph>
-Dominators compute_dominators(const Graph& graph, std::uint32_t entry, FirstReach first = FirstReach::shared);
+Dominators compute_dominators(const Graph& graph, std::uint32_t entry, FirstReach first_reach = FirstReach::shared);
 
 
 namespace dominators_detail {
@@ -195,7 +195,7 @@ class LinkEvalForest {
 // DFS parent and the semidominator, found by climbing the idoms already known. It needs no buckets: five
 // 32-bit arrays per node at the peak.
 template <std::derived_from<DominatorGraph> Graph>
-Dominators compute_dominators(const Graph& g, std::uint32_t entry, FirstReach first) {
+Dominators compute_dominators(const Graph& g, std::uint32_t entry, FirstReach first_reach) {
   using namespace dominators_detail;
   if (g.node_count() > kNodeMask) throw std::length_error("dominators: more than 2^31 - 1 nodes");
   if (entry >= g.node_count()) throw std::out_of_range("dominators: the entry is not a node of the graph");
@@ -218,7 +218,7 @@ Dominators compute_dominators(const Graph& g, std::uint32_t entry, FirstReach fi
     PhaseTimer timer("dominators: semidominators");
     LinkEvalForest forest(std::move(dfs.parent));
     // A node of an owned first reach takes no predecessor numbered after it (none from outside it).
-    const Number owned_end = first == FirstReach::owned ? dfs.first_reach_end : 0;
+    const Number owned_end = first_reach == FirstReach::owned ? dfs.first_reach_end : 0;
     for (Number w = count; w >= 2; --w) {
       if (w % kProgressNodes == 0) progress_step(kProgressNodes);
       Number least = w;

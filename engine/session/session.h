@@ -118,7 +118,8 @@ class Session {
   // (nothing reachable is reached through a leak) — what `top` needs, whose every row and suspect is
   // reachable. Once names() is computed, that.
   const BlockNames& reachable_names();
-  // The pointers that hold what they point to (model/retention_edges.h): what retained sizes count.
+  // The pointers that hold what they point to (model/retention_edges.h): what a block's retained size by
+  // removal counts (the dominator tree finds the borrowed ones itself: FirstReach::owned).
   const RetentionEdges& retention_edges();
   const Retention& retention();           // dominator tree and retained sizes
   // The dominator tree when some command has built it already; null otherwise.

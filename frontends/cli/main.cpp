@@ -20,6 +20,7 @@
 
 #include "commands/command_runner.h"
 #include "commands/option_checks.h"
+#include "dwarf/debug_file_cache.h"
 #include "sources/elf_core_image.h"
 #include "sources/live_process_image.h"
 #include "sources/ptrace_attach.h"
@@ -117,6 +118,15 @@ std::shared_ptr<IndexCache> index_cache_for(const CoreTarget& t) {
   const std::string dir = default_index_cache_dir();
   if (t.no_cache || (off && *off && std::string(off) != "0") || dir.empty()) return nullptr;
   return std::make_shared<IndexCache>(t.core, dir);
+}
+
+// Compressed debug files are read from uncompressed copies in the cache directory, made on first use
+// (dwarf/debug_file_cache.h; docs/usage.md, "Debug file cache"), unless HEAPSCOPE_NO_DEBUG_CACHE=1.
+void use_debug_file_cache() {
+  const char* off = std::getenv("HEAPSCOPE_NO_DEBUG_CACHE");
+  const std::string dir = default_index_cache_dir();
+  if ((off && *off && std::string(off) != "0") || dir.empty()) return;
+  DebugFileCache::set_process_dir(dir + "/debug");
 }
 
 // Writes the index in this process. Failing to write it is worth a note, not a failed command.
@@ -250,6 +260,7 @@ int main(int argc, char** argv) {
   // up at the peak (about 5 % of `roots` at 1M blocks). Mapped, each is returned when it is freed. Not in
   // the debugger plugins: their process is the debugger's.
   ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  use_debug_file_cache();
   CLI::App app{
       "heapscope: find memory leaks and explain heap retention in C/C++ processes, from a core file or a running "
       "process"};

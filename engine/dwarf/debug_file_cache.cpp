@@ -1,0 +1,183 @@
+#include "dwarf/debug_file_cache.h"
+
+#include <fcntl.h>
+#include <libdeflate.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace heapscope {
+
+namespace {
+
+constexpr char kMagic[8] = {'h', 's', 'd', 'b', 'g', 'c', 'p', '1'};
+constexpr std::string_view kExtension = ".debug";
+
+// The last bytes of a copy.
+struct Trailer {
+  char magic[8];
+  std::uint64_t device, inode, size, mtime_ns;  // the compressed file's identity
+  std::uint64_t image_size;                      // the bytes before the trailer
+  std::uint32_t crc;                             // CRC-32 of those bytes
+  std::uint32_t reserved;
+};
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+bool write_all(int fd, const void* data, std::size_t size) {
+  const auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// Whether the copy open at `fd` is whole and of the file `id` names: its trailer, then its CRC.
+template <class Identity>
+bool whole_copy_of(int fd, const Identity& id) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(Trailer))) return false;
+  const auto size = static_cast<std::size_t>(st.st_size);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (map == MAP_FAILED) return false;
+  Trailer t;
+  std::memcpy(&t, static_cast<const char*>(map) + size - sizeof t, sizeof t);
+  const bool whole = std::memcmp(t.magic, kMagic, sizeof kMagic) == 0 && t.device == id.device &&
+                     t.inode == id.inode && t.size == id.size && t.mtime_ns == id.mtime_ns &&
+                     t.image_size == size - sizeof t && libdeflate_crc32(0, map, t.image_size) == t.crc;
+  ::munmap(map, size);
+  return whole;
+}
+
+}  // namespace
+
+bool DebugFileCache::identify(int fd, Identity* out) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  out->device = st.st_dev;
+  out->inode = st.st_ino;
+  out->size = static_cast<std::uint64_t>(st.st_size);
+  out->mtime_ns = static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(st.st_mtim.tv_nsec);
+  return true;
+}
+
+std::string DebugFileCache::path_for(const Identity& id) const {
+  return fmt::format("{}/{:x}-{:x}-{:x}-{:x}{}", dir_, id.device, id.inode, id.size, id.mtime_ns, kExtension);
+}
+
+int DebugFileCache::open_copy(int fd) const {
+  Identity id;
+  if (dir_.empty() || !identify(fd, &id)) return -1;
+  Fd copy(::open(path_for(id).c_str(), O_RDONLY | O_CLOEXEC));
+  if (copy.get() < 0 || !whole_copy_of(copy.get(), id)) return -1;
+  return copy.release();
+}
+
+int DebugFileCache::save_copy(int fd, const DebugImage& image) const {
+  Identity id;
+  if (dir_.empty() || !identify(fd, &id)) return -1;
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  const std::string path = path_for(id);
+  const std::string temporary = fmt::format("{}.tmp.{}", path, ::getpid());
+  {
+    Fd out(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (out.get() < 0) return -1;
+    Trailer t{};
+    std::memcpy(t.magic, kMagic, sizeof kMagic);
+    t.device = id.device;
+    t.inode = id.inode;
+    t.size = id.size;
+    t.mtime_ns = id.mtime_ns;
+    t.image_size = image.size;
+    t.crc = libdeflate_crc32(0, image.bytes.get(), image.size);
+    if (!write_all(out.get(), image.bytes.get(), image.size) || !write_all(out.get(), &t, sizeof t)) {
+      ::unlink(temporary.c_str());
+      return -1;
+    }
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    ::unlink(temporary.c_str());
+    return -1;
+  }
+  evict(path);
+  return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+}
+
+// The newest copies stay, up to kMaxCopies and kMaxBytes (`keep`, just written, always); a temporary file
+// an hour old is one a killed process left.
+void DebugFileCache::evict(const std::string& keep) const {
+  namespace fs = std::filesystem;
+  struct Copy {
+    fs::path path;
+    fs::file_time_type written;
+    std::uint64_t bytes;
+  };
+  std::vector<Copy> copies;
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec)) {
+    std::error_code entry_ec;
+    const fs::file_time_type written = e.last_write_time(entry_ec);
+    const std::uint64_t bytes = e.file_size(entry_ec);
+    if (entry_ec) continue;
+    const std::string name = e.path().filename().string();
+    if (name.find(std::string(kExtension) + ".tmp.") != std::string::npos) {
+      if (now - written > std::chrono::hours(1)) fs::remove(e.path(), entry_ec);
+    } else if (name.ends_with(kExtension)) {
+      copies.push_back({e.path(), written, bytes});
+    }
+  }
+  std::sort(copies.begin(), copies.end(), [](const Copy& a, const Copy& b) { return a.written > b.written; });
+  std::size_t kept = 0;
+  std::uint64_t bytes = 0;
+  for (const Copy& c : copies) {
+    const bool is_new = c.path == keep;
+    if (is_new || (kept < kMaxCopies && bytes + c.bytes <= kMaxBytes)) {
+      ++kept;
+      bytes += c.bytes;
+      continue;
+    }
+    fs::remove(c.path, ec);
+  }
+}
+
+namespace {
+DebugFileCache& process_cache() {
+  static DebugFileCache cache{std::string()};
+  return cache;
+}
+}  // namespace
+
+const DebugFileCache& DebugFileCache::process() { return process_cache(); }
+
+void DebugFileCache::set_process_dir(std::string dir) { process_cache() = DebugFileCache(std::move(dir)); }
+
+}  // namespace heapscope
