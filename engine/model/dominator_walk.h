@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "base/progress.h"
@@ -27,14 +28,23 @@ struct DominatorWalk {
   using OwnerIndex = std::uint8_t;
   static constexpr OwnerIndex kNoOwner = 0xff;
   static constexpr OwnerIndex kMaxOwners = 0xfe;  // owners past these count as none
-  static constexpr std::uint16_t kManyPiled = 0xffff;
+  static constexpr std::uint8_t kPiledInByte = 0xff;
   // Per node: the index (into the walk's `owners`) of the owner it lies under, itself included; kNoOwner
   // for none. Meaningful for reachable nodes.
   std::vector<OwnerIndex> owner;
   // Per reachable block: its nearest dominator that is not a block of its type.
   std::vector<std::uint32_t> piles_under;
-  // Per node: the reachable blocks piling up under it, counted up to kManyPiled.
-  std::vector<std::uint16_t> piled;
+  // Per node: the reachable blocks piling up under it, in a byte up to kPiledInByte, and past that in
+  // `piled_past`: each such node has that many blocks of its own, so they are few (a byte a node less
+  // than 16-bit counts, and counts without a ceiling).
+  std::vector<std::uint8_t> piled;
+  std::unordered_map<std::uint32_t, std::uint64_t> piled_past;  // node → its count less kPiledInByte
+
+  std::uint64_t piled_count(std::uint32_t node) const {
+    if (piled[node] < kPiledInByte) return piled[node];
+    const auto it = piled_past.find(node);
+    return kPiledInByte + (it == piled_past.end() ? 0 : it->second);
+  }
 };
 
 namespace dominator_walk_detail {
@@ -81,10 +91,13 @@ std::uint32_t settle_pile(const Retention& r, const Same& same, std::vector<std:
   return found;
 }
 
-inline void count_one(std::uint16_t& piled) {
-  std::atomic_ref<std::uint16_t> counter(piled);
-  for (std::uint16_t seen = counter.load(std::memory_order_relaxed); seen != DominatorWalk::kManyPiled;)
-    if (counter.compare_exchange_weak(seen, static_cast<std::uint16_t>(seen + 1), std::memory_order_relaxed)) return;
+// One more block piled under `node`: in its byte while that has room, else in the worker's own `past`.
+inline void count_one(std::vector<std::uint8_t>& piled, std::uint32_t node,
+                      std::unordered_map<std::uint32_t, std::uint64_t>& past) {
+  std::atomic_ref<std::uint8_t> counter(piled[node]);
+  for (std::uint8_t seen = counter.load(std::memory_order_relaxed); seen != DominatorWalk::kPiledInByte;)
+    if (counter.compare_exchange_weak(seen, static_cast<std::uint8_t>(seen + 1), std::memory_order_relaxed)) return;
+  ++past[node];
 }
 
 }  // namespace dominator_walk_detail
@@ -98,11 +111,12 @@ DominatorWalk walk_dominators(const Retention& r, std::span<const std::uint32_t>
   using namespace dominator_walk_detail;
   DominatorWalk walk{std::vector<DominatorWalk::OwnerIndex>(r.node_count(), kUnsetOwner),
                      std::vector<std::uint32_t>(r.block_count(), kUnsetNode),
-                     std::vector<std::uint16_t>(r.node_count(), 0)};
+                     std::vector<std::uint8_t>(r.node_count(), 0), {}};
   walk.owner[r.super_root()] = DominatorWalk::kNoOwner;
   for (std::size_t i = 0; i < owners.size() && i < DominatorWalk::kMaxOwners; ++i)
     walk.owner[owners[i]] = static_cast<DominatorWalk::OwnerIndex>(i);
   const unsigned n = workers ? workers : worker_count(r.block_count(), kBlocksPerWorker);
+  std::vector<std::unordered_map<std::uint32_t, std::uint64_t>> past(n);
   run_workers(n, [&](unsigned w) {
     std::vector<std::uint32_t> path;
     const auto [first, last] = slice_of(r.block_count(), n, w);
@@ -111,9 +125,11 @@ DominatorWalk walk_dominators(const Retention& r, std::span<const std::uint32_t>
       const auto b = static_cast<BlockId>(i);
       if (!r.reachable(b)) continue;
       settle_owner(r, walk.owner, b, path);
-      count_one(walk.piled[settle_pile(r, same, walk.piles_under, b, path)]);
+      count_one(walk.piled, settle_pile(r, same, walk.piles_under, b, path), past[w]);
     }
   });
+  for (const auto& worker_past : past)
+    for (const auto& [node, count] : worker_past) walk.piled_past[node] += count;
   return walk;
 }
 

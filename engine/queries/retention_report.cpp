@@ -308,7 +308,6 @@ class SuspectFinder {
  private:
   using Pile = std::pair<std::uint64_t, GroupTotal>;  // (dominator << 32 | group) → instances
 
-  static_assert(kAccumulationInstances < DominatorWalk::kManyPiled);
   // Big retainers retain a share of the heap each and none lies inside another: few enough for the walk.
   static_assert(1.0 / kBigRetainerShare <= DominatorWalk::kMaxOwners);
 
@@ -355,12 +354,14 @@ class SuspectFinder {
     out.owned.resize(walk_owners());
     auto candidate = [&](std::uint32_t node) {
       return r_.is_holder(node) &&
-             (walk.piled[node] >= kAccumulationInstances || r_.retained_bytes(node) >= threshold_);
+             (walk.piled_count(node) >= kAccumulationInstances || r_.retained_bytes(node) >= threshold_);
     };
     // Neighbouring blocks mostly pile up in one place (a list's nodes, allocated together): the last pile
     // is asked first (the map's elements stay where they are as it grows).
     std::uint64_t last_key = ~std::uint64_t{0};
     GroupTotal* last = nullptr;
+    std::uint32_t last_under = kNoNode;  // and whether it is a candidate
+    bool last_candidate = false;
     for (BlockId b = first; b < end; ++b) {
       if ((b & kCheckMask) == 0) progress_check();
       if (!r_.reachable(b)) continue;
@@ -371,7 +372,11 @@ class SuspectFinder {
         if (group >= totals.size()) totals.resize(group + 1);
         add(totals[group], one);
       }
-      if (!candidate(walk.piles_under[b])) continue;
+      if (walk.piles_under[b] != last_under) {
+        last_under = walk.piles_under[b];
+        last_candidate = candidate(last_under);
+      }
+      if (!last_candidate) continue;
       const std::uint64_t key = std::uint64_t{walk.piles_under[b]} << 32 | group;
       if (key != last_key) {
         last = &out.piles[key];

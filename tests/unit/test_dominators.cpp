@@ -540,7 +540,7 @@ TEST_CASE("dominator walk: owners and piles as the definition gives them, on one
         for (std::uint32_t up = o; up != r.super_root() && !nested; up = r.dominator(up)) nested = up == b;
       if (!nested) owners.push_back(b);
     }
-    std::vector<std::uint16_t> expected_piled(r.node_count(), 0);
+    std::vector<std::uint64_t> expected_piled(r.node_count(), 0);
     std::vector<DominatorWalk::OwnerIndex> expected_owner(r.block_count(), DominatorWalk::kNoOwner);
     std::vector<std::uint32_t> expected_under(r.block_count(), kNoNode);
     for (BlockId b = 0; b < kBlocks; ++b) {
@@ -564,8 +564,41 @@ TEST_CASE("dominator walk: owners and piles as the definition gives them, on one
         CHECK(walk.owner[b] == expected_owner[b]);
         CHECK(walk.piles_under[b] == expected_under[b]);
       }
-      CHECK(walk.piled == expected_piled);
+      for (std::uint32_t node = 0; node < r.node_count(); ++node) {
+        INFO("node " << node);
+        CHECK(walk.piled_count(node) == expected_piled[node]);
+      }
     }
+  }
+}
+
+TEST_CASE("dominator walk: a pile past a byte's count is counted whole", "[dominators][retention]") {
+  // A list of 1,000 blocks of one type held by a mapping: all pile up under the first one's dominator, the
+  // mapping's node (no block), past the byte's 255.
+  RetentionFixture f;
+  constexpr int kBlocks = 1000;
+  f.image.add_region(kHeapStart, 32 * kBlocks);
+  f.heap.blocks = BlockArray();
+  for (int i = 0; i < kBlocks; ++i) {
+    Block b;
+    b.chunk = kHeapStart + 32 * i;
+    b.size_units = 2;
+    f.heap.blocks.push_back(b);
+  }
+  for (int i = 0; i + 1 < kBlocks; ++i) f.link(i, i + 1);
+  f.hold(kMappingA, 0, 0);
+  const BlockIndex index(f.heap);
+  const ReferenceGraph graph(f.image, index, f.roots, 1);
+  const SymbolIndex symbols(f.image, {});
+  const Retention r(f.image, symbols, f.heap, f.roots, graph);
+  const std::uint32_t holder = r.dominator(0);
+  REQUIRE(!r.is_block(holder));
+  for (unsigned workers : {1u, 2u, 3u}) {
+    INFO(workers << " workers");
+    const DominatorWalk walk = walk_dominators(r, {}, [](BlockId, BlockId) { return true; }, workers);
+    CHECK(walk.piled_count(holder) == kBlocks);
+    CHECK(walk.piled[holder] == DominatorWalk::kPiledInByte);
+    CHECK(walk.piled_count(0) == 0);
   }
 }
 
