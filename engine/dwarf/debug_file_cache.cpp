@@ -6,15 +6,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <utility>
-#include <vector>
 
 #include <fmt/format.h>
+
+#include "base/cache_directory.h"
 
 namespace heapscope {
 
@@ -131,42 +130,8 @@ int DebugFileCache::save_copy(int fd, const DebugImage& image) const {
   return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
 }
 
-// The newest copies stay, up to kMaxCopies and kMaxBytes (`keep`, just written, always); a temporary file
-// an hour old is one a killed process left.
 void DebugFileCache::evict(const std::string& keep) const {
-  namespace fs = std::filesystem;
-  struct Copy {
-    fs::path path;
-    fs::file_time_type written;
-    std::uint64_t bytes;
-  };
-  std::vector<Copy> copies;
-  std::error_code ec;
-  const auto now = fs::file_time_type::clock::now();
-  for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec)) {
-    std::error_code entry_ec;
-    const fs::file_time_type written = e.last_write_time(entry_ec);
-    const std::uint64_t bytes = e.file_size(entry_ec);
-    if (entry_ec) continue;
-    const std::string name = e.path().filename().string();
-    if (name.find(std::string(kExtension) + ".tmp.") != std::string::npos) {
-      if (now - written > std::chrono::hours(1)) fs::remove(e.path(), entry_ec);
-    } else if (name.ends_with(kExtension)) {
-      copies.push_back({e.path(), written, bytes});
-    }
-  }
-  std::sort(copies.begin(), copies.end(), [](const Copy& a, const Copy& b) { return a.written > b.written; });
-  std::size_t kept = 0;
-  std::uint64_t bytes = 0;
-  for (const Copy& c : copies) {
-    const bool is_new = c.path == keep;
-    if (is_new || (kept < kMaxCopies && bytes + c.bytes <= kMaxBytes)) {
-      ++kept;
-      bytes += c.bytes;
-      continue;
-    }
-    fs::remove(c.path, ec);
-  }
+  evict_cache_files(dir_, kExtension, kMaxCopies, kMaxBytes, keep);
 }
 
 namespace {

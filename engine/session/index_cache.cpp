@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "base/cache_directory.h"
 #include "base/phase_timer.h"
 #include "base/progress.h"
 #include "elf/elf_file.h"
@@ -112,13 +113,6 @@ bool read_verdicts(const IndexFile& file, std::size_t blocks, LeakVerdicts& out)
 }
 
 }  // namespace
-
-std::string default_index_cache_dir() {
-  if (const char* dir = std::getenv("HEAPSCOPE_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/heapscope";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/heapscope";
-  return {};
-}
 
 IndexCache::IndexCache(std::string core_path, std::string dir) : core_path_(std::move(core_path)), dir_(std::move(dir)) {
   struct stat st {};
@@ -231,40 +225,8 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
   evict(path);
 }
 
-// The oldest indexes (by when they were last written) go until the rest fit the bounds; temporary files
-// of writers that died (an hour old) go too.
 void IndexCache::evict(const std::string& keep) const {
-  struct Entry {
-    fs::path path;
-    fs::file_time_type written;
-    std::uint64_t bytes;
-  };
-  std::vector<Entry> indexes;
-  std::error_code ec;
-  const auto now = fs::file_time_type::clock::now();
-  for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec)) {
-    const fs::path& p = e.path();
-    const auto written = e.last_write_time(ec);
-    if (ec) continue;
-    if (p.filename().string().find(std::string(kIndexExtension) + ".tmp.") != std::string::npos) {
-      if (now - written > std::chrono::hours(1)) fs::remove(p, ec);
-      continue;
-    }
-    if (p.extension() != kIndexExtension) continue;
-    indexes.push_back({p, written, static_cast<std::uint64_t>(e.file_size(ec))});
-  }
-  std::sort(indexes.begin(), indexes.end(), [](const Entry& a, const Entry& b) { return a.written > b.written; });
-  std::uint64_t total = 0;
-  std::size_t kept = 0;
-  for (const Entry& e : indexes) {
-    const bool is_new = e.path == fs::path(keep);
-    if (is_new || (kept < kMaxFiles && total + e.bytes <= kMaxBytes)) {
-      total += e.bytes;
-      ++kept;
-    } else {
-      fs::remove(e.path, ec);
-    }
-  }
+  evict_cache_files(dir_, kIndexExtension, kMaxFiles, kMaxBytes, keep);
 }
 
 bool check_heap(const Image& image, const HeapModel& heap, std::string* why) {

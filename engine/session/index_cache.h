@@ -29,9 +29,6 @@
 
 namespace heapscope {
 
-// $HEAPSCOPE_CACHE_DIR if set, else $XDG_CACHE_HOME/heapscope, else ~/.cache/heapscope (empty when none of
-// them can be made out).
-std::string default_index_cache_dir();
 
 // What a saved index holds, loaded and found whole and of the same key, but not yet checked against the
 // image. The graph's arrays view the file's mapping (graph.keep).

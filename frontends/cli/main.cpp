@@ -20,6 +20,7 @@
 
 #include "commands/command_runner.h"
 #include "commands/option_checks.h"
+#include "base/cache_directory.h"
 #include "dwarf/debug_file_cache.h"
 #include "sources/elf_core_image.h"
 #include "sources/live_process_image.h"
@@ -115,7 +116,7 @@ std::shared_ptr<ElfCoreImage> open_core(const std::string& core, const TargetOpt
 // directory can be made out).
 std::shared_ptr<IndexCache> index_cache_for(const CoreTarget& t) {
   const char* off = std::getenv("HEAPSCOPE_NO_CACHE");
-  const std::string dir = default_index_cache_dir();
+  const std::string dir = default_cache_dir();
   if (t.no_cache || (off && *off && std::string(off) != "0") || dir.empty()) return nullptr;
   return std::make_shared<IndexCache>(t.core, dir);
 }
@@ -124,7 +125,7 @@ std::shared_ptr<IndexCache> index_cache_for(const CoreTarget& t) {
 // (dwarf/debug_file_cache.h; docs/usage.md, "Debug file cache"), unless HEAPSCOPE_NO_DEBUG_CACHE=1.
 void use_debug_file_cache() {
   const char* off = std::getenv("HEAPSCOPE_NO_DEBUG_CACHE");
-  const std::string dir = default_index_cache_dir();
+  const std::string dir = default_cache_dir();
   if ((off && *off && std::string(off) != "0") || dir.empty()) return;
   DebugFileCache::set_process_dir(dir + "/debug");
 }
