@@ -91,14 +91,40 @@ std::uint32_t settle_pile(const Retention& r, const Same& same, std::vector<std:
   return found;
 }
 
-// One more block piled under `node`: in its byte while that has room, else in the worker's own `past`.
-inline void count_one(std::vector<std::uint8_t>& piled, std::uint32_t node,
-                      std::unordered_map<std::uint32_t, std::uint64_t>& past) {
-  std::atomic_ref<std::uint8_t> counter(piled[node]);
+// One more block piled under a node: in the node's byte while that has room (false once it has none).
+inline bool count_in_byte(std::uint8_t& piled) {
+  std::atomic_ref<std::uint8_t> counter(piled);
   for (std::uint8_t seen = counter.load(std::memory_order_relaxed); seen != DominatorWalk::kPiledInByte;)
-    if (counter.compare_exchange_weak(seen, static_cast<std::uint8_t>(seen + 1), std::memory_order_relaxed)) return;
-  ++past[node];
+    if (counter.compare_exchange_weak(seen, static_cast<std::uint8_t>(seen + 1), std::memory_order_relaxed)) return true;
+  return false;
 }
+
+// A worker's counts past the byte. Neighbouring blocks mostly pile under one node (a list's nodes, allocated
+// together), so the node counted last is kept apart and goes into the map only when another comes: a map
+// update per block cost seconds at 100M blocks.
+class PastCounts {
+ public:
+  void add(std::uint32_t node) {
+    if (node != node_) {
+      flush();
+      node_ = node;
+    }
+    ++pending_;
+  }
+  std::unordered_map<std::uint32_t, std::uint64_t>& flushed() {
+    flush();
+    return counts_;
+  }
+
+ private:
+  void flush() {
+    if (pending_) counts_[node_] += pending_;
+    pending_ = 0;
+  }
+  std::uint32_t node_ = kUnsetNode;
+  std::uint64_t pending_ = 0;
+  std::unordered_map<std::uint32_t, std::uint64_t> counts_;
+};
 
 }  // namespace dominator_walk_detail
 
@@ -116,7 +142,7 @@ DominatorWalk walk_dominators(const Retention& r, std::span<const std::uint32_t>
   for (std::size_t i = 0; i < owners.size() && i < DominatorWalk::kMaxOwners; ++i)
     walk.owner[owners[i]] = static_cast<DominatorWalk::OwnerIndex>(i);
   const unsigned n = workers ? workers : worker_count(r.block_count(), kBlocksPerWorker);
-  std::vector<std::unordered_map<std::uint32_t, std::uint64_t>> past(n);
+  std::vector<PastCounts> past(n);
   run_workers(n, [&](unsigned w) {
     std::vector<std::uint32_t> path;
     const auto [first, last] = slice_of(r.block_count(), n, w);
@@ -125,11 +151,12 @@ DominatorWalk walk_dominators(const Retention& r, std::span<const std::uint32_t>
       const auto b = static_cast<BlockId>(i);
       if (!r.reachable(b)) continue;
       settle_owner(r, walk.owner, b, path);
-      count_one(walk.piled, settle_pile(r, same, walk.piles_under, b, path), past[w]);
+      const std::uint32_t under = settle_pile(r, same, walk.piles_under, b, path);
+      if (!count_in_byte(walk.piled[under])) past[w].add(under);
     }
   });
-  for (const auto& worker_past : past)
-    for (const auto& [node, count] : worker_past) walk.piled_past[node] += count;
+  for (PastCounts& worker_past : past)
+    for (const auto& [node, count] : worker_past.flushed()) walk.piled_past[node] += count;
   return walk;
 }
 
