@@ -105,7 +105,8 @@ int DebugFileCache::save_copy(int fd, const DebugImage& image) const {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   const std::string path = path_for(id);
-  const std::string temporary = fmt::format("{}.tmp.{}", path, ::getpid());
+  // Per process and thread: two threads may copy one file at once (each module's DWARF opens on its own).
+  const std::string temporary = fmt::format("{}.tmp.{}.{}", path, ::getpid(), ::gettid());
   {
     Fd out(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (out.get() < 0) return -1;
