@@ -1,5 +1,8 @@
 #include "base/cache_directory.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -52,6 +55,16 @@ void evict_cache_files(const std::string& dir, std::string_view extension, std::
       fs::remove(e.path, ec);
     }
   }
+}
+
+bool write_all(int fd, std::span<const std::byte> bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes = bytes.subspan(static_cast<std::size_t>(n));
+  }
+  return true;
 }
 
 }  // namespace heapscope

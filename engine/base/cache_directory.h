@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -19,5 +20,8 @@ std::string default_cache_dir();
 // (*`extension`.tmp.*) an hour old go too: writers that died left them.
 void evict_cache_files(const std::string& dir, std::string_view extension, std::size_t max_files,
                        std::uint64_t max_bytes, const std::string& keep);
+
+// Writes all of `bytes` to `fd`, again after an interrupted write; false (errno says why) when it cannot.
+bool write_all(int fd, std::span<const std::byte> bytes);
 
 }  // namespace heapscope

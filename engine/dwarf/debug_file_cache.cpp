@@ -8,6 +8,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <span>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
@@ -46,20 +48,26 @@ class Fd {
   int fd_;
 };
 
-bool write_all(int fd, const void* data, std::size_t size) {
-  const auto* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<std::size_t>(n);
-  }
+// A debug file's identity: what names its copy, and what the copy's trailer repeats.
+struct Identity {
+  std::uint64_t device = 0, inode = 0, size = 0, mtime_ns = 0;
+};
+
+bool identify(int fd, Identity* out) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  out->device = st.st_dev;
+  out->inode = st.st_ino;
+  out->size = static_cast<std::uint64_t>(st.st_size);
+  out->mtime_ns = static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(st.st_mtim.tv_nsec);
   return true;
 }
 
+std::string copy_path(const std::string& dir, const Identity& id) {
+  return fmt::format("{}/{:x}-{:x}-{:x}-{:x}{}", dir, id.device, id.inode, id.size, id.mtime_ns, kExtension);
+}
+
 // Whether the copy open at `fd` is whole and of the file `id` names: its trailer, then its CRC.
-template <class Identity>
 bool whole_copy_of(int fd, const Identity& id) {
   struct stat st;
   if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(Trailer))) return false;
@@ -77,24 +85,10 @@ bool whole_copy_of(int fd, const Identity& id) {
 
 }  // namespace
 
-bool DebugFileCache::identify(int fd, Identity* out) {
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  out->device = st.st_dev;
-  out->inode = st.st_ino;
-  out->size = static_cast<std::uint64_t>(st.st_size);
-  out->mtime_ns = static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(st.st_mtim.tv_nsec);
-  return true;
-}
-
-std::string DebugFileCache::path_for(const Identity& id) const {
-  return fmt::format("{}/{:x}-{:x}-{:x}-{:x}{}", dir_, id.device, id.inode, id.size, id.mtime_ns, kExtension);
-}
-
 int DebugFileCache::open_copy(int fd) const {
   Identity id;
   if (dir_.empty() || !identify(fd, &id)) return -1;
-  Fd copy(::open(path_for(id).c_str(), O_RDONLY | O_CLOEXEC));
+  Fd copy(::open(copy_path(dir_, id).c_str(), O_RDONLY | O_CLOEXEC));
   if (copy.get() < 0 || !whole_copy_of(copy.get(), id)) return -1;
   return copy.release();
 }
@@ -104,7 +98,7 @@ int DebugFileCache::save_copy(int fd, const DebugImage& image) const {
   if (dir_.empty() || !identify(fd, &id)) return -1;
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  const std::string path = path_for(id);
+  const std::string path = copy_path(dir_, id);
   // Per process and thread: two threads may copy one file at once (each module's DWARF opens on its own).
   const std::string temporary = fmt::format("{}.tmp.{}.{}", path, ::getpid(), ::gettid());
   {
@@ -118,7 +112,7 @@ int DebugFileCache::save_copy(int fd, const DebugImage& image) const {
     t.mtime_ns = id.mtime_ns;
     t.image_size = image.size;
     t.crc = libdeflate_crc32(0, image.bytes.get(), image.size);
-    if (!write_all(out.get(), image.bytes.get(), image.size) || !write_all(out.get(), &t, sizeof t)) {
+    if (!write_all(out.get(), {image.bytes.get(), image.size}) || !write_all(out.get(), std::as_bytes(std::span(&t, 1)))) {
       ::unlink(temporary.c_str());
       return -1;
     }
@@ -127,12 +121,8 @@ int DebugFileCache::save_copy(int fd, const DebugImage& image) const {
     ::unlink(temporary.c_str());
     return -1;
   }
-  evict(path);
+  evict_cache_files(dir_, kExtension, kMaxCopies, kMaxBytes, path);
   return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-}
-
-void DebugFileCache::evict(const std::string& keep) const {
-  evict_cache_files(dir_, kExtension, kMaxCopies, kMaxBytes, keep);
 }
 
 namespace {

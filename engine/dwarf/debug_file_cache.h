@@ -38,13 +38,6 @@ class DebugFileCache {
   static void set_process_dir(std::string dir);
 
  private:
-  struct Identity {
-    std::uint64_t device = 0, inode = 0, size = 0, mtime_ns = 0;
-  };
-  static bool identify(int fd, Identity* out);
-  std::string path_for(const Identity& id) const;
-  void evict(const std::string& keep) const;
-
   std::string dir_;
 };
 

@@ -27,21 +27,18 @@ std::unique_ptr<DwarfFile> DwarfFile::open(const std::string& path, std::string*
   // A compressed file's uncompressed copy, kept in the cache (dwarf/debug_file_cache.h), is read as any
   // uncompressed file is: libdw maps it.
   const DebugFileCache& cache = DebugFileCache::process();
-  if (const int copy = cache.open_copy(fd); copy >= 0) {
+  auto from_copy = [fd](int copy) -> std::unique_ptr<DwarfFile> {
+    if (copy < 0) return nullptr;
     if (Dwarf* dwarf = dwarf_begin(copy, DWARF_C_READ)) {
       ::close(fd);
       return std::unique_ptr<DwarfFile>(new DwarfFile(copy, dwarf, nullptr, {}));
     }
     ::close(copy);
-  }
+    return nullptr;
+  };
+  if (auto file = from_copy(cache.open_copy(fd))) return file;
   if (std::optional<DebugImage> image = inflated_debug_image(fd)) {
-    if (const int copy = cache.save_copy(fd, *image); copy >= 0) {
-      if (Dwarf* dwarf = dwarf_begin(copy, DWARF_C_READ)) {
-        ::close(fd);
-        return std::unique_ptr<DwarfFile>(new DwarfFile(copy, dwarf, nullptr, {}));  // the image goes now
-      }
-      ::close(copy);
-    }
+    if (auto file = from_copy(cache.save_copy(fd, *image))) return file;  // the image goes now
     if (Elf* elf = elf_memory(reinterpret_cast<char*>(image->bytes.get()), image->size)) {
       if (Dwarf* dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr)) {
         ::close(fd);  // the image holds all libdw reads

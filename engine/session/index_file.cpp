@@ -10,6 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "base/cache_directory.h"
 #include "base/phase_timer.h"
 #include "base/progress.h"
 
@@ -73,13 +74,8 @@ class BodyWriter {
 
  private:
   void write_all(std::span<const std::byte> bytes) {
-    while (!bytes.empty()) {
-      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw std::runtime_error("cannot write the index: " + errno_text());
-      bytes = bytes.subspan(static_cast<std::size_t>(n));
-      written_ += static_cast<std::uint64_t>(n);
-    }
+    if (!heapscope::write_all(fd_, bytes)) throw std::runtime_error("cannot write the index: " + errno_text());
+    written_ += bytes.size();
   }
   int fd_;
   std::uint64_t written_ = sizeof(FileHeader);

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include <fcntl.h>
 #include <malloc.h>
@@ -112,21 +113,25 @@ std::shared_ptr<ElfCoreImage> open_core(const std::string& core, const TargetOpt
   return ElfCoreImage::open(core, core_open_options(t), error);
 }
 
+// Whether environment variable `name` turns something off: set, and to anything but "0".
+bool turned_off(const char* name) {
+  const char* value = std::getenv(name);
+  return value && *value && std::string_view(value) != "0";
+}
+
 // The index cache of a core, unless told not to use one (--no-cache, HEAPSCOPE_NO_CACHE=1, or no cache
 // directory can be made out).
 std::shared_ptr<IndexCache> index_cache_for(const CoreTarget& t) {
-  const char* off = std::getenv("HEAPSCOPE_NO_CACHE");
   const std::string dir = default_cache_dir();
-  if (t.no_cache || (off && *off && std::string(off) != "0") || dir.empty()) return nullptr;
+  if (t.no_cache || turned_off("HEAPSCOPE_NO_CACHE") || dir.empty()) return nullptr;
   return std::make_shared<IndexCache>(t.core, dir);
 }
 
 // Compressed debug files are read from uncompressed copies in the cache directory, made on first use
 // (dwarf/debug_file_cache.h; docs/usage.md, "Debug file cache"), unless HEAPSCOPE_NO_DEBUG_CACHE=1.
 void use_debug_file_cache() {
-  const char* off = std::getenv("HEAPSCOPE_NO_DEBUG_CACHE");
   const std::string dir = default_cache_dir();
-  if ((off && *off && std::string(off) != "0") || dir.empty()) return;
+  if (turned_off("HEAPSCOPE_NO_DEBUG_CACHE") || dir.empty()) return;
   DebugFileCache::set_process_dir(dir + "/debug");
 }
 
