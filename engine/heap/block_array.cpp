@@ -6,7 +6,6 @@
 #include <new>
 #include <utility>
 
-#include "base/huge_pages.h"
 #include "base/workers.h"
 
 namespace heapscope {
@@ -20,7 +19,6 @@ Block* map_blocks(std::size_t capacity) {
   void* p = ::mmap(nullptr, capacity * sizeof(Block), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
-  advise_huge_pages(p, capacity * sizeof(Block));
   return static_cast<Block*>(p);
 }
 
@@ -66,7 +64,6 @@ void BlockArray::push_back(const Block& b) {
     } else {
       void* p = ::mremap(data_, capacity_ * sizeof(Block), grown * sizeof(Block), MREMAP_MAYMOVE);
       if (p == MAP_FAILED) throw std::bad_alloc();
-      advise_huge_pages(p, grown * sizeof(Block));
       data_ = static_cast<Block*>(p);
     }
     capacity_ = grown;

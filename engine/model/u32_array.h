@@ -9,8 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "base/huge_pages.h"
-
 namespace heapscope {
 
 // An array of 32-bit values built by appending, of a size not known ahead (a scan's edges). It grows with
@@ -55,7 +53,6 @@ class U32Buffer {
   void resize_storage(std::size_t capacity) {
     void* p = std::realloc(data_, capacity * sizeof(std::uint32_t));
     if (!p) throw std::bad_alloc();
-    if (capacity > capacity_) advise_huge_pages(p, capacity * sizeof(std::uint32_t));
     data_ = static_cast<std::uint32_t*>(p);
     capacity_ = capacity;
   }
