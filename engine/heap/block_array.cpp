@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -98,13 +99,18 @@ void move_down(Block* to, const Block* from, std::size_t count) {
 }  // namespace
 
 void BlockArray::compact(const std::vector<Slice>& slices) {
+  std::size_t final_size = 0;
+  for (const Slice& s : slices) final_size += s.used;
   std::size_t cursor = 0;
   for (const Slice& s : slices) {
     if (s.offset != cursor && s.used) move_down(data_ + cursor, data_ + s.offset, s.used);
     cursor += s.used;
-    // Pages wholly between the moved data and the next slice are not needed again.
-    if (s.offset + s.used > cursor) {
-      const std::size_t from = (reinterpret_cast<std::uintptr_t>(data_ + cursor) + kPage - 1) & ~(kPage - 1);
+    // Pages a slice moved away from are given back once no later slice moves onto them: those past the
+    // end of the compacted array. Below it the next slices land on them, and a page given back would be
+    // faulted in (and zeroed) again.
+    const std::size_t vacated_from = std::max(cursor, final_size);
+    if (s.offset + s.used > vacated_from) {
+      const std::size_t from = (reinterpret_cast<std::uintptr_t>(data_ + vacated_from) + kPage - 1) & ~(kPage - 1);
       const std::size_t to = reinterpret_cast<std::uintptr_t>(data_ + s.offset + s.used) & ~(kPage - 1);
       if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
     }
