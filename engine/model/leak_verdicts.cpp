@@ -54,18 +54,19 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
   const std::size_t n = g.block_count();
   LeakVerdicts out;
   out.verdict.assign(n, Verdict::not_allocated);
-  out.possibly.assign(n, 0);
   progress_total(n);  // the traversal visits at most every block once
   std::vector<std::uint8_t> marks = reach(g);
   // One pass over every block, in slices on all cores, reading the block array (the largest thing here)
-  // only for the blocks not reached; what follows looks at the leaked blocks alone.
+  // only for the blocks not reached; what follows looks at the leaked blocks alone. Each mark becomes the
+  // block's "possibly" flag in place (the marks are out.possibly in the end: one array less to fault in).
   const unsigned slices = worker_count(n, kBlocksPerWorker);
   std::vector<std::vector<BlockId>> leaked_in(slices);
   run_workers(slices, [&](unsigned w) {
     const auto [first, last] = slice_of(n, slices, w);
     for (std::size_t b = first; b < last; ++b) {
-      out.possibly[b] = marks[b] == kPossibly;
-      if (marks[b]) {
+      const std::uint8_t mark = marks[b];
+      marks[b] = mark == kPossibly;
+      if (mark) {
         out.verdict[b] = Verdict::reachable;  // only allocated blocks are reached: no need to read the block
       } else if (is_allocated(heap.blocks[b].state)) {
         out.verdict[b] = Verdict::direct_leak;
@@ -92,7 +93,8 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
       }
   });
   // Leaked blocks no direct leak reaches sit in (or under) cycles with no entry.
-  // No root reached a leaked block, so its mark is still 0: the marks serve again, as "covered".
+  // No root reached a leaked block, so its flag is 0: the array serves again, as "covered", and is
+  // cleared there after.
   std::vector<std::uint8_t>& covered = marks;
   std::vector<BlockId> starts;
   for (const BlockId b : leaked)
@@ -102,8 +104,11 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
     }
   parallel_flood(std::move(starts), covered, 1, leaked_slices, [&](BlockId b) { return g.out_edges(b); },
                  [&](std::uint32_t e, unsigned) { return is_leaked(out.verdict[edge_target(e)]); });
-  for (const BlockId b : leaked)
+  for (const BlockId b : leaked) {
     if (!covered[b]) out.verdict[b] = Verdict::cycle_leak;
+    covered[b] = 0;  // not reached at all: not "possibly" either
+  }
+  out.possibly = std::move(marks);
   out.leaked = std::move(leaked);
   return out;
 }

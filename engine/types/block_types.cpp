@@ -183,7 +183,7 @@ void BlockTypes::resize_for(std::size_t blocks, std::span<const BlockId> members
   std::uint32_t before = 0;
   for (std::size_t w = 0; w < member_bits_.size(); ++w) {
     members_before_[w] = before;
-    before += static_cast<std::uint32_t>(std::popcount(member_bits_[w]));
+    before += static_cast<std::uint32_t>(ones_in(member_bits_[w]));
   }
   ids_.assign(before, kUnknown);
 }

@@ -7,7 +7,6 @@
 // keeps the evidence that named it (types/naming.h).
 #pragma once
 
-#include <bit>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -80,7 +79,15 @@ class BlockTypes {
     if (word >= member_bits_.size()) return kNotMember;
     const std::uint64_t bits = member_bits_[word], bit = std::uint64_t{1} << (block & 63);
     if (!(bits & bit)) return kNotMember;
-    return members_before_[word] + static_cast<std::size_t>(std::popcount(bits & (bit - 1)));
+    return members_before_[word] + ones_in(bits & (bit - 1));
+  }
+  // std::popcount, inline: built for any x86-64 (no popcnt instruction assumed), std::popcount is a call
+  // into libgcc, and this runs for every block the namers of leaks look at.
+  static std::size_t ones_in(std::uint64_t x) {
+    x -= (x >> 1) & 0x5555555555555555;
+    x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0f;
+    return static_cast<std::size_t>((x * 0x0101010101010101) >> 56);
   }
 
   TypeIdArray ids_;  // by block, or by member (subset_)
