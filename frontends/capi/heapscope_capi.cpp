@@ -23,6 +23,7 @@
 #include "commands/command_line.h"
 #include "sources/elf_core_image.h"
 #include "sources/live_process_image.h"
+#include "frontends/common/cache_settings.h"
 #include "frontends/common/target_options.h"
 
 using namespace heapscope;
@@ -219,6 +220,7 @@ extern "C" {
 hs_session* hs_open_core(const char* core, const char* exe_or_null, const char* options_or_null, char** error) {
   clear(error);
   try {
+    use_debug_file_cache();
     if (!core || !*core) {
       set_string(error, "no core file given");
       return nullptr;
@@ -274,6 +276,7 @@ hs_session* hs_open_live_with_vector_registers(int pid, const hs_thread* threads
                                                const char* options_or_null, char** error) {
   clear(error);
   try {
+    use_debug_file_cache();
     TargetOptions target;
     std::string message;
     if (!parse_target_options(options_or_null, &target, &message)) {

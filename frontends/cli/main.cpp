@@ -13,7 +13,6 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <string_view>
 
 #include <fcntl.h>
 #include <malloc.h>
@@ -22,10 +21,10 @@
 #include "commands/command_runner.h"
 #include "commands/option_checks.h"
 #include "base/cache_directory.h"
-#include "dwarf/debug_file_cache.h"
 #include "sources/elf_core_image.h"
 #include "sources/live_process_image.h"
 #include "sources/ptrace_attach.h"
+#include "frontends/common/cache_settings.h"
 #include "frontends/common/target_options.h"
 
 namespace {
@@ -113,26 +112,12 @@ std::shared_ptr<ElfCoreImage> open_core(const std::string& core, const TargetOpt
   return ElfCoreImage::open(core, core_open_options(t), error);
 }
 
-// Whether environment variable `name` turns something off: set, and to anything but "0".
-bool turned_off(const char* name) {
-  const char* value = std::getenv(name);
-  return value && *value && std::string_view(value) != "0";
-}
-
 // The index cache of a core, unless told not to use one (--no-cache, HEAPSCOPE_NO_CACHE=1, or no cache
 // directory can be made out).
 std::shared_ptr<IndexCache> index_cache_for(const CoreTarget& t) {
   const std::string dir = default_cache_dir();
   if (t.no_cache || turned_off("HEAPSCOPE_NO_CACHE") || dir.empty()) return nullptr;
   return std::make_shared<IndexCache>(t.core, dir);
-}
-
-// Compressed debug files are read from uncompressed copies in the cache directory, made on first use
-// (dwarf/debug_file_cache.h; docs/usage.md, "Debug file cache"), unless HEAPSCOPE_NO_DEBUG_CACHE=1.
-void use_debug_file_cache() {
-  const std::string dir = default_cache_dir();
-  if (turned_off("HEAPSCOPE_NO_DEBUG_CACHE") || dir.empty()) return;
-  DebugFileCache::set_process_dir(dir + "/debug");
 }
 
 // Writes the index in this process. Failing to write it is worth a note, not a failed command.

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "commands/command_line.h"
+#include "frontends/common/cache_settings.h"
 #include "frontends/common/target_options.h"
 #include "frontends/lldb/address_expression.h"
 #include "frontends/lldb/lldb_image.h"
@@ -366,6 +367,7 @@ __attribute__((visibility("default"))) bool PluginInitialize(SBDebugger debugger
                            "; build heapscope against this LLDB, or load it into lldb-16");
       return false;
     }
+    use_debug_file_cache();
     return register_heap_command(debugger);
   } catch (const std::exception& e) {
     report(debugger, std::string("cannot load: ") + e.what());

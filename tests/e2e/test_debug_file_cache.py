@@ -1,12 +1,15 @@
 """End-to-end checks of the debug file cache (docs/usage.md, "Debug file cache"): a compressed debug file
 (libc6-dbg's libc) is read from an uncompressed copy the first command writes under the cache directory;
 the copy says what the file in memory said; a copy damaged, cut short or of another file is never believed
-but written again; a cache directory that cannot be written leaves the image in memory.
+but written again; a cache directory that cannot be written leaves the image in memory. The LLDB plugin
+and the GDB frontend (through the C API) write and read the same copies, and say what the CLI says.
 
 The suite runs with HEAPSCOPE_NO_DEBUG_CACHE=1 (tests/CMakeLists.txt); these tests turn the cache on in a
 directory of their own, on leak_shapes' core."""
 
+import contextlib
 import glob
+import json
 import os
 import re
 import shutil
@@ -17,6 +20,8 @@ import unittest
 import zlib
 
 from heapscope_e2e import run_heapscope
+from lldb_session import require_lldb_and_gdb, run_lldb
+from test_gdb import between_markers, marked, run_gdb
 from test_leaks import capture_leak_fixture
 
 # The copy's trailer (engine/dwarf/debug_file_cache.cpp): magic, the compressed file's device, inode, size
@@ -129,6 +134,55 @@ class DebugFileCacheTest(unittest.TestCase):
         with open(not_a_directory, "w") as f:
             f.write("not a directory\n")
         self.run_cached(cache_dir=os.path.join(not_a_directory, "cache"))
+
+    @contextlib.contextmanager
+    def debugger_cache_on(self):
+        """The cache on, in this test's directory, for a debugger the helpers start from os.environ."""
+        saved = {name: os.environ.get(name) for name in ("HEAPSCOPE_NO_DEBUG_CACHE", "HEAPSCOPE_CACHE_DIR")}
+        os.environ.update(HEAPSCOPE_NO_DEBUG_CACHE="", HEAPSCOPE_CACHE_DIR=self.cache_dir)
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+    def lldb_leaks(self):
+        capture = capture_leak_fixture("leak_shapes")
+        with self.debugger_cache_on():
+            run = run_lldb([f"target create {capture.executable} --core {capture.core}", "heap leaks --json"])
+        return run.json_of("heap leaks --json")
+
+    def gdb_leaks(self):
+        capture = capture_leak_fixture("leak_shapes")
+        with self.debugger_cache_on():
+            result = run_gdb(marked("leaks", "heap leaks --json"), capture.executable, capture.core)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return json.loads(between_markers(result, "leaks"))
+
+    def assert_debugger_uses_the_cache(self, leaks):
+        """The debugger's first `heap leaks` writes libc's copy, a second session reads it (the file stays
+        the one written), and both say what the CLI says with no cache (warnings aside: a debugger's
+        differ)."""
+        def report(data):
+            return {key: value for key, value in data.items() if key != "warnings"}
+        expected = report(json.loads(self.run_heapscope_checked(("leaks", "--json"), {})))
+        self.assertEqual(report(leaks()), expected)
+        copy = self.libc_copy()
+        self.assert_whole(copy)
+        inode = os.stat(copy).st_ino
+        self.assertEqual(report(leaks()), expected)
+        self.assertEqual(os.stat(copy).st_ino, inode, "the copy was written again")
+
+    def test_lldb_writes_and_reads_the_copies(self):
+        require_lldb_and_gdb()
+        self.assert_debugger_uses_the_cache(self.lldb_leaks)
+
+    def test_gdb_writes_and_reads_the_copies(self):
+        require_lldb_and_gdb()
+        self.assert_debugger_uses_the_cache(self.gdb_leaks)
 
     def test_no_debug_cache_writes_nothing(self):
         result = run_heapscope("top", self.core, env={"HEAPSCOPE_NO_DEBUG_CACHE": "1",
