@@ -14,6 +14,7 @@ they are captured again when the fixture or the capture script is newer than the
 """
 
 import bisect
+import contextlib
 import dataclasses
 import fcntl
 import json
@@ -73,6 +74,21 @@ def debugger_environment(base=None):
         env["LD_PRELOAD"] = preload
         env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1"
     return env
+
+
+@contextlib.contextmanager
+def environment(**variables):
+    """os.environ with `variables` set, for a debugger the helpers start from it; as it was after."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def work_dir():

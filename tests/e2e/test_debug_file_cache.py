@@ -7,7 +7,6 @@ and the GDB frontend (through the C API) write and read the same copies, and say
 The suite runs with HEAPSCOPE_NO_DEBUG_CACHE=1 (tests/CMakeLists.txt); these tests turn the cache on in a
 directory of their own, on leak_shapes' core."""
 
-import contextlib
 import glob
 import json
 import os
@@ -19,7 +18,7 @@ import tempfile
 import unittest
 import zlib
 
-from heapscope_e2e import run_heapscope
+from heapscope_e2e import environment, run_heapscope
 from lldb_session import require_lldb_and_gdb, run_lldb
 from test_gdb import between_markers, marked, run_gdb
 from test_leaks import capture_leak_fixture
@@ -135,19 +134,9 @@ class DebugFileCacheTest(unittest.TestCase):
             f.write("not a directory\n")
         self.run_cached(cache_dir=os.path.join(not_a_directory, "cache"))
 
-    @contextlib.contextmanager
     def debugger_cache_on(self):
         """The cache on, in this test's directory, for a debugger the helpers start from os.environ."""
-        saved = {name: os.environ.get(name) for name in ("HEAPSCOPE_NO_DEBUG_CACHE", "HEAPSCOPE_CACHE_DIR")}
-        os.environ.update(HEAPSCOPE_NO_DEBUG_CACHE="", HEAPSCOPE_CACHE_DIR=self.cache_dir)
-        try:
-            yield
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+        return environment(HEAPSCOPE_NO_DEBUG_CACHE="", HEAPSCOPE_CACHE_DIR=self.cache_dir)
 
     def lldb_leaks(self):
         capture = capture_leak_fixture("leak_shapes")

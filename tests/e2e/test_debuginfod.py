@@ -17,7 +17,6 @@
 - `summary` gives a module without DWARF the apt command for its package's debug files.
 """
 
-import contextlib
 import json
 import os
 import pty
@@ -30,7 +29,8 @@ import time
 import unittest
 import urllib.request
 
-from heapscope_e2e import Capture, capture_fixture, capture_program, fixture_path, heapscope_json, parse_ledger, run_heapscope, work_dir
+from heapscope_e2e import (Capture, capture_fixture, capture_program, environment, fixture_path, heapscope_json,
+                            parse_ledger, run_heapscope, work_dir)
 from lldb_session import require_lldb_and_gdb, run_lldb
 from test_gdb import run_gdb
 
@@ -375,19 +375,9 @@ class UnreachableServer(unittest.TestCase):
             scratch.remove()
 
 
-@contextlib.contextmanager
 def debugger_environment_for(urls, cache):
     """DEBUGINFOD_URLS and DEBUGINFOD_CACHE_PATH for a debugger the helpers start from os.environ."""
-    saved = {name: os.environ.get(name) for name in ("DEBUGINFOD_URLS", "DEBUGINFOD_CACHE_PATH")}
-    os.environ.update(DEBUGINFOD_URLS=urls, DEBUGINFOD_CACHE_PATH=cache)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    return environment(DEBUGINFOD_URLS=urls, DEBUGINFOD_CACHE_PATH=cache)
 
 
 class GdbFrontend(ServedFiles):
