@@ -1,5 +1,6 @@
 #include "model/leak_verdicts.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "base/progress.h"
@@ -13,30 +14,148 @@ namespace {
 // What reach() marks a block: reached by a chain of pointers to blocks' first bytes (valgrind's
 // "definitely reachable"), or only by chains through a pointer into some block's interior ("possibly").
 constexpr std::uint8_t kFirmly = 1, kPossibly = 2;
+// How many blocks must share a length-prefixed offset before it counts as the program's idiom.
+constexpr std::size_t kLengthPrefixedQuorum = 8;
 
-// Marks every block some root reaches, kFirmly or kPossibly (0: none). One traversal on all cores: first
-// along start pointers alone, keeping the interior pointers to blocks not marked yet; then from those,
-// along every pointer, over what is still unmarked.
-std::vector<std::uint8_t> reach(const ReferenceGraph& g) {
+// An interior pointer the start pointers' flood met: from a block, into one not reached then.
+struct InteriorEdge {
+  BlockId from, to;
+};
+
+// The interior pointers an idiom explains (interior_idioms.h), found among those a flood met: the blocks
+// they lead to count as firmly reached, and keep which idiom held them.
+class IdiomReach {
+ public:
+  IdiomReach(const ReferenceGraph& g, IdiomSet idioms, std::vector<std::uint8_t>& marks)
+      : g_(g), check_(g.image(), idioms), marks_(marks) {}
+
+  // The blocks that the pointers from `sources` (blocks, or with `roots` also the root ranges) into
+  // unreached blocks now hold through an idiom, marked kFirmly: the next flood's starts.
+  std::vector<BlockId> resolve(std::vector<BlockId> sources, bool roots) {
+    std::sort(sources.begin(), sources.end());
+    sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+    const unsigned slices = worker_count(sources.size(), std::size_t{1} << 14);
+    std::vector<std::vector<Found>> found(slices);
+    run_workers(slices, [&](unsigned w) {
+      MemoryCursor memory(g_.image());
+      const auto [first, last] = slice_of(sources.size(), slices, w);
+      for (std::size_t i = first; i < last; ++i)
+        g_.for_each_block_pointer(memory, sources[i], [&](Address, std::uint64_t word, BlockId t) { look_at(word, t, found[w]); });
+    });
+    if (roots)
+      for (std::size_t r = 0; r < g_.root_count(); ++r) {
+        const auto edges = g_.root_edges(r);
+        if (std::any_of(edges.begin(), edges.end(), edge_is_interior))
+          g_.for_each_root_pointer(r, [&](Address, std::uint64_t word, BlockId t) { look_at(word, t, found[0]); });
+      }
+    std::vector<BlockId> held;
+    for (const std::vector<Found>& part : found)
+      for (const Found& f : part) {
+        if (held_idiom(f.held) != Idiom::length_prefixed) accept(f.block, f.held, held);
+        else prefixed_[held_offset(f.held)].push_back(f.block);
+      }
+    // A length-prefixed offset counts once enough distinct blocks share it; then every block met at it does.
+    for (std::uint32_t offset = 1; offset <= kMaxPrefixBytes; ++offset) {
+      std::vector<BlockId>& blocks = prefixed_[offset];
+      std::sort(blocks.begin(), blocks.end());
+      blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+      if (blocks.size() < kLengthPrefixedQuorum) continue;
+      for (const BlockId b : blocks) accept(b, held_by(Idiom::length_prefixed, offset), held);
+      blocks.clear();
+    }
+    return held;
+  }
+
+  std::vector<HeldBy> take_held() { return std::move(held_); }
+
+ private:
+  struct Found {
+    BlockId block;
+    HeldBy held;
+  };
+
+  void look_at(std::uint64_t word, BlockId t, std::vector<Found>& out) const {
+    if (std::atomic_ref<std::uint8_t>(marks_[t]).load(std::memory_order_relaxed) || !g_.points_inside(t, word)) return;
+    const Block& block = g_.index().blocks()[t];
+    const Idiom idiom = check_.classify(block, word);
+    if (idiom != Idiom::none) out.push_back({t, held_by(idiom, static_cast<std::uint32_t>(word - block.address()))});
+  }
+
+  void accept(BlockId b, HeldBy h, std::vector<BlockId>& held) {
+    if (marks_[b]) return;
+    if (held_.empty()) held_.assign(g_.block_count(), 0);
+    marks_[b] = kFirmly;
+    held_[b] = h;
+    held.push_back(b);
+  }
+
+  const ReferenceGraph& g_;
+  IdiomCheck check_;
+  std::vector<std::uint8_t>& marks_;
+  std::vector<HeldBy> held_;
+  std::vector<BlockId> prefixed_[kMaxPrefixBytes + 1];  // length-prefixed candidates by offset, not yet enough
+};
+
+// A block an idiom held that a start pointer from a reached block or a root reaches too is held by that
+// pointer, as memcheck counts it ("reachable via heuristic" only where no such pointer is).
+void keep_held_by_idioms_alone(const ReferenceGraph& g, const std::vector<std::uint8_t>& marks, std::vector<HeldBy>& held) {
+  const auto release = [&](std::uint32_t e) {
+    if (!edge_is_interior(e)) std::atomic_ref<HeldBy>(held[edge_target(e)]).store(0, std::memory_order_relaxed);
+  };
+  for (std::size_t r = 0; r < g.root_count(); ++r)
+    for (const std::uint32_t e : g.root_edges(r)) release(e);
+  const unsigned slices = worker_count(g.block_count(), kBlocksPerWorker);
+  run_workers(slices, [&](unsigned w) {
+    const auto [first, last] = slice_of(g.block_count(), slices, w);
+    for (std::size_t b = first; b < last; ++b)
+      if (marks[b])
+        for (const std::uint32_t e : g.out_edges(static_cast<BlockId>(b))) release(e);
+  });
+  if (std::none_of(held.begin(), held.end(), [](HeldBy h) { return h != 0; })) held = {};
+}
+
+// Marks every block some root reaches, kFirmly or kPossibly (0: none), and fills `held` for the blocks an
+// idiom holds. One traversal on all cores: along start pointers alone, keeping the interior pointers to
+// blocks not marked yet; then along those an idiom explains, as start pointers, for as long as that finds
+// more; then from the rest, along every pointer, over what is still unmarked.
+std::vector<std::uint8_t> reach(const ReferenceGraph& g, IdiomSet idioms, std::vector<HeldBy>& held) {
   std::vector<std::uint8_t> marks(g.block_count(), 0);
   const unsigned workers = worker_count(g.block_count(), std::size_t{1} << 16);
-  std::vector<std::vector<BlockId>> interior(workers);  // per worker: targets of interior pointers
+  std::vector<std::vector<InteriorEdge>> interior(workers);  // per worker
+  std::vector<BlockId> interior_from_roots;
   std::vector<BlockId> pending;
   for (std::size_t r = 0; r < g.root_count(); ++r)
     for (std::uint32_t e : g.root_edges(r)) {
-      if (edge_is_interior(e)) interior[0].push_back(edge_target(e));
+      if (edge_is_interior(e)) interior_from_roots.push_back(edge_target(e));
       else add_flood_start(pending, marks, edge_target(e), kFirmly);
     }
   auto out_edges = [&](BlockId b) { return g.out_edges(b); };
-  parallel_flood(std::move(pending), marks, kFirmly, workers, out_edges, [&](std::uint32_t e, unsigned w) {
-    if (!edge_is_interior(e)) return true;
-    interior[w].push_back(edge_target(e));
-    return false;
-  });
+  IdiomReach idiom_reach(g, idioms, marks);
+  std::vector<InteriorEdge> met;  // every round's
+  for (bool first_round = true;; first_round = false) {
+    const std::size_t before = met.size();
+    parallel_flood(std::move(pending), marks, kFirmly, workers, out_edges, [&](std::uint32_t e, unsigned w, BlockId from) {
+      if (!edge_is_interior(e)) return true;
+      interior[w].push_back({from, edge_target(e)});
+      return false;
+    });
+    for (std::vector<InteriorEdge>& part : interior) {
+      met.insert(met.end(), part.begin(), part.end());
+      part.clear();
+    }
+    if (idioms == kNoIdioms) break;
+    std::vector<BlockId> sources;
+    for (std::size_t i = before; i < met.size(); ++i)
+      if (!marks[met[i].to]) sources.push_back(met[i].from);
+    pending = idiom_reach.resolve(std::move(sources), first_round);
+    if (pending.empty()) break;
+  }
+  held = idiom_reach.take_held();
+  if (!held.empty()) keep_held_by_idioms_alone(g, marks, held);
   pending.clear();
-  for (const std::vector<BlockId>& targets : interior)
-    for (const BlockId to : targets) add_flood_start(pending, marks, to, kPossibly);
-  interior = {};
+  for (const BlockId to : interior_from_roots) add_flood_start(pending, marks, to, kPossibly);
+  for (const InteriorEdge& e : met) add_flood_start(pending, marks, e.to, kPossibly);
+  met = {};
   parallel_flood(std::move(pending), marks, kPossibly, workers, out_edges, [](std::uint32_t, unsigned) { return true; });
   return marks;
 }
@@ -50,12 +169,12 @@ std::vector<BlockId> leaked_blocks(const std::vector<Verdict>& verdict) {
   return out;
 }
 
-LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap) {
+LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap, IdiomSet idioms) {
   const std::size_t n = g.block_count();
   LeakVerdicts out;
   out.verdict.assign(n, Verdict::not_allocated);
   progress_total(n);  // the traversal visits at most every block once
-  std::vector<std::uint8_t> marks = reach(g);
+  std::vector<std::uint8_t> marks = reach(g, idioms, out.held_by);
   // One pass over every block, in slices on all cores, reading the block array (the largest thing here)
   // only for the blocks not reached; what follows looks at the leaked blocks alone. Each mark becomes the
   // block's "possibly" flag in place (the marks are out.possibly in the end: one array less to fault in).

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/interior_idioms.h"
 #include "model/reference_graph.h"
 
 namespace heapscope {
@@ -24,12 +25,17 @@ inline bool is_leaked(Verdict v) { return v >= Verdict::direct_leak; }
 struct LeakVerdicts {
   std::vector<Verdict> verdict;   // per block id
   std::vector<std::uint8_t> possibly;  // reachable, but only through pointers into block interiors
+  // Reachable through an interior-pointer idiom alone (model/interior_idioms.h; valgrind's "reachable via
+  // heuristic"): which idiom, a byte per block. Empty when no block is.
+  std::vector<HeldBy> held_by;
   std::vector<BlockId> leaked;         // the leaked blocks, in block order (a tenth of the heap or so)
 };
 
 // The leaked blocks of `verdict`, in block order: what `leaked` holds, for verdicts from elsewhere.
 std::vector<BlockId> leaked_blocks(const std::vector<Verdict>& verdict);
 
-LeakVerdicts compute_verdicts(const ReferenceGraph& graph, const HeapModel& heap);
+// A pointer into a block's interior that one of `idioms` explains counts as a pointer to its start, as
+// memcheck's --leak-check-heuristics does (all of them by default).
+LeakVerdicts compute_verdicts(const ReferenceGraph& graph, const HeapModel& heap, IdiomSet idioms = kAllIdioms);
 
 }  // namespace heapscope

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "base/progress.h"
@@ -90,12 +91,17 @@ inline void add_flood_start(std::vector<BlockId>& pending, std::vector<std::uint
 }
 
 // From the blocks on `pending` (marked by the caller), marks with `mark` and follows every edge of
-// `next(block)` that `admit(edge, worker)` accepts and that leads to a block whose mark is still 0; a
-// block is visited by one worker, once. `admit` is called from the workers at once: what it records, it
+// `next(block)` that `admit(edge, worker)` (or `admit(edge, worker, from)`) accepts and that leads to a
+// block whose mark is still 0; a block is visited by one worker, once. `admit` is called from the workers at once: what it records, it
 // records per worker. Each block visited is a step of the current progress (Ctrl-C stops every worker).
 template <class Next, class Admit>
 void parallel_flood(std::vector<BlockId> pending, std::vector<std::uint8_t>& marks, std::uint8_t mark,
                     unsigned workers, Next&& next, Admit&& admit) {
+  // `admit` may also take the block the edge leaves (edge, worker, from).
+  const auto admits = [&](std::uint32_t e, unsigned w, BlockId from) {
+    if constexpr (std::is_invocable_v<Admit, std::uint32_t, unsigned, BlockId>) return admit(e, w, from);
+    else return admit(e, w);
+  };
   parallel_flood_detail::Pool pool(std::move(pending), workers);
   run_workers(workers, [&](unsigned w) {
     constexpr std::uint32_t kProgressBlocks = 1 << 16, kShareEvery = 64;
@@ -109,7 +115,7 @@ void parallel_flood(std::vector<BlockId> pending, std::vector<std::uint8_t>& mar
           for (std::uint32_t e : next(b)) {
             const BlockId to = edge_target(e);
             std::atomic_ref<std::uint8_t> to_mark(marks[to]);
-            if (to_mark.load(std::memory_order_relaxed) != 0 || !admit(e, w)) continue;
+            if (to_mark.load(std::memory_order_relaxed) != 0 || !admits(e, w, b)) continue;
             std::uint8_t unmarked = 0;
             if (to_mark.compare_exchange_strong(unmarked, mark, std::memory_order_relaxed)) stack.push_back(to);
           }

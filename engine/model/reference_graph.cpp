@@ -12,12 +12,7 @@ namespace heapscope {
 
 template <class Out>
 void ReferenceGraph::scan_block(MemoryCursor& memory, BlockId b, Out& out) const {
-  const Block& blk = index_.blocks()[b];
-  if (!is_allocated(blk.state)) return;
-  // A runtime's header links (its GC list) are bookkeeping: the scan starts past them.
-  const Address links = headers_ && headers_->has(b) ? headers_->link_bytes : 0;
-  for_each_pointer(memory, blk.address() + links, blk.address() + blk.usable_size(),
-                   [&](Address, std::uint64_t word, BlockId target) { out.push_back(edge_to(target, word)); });
+  for_each_block_pointer(memory, b, [&](Address, std::uint64_t word, BlockId target) { out.push_back(edge_to(target, word)); });
 }
 
 void ReferenceGraph::scan_root(std::size_t root, std::vector<std::uint32_t>& out) const {
@@ -186,8 +181,8 @@ ReferenceGraph::RootReferrers ReferenceGraph::root_referrers() const {
 
 std::vector<Address> ReferenceGraph::edge_sites(BlockId from, BlockId to) const {
   std::vector<Address> sites;
-  const Block& b = index_.blocks()[from];
-  for_each_pointer(b.address(), b.address() + b.usable_size(), [&](Address at, std::uint64_t, BlockId target) {
+  MemoryCursor memory(image_);
+  for_each_block_pointer(memory, from, [&](Address at, std::uint64_t, BlockId target) {
     if (target == to) sites.push_back(at);
   });
   return sites;

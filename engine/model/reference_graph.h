@@ -31,8 +31,8 @@ inline bool edge_is_interior(std::uint32_t e) { return (e & kInteriorBit) != 0; 
 class ReferenceGraph {
  public:
   // Scans the blocks `index` covers and the roots, with up to `workers` threads (0: all cores). The index
-  // is the session's one and must outlive the graph. With a runtime's object `headers`, a pointer just past
-  // a header is a pointer to the block's start, and the header's links are not scanned.
+  // is the session's one and must outlive the graph. With a runtime's object `headers`, a pointer to the
+  // object past a block's header is a pointer to the block's start, and the header's links are not scanned.
   ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, unsigned workers = 0,
                  const ObjectHeaders* headers = nullptr);
   // Edges in CSR form: item i of [first, last) (a block, or a root range) has the edges
@@ -82,6 +82,11 @@ class ReferenceGraph {
   // root_edges hold for a graph that was scanned, and how a saved one is checked.
   std::vector<std::uint32_t> rescan(BlockId b) const;
   std::vector<std::uint32_t> rescan_root(std::size_t root) const;
+
+  const Image& image() const { return image_; }
+  // Whether `word`, pointing into `target`, makes an interior edge (not its start, nor its object's start
+  // past a runtime's header).
+  bool points_inside(BlockId target, std::uint64_t word) const { return edge_is_interior(edge_to(target, word)); }
 
   std::size_t block_count() const { return block_count_; }
   std::size_t edge_count() const { return edge_count_; }
@@ -136,6 +141,13 @@ class ReferenceGraph {
   // The same through `memory`, a cursor kept across the ranges of one scan (neighbouring blocks).
   template <typename Fn>
   void for_each_pointer(MemoryCursor& memory, Address start, Address end, Fn&& fn) const;
+  // The words of block `b` the scan reads (an allocated block's user bytes but a runtime header's links)
+  // that point into allocated blocks: fn(word address, word, block).
+  template <typename Fn>
+  void for_each_block_pointer(MemoryCursor& memory, BlockId b, Fn&& fn) const;
+  // Those of root range `root`; for a thread's registers, the word's RegisterWord::slot as its address.
+  template <typename Fn>
+  void for_each_root_pointer(std::size_t root, Fn&& fn) const { for_each_root_pointer(roots_.ranges[root], fn); }
 
  private:
   struct Part {  // the edges of blocks [first, last), scanned by one worker (or saved)
@@ -157,7 +169,7 @@ class ReferenceGraph {
   // The edge to `target` that `word` makes: the block, marked interior when the word points past its start.
   std::uint32_t edge_to(BlockId target, std::uint64_t word) const {
     const Address start = index_.blocks()[target].address();
-    const bool to_object = headers_ && word == start + headers_->header_bytes && headers_->has(target);
+    const bool to_object = headers_ && word != start && word == start + headers_->object_offset(target);
     return target | (word != start && !to_object ? kInteriorBit : 0u);
   }
 
@@ -214,6 +226,17 @@ void ReferenceGraph::for_each_pointer(MemoryCursor& memory, Address start, Addre
   for_each_word(memory, start, end, [&](Address at, std::uint64_t word) {
     if (const BlockId b = index_.find(word); b != kNoBlock) fn(at, word, b);
   });
+}
+
+template <typename Fn>
+void ReferenceGraph::for_each_block_pointer(MemoryCursor& memory, BlockId b, Fn&& fn) const {
+  const Block& blk = index_.blocks()[b];
+  if (!is_allocated(blk.state)) return;
+  // A runtime's header links (its GC list) are bookkeeping: the scan passes over them.
+  const auto [links_first, links_last] = headers_ ? headers_->links(b) : std::pair<std::uint32_t, std::uint32_t>{0, 0};
+  const Address start = blk.address();
+  if (links_first > 0) for_each_pointer(memory, start, start + links_first, fn);
+  for_each_pointer(memory, start + links_last, start + blk.usable_size(), fn);
 }
 
 template <typename Fn>

@@ -126,6 +126,18 @@ StateTotal possibly_reachable(const HeapModel& heap, const LeakVerdicts& v, std:
   return out;
 }
 
+// The blocks an interior-pointer idiom alone holds, by idiom and offset, most bytes first.
+std::vector<LeaksReport::IdiomTotal> held_by_idioms(const HeapModel& heap, const LeakVerdicts& v) {
+  std::map<HeldBy, StateTotal> by_held;
+  for (std::size_t b = 0; b < v.held_by.size(); ++b)
+    if (v.held_by[b]) by_held[v.held_by[b]].add(heap.blocks[b].usable_size());
+  std::vector<LeaksReport::IdiomTotal> out;
+  for (const auto& [held, total] : by_held)
+    out.push_back({std::string(idiom_name(held_idiom(held))), held_offset(held), total});
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.total.bytes > b.total.bytes; });
+  return out;
+}
+
 void add_total(StateTotal& to, const StateTotal& from) {
   to.blocks += from.blocks;
   to.bytes += from.bytes;
@@ -202,6 +214,10 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
     r.object_headers = headers->layout;
     r.object_header_blocks = headers->count;
   }
+  r.held_by_idioms = held_by_idioms(heap, v);
+  const StateTotals totals = heap.totals();
+  for (const BlockState state : {BlockState::in_use, BlockState::mmapped})
+    add_total(r.in_use, totals[static_cast<int>(state)]);
   // Say so first: the warnings below say where and why.
   if (const std::string unseen = unseen_memory(s.image()); !unseen.empty()) {
     r.partial = true;

@@ -49,8 +49,38 @@ struct LeaksReport {
   std::string object_headers;
   std::uint64_t object_header_blocks = 0;
   std::uint64_t graph_edges = 0;  // pointers between blocks the scan found (what the graph's size is made of)
+  // The blocks reachable only through an interior-pointer idiom (model/interior_idioms.h; valgrind's
+  // "reachable via heuristic"), by idiom (and offset, for length-prefixed ones), most bytes first.
+  struct IdiomTotal {
+    std::string idiom;        // memcheck's name, or "length-prefixed"
+    std::uint32_t offset = 0;  // where the pointers land, for length-prefixed blocks; 0 otherwise
+    StateTotal total;
+  };
+  std::vector<IdiomTotal> held_by_idioms;
+  StateTotal in_use;  // every allocated block (chunk bytes): what "possibly leaked" is a share of
   std::vector<std::string> warnings;
 };
+
+// What "possibly leaked" means, for a report where it is a large share of the heap (a tenth or more);
+// empty otherwise.
+inline std::string possibly_explanation(const LeaksReport& r) {
+  if (r.in_use.bytes == 0 || r.possibly.bytes * 10 < r.in_use.bytes) return {};
+  return "These blocks are reachable, but only through pointers into their middle, never to their start (as "
+         "valgrind's \"possibly lost\"): a program that keeps pointers past a header of its own, or a leak whose "
+         "last pointer is a stray interior one. `blocks --state possibly` lists them, `retainers ADDR` shows the "
+         "pointers; --leak-check-heuristics says which known idioms count as pointers to the start.";
+}
+
+// What the bytes a leaks report counts are: usable bytes, where valgrind and LeakSanitizer count the bytes
+// the program asked for (a 24-byte request is a 24-byte block to glibc, a 32-byte one to jemalloc).
+inline constexpr const char* kLeakBytesLegend =
+    "Bytes are usable sizes (what the allocator gave each block); valgrind and LeakSanitizer count the sizes "
+    "asked for, so their totals are smaller for the same blocks.";
+
+// "length-prefixed +3", "stdstring": an idiom's group, as reports name it.
+inline std::string idiom_group_name(const LeaksReport::IdiomTotal& t) {
+  return t.offset ? t.idiom + " +" + std::to_string(t.offset) : t.idiom;
+}
 
 // What a leaks report with no groups says: "no leaks" only when nothing was missing.
 inline const char* no_leaks_sentence(const LeaksReport& r) {

@@ -1,10 +1,12 @@
-// Runtimes that put a fixed header in front of every object they allocate with malloc (CPython's
-// PyGC_Head before each GC-tracked object). Their programs point to the object, a fixed number of bytes
-// into the block, and link the headers into the runtime's own lists. Both would mislead a conservative
-// scan: the block would look reachable only through an interior pointer ("possibly leaked"), and the
-// lists would tie every object to every other, so that nothing dominates anything. With the headers
-// recognised, a pointer just past a header counts as a pointer to the block, and the header's links are
-// the runtime's bookkeeping, not references.
+// Runtimes that put a header in front of the objects they allocate with malloc (CPython's PyGC_Head
+// before each GC-tracked object, and in 3.11 and later two more words before it for objects whose class
+// keeps its instances' dicts itself). Their programs point to the object, some bytes into the block, and
+// link the headers into the runtime's own lists. Both would mislead a conservative scan: the block would
+// look reachable only through an interior pointer ("possibly leaked"), and the lists would tie every
+// object to every other, so that nothing dominates anything. With the headers recognised, a pointer to
+// the object counts as a pointer to the block, and the header's links are the runtime's bookkeeping, not
+// references. The runtime's objects also carry their type, whose name the runtime keeps in memory: the
+// blocks holding objects are named by it (types/runtime_naming).
 #pragma once
 
 #include <cstdint>
@@ -14,21 +16,43 @@
 
 #include "heap/heap_model.h"
 #include "image/image.h"
+#include "symbols/symbol_index.h"
 
 namespace heapscope {
 
 struct ObjectHeaders {
-  std::string layout;          // what was recognised: "CPython PyGC_Head (16 bytes before each GC-tracked object)"
-  std::uint32_t header_bytes = 0;  // a pointer this far into a marked block points to its object
-  std::uint32_t link_bytes = 0;    // the header's first bytes are list links, not references
-  std::vector<std::uint64_t> marked;  // a bit per block: the block starts with such a header
-  std::uint64_t count = 0;            // marked blocks
+  std::string layout;  // what was recognised, and from what: "CPython 3.11 (Py_Version) ..."
 
-  bool has(std::uint32_t block) const { return block / 64 < marked.size() && (marked[block / 64] >> (block % 64) & 1); }
+  // Where a block's object starts, and whether the 16 bytes before it are list links. A byte per block
+  // (0: the block holds no object past a header).
+  static constexpr std::uint8_t kLinksBefore = 0x80;
+  std::vector<std::uint8_t> starts;
+  std::uint64_t count = 0;  // blocks with an object past a header
+
+  // The runtime's type of the object each block holds (at its start or past its header): an index into
+  // type_names, 0 for none. Empty when the runtime names nothing.
+  std::vector<std::uint32_t> type_of;
+  std::vector<std::string> type_names{""};
+
+  std::uint32_t object_offset(std::uint32_t block) const {
+    return block < starts.size() ? starts[block] & ~kLinksBefore : 0;
+  }
+  bool has(std::uint32_t block) const { return object_offset(block) != 0; }
+  // The list links of a block's header, as offsets [first, last) into the block; {0, 0} when none.
+  std::pair<std::uint32_t, std::uint32_t> links(std::uint32_t block) const {
+    if (block >= starts.size() || !(starts[block] & kLinksBefore)) return {0, 0};
+    const std::uint32_t object = object_offset(block);
+    return {object - kLinkBytes, object};
+  }
+  const std::string* type_name(std::uint32_t block) const {
+    const std::uint32_t t = block < type_of.size() ? type_of[block] : 0;
+    return t ? &type_names[t] : nullptr;
+  }
+  static constexpr std::uint32_t kLinkBytes = 16;
 };
 
 // The object headers of the runtime the image runs, when one of those heapscope knows is there and its
 // objects are found in the heap; nothing otherwise. Cheap when no such runtime is loaded.
-std::optional<ObjectHeaders> find_object_headers(const Image& image, const HeapModel& heap);
+std::optional<ObjectHeaders> find_object_headers(const Image& image, const SymbolIndex& symbols, const HeapModel& heap);
 
 }  // namespace heapscope

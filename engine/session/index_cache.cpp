@@ -100,7 +100,8 @@ ReferenceGraph::EdgeSlice slice_of(const IndexFile& file, IndexSection offsets, 
 bool read_verdicts(const IndexFile& file, std::size_t blocks, LeakVerdicts& out) {
   const std::span<const std::byte> v = file.section(IndexSection::verdicts);
   const std::span<const std::byte> p = file.section(IndexSection::possibly);
-  if (v.size() != blocks || p.size() != blocks) return false;
+  const std::span<const std::byte> h = file.section(IndexSection::held_by);
+  if (v.size() != blocks || p.size() != blocks || (!h.empty() && h.size() != blocks)) return false;
   const auto* vb = reinterpret_cast<const std::uint8_t*>(v.data());
   const auto* pb = reinterpret_cast<const std::uint8_t*>(p.data());
   if (std::any_of(vb, vb + blocks, [](std::uint8_t x) { return x > static_cast<std::uint8_t>(Verdict::cycle_leak); }))
@@ -108,6 +109,8 @@ bool read_verdicts(const IndexFile& file, std::size_t blocks, LeakVerdicts& out)
   out.verdict.resize(blocks);
   std::memcpy(out.verdict.data(), vb, blocks);
   out.possibly.assign(pb, pb + blocks);
+  const auto* hb = reinterpret_cast<const HeldBy*>(h.data());
+  out.held_by.assign(hb, hb + h.size());
   out.leaked = leaked_blocks(out.verdict);
   return true;
 }
@@ -123,7 +126,7 @@ IndexCache::IndexCache(std::string core_path, std::string dir) : core_path_(std:
 }
 
 std::string IndexCache::key(const Image& image, const SymbolSearchOptions& symbols,
-                            const std::vector<const AllocatorPlugin*>& allocators) const {
+                            const std::vector<const AllocatorPlugin*>& allocators, IdiomSet idioms) const {
   if (core_identity_.empty()) return {};
   static const std::string build = own_build_id();
   std::string key = "heapscope " HEAPSCOPE_VERSION " build " + build + "\n";
@@ -135,6 +138,7 @@ std::string IndexCache::key(const Image& image, const SymbolSearchOptions& symbo
   key += "\nsymbols debug_files=" + std::to_string(symbols.use_debug_files) +
          " debuginfod=" + std::to_string(symbols.use_debuginfod) + " debug_dirs";
   for (const std::string& d : symbols.debug_dirs) key += " " + d;
+  key += "\nleak idioms " + std::to_string(idioms);
   return key + "\n";
 }
 
@@ -220,6 +224,7 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
   sections.push_back(pieces(IndexSection::root_referrers, {bytes_of(root_referrers.roots)}));
   sections.push_back(pieces(IndexSection::verdicts, {bytes_of(std::span<const Verdict>(verdicts.verdict))}));
   sections.push_back(pieces(IndexSection::possibly, {bytes_of(std::span<const std::uint8_t>(verdicts.possibly))}));
+  sections.push_back(pieces(IndexSection::held_by, {bytes_of(std::span<const HeldBy>(verdicts.held_by))}));
   const std::string path = path_for(key);
   write_index_file(path, sections);
   evict(path);

@@ -50,7 +50,7 @@ class IndexCache {
   // The key of this core's products under these inputs; empty when the core cannot be identified (then
   // nothing is loaded or saved).
   std::string key(const Image& image, const SymbolSearchOptions& symbols,
-                  const std::vector<const AllocatorPlugin*>& allocators) const;
+                  const std::vector<const AllocatorPlugin*>& allocators, IdiomSet idioms = kAllIdioms) const;
   // The file the index of `key` lives in.
   std::string path_for(const std::string& key) const;
 

@@ -34,6 +34,7 @@ enum class IndexSection : std::uint32_t {
   root_referrers,        // u32[root edges]: the root range of each
   verdicts,              // u8[blocks] (Verdict), or absent
   possibly,              // u8[blocks]
+  held_by,               // u8[blocks] (HeldBy), or empty when no block is held by an interior-pointer idiom
 };
 
 // One section to write: its bytes as a sequence of pieces (the graph's edges are one piece per scan

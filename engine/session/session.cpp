@@ -9,6 +9,7 @@
 #include "model/graph_closure.h"
 #include "runtime/builtin/builtin_runtimes.h"
 #include "types/leak_naming.h"
+#include "types/runtime_naming.h"
 
 namespace heapscope {
 
@@ -94,7 +95,7 @@ const HeapModel& Session::heap() {
 
 std::unique_ptr<HeapModel> Session::heap_from_cache() {
   if (!options_.index_cache) return nullptr;
-  cache_key_ = options_.index_cache->key(*image_, options_.symbols, options_.allocators);
+  cache_key_ = options_.index_cache->key(*image_, options_.symbols, options_.allocators, options_.leak_idioms);
   if (cache_key_.empty()) return nullptr;
   std::string note;
   cached_ = options_.index_cache->load(cache_key_, &note);
@@ -129,7 +130,7 @@ const BlockIndex& Session::block_index() {
 }
 
 const std::optional<ObjectHeaders>& Session::object_headers() {
-  return product(object_headers_, "object headers", [&] { return find_object_headers(*image_, heap()); });
+  return product(object_headers_, "object headers", [&] { return find_object_headers(*image_, symbols_, heap()); });
 }
 
 const ReferenceGraph& Session::graph() {
@@ -179,7 +180,7 @@ const LeakVerdicts& Session::verdicts() {
   if (!verdicts_.value) graph();  // saved verdicts are used only with the saved graph
   return product(verdicts_, graph_from_cache_ ? "cache: verdicts" : "reachability", [&] {
     if (graph_from_cache_) return std::make_unique<LeakVerdicts>(std::move(cached_->verdicts));
-    return std::make_unique<LeakVerdicts>(compute_verdicts(graph(), heap()));
+    return std::make_unique<LeakVerdicts>(compute_verdicts(graph(), heap(), options_.leak_idioms));
   });
 }
 
@@ -231,6 +232,8 @@ std::unique_ptr<BlockNames> Session::name_blocks(const NamingScope& scope) {
   auto names = std::make_unique<BlockNames>(
       BlockNames{infer_types(*image_, symbols_, h, index, r, scope.within, scope.members), nullptr});
   type_coroutine_frames(names->types, coroutine_frames);
+  if (const std::optional<ObjectHeaders>& objects = object_headers())
+    name_runtime_objects(names->types, *objects, scope.within, scope.members);
   PhaseTimer dwarf_timer("dwarf types");
   PhaseScope dwarf_phase(progress_here(), "dwarf types");
   names->dwarf = std::make_unique<DwarfTypes>(dwarf_indexes_);

@@ -60,6 +60,9 @@ struct SessionOptions {
   // Where the heap, graph and verdicts of this core are saved for the next process (session/index_cache.h);
   // null: computed here, saved nowhere. The CLI sets it for a core file unless told --no-cache.
   std::shared_ptr<IndexCache> index_cache;
+  // The interior-pointer idioms that make a block reachable (model/interior_idioms.h): memcheck's
+  // --leak-check-heuristics, all by default.
+  IdiomSet leak_idioms = kAllIdioms;
 };
 
 // Thrown when an analysis cannot produce anything useful (e.g. no heap in the image); commands turn it into

@@ -12,6 +12,7 @@ enum class Naming : std::uint8_t {
   none,      // nothing names it: "unknown (N bytes)"
   dwarf,     // DWARF types along pointers from a typed root, or from a block typed by certain evidence
   symbol,    // a symbol: "vtable for X", a std::function manager, a coroutine's resume function
+  runtime,   // a language runtime's own type object: a CPython object's ob_type → tp_name ("str", "Order")
   rtti,      // a stripped binary's vtable → its type_info → the mangled class name
   vtable,    // -fno-rtti: grouped by its vtable's address ("class with vtable app+0x…")
   pattern,   // a libstdc++ layout recognised without debug info (a std::string body, ...)
@@ -19,12 +20,13 @@ enum class Naming : std::uint8_t {
   content,   // what the bytes are: NUL-terminated text, an array of pointers, all zeros
 };
 
-inline constexpr std::size_t kNamingCount = 8;
+inline constexpr std::size_t kNamingCount = 9;
 
 constexpr std::string_view naming_name(Naming n) {
   switch (n) {
     case Naming::dwarf: return "dwarf";
     case Naming::symbol: return "symbol";
+    case Naming::runtime: return "runtime";
     case Naming::rtti: return "rtti";
     case Naming::vtable: return "vtable";
     case Naming::pattern: return "pattern";

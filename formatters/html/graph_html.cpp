@@ -74,6 +74,11 @@ void add_leaks(Page& page, const LeaksReport& r, int level) {
   if (r.possibly.blocks)
     page.paragraph(fmt::format("Possibly leaked (reachable only through interior pointers): {} in {} blocks",
                                text::bytes(r.possibly.bytes), r.possibly.blocks));
+  if (const std::string why = possibly_explanation(r); !why.empty()) page.paragraph(why);
+  for (const LeaksReport::IdiomTotal& t : r.held_by_idioms)
+    page.paragraph(fmt::format("Reachable through the interior-pointer idiom {} alone: {} in {} blocks",
+                               idiom_group_name(t), text::bytes(t.total.bytes), t.total.blocks));
+  page.paragraph(kLeakBytesLegend);
   if (r.groups.empty()) {  // the sentence alone: a table with no rows would say nothing more
     page.paragraph(no_leaks_sentence(r));
     page.warnings(r.warnings);

@@ -39,6 +39,11 @@ std::string render_json(const LeaksReport& r) {
                               ? nlohmann::ordered_json(nullptr)
                               : nlohmann::ordered_json{{"layout", r.object_headers}, {"blocks", r.object_header_blocks}};
   out["graph_edges"] = r.graph_edges;
+  ordered_json idioms = ordered_json::array();
+  for (const LeaksReport::IdiomTotal& t : r.held_by_idioms)
+    idioms.push_back({{"idiom", t.idiom}, {"offset", t.offset}, {"blocks", t.total.blocks}, {"bytes", t.total.bytes}});
+  out["held_by_idioms"] = std::move(idioms);
+  out["bytes_counted"] = "usable";
   return json::finish(std::move(out), r.warnings);
 }
 

@@ -33,9 +33,17 @@ std::string render_text(const LeaksReport& r) {
   if (r.possibly.blocks)
     out += fmt::format("Possibly leaked (reachable only through interior pointers): {} in {} blocks\n",
                        text::bytes(r.possibly.bytes), r.possibly.blocks);
+  if (const std::string why = possibly_explanation(r); !why.empty()) out += "  " + why + "\n";
+  if (!r.held_by_idioms.empty()) {
+    out += "Reachable through interior-pointer idioms alone (valgrind's \"reachable via heuristic\"):";
+    for (const LeaksReport::IdiomTotal& t : r.held_by_idioms)
+      out += fmt::format(" {} {} in {} blocks;", idiom_group_name(t), text::bytes(t.total.bytes), t.total.blocks);
+    out.back() = '\n';
+  }
+  out += std::string(kLeakBytesLegend) + "\n";
   if (!r.object_headers.empty())
-    out += fmt::format("Object headers recognised: {} in {} blocks; a pointer just past one counts as a pointer to "
-                       "its block, and the header's list links are not references\n",
+    out += fmt::format("Object headers recognised: {} in {} blocks; a pointer to the object past one counts as a "
+                       "pointer to its block, and the header's list links are not references\n",
                        r.object_headers, r.object_header_blocks);
   text::append_warnings(out, r.warnings);
   return out;

@@ -25,6 +25,14 @@ void add_target_options(CLI::App& app, TargetOptions& t) {
                  "A copy of the core's machine: module files are read at their recorded paths under DIR, and "
                  "debug files are also looked for under DIR/usr/lib/debug")
       ->type_name("DIR");
+  app.add_option("--leak-check-heuristics", t.leak_idioms,
+                 "Which interior-pointer idioms make a block reachable, as valgrind's option of that name: all "
+                 "(the default), none, or a list of stdstring,length64,newarray,multipleinheritance,length-prefixed")
+      ->type_name("LIST")
+      ->check([](const std::string& list) {
+        std::string error;
+        return parse_idioms(list, &error) ? std::string() : error;
+      });
 }
 
 CoreOpenOptions core_open_options(const TargetOptions& t) {
@@ -46,6 +54,8 @@ SessionOptions session_options(const TargetOptions& t) {
   }
   options.symbols.use_debug_files = !t.no_debug_files;
   options.symbols.use_debuginfod = !t.no_debuginfod;
+  std::string error;
+  options.leak_idioms = parse_idioms(t.leak_idioms, &error).value_or(kAllIdioms);  // checked when parsed
   options.open_core = core_opener(core_open_options(t), options);
   return options;
 }

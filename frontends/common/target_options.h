@@ -22,9 +22,10 @@ struct TargetOptions {
   bool no_debug_files = false;          // --no-debug-files
   bool no_debuginfod = false;           // --no-debuginfod
   std::string sysroot;                  // --sysroot
+  std::string leak_idioms = "all";      // --leak-check-heuristics
 };
 
-// Adds --exe, --debug-dir, --no-debug-files, --no-debuginfod and --sysroot to `app`.
+// Adds --exe, --debug-dir, --no-debug-files, --no-debuginfod, --sysroot and --leak-check-heuristics to `app`.
 void add_target_options(CLI::App& app, TargetOptions& options);
 
 // How modules are opened for a core, and how their symbols are searched, under these options (with an

@@ -6,8 +6,8 @@
 
 namespace heapscope {
 
-std::optional<ObjectHeaders> find_object_headers(const Image& image, const HeapModel& heap) {
-  return find_cpython_objects(image, heap);
+std::optional<ObjectHeaders> find_object_headers(const Image& image, const SymbolIndex& symbols, const HeapModel& heap) {
+  return find_cpython_objects(image, symbols, heap);
 }
 
 }  // namespace heapscope

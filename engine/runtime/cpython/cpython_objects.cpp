@@ -1,26 +1,102 @@
 #include "runtime/cpython/cpython_objects.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <unordered_map>
+
+#include <fmt/format.h>
 
 namespace heapscope {
 
 namespace {
 
-constexpr std::uint32_t kGcHeadBytes = 16;      // _gc_next, _gc_prev
-constexpr std::uint64_t kPrevFlags = 3;          // _gc_prev's low bits: COLLECTING, FINALIZED
+// PyTypeObject's fields read here: the same offsets in every 64-bit release since 3.8.
+constexpr Address kTpName = 24, kTpBasicsize = 32, kTpFlags = 168;
+constexpr std::uint64_t kHaveGc = 1ull << 14;         // Py_TPFLAGS_HAVE_GC
+constexpr std::uint64_t kManagedDict = 1ull << 4;     // Py_TPFLAGS_MANAGED_DICT (3.11)
+constexpr std::uint64_t kManagedWeakref = 1ull << 3;  // Py_TPFLAGS_MANAGED_WEAKREF (3.12)
+
+constexpr std::uint32_t kGcHeadBytes = 16;          // _gc_next, _gc_prev
+constexpr std::uint32_t kPreHeaderBytes = 16;       // the instance's dict and values (3.11) before the PyGC_Head
+constexpr std::uint64_t kPrevFlags = 3;             // _gc_prev's low bits: COLLECTING, FINALIZED
 constexpr std::uint64_t kMaxRefcount = 1ull << 40;  // far above any real count; rules out text and pointers
-constexpr std::size_t kObjectBytes = kGcHeadBytes + 16;  // the header, ob_refcnt and ob_type
+constexpr std::uint32_t kMaxValuesPrefix = 64;      // a PyDictValues prefix: round_up(slots + 2, 8) bytes
 
-// Decides whether an address is a type object: its type's type must be PyType_Type, whose own type is
-// itself (a metaclass's type is PyType_Type too). Answers are cached: a heap has few types.
-class TypeCheck {
+// What differs between releases, for the objects' headers: which types' instances carry two more words
+// before their PyGC_Head, and whether a split dict's values array has a prefix whose last byte is its size.
+struct Release {
+  int minor = 0;
+  std::uint64_t preheader_flags = 0;
+  bool values_prefix = false;
+};
+
+Release release_table(int minor) {
+  if (minor <= 10) return {minor, 0, false};
+  if (minor == 11) return {minor, kManagedDict, true};
+  return {minor, kManagedDict | kManagedWeakref, true};  // 3.12; later releases are read as 3.12
+}
+
+// "python3.11", "libpython3.11.so.1.0" → 11.
+std::optional<int> minor_from_name(std::string_view name) {
+  const std::size_t at = name.find("python3.");
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view digits = name.substr(at + 8);
+  int minor = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minor);
+  if (ec != std::errc() || end == digits.data()) return std::nullopt;
+  return minor;
+}
+
+const Module* interpreter_module(const Image& image) {
+  for (const Module& m : image.modules()) {
+    const std::string_view name = m.name();
+    if (name.starts_with("libpython3")) return &m;
+  }
+  for (const Module& m : image.modules())
+    if (m.name().starts_with("python3")) return &m;
+  return nullptr;
+}
+
+// The release, from the interpreter's Py_Version (exported since 3.11) or else its file name.
+struct Interpreter {
+  Release release;
+  std::string version_from;
+};
+
+std::optional<Interpreter> find_interpreter(const Image& image, const SymbolIndex& symbols) {
+  const Module* m = interpreter_module(image);
+  if (!m) return std::nullopt;
+  if (const auto at = symbols.address_of(*m, "Py_Version"))
+    if (const auto hex = image.read_u64(*at); hex && (*hex >> 24 & 0xff) == 3)
+      return Interpreter{release_table(static_cast<int>(*hex >> 16 & 0xff)), "Py_Version"};
+  if (const auto minor = minor_from_name(m->name())) return Interpreter{release_table(*minor), "file name"};
+  return std::nullopt;
+}
+
+// What a type object tells: whether it is one (its type's type is PyType_Type, the one object that is its
+// own type; a metaclass's type is PyType_Type too), its flags, instance size and name. Cached: a heap has
+// few types.
+struct TypeFacts {
+  bool is_type = false;
+  std::uint64_t flags = 0;
+  std::uint64_t basicsize = 0;
+  std::uint32_t name = 0;  // index into ObjectHeaders::type_names
+};
+
+class Types {
  public:
-  explicit TypeCheck(const Image& image) : image_(image) {}
+  Types(const Image& image, std::vector<std::string>& names) : image_(image), names_(names) {}
 
-  bool is_type(Address type) {
-    const auto [it, fresh] = known_.try_emplace(type, false);
-    if (fresh) it->second = check(type);
+  const TypeFacts& of(Address type) {
+    const auto [it, fresh] = known_.try_emplace(type);
+    if (fresh) it->second = read(type);
+    return it->second;
+  }
+
+  std::uint32_t intern(const std::string& name) {
+    const auto [it, fresh] = name_ids_.try_emplace(name, static_cast<std::uint32_t>(names_.size()));
+    if (fresh) names_.push_back(name);
     return it->second;
   }
 
@@ -30,7 +106,7 @@ class TypeCheck {
     return own && *own == t;
   }
 
-  bool check(Address type) const {
+  bool is_type(Address type) const {
     if (type == 0 || type % 8) return false;
     const auto meta = image_.read_u64(type + 8);
     if (!meta || *meta == 0 || *meta % 8) return false;
@@ -39,54 +115,203 @@ class TypeCheck {
     return meta_type && is_type_type(*meta_type);
   }
 
+  TypeFacts read(Address type) {
+    TypeFacts t;
+    if (!is_type(type)) return t;
+    const auto flags = image_.read_u64(type + kTpFlags);
+    const auto basicsize = image_.read_u64(type + kTpBasicsize);
+    const auto name_at = image_.read_u64(type + kTpName);
+    if (!flags || !basicsize || *basicsize == 0 || *basicsize > (1u << 20)) return t;
+    t.is_type = true;
+    t.flags = *flags;
+    t.basicsize = *basicsize;
+    // A type's name is text the interpreter printed from source (an identifier, dotted): anything else
+    // means this was no type object after all.
+    const std::optional<std::string> name = name_at ? image_.read_c_string(*name_at, 256) : std::nullopt;
+    if (!name || name->empty() || !std::all_of(name->begin(), name->end(), [](char c) { return c > ' ' && c < 0x7f; }))
+      return TypeFacts{};
+    t.name = intern(*name);
+    return t;
+  }
+
   const Image& image_;
-  std::unordered_map<Address, bool> known_;
+  std::vector<std::string>& names_;
+  std::unordered_map<Address, TypeFacts> known_;
+  std::unordered_map<std::string, std::uint32_t> name_ids_;
 };
 
 // The header's links agree with their neighbours': next's prev and prev's next are this header.
 bool on_consistent_list(const Image& image, Address head, std::uint64_t next, std::uint64_t prev) {
+  if (next == 0 && prev == 0) return true;  // untracked (e.g. a tuple of atoms)
+  if (next == 0 || prev == 0) return false;
   const auto next_prev = image.read_u64(next + 8);
   const auto prev_next = image.read_u64(prev);
   return next_prev && prev_next && (*next_prev & ~kPrevFlags) == head && *prev_next == head;
 }
 
-bool is_gc_object(const Image& image, TypeCheck& types, const Block& block) {
-  if (block.usable_size() < kObjectBytes) return false;
-  const std::span<const std::byte> bytes = image.view(block.address(), kObjectBytes);
-  if (bytes.size() < kObjectBytes) return false;
-  std::uint64_t w[4];
-  std::memcpy(w, bytes.data(), sizeof w);
-  const std::uint64_t next = w[0], prev = w[1] & ~kPrevFlags, refcount = w[2], type = w[3];
-  if (refcount == 0 || refcount > kMaxRefcount || !types.is_type(type)) return false;
-  if (next == 0 && prev == 0) return true;  // untracked (e.g. a tuple of atoms)
-  return next != 0 && prev != 0 && on_consistent_list(image, block.address(), next, prev);
+bool plausible_refcount(std::uint64_t refcount) { return refcount != 0 && refcount <= kMaxRefcount; }
+
+// The object a block holds, if any: where it starts (0 for an object without a header), whether a
+// PyGC_Head's links sit right before it, and its type.
+struct Found {
+  std::uint32_t offset = 0;
+  bool links = false;
+  Address type = 0;
+  const TypeFacts* facts = nullptr;
+};
+
+class ObjectFinder {
+ public:
+  ObjectFinder(const Image& image, Release release, Types& types) : image_(image), release_(release), types_(types) {}
+
+  std::optional<Found> find(const Block& block) {
+    constexpr std::size_t kWords = 6;
+    const std::uint64_t usable = block.usable_size();
+    if (usable < 16) return std::nullopt;
+    std::uint64_t w[kWords] = {};
+    const std::size_t got = image_.read(block.address(), w, std::min<std::uint64_t>(usable, sizeof w)) / 8;
+    // A GC-tracked object past its PyGC_Head, then one past the two words of a class that manages its
+    // instances' dicts, then an object without a header.
+    if (got >= 4)
+      if (auto f = gc_object(block, w[0], w[1], w[2], w[3], kGcHeadBytes)) return f;
+    if (got >= 6 && release_.preheader_flags)
+      if (auto f = gc_object(block, w[2], w[3], w[4], w[5], kPreHeaderBytes + kGcHeadBytes);
+          f && (f->facts->flags & release_.preheader_flags))
+        return f;
+    if (got >= 2 && plausible_refcount(w[0])) {
+      const TypeFacts& t = types_.of(w[1]);
+      // No size check here: a compact str is smaller than str's tp_basicsize.
+      if (t.is_type && !(t.flags & kHaveGc)) return Found{0, false, w[1], &t};
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::optional<Found> gc_object(const Block& block, std::uint64_t next, std::uint64_t prev, std::uint64_t refcount,
+                                 Address type, std::uint32_t offset) {
+    if (!plausible_refcount(refcount)) return std::nullopt;
+    const TypeFacts& t = types_.of(type);
+    if (!t.is_type || !(t.flags & kHaveGc) || offset + t.basicsize > block.usable_size()) return std::nullopt;
+    const Address head = block.address() + offset - kGcHeadBytes;
+    if (!on_consistent_list(image_, head, next, prev & ~kPrevFlags)) return std::nullopt;
+    return Found{offset, true, type, &t};
+  }
+
+  const Image& image_;
+  Release release_;
+  Types& types_;
+};
+
+// The allocated block whose user bytes hold `addr`.
+std::optional<std::size_t> block_holding(const HeapModel& heap, Address addr) {
+  const Block* b = heap.block_containing(addr);
+  if (!b || !is_allocated(b->state) || addr < b->address() || addr >= b->address() + b->usable_size()) return std::nullopt;
+  return static_cast<std::size_t>(b - &heap.blocks[0]);
 }
+
+// The builtin containers whose items live in a malloc'ed block of their own, found from the object's
+// field that points to its start: a list's ob_item, a dict's ma_keys, a set's table (unless it is the
+// set's own small table). The offsets are those of every 64-bit release since 3.8.
+struct ContainerBody {
+  std::string_view type;
+  Address field;
+  std::string_view body;
+};
+constexpr ContainerBody kContainerBodies[] = {
+    {"list", 24, "list items"}, {"dict", 32, "dict keys"}, {"set", 40, "set table"}, {"frozenset", 40, "set table"}};
+
+const ContainerBody* container_body(std::string_view type_name) {
+  for (const ContainerBody& c : kContainerBodies)
+    if (c.type == type_name) return &c;
+  return nullptr;
+}
+
+class Marker {
+ public:
+  Marker(ObjectHeaders& out, std::size_t blocks) : out_(out) {
+    out_.starts.assign(blocks, 0);
+    out_.type_of.assign(blocks, 0);
+  }
+
+  void object(std::size_t b, const Found& f) {
+    out_.type_of[b] = f.facts->name;
+    if (f.offset == 0) return;
+    out_.starts[b] = static_cast<std::uint8_t>(f.offset | (f.links ? ObjectHeaders::kLinksBefore : 0));
+    ++out_.count;
+  }
+
+  // The block a builtin container's items live in, named after it when it holds no object itself.
+  void body_of(const Image& image, const HeapModel& heap, std::size_t owner, const ContainerBody& c, Types& types) {
+    const auto at = image.read_u64(heap.blocks[owner].address() + out_.object_offset(static_cast<std::uint32_t>(owner)) + c.field);
+    if (!at || *at == 0) return;
+    const auto b = block_holding(heap, *at);
+    if (!b || heap.blocks[*b].address() != *at || out_.type_of[*b]) return;
+    out_.type_of[*b] = types.intern(std::string(c.body));
+  }
+
+  // A split dict's values array (3.11, 3.12), pointed to past a prefix whose last byte is the prefix's
+  // size: the instance at `owner` points to it, from one of the two words before its PyGC_Head.
+  void values_of(const Image& image, const HeapModel& heap, std::size_t owner, Types& types) {
+    const Block& o = heap.blocks[owner];
+    std::uint64_t words[2] = {};
+    if (image.read(o.address(), words, sizeof words) != sizeof words) return;
+    // 3.11 keeps the values in the first word; 3.12 in the second, tagged with its low bit.
+    for (const Address v : {words[0], words[1] & 1 ? words[1] + 1 : 0}) {
+      if (v == 0) continue;
+      const auto b = block_holding(heap, v);
+      if (!b || out_.starts[*b] || out_.type_of[*b]) continue;
+      const std::uint64_t prefix = v - heap.blocks[*b].address();
+      std::uint8_t last = 0;
+      if (prefix == 0 || prefix > kMaxValuesPrefix || prefix % 8 || !image.read_exact(v - 1, &last, 1) ||
+          last != prefix)
+        continue;
+      out_.starts[*b] = static_cast<std::uint8_t>(prefix);
+      out_.type_of[*b] = types.intern(out_.type_names[out_.type_of[owner]] + ".__dict__ values");
+      ++out_.count;
+    }
+  }
+
+ private:
+  ObjectHeaders& out_;
+};
 
 }  // namespace
 
-bool runs_cpython(const Image& image) {
-  for (const Module& m : image.modules()) {
-    const std::string_view name = m.name();
-    if (name.starts_with("python") || name.starts_with("libpython")) return true;
-  }
-  return false;
-}
+bool runs_cpython(const Image& image) { return interpreter_module(image) != nullptr; }
 
-std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const HeapModel& heap) {
-  if (!runs_cpython(image)) return std::nullopt;
+std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const SymbolIndex& symbols, const HeapModel& heap) {
+  const std::optional<Interpreter> interpreter = find_interpreter(image, symbols);
+  if (!interpreter) return std::nullopt;
+  const Release release = interpreter->release;
   ObjectHeaders out;
-  out.layout = "CPython PyGC_Head (16 bytes before each GC-tracked object)";
-  out.header_bytes = kGcHeadBytes;
-  out.link_bytes = kGcHeadBytes;
-  out.marked.assign((heap.blocks.size() + 63) / 64, 0);
-  TypeCheck types(image);
+  Types types(image, out.type_names);
+  ObjectFinder finder(image, release, types);
+  Marker marker(out, heap.blocks.size());
+  std::vector<std::size_t> with_preheader;
+  std::vector<std::pair<std::size_t, const ContainerBody*>> containers;
+  std::vector<const ContainerBody*> body_by_name;  // by type name index, filled as names come
+  std::uint64_t objects = 0;
   for (std::size_t b = 0; b < heap.blocks.size(); ++b) {
     const Block& block = heap.blocks[b];
-    if (!is_allocated(block.state) || !is_gc_object(image, types, block)) continue;
-    out.marked[b / 64] |= std::uint64_t{1} << (b % 64);
-    ++out.count;
+    if (!is_allocated(block.state)) continue;
+    const std::optional<Found> f = finder.find(block);
+    if (!f) continue;
+    marker.object(b, *f);
+    ++objects;
+    if (f->offset > kGcHeadBytes) with_preheader.push_back(b);
+    while (body_by_name.size() < out.type_names.size()) body_by_name.push_back(container_body(out.type_names[body_by_name.size()]));
+    if (const ContainerBody* c = body_by_name[f->facts->name]) containers.emplace_back(b, c);
   }
-  if (out.count == 0) return std::nullopt;
+  for (const auto& [b, c] : containers) marker.body_of(image, heap, b, *c, types);
+  if (release.values_prefix)
+    for (const std::size_t b : with_preheader) marker.values_of(image, heap, b, types);
+  if (out.count == 0 && objects == 0) return std::nullopt;
+  out.layout = fmt::format(
+      "CPython 3.{} (release from {}; header layout from heapscope's table for 3.{}): a PyGC_Head (16 bytes) "
+      "before each GC-tracked object{}{}",
+      release.minor, interpreter->version_from, std::min(release.minor, 12),
+      release.preheader_flags ? ", two more words before it for classes that manage their instances' dicts" : "",
+      release.values_prefix ? ", split dicts' values past a prefix" : "");
   return out;
 }
 
