@@ -1,0 +1,214 @@
+"""Real Debian programs nobody here wrote, each against an oracle that the program or its allocator gives:
+redis-server (jemalloc) with a million keys loaded by DEBUG POPULATE against INFO memory, SWI-Prolog (linked
+with tcmalloc) holding asserted clauses against its own malloc_property/1, groff's troff (stripped C++)
+at its exit against valgrind's memcheck. Python's is tests/e2e/test_python_live.py (gc.get_objects()).
+
+A program whose package is not installed skips with a line saying which; nothing else skips."""
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+from heapscope_e2e import heapscope_json, work_dir
+
+REDIS = "/usr/bin/redis-server"
+REDIS_CLI = "/usr/bin/redis-cli"
+SWIPL = "/usr/bin/swipl"
+TROFF = "/usr/bin/troff"
+VALGRIND = shutil.which("valgrind")
+START_TIMEOUT_SECONDS = 60
+GCORE_TIMEOUT_SECONDS = 300
+REDIS_KEYS = 1_000_000
+SWIPL_CLAUSES = 200_000
+
+
+def gcore(pid, core):
+    result = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid), "-ex", f"gcore {core}"],
+                            capture_output=True, text=True, timeout=GCORE_TIMEOUT_SECONDS)
+    if not os.path.isfile(core):
+        raise AssertionError(f"gdb wrote no core of {pid}: {result.stdout[-1000:]} {result.stderr[-1000:]}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def figure(summary, name):
+    return {f["name"]: f for f in summary["heap"]["figures"]}[name]
+
+
+@contextlib.contextmanager
+def redis_server():
+    port = free_port()
+    server = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                               "--daemonize", "no", "--enable-debug-command", "yes", "--logfile", ""],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    cli = lambda *words: subprocess.run([REDIS_CLI, "-p", str(port), *words], capture_output=True, text=True,
+                                        timeout=START_TIMEOUT_SECONDS).stdout.strip()
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while cli("PING") != "PONG":
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("redis-server did not answer PING")
+            time.sleep(0.1)
+        yield server, cli
+    finally:
+        server.kill()
+        server.wait()
+
+
+def info_fields(text):
+    fields = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        fields[name.strip()] = value.strip()
+    return fields
+
+
+@unittest.skipUnless(os.access(REDIS, os.X_OK) and os.access(REDIS_CLI, os.X_OK),
+                     "redis-server is not installed (apt-get install redis-server)")
+class RedisWithJemalloc(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.core = os.path.join(work_dir(), "redis-server.core")
+        with redis_server() as (server, cli):
+            if cli("DEBUG", "POPULATE", str(REDIS_KEYS)) != "OK":
+                raise AssertionError("DEBUG POPULATE failed")
+            cls.keys = int(cli("DBSIZE"))
+            cls.info = info_fields(cli("INFO", "memory"))
+            gcore(server.pid, cls.core)
+        cls.summary = heapscope_json("summary", cls.core)
+        cls.leaks = heapscope_json("leaks", cls.core)
+
+    @classmethod
+    def tearDownClass(cls):
+        if os.path.exists(cls.core):
+            os.remove(cls.core)
+
+    def test_the_walk_is_jemallocs_own_count(self):
+        allocated = figure(self.summary, "stats.allocated")
+        self.assertEqual(allocated["own"], allocated["walk"])
+        # INFO's allocator_allocated is the same counter, read a moment before the core.
+        info = int(self.info["allocator_allocated"])
+        self.assertLess(abs(allocated["own"] - info), 0.01 * info, (allocated, info))
+
+    def test_keys_held_past_their_header_are_reachable(self):
+        # Every key is an SDS string pointed to one byte in (past its one-byte header) from its dict entry.
+        self.assertEqual(self.keys, REDIS_KEYS)
+        prefixed = {g["offset"]: g["blocks"] for g in self.leaks["held_by_idioms"] if g["idiom"] == "length-prefixed"}
+        self.assertGreaterEqual(prefixed.get(1, 0), REDIS_KEYS, self.leaks["held_by_idioms"])
+        in_use = self.summary["heap"]["totals"]["in_use"]["blocks"]
+        self.assertLess(self.leaks["totals"]["possibly"]["blocks"], 0.01 * in_use, self.leaks["totals"])
+        self.assertLess(self.leaks["totals"]["blocks"], 0.01 * in_use, self.leaks["totals"])
+
+
+SWIPL_PROGRAM = r"""
+:- initialization(main, main).
+main :-
+    forall(between(1, {clauses}, I), assertz(fact(I, text_of(I)))),
+    garbage_collect,
+    malloc_property('generic.current_allocated_bytes'(Bytes)),
+    getenv('HEAPSCOPE_LEDGER', Ledger),
+    current_prolog_flag(pid, Pid),
+    setup_call_cleanup(open(Ledger, write, Out), format(Out, "~w ~w~n", [Pid, Bytes]), close(Out)),
+    format("READY~n"), flush_output,
+    repeat, sleep(3600), fail.
+"""
+
+
+@unittest.skipUnless(os.access(SWIPL, os.X_OK), "SWI-Prolog is not installed (apt-get install swi-prolog-core)")
+class SwiPrologWithTcmalloc(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        directory = work_dir()
+        program = os.path.join(directory, "swipl-facts.pl")
+        ledger = os.path.join(directory, "swipl-facts.ledger")
+        cls.core = os.path.join(directory, "swipl-facts.core")
+        with open(program, "w", encoding="ascii") as f:
+            f.write(SWIPL_PROGRAM.replace("{clauses}", str(SWIPL_CLAUSES)))
+        swipl = subprocess.Popen([SWIPL, program], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 stdin=subprocess.DEVNULL, env=dict(os.environ, HEAPSCOPE_LEDGER=ledger))
+        try:
+            if swipl.stdout.readline().strip() != b"READY":
+                raise AssertionError(f"swipl did not print READY (exit status {swipl.poll()})")
+            with open(ledger, encoding="ascii") as f:
+                _, cls.allocated = map(int, f.read().split())
+            gcore(swipl.pid, cls.core)
+        finally:
+            swipl.kill()
+            swipl.wait()
+            swipl.stdout.close()
+        cls.summary = heapscope_json("summary", cls.core)
+        cls.top = heapscope_json("top", cls.core, "-n", "5")
+
+    @classmethod
+    def tearDownClass(cls):
+        if os.path.exists(cls.core):
+            os.remove(cls.core)
+
+    def test_the_walk_is_tcmallocs_own_count(self):
+        for name in ("pageheap system_bytes", "pageheap free_bytes", "pageheap unmapped_bytes"):
+            own = figure(self.summary, name)
+            self.assertEqual(own["own"], own["walk"], name)
+        # What the program read with malloc_property/1 just before READY (tcmalloc's bytes in use by the
+        # application); printing READY allocates a little.
+        in_use = self.summary["heap"]["totals"]["in_use"]["bytes"]
+        self.assertLess(abs(in_use - self.allocated), 64 * 1024, (in_use, self.allocated))
+
+    def test_the_clauses_are_the_largest_retained(self):
+        self.assertGreaterEqual(self.top["rows"][0]["retained_blocks"], SWIPL_CLAUSES, self.top["rows"][0])
+
+
+TROFF_PAGE = r""".TH DEMO 1
+.SH NAME
+demo \- a page
+.SH DESCRIPTION
+Some text with \fBbold\fR and \fIitalic\fR words.
+.TP
+.B \-x
+An option.
+"""
+
+
+@unittest.skipUnless(os.access(TROFF, os.X_OK), "groff's troff is not installed (apt-get install groff-base)")
+@unittest.skipIf(VALGRIND is None, "valgrind is not installed (scripts/install-deps installs it)")
+class TroffAtExitBesideValgrind(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.scratch = tempfile.mkdtemp(prefix="heapscope-troff-")
+        page = os.path.join(cls.scratch, "demo.1")
+        with open(page, "w", encoding="ascii") as f:
+            f.write(TROFF_PAGE)
+        cls.core = os.path.join(cls.scratch, "troff.core")
+        # Stopped as it exits (its exit handlers have run), where memcheck looks for leaks too.
+        subprocess.run(["gdb", "-batch", "-nx", "-ex", "catch syscall exit_group",
+                        "-ex", f"run -man -Tutf8 {page} > /dev/null", "-ex", f"gcore {cls.core}", "-ex", "kill",
+                        TROFF], capture_output=True, text=True, timeout=GCORE_TIMEOUT_SECONDS)
+        valgrind = subprocess.run([VALGRIND, "--leak-check=full", TROFF, "-man", "-Tutf8", page],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                  timeout=GCORE_TIMEOUT_SECONDS)
+        cls.lost = 0
+        for line in valgrind.stderr.splitlines():
+            for kind in ("definitely lost:", "indirectly lost:"):
+                if kind in line:
+                    cls.lost += int(line.split(kind)[1].split("bytes in")[1].split()[0].replace(",", ""))
+        cls.leaks = heapscope_json("leaks", cls.core)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.scratch, ignore_errors=True)
+
+    def test_leaks_are_valgrinds(self):
+        self.assertGreater(self.lost, 0, "troff leaks at exit")
+        self.assertEqual(self.leaks["totals"]["blocks"], self.lost)
+
+
+if __name__ == "__main__":
+    unittest.main()
