@@ -118,6 +118,9 @@ struct HeapModel {
   // never roots, since their bin and top pointers aim at chunk headers, which lie inside the previous
   // block's last word, and free-list pointers at free blocks.
   std::vector<HeapSegment> metadata;
+  // Address space the allocator keeps without memory (jemalloc's retained extents): its own, holding no
+  // blocks and no data, so neither a root nor "outside malloc"; sorted by address.
+  std::vector<HeapSegment> reserved;
   StateTotal mmapped_total;    // mapping bytes (alignment lead included), what mallinfo2's hblkhd counts
   StateTotal mmapped_chunks;   // the same blocks in chunk bytes, as every other state is counted
   std::vector<Discovery> discovery;

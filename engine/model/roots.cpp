@@ -22,6 +22,7 @@ Ranges heap_ranges(const HeapModel& heap) {
   Ranges r;
   for (const ArenaInfo& a : heap.arenas) r.insert(r.end(), a.heaps.begin(), a.heaps.end());
   r.insert(r.end(), heap.metadata.begin(), heap.metadata.end());
+  r.insert(r.end(), heap.reserved.begin(), heap.reserved.end());
   // The mmapped blocks are few but anywhere in the array: slices of it on all cores.
   const std::size_t n = heap.blocks.size();
   const unsigned slices = worker_count(n, kBlocksPerWorker);

@@ -229,6 +229,7 @@ FragmentationReport build_fragmentation_report(Session& s, std::size_t type_rows
 
   FragmentationReport out;
   out.page_bytes = kFragmentationPageBytes;
+  out.state_labels = heap.state_labels;
   out.region_bytes = kFragmentationRegionBytes;
   if (!heap.complete) {
     out.partial = true;

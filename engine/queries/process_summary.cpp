@@ -127,6 +127,7 @@ SummaryReport build_summary_report(Session& s, bool count_names) {
     r.figures = heap.figures;
     if (count_names) r.typed = typed_share(heap, s.types());
     r.outside_malloc = outside_malloc(s);
+    for (const HeapSegment& h : heap.reserved) r.reserved.add(h.end - h.start);
   } catch (const AnalysisError& e) {
     r.heap_error = e.what();  // the process overview is still worth showing
   }

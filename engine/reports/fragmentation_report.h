@@ -89,7 +89,31 @@ struct FragmentationReport {
   // counted and the figures cover only what was walked (the first warning says so).
   bool partial = false;
   std::uint64_t skipped_bytes = 0;
+  // What the allocator calls each block state (HeapModel::state_labels): the arena table's columns.
+  StateLabels state_labels = glibc_state_labels();
   std::vector<std::string> warnings;
 };
+
+// The arena table's byte columns per block state, in the allocator's own terms (glibc's bins, tcache,
+// fastbins and top; jemalloc's free and thread caches): a state the allocator never produces has none.
+struct ArenaStateColumn {
+  std::string heading;
+  std::uint64_t ArenaFragmentation::*bytes;
+};
+inline std::vector<ArenaStateColumn> arena_state_columns(const FragmentationReport& r) {
+  const auto label = [&](BlockState s) { return r.state_labels[static_cast<int>(s)]; };
+  std::vector<ArenaStateColumn> out{{"in use", &ArenaFragmentation::in_use_bytes}};
+  const std::pair<BlockState, std::uint64_t ArenaFragmentation::*> states[] = {
+      {BlockState::free, &ArenaFragmentation::free_bytes},
+      {BlockState::tcache, &ArenaFragmentation::tcache_bytes},
+      {BlockState::fastbin, &ArenaFragmentation::fastbin_bytes},
+      {BlockState::top, &ArenaFragmentation::top_bytes}};
+  for (const auto& [state, bytes] : states)
+    if (!label(state).empty()) out.push_back({label(state) == "free (bins)" ? "bins" : label(state), bytes});
+  return out;
+}
+inline bool has_top_chunks(const FragmentationReport& r) {
+  return !r.state_labels[static_cast<int>(BlockState::top)].empty();
+}
 
 }  // namespace heapscope

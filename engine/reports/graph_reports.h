@@ -74,7 +74,7 @@ inline std::string possibly_explanation(const LeaksReport& r) {
 // What the bytes a leaks report counts are: usable bytes, where valgrind and LeakSanitizer count the bytes
 // the program asked for (a 24-byte request is a 24-byte block to glibc, a 32-byte one to jemalloc).
 inline constexpr const char* kLeakBytesLegend =
-    "Bytes are usable sizes (what the allocator gave each block); valgrind and LeakSanitizer count the sizes "
+    "Bytes are usable sizes (what the allocator gave each block); valgrind counts the sizes "
     "asked for, so their totals are smaller for the same blocks.";
 
 // "length-prefixed +3", "stdstring": an idiom's group, as reports name it.

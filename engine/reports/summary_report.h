@@ -73,6 +73,8 @@ struct SummaryReport {
   std::vector<AllocatorFigure> figures;
   std::optional<TypedShare> typed;  // absent when the heap was not walked or the names were not counted
   std::optional<OutsideMalloc> outside_malloc;  // likewise
+  // Address space the allocator keeps without memory (HeapModel::reserved): ranges and bytes.
+  StateTotal reserved;
 
   std::vector<std::string> warnings;
 };

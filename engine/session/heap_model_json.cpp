@@ -6,7 +6,7 @@ namespace heapscope {
 
 // A field added to one of these structures must be saved below (and the index format version bumped):
 // these sizes fail to compile until then.
-static_assert(sizeof(HeapModel) == 600 && sizeof(HeapSegment) == 16);
+static_assert(sizeof(HeapModel) == 624 && sizeof(HeapSegment) == 16);
 static_assert(sizeof(ArenaInfo) == 184 && sizeof(StateTotal) == 16 && sizeof(WalkStop) == 24);
 static_assert(sizeof(Discovery) == 72 && sizeof(MallInfo) == 80 && sizeof(TrimSettings) == 16);
 static_assert(sizeof(AllocatorFigure) == 96 && sizeof(SizeClassUse) == 48 && sizeof(FreePages) == 80);
@@ -59,6 +59,7 @@ std::string heap_meta_to_json(const HeapModel& heap) {
       {"version", heap.version},
       {"arenas", heap.arenas},
       {"metadata", heap.metadata},
+      {"reserved", heap.reserved},
       {"mmapped_total", heap.mmapped_total},
       {"mmapped_chunks", heap.mmapped_chunks},
       {"discovery", heap.discovery},
@@ -81,6 +82,7 @@ bool heap_meta_from_json(const std::string& text, HeapModel& heap) {
     heap.version = j.at("version").get<std::string>();
     heap.arenas = j.at("arenas").get<std::vector<ArenaInfo>>();
     heap.metadata = j.at("metadata").get<std::vector<HeapSegment>>();
+    heap.reserved = j.at("reserved").get<std::vector<HeapSegment>>();
     heap.mmapped_total = j.at("mmapped_total").get<StateTotal>();
     heap.mmapped_chunks = j.at("mmapped_chunks").get<StateTotal>();
     heap.discovery = j.at("discovery").get<std::vector<Discovery>>();

@@ -21,18 +21,22 @@ std::vector<Bar> fill_bars(const FillBuckets& buckets, std::string_view unit) {
 
 Table arena_table(const FragmentationReport& r) {
   Table t("fragmentation.arenas");
-  t.column("arena", Table::Kind::number).column("heaps", Table::Kind::number);
-  for (const char* c : {"system", "in use", "bins", "tcache", "fastbins", "top", "largest free", "trim on free",
-                        "malloc_trim returns", "malloc_trim madvises"})
+  t.column("arena", Table::Kind::number).column("heaps", Table::Kind::number).column("system", Table::Kind::number);
+  const std::vector<ArenaStateColumn> states = arena_state_columns(r);
+  for (const ArenaStateColumn& c : states) t.column(c.heading, Table::Kind::number);
+  for (const char* c : {"largest free", "trim on free", "malloc_trim returns", "malloc_trim madvises"})
     t.column(c, Table::Kind::number);
   const bool trim = r.trim_unavailable.empty();  // else the trim figures are "n/a", not 0
   auto trim_cell = [&](std::uint64_t bytes) { return trim ? bytes_cell(bytes) : text_cell("n/a"); };
-  for (const ArenaFragmentation& a : r.arenas)
-    t.row({html_cell(escape(text::hex(a.address)) + (a.is_main ? " (main)" : ""), std::to_string(a.address)),
-           number_cell(a.heaps), bytes_cell(a.system_bytes), bytes_cell(a.in_use_bytes), bytes_cell(a.free_bytes),
-           bytes_cell(a.tcache_bytes), bytes_cell(a.fastbin_bytes), bytes_cell(a.top_bytes),
-           bytes_cell(a.largest_free_chunk), trim_cell(a.trim_on_free), trim_cell(a.malloc_trim_returned),
-           trim_cell(a.malloc_trim_madvised)});
+  for (const ArenaFragmentation& a : r.arenas) {
+    std::vector<Cell> cells{html_cell(escape(text::hex(a.address)) + (a.is_main ? " (main)" : ""), std::to_string(a.address)),
+                            number_cell(a.heaps), bytes_cell(a.system_bytes)};
+    for (const ArenaStateColumn& c : states) cells.push_back(bytes_cell(a.*c.bytes));
+    for (Cell cell : {bytes_cell(a.largest_free_chunk), trim_cell(a.trim_on_free), trim_cell(a.malloc_trim_returned),
+                      trim_cell(a.malloc_trim_madvised)})
+      cells.push_back(std::move(cell));
+    t.row(std::move(cells));
+  }
   return t;
 }
 

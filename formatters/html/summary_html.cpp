@@ -104,9 +104,10 @@ void add_outside_malloc(Page& page, const OutsideMalloc& o, int level) {
                              "by hand).",
                              text::bytes(o.bytes), o.mappings, o.mappings == 1 ? "" : "s"));
   Table largest("summary.outside_malloc");
-  largest.column("mapping").column("end").column("outside malloc", Table::Kind::number);
+  largest.column("mapping").column("end").column("mapping bytes", Table::Kind::number)
+      .column("outside malloc", Table::Kind::number);
   for (const AnonymousMapping& m : o.largest)
-    largest.row({address_cell(m.start), address_cell(m.end), bytes_cell(m.outside_bytes)});
+    largest.row({address_cell(m.start), address_cell(m.end), bytes_cell(m.end - m.start), bytes_cell(m.outside_bytes)});
   page.append(largest.html());
 }
 

@@ -48,6 +48,7 @@ ordered_json heap_json(const SummaryReport& r) {
   heap["arenas"] = arenas;
   heap["mmapped"] = {{"blocks", r.mmapped.blocks}, {"bytes", r.mmapped.bytes}};
   heap["totals"] = state_totals(r.totals, true);
+  heap["reserved"] = {{"ranges", r.reserved.blocks}, {"bytes", r.reserved.bytes}};
   if (r.mallinfo) heap["mallinfo2"] = mallinfo_json(*r.mallinfo);
   ordered_json labels = ordered_json::object();
   for (int s = 0; s < kBlockStateCount; ++s)

@@ -11,13 +11,17 @@ std::string arena_name(const ArenaFragmentation& a) {
 }
 
 void append_arena_table(std::string& out, const FragmentationReport& r) {
-  out += fmt::format("\n{:<22} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12}\n", "arena", "heaps",
-                     "system", "in use", "bins", "tcache", "fastbins", "top", "overhead", "largest free");
-  for (const ArenaFragmentation& a : r.arenas)
-    out += fmt::format("{:<22} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12}\n", arena_name(a), a.heaps,
-                       text::bytes(a.system_bytes), text::bytes(a.in_use_bytes), text::bytes(a.free_bytes),
-                       text::bytes(a.tcache_bytes), text::bytes(a.fastbin_bytes), text::bytes(a.top_bytes),
-                       text::bytes(a.overhead_bytes), text::bytes(a.largest_free_chunk));
+  const std::vector<ArenaStateColumn> states = arena_state_columns(r);
+  std::size_t width = 10;  // an allocator's own heading ("thread/transfer caches") widens its column
+  for (const ArenaStateColumn& c : states) width = std::max(width, c.heading.size());
+  out += fmt::format("\n{:<22} {:>5} {:>10}", "arena", "heaps", "system");
+  for (const ArenaStateColumn& c : states) out += fmt::format(" {:>{}}", c.heading, width);
+  out += fmt::format(" {:>10} {:>12}\n", "overhead", "largest free");
+  for (const ArenaFragmentation& a : r.arenas) {
+    out += fmt::format("{:<22} {:>5} {:>10}", arena_name(a), a.heaps, text::bytes(a.system_bytes));
+    for (const ArenaStateColumn& c : states) out += fmt::format(" {:>{}}", text::bytes(a.*c.bytes), width);
+    out += fmt::format(" {:>10} {:>12}\n", text::bytes(a.overhead_bytes), text::bytes(a.largest_free_chunk));
+  }
 }
 
 void append_release_table(std::string& out, const FragmentationReport& r) {
@@ -48,9 +52,9 @@ std::string bar(std::uint64_t n, std::uint64_t total) {
 }
 
 void append_histogram(std::string& out, const FragmentationReport& r) {
-  out += fmt::format("\nOccupancy: share of each {} page and {} region used by live blocks (top chunks and mmapped "
-                     "chunks not counted):\n",
-                     text::bytes(r.page_bytes), text::bytes(r.region_bytes));
+  out += fmt::format("\nOccupancy: share of each {} page and {} region used by live blocks ({} not counted):\n",
+                     text::bytes(r.page_bytes), text::bytes(r.region_bytes),
+                     has_top_chunks(r) ? "top chunks and mmapped chunks" : "blocks outside the heap's pages");
   out += fmt::format("  {:<10} {:>9} {:>9}\n", "used", "pages", "regions");
   for (int i = 0; i < kFillBucketCount; ++i) {
     const std::string range = fmt::format("{}–{} %", i * 10, i * 10 + 10);

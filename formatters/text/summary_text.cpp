@@ -104,6 +104,9 @@ void append_heap(std::string& out, const SummaryReport& r) {
   out += fmt::format("Free:     {} blocks, {} ({})", free.blocks, text::bytes(free.bytes), kinds);
   if (has(BlockState::top)) out += fmt::format(", plus {} in top chunks", text::bytes(total(BlockState::top).bytes));
   out += "\n";
+  if (r.reserved.blocks)
+    out += fmt::format("Reserved: {} in {} range{} of address space {} keeps without memory (not resident, no blocks)\n",
+                       text::bytes(r.reserved.bytes), r.reserved.blocks, r.reserved.blocks == 1 ? "" : "s", r.allocator);
   if (!r.figures.empty()) {
     out += fmt::format("\n{:<36} {:>14} {:>14}  {}\n", "Allocator's own figures", "its count", "the walk's", "what");
     auto cell = [](const std::optional<std::uint64_t>& v) { return v ? fmt::format("{}", *v) : std::string("-"); };
@@ -122,9 +125,9 @@ void append_heap(std::string& out, const SummaryReport& r) {
     const OutsideMalloc& o = *r.outside_malloc;
     const AnonymousMapping& big = o.largest.front();
     out += fmt::format("Outside malloc: {} in {} anonymous mapping{} no allocator walk accounts for (another "
-                       "allocator's arenas, a pool, data mmap'ed by hand); largest {}-{}, {}\n",
-                       text::bytes(o.bytes), o.mappings, o.mappings == 1 ? "" : "s", text::hex(big.start),
-                       text::hex(big.end), text::bytes(big.outside_bytes));
+                       "allocator's arenas, a pool, data mmap'ed by hand); the most, {} of the {} mapping {}-{}\n",
+                       text::bytes(o.bytes), o.mappings, o.mappings == 1 ? "" : "s", text::bytes(big.outside_bytes),
+                       text::bytes(big.end - big.start), text::hex(big.start), text::hex(big.end));
   }
 }
 

@@ -256,6 +256,18 @@ class WalkChecks:
         text = run_heapscope("fragmentation", self.core).stdout
         self.assertIn(f"not available for {self.ALLOCATOR.name}", text)
 
+    def test_fragmentation_speaks_the_allocators_terms(self):
+        # The arena table's columns are the allocator's block states, as summary names them: no glibc bins,
+        # fastbins or top chunks for an allocator that has none.
+        text = run_heapscope("fragmentation", self.core).stdout
+        header = next(line for line in text.splitlines() if line.startswith("arena "))
+        labels = heapscope_json("summary", self.core)["heap"]["state_labels"]
+        for glibc_only in ("bins", "fastbins", "top", "tcache"):
+            self.assertNotIn(f" {glibc_only} ", f" {header} ", header)
+        for label in labels.values():
+            self.assertIn(label, header)
+        self.assertNotIn("top chunks", text)
+
     def test_fragmentation_shows_slab_utilisation_and_free_pages(self):
         report = heapscope_json("fragmentation", self.core)
         classes = report["size_classes"]

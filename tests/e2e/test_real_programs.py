@@ -82,6 +82,7 @@ class RedisWithJemalloc(unittest.TestCase):
             if cli("DEBUG", "POPULATE", str(REDIS_KEYS)) != "OK":
                 raise AssertionError("DEBUG POPULATE failed")
             cls.keys = int(cli("DBSIZE"))
+            cli("MEMORY", "PURGE")  # jemalloc purges what it freed: its address space is then retained
             cls.info = info_fields(cli("INFO", "memory"))
             gcore(server.pid, cls.core)
         cls.summary = heapscope_json("summary", cls.core)
@@ -98,6 +99,17 @@ class RedisWithJemalloc(unittest.TestCase):
         # INFO's allocator_allocated is the same counter, read a moment before the core.
         info = int(self.info["allocator_allocated"])
         self.assertLess(abs(allocated["own"] - info), 0.01 * info, (allocated, info))
+
+    def test_retained_address_space_is_jemallocs_not_outside_malloc(self):
+        # jemalloc keeps the address space of what it purged (stats.retained): reserved under the allocator,
+        # not memory "outside malloc" (which it all was before).
+        retained = figure(self.summary, "stats.retained")["own"]
+        self.assertGreater(retained, 1 << 20, "redis freed its smaller key tables as the keys came")
+        self.assertEqual(self.summary["heap"]["reserved"]["bytes"], retained)
+        outside = self.summary["outside_malloc"]
+        self.assertLess(outside["bytes"], retained // 4, outside)
+        for mapping in outside["largest"]:  # a mapping's extent and its bytes outside malloc agree
+            self.assertLessEqual(mapping["bytes"], mapping["end"] - mapping["start"], mapping)
 
     def test_keys_held_past_their_header_are_reachable(self):
         # Every key is an SDS string pointed to one byte in (past its one-byte header) from its dict entry.

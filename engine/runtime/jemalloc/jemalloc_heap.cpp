@@ -109,8 +109,8 @@ class Walker {
       for (const HeapSegment& h : arena.heaps) arena.system_bytes += h.end - h.start;
       model_.arenas.push_back(std::move(arena));
     }
-    std::sort(model_.metadata.begin(), model_.metadata.end(),
-              [](const HeapSegment& a, const HeapSegment& b) { return a.start < b.start; });
+    for (std::vector<HeapSegment>* ranges : {&model_.metadata, &model_.reserved})
+      std::sort(ranges->begin(), ranges->end(), [](const HeapSegment& a, const HeapSegment& b) { return a.start < b.start; });
     return std::move(model_);
   }
 
@@ -410,6 +410,7 @@ class Walker {
     if (e.state == ExtentState::retained) {  // address space kept without memory: no blocks
       retained_bytes_ += e.size;
       ++retained_runs_;
+      model_.reserved.push_back({e.base(), e.base() + e.size});
       return;
     }
     if (e.state != ExtentState::active && e.state != ExtentState::dirty && e.state != ExtentState::muzzy) {
