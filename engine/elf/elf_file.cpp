@@ -18,6 +18,17 @@ struct LibelfInit {
 
 std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
 
+// "X is a FIFO, not a regular file": what the file is, so that a user sees why it was refused.
+std::string not_a_regular_file(const std::string& path, mode_t mode) {
+  const char* kind = S_ISFIFO(mode)   ? "a FIFO"
+                     : S_ISDIR(mode)  ? "a directory"
+                     : S_ISCHR(mode)  ? "a character device"
+                     : S_ISBLK(mode)  ? "a block device"
+                     : S_ISSOCK(mode) ? "a socket"
+                                      : "something else";
+  return path + " is " + kind + ", not a regular file";
+}
+
 }  // namespace
 
 std::string to_hex(std::span<const std::byte> bytes) {
@@ -65,12 +76,16 @@ std::unique_ptr<ElfFile> ElfFile::open(const std::string& path, std::string* err
     if (error) *error = why;
     return nullptr;
   };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail("cannot open " + path + ": " + std::strerror(errno));
+  // Only a regular file is mapped. Looked at before opening: opening a FIFO waits for a writer, forever
+  // (and opening a device may do something); O_NONBLOCK and fstat cover a file swapped in between.
   struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return fail("cannot open " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail(not_a_regular_file(path, st.st_mode));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return fail("cannot open " + path + ": " + std::strerror(errno));
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return fail(path + " is not a regular file");
+    return fail(not_a_regular_file(path, st.st_mode));
   }
   if (st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
     ::close(fd);

@@ -53,11 +53,21 @@ ModuleRow module_row(const Session& s, const Module& m) {
     return row;
   }
   if (syms->symtab_source() == DebugSource::none) row.missing.push_back("symbol table");
-  if (syms->dwarf_source() == DebugSource::none) {
-    row.missing.push_back("DWARF");
-    row.install_hint = debug_package_hint(m.path);
-  }
+  if (syms->dwarf_source() == DebugSource::none) row.missing.push_back("DWARF");
   return row;
+}
+
+// What would install the DWARF the rows miss, looked up for all of them at once (one `dpkg -S`).
+void add_install_hints(std::vector<ModuleRow>& rows) {
+  std::vector<ModuleRow*> lacking;
+  std::vector<std::string> paths;
+  for (ModuleRow& row : rows) {
+    if (std::find(row.missing.begin(), row.missing.end(), "DWARF") == row.missing.end()) continue;
+    lacking.push_back(&row);
+    paths.push_back(row.path);
+  }
+  const std::vector<std::string> hints = debug_package_hints(paths);
+  for (std::size_t i = 0; i < lacking.size(); ++i) lacking[i]->install_hint = hints[i];
 }
 
 TypedShare typed_share(const HeapModel& heap, const BlockTypes& types) {
@@ -113,6 +123,7 @@ SummaryReport build_summary_report(Session& s, bool count_names) {
   if (const Module* exe = image.main_executable()) r.executable = exe->path;
   for (const ThreadState& t : image.threads()) r.threads.push_back({t.tid, t.name});
   for (const Module& m : image.modules()) r.modules.push_back(module_row(s, m));
+  add_install_hints(r.modules);
   try {
     const HeapModel& heap = s.heap();
     r.allocator = heap.allocator;

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace heapscope {
 
-// "apt install libc6-dbg", "apt install libstdc++6-dbgsym", or empty when no package owns `module_path`
-// on this machine (or dpkg is not there). Cached per path; thread-safe.
-std::string debug_package_hint(const std::string& module_path);
+// For each of `module_paths`: "apt install libc6-dbg", "apt install libstdc++6-dbgsym", or empty when no
+// package owns it on this machine (or dpkg is not there). Runs `dpkg -S` at most once per call, for the
+// paths not asked about before (cached per path); thread-safe.
+std::vector<std::string> debug_package_hints(const std::vector<std::string>& module_paths);
 
 }  // namespace heapscope

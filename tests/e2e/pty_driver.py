@@ -15,6 +15,8 @@ import time
 
 # Escape sequences a line editor (LLDB's editline, GDB's readline) or the progress line writes.
 _ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]")
+# What screen_lines() draws: line ends, carriage returns, escape sequences, and runs of other text.
+_SCREEN_TOKENS = re.compile(r"\n|\r|\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|[^\n\r\x1b]+")
 
 
 class PtyProgram:
@@ -35,6 +37,26 @@ class PtyProgram:
     @property
     def output(self):
         return _ESCAPES.sub(b"", self._raw).decode("utf-8", errors="replace")
+
+    def screen_lines(self):
+        """The lines the terminal shows after everything written so far, as a terminal draws them: a
+        carriage return goes back to the line's start, `ESC [ K` erases to the line's end, text overwrites;
+        other escape sequences draw nothing."""
+        lines, line, column = [], [], 0
+        for token in _SCREEN_TOKENS.finditer(self._raw.decode("utf-8", errors="replace")):
+            text = token.group()
+            if text == "\n":
+                lines.append("".join(line).rstrip())
+                line, column = [], 0
+            elif text == "\r":
+                column = 0
+            elif text == "\x1b[K":
+                del line[column:]
+            elif not text.startswith("\x1b"):
+                for char in text:
+                    line[column:column + 1] = [char]
+                    column += 1
+        return lines + ["".join(line).rstrip()]
 
     def _read(self, timeout):
         ready, _, _ = select.select([self.fd], [], [], max(0.0, timeout))

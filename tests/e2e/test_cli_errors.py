@@ -18,7 +18,7 @@ COMMANDS = (["summary"], ["blocks"], ["summary", "--json"], ["blocks", "--state"
 
 class CliErrorTests(unittest.TestCase):
 
-    def assert_clean_failure(self, path):
+    def assert_clean_failure(self, path, what=""):
         for command in COMMANDS:
             with self.subTest(command=" ".join(command), file=os.path.basename(path)):
                 result = run_heapscope(command[0], path, *command[1:], timeout=TIME_LIMIT_SECONDS)
@@ -31,6 +31,7 @@ class CliErrorTests(unittest.TestCase):
                 for sign in CRASH_SIGNS:
                     self.assertNotIn(sign, stderr)
                 self.assertIn(os.path.basename(path), stderr, "the message names the file")
+                self.assertIn(what, stderr)
 
     def scratch_file(self, name, contents):
         path = os.path.join(work_dir(), name)
@@ -44,7 +45,31 @@ class CliErrorTests(unittest.TestCase):
     def test_directory(self):
         path = os.path.join(work_dir(), "a-directory.core")
         os.makedirs(path, exist_ok=True)
-        self.assert_clean_failure(path)
+        self.assert_clean_failure(path, "is a directory")
+
+    def fifo(self, name):
+        path = os.path.join(work_dir(), name)
+        if os.path.lexists(path):
+            os.remove(path)
+        os.mkfifo(path)
+        return path
+
+    def test_fifo_and_device_are_refused_without_waiting(self):
+        # Opening a FIFO for reading waits for a writer: nothing may open one (the time limit fails a hang).
+        self.assert_clean_failure(self.fifo("a-fifo.core"), "is a FIFO")
+        self.assert_clean_failure("/dev/null", "is a character device")
+
+    def test_fifo_as_an_earlier_core_or_the_executable(self):
+        core = capture_fixture("walk_fixture_c").core
+        fifo = self.fifo("an-earlier-fifo.core")
+        for command in (["diff", fifo, core], ["evolution", fifo, core]):
+            with self.subTest(command=command[0]):
+                result = run_heapscope(*command, timeout=TIME_LIMIT_SECONDS)
+                self.assertEqual(result.returncode, 1, result.stdout[:300])
+                self.assertIn(f"{fifo} is a FIFO, not a regular file", result.stderr)
+        result = run_heapscope("summary", core, "--exe", fifo, "--json", timeout=TIME_LIMIT_SECONDS)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(f"{fifo} is a FIFO", " ".join(json.loads(result.stdout)["warnings"]))
 
     def test_empty_file(self):
         self.assert_clean_failure(self.scratch_file("empty.core", b""))

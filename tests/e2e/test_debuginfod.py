@@ -449,6 +449,19 @@ class LldbFrontend(ServedFiles):
         self.assertTrue(module["debug_file"].startswith(debug_dir + "/.build-id/"), module)
 
 
+def hint_from_dpkg(path):
+    """The hint for `path` from `dpkg -S` run on it alone: on a merged-/usr system the package may list it
+    under /lib rather than /usr/lib (or the other way round), or under the file a symbolic link names."""
+    twin = path[len("/usr"):] if path.startswith("/usr/") else "/usr" + path
+    for spelling in (path, twin, os.path.realpath(path)):
+        found = subprocess.run(["dpkg", "-S", spelling], capture_output=True, text=True).stdout
+        owners = [line for line in found.splitlines() if ": " in line and "diversion" not in line]
+        if owners:
+            package = owners[0].split(": ")[0].split(", ")[0].split(":")[0]
+            return "apt install libc6-dbg" if package == "libc6" else f"apt install {package}-dbgsym"
+    return ""
+
+
 class InstallHints(unittest.TestCase):
     """A module without DWARF that a Debian package installed gets the command that installs its DWARF."""
 
@@ -472,6 +485,28 @@ class InstallHints(unittest.TestCase):
         (libstdcxx,) = [m for m in summary["modules"] if os.path.basename(m["path"]).startswith("libstdc++.so")]
         self.assertIn("DWARF", libstdcxx["missing"])
         self.assertEqual(libstdcxx["install_hint"], "apt install libstdc++6-dbgsym")
+
+    def test_one_dpkg_run_names_the_packages_dpkg_names_module_by_module(self):
+        # dpkg reads its whole database on every run: a `dpkg` first on PATH counts the runs, and the hints
+        # must name the packages `dpkg -S` names for each module alone.
+        capture = capture_fixture("typed_containers")
+        calls = os.path.join(work_dir(), "dpkg-calls.log")
+        counting = os.path.join(work_dir(), "counting-dpkg")
+        os.makedirs(counting, exist_ok=True)
+        with open(os.path.join(counting, "dpkg"), "w", encoding="utf-8") as f:
+            f.write(f'#!/bin/sh\necho "$*" >> {calls}\nexec {shutil.which("dpkg")} "$@"\n')
+        os.chmod(os.path.join(counting, "dpkg"), 0o755)
+        if os.path.exists(calls):
+            os.remove(calls)
+        summary = heapscope_json("summary", capture.core, "--no-debug-files", "--no-debuginfod", "--no-cache",
+                                 env={"PATH": counting + os.pathsep + os.environ["PATH"]})
+        lacking = [m for m in summary["modules"] if "DWARF" in m["missing"]]
+        self.assertGreaterEqual(len(lacking), 4, "libc, libm, libgcc_s, libstdc++ and ld.so have no DWARF here")
+        with open(calls, encoding="utf-8") as f:
+            self.assertEqual(len(f.readlines()), 1, "one dpkg run for all the modules")
+        hints = {m["path"]: m["install_hint"] for m in lacking}
+        self.assertEqual(hints, {path: hint_from_dpkg(path) for path in hints})
+        self.assertIn("apt install libstdc++6-dbgsym", hints.values())
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@ does for /usr/local), then every example line of the README run against the inst
 from <prefix>/bin on PATH, the GDB frontend sourced from <prefix>/share/heapscope, the LLDB plugin loaded
 from <prefix>/lib/heapscope — with the README's placeholders (core.1234, addresses, PID 4242, node->next)
 replaced by a real core of leak_shapes, a block it holds, a parked process and an expression of its own.
-The Debian package (cpack -G DEB, scripts/package-deb) must hold the same files at the same places under
-/usr/local.
+The installed binaries are stripped, their DWARF installed where gdb finds it by build-id. The Debian
+packages (cpack -G DEB, scripts/package-deb) must hold the same files at the same places under /usr/local,
+and heapscope-dbg the DWARF under /usr/lib/debug/.build-id.
 """
 
 import os
@@ -20,12 +21,27 @@ from test_leaks import capture_leak_fixture, leak_fixture_path
 README_PREFIX = "/usr/local"
 TIMEOUT_SECONDS = 300
 # The files the README's lines name, relative to the prefix, and the GDB frontend's library.
-INSTALLED = ("bin/heapscope", "lib/heapscope/libheapscope_lldb.so", "lib/heapscope/libheapscope_capi.so",
-             "share/heapscope/heapscope_gdb.py")
+BINARIES = ("bin/heapscope", "lib/heapscope/libheapscope_lldb.so", "lib/heapscope/libheapscope_capi.so")
+INSTALLED = BINARIES + ("share/heapscope/heapscope_gdb.py",)
+# Stripped of their DWARF, the binaries are a few MB each; with it, about 150.
+STRIPPED_BINARY_MAX_BYTES = 30 * 1024 * 1024
 
 
 def source_dir():
     return os.environ["HEAPSCOPE_SOURCE_DIR"]
+
+
+def section_names(path):
+    headers = subprocess.run(["readelf", "--section-headers", "--wide", path], capture_output=True, text=True,
+                             check=True).stdout
+    return set(re.findall(r"\]\s+(\.\S+)", headers))
+
+
+def build_id_path(path):
+    """Where debuggers look up `path`'s debug file under a debug directory: .build-id/xx/yyyy.debug."""
+    notes = subprocess.run(["readelf", "--notes", path], capture_output=True, text=True, check=True).stdout
+    build_id = re.search(r"Build ID: ([0-9a-f]+)", notes).group(1)
+    return os.path.join(".build-id", build_id[:2], build_id[2:] + ".debug")
 
 
 def readme_examples():
@@ -86,6 +102,24 @@ class InstalledFromTheReadme(unittest.TestCase):
         for relative in INSTALLED:
             self.assertTrue(os.path.isfile(os.path.join(self.prefix, relative)), relative)
 
+    def test_the_binaries_are_stripped_and_gdb_finds_their_dwarf_by_build_id(self):
+        # Under a prefix other than /usr and /usr/local the debug files go to PREFIX/lib/debug (under those
+        # two, to /usr/lib/debug: the Debian package's test checks that place).
+        debug_dir = os.path.join(self.prefix, "lib", "debug")
+        for relative in BINARIES:
+            installed = os.path.join(self.prefix, relative)
+            with self.subTest(binary=relative):
+                self.assertNotIn(".debug_info", section_names(installed))
+                self.assertLess(os.path.getsize(installed), STRIPPED_BINARY_MAX_BYTES)
+                self.assertIn(".symtab", section_names(installed), "symbols stay, for backtraces and perf")
+                debug_file = os.path.join(debug_dir, build_id_path(installed))
+                self.assertTrue(os.path.isfile(debug_file), f"no {debug_file}")
+                self.assertIn(".debug_info", section_names(debug_file))
+        found = subprocess.run(["gdb", "-batch", "-nx", "-iex", f"set debug-file-directory {debug_dir}",
+                                "-ex", "info line main", os.path.join(self.prefix, "bin", "heapscope")],
+                               capture_output=True, text=True, env=self.environment(), timeout=TIMEOUT_SECONDS)
+        self.assertRegex(found.stdout, r'Line \d+ of "[^"]*frontends/cli/main\.cpp"', found.stderr[-2000:])
+
     def test_the_cli_examples_run_from_path(self):
         cli = [line[2:] for line in self.examples if line.startswith("$ heapscope ")]
         self.assertGreater(len(cli), 3)
@@ -127,7 +161,7 @@ class InstalledFromTheReadme(unittest.TestCase):
 
 
 class DebianPackage(unittest.TestCase):
-    def test_the_package_has_the_installed_layout(self):
+    def test_the_packages_have_the_installed_layout_and_the_debug_files_apart(self):
         out = os.path.join(work_dir(), "package")
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
@@ -135,16 +169,33 @@ class DebianPackage(unittest.TestCase):
                                  os.path.join(build_dir(), "CPackConfig.cmake")],
                                 capture_output=True, text=True, cwd=build_dir(), timeout=TIMEOUT_SECONDS)
         self.assertEqual(packed.returncode, 0, packed.stdout[-2000:] + packed.stderr[-2000:])
-        [package] = [name for name in os.listdir(out) if name.endswith(".deb")]
-        contents = subprocess.run(["dpkg-deb", "--contents", os.path.join(out, package)], capture_output=True,
-                                  text=True, check=True).stdout
+        packages = {name.split("_")[0]: os.path.join(out, name) for name in os.listdir(out) if name.endswith(".deb")}
+        self.assertEqual(set(packages), {"heapscope", "heapscope-dbg"})
+        contents = self.contents(packages["heapscope"])
         for relative in INSTALLED:
             self.assertRegex(contents, rf"\./usr/local/{re.escape(relative)}\n")
-        fields = subprocess.run(["dpkg-deb", "--field", os.path.join(out, package), "Package", "Depends"],
-                                capture_output=True, text=True, check=True).stdout
+        self.assertNotIn("/usr/lib/debug", contents)
+        self.assertLess(os.path.getsize(packages["heapscope"]), STRIPPED_BINARY_MAX_BYTES)
+        fields = self.fields(packages["heapscope"], "Package", "Depends")
         self.assertIn("Package: heapscope", fields)
         self.assertIn("libdw1", fields)
         self.assertIn("libdebuginfod1", fields)  # loaded at run time, so named by hand
+        # The debug files where gdb and lldb look by default, named by the built binaries' build-ids (which
+        # stripping keeps).
+        debug_contents = self.contents(packages["heapscope-dbg"])
+        for target in ("frontends/cli/heapscope", "frontends/lldb/libheapscope_lldb.so",
+                       "frontends/capi/libheapscope_capi.so"):
+            self.assertIn("./usr/lib/debug/" + build_id_path(os.path.join(build_dir(), target)), debug_contents)
+        self.assertIn("Depends: heapscope (= ", self.fields(packages["heapscope-dbg"], "Package", "Depends"))
+
+    @staticmethod
+    def contents(package):
+        return subprocess.run(["dpkg-deb", "--contents", package], capture_output=True, text=True, check=True).stdout
+
+    @staticmethod
+    def fields(package, *names):
+        return subprocess.run(["dpkg-deb", "--field", package, *names], capture_output=True, text=True,
+                              check=True).stdout
 
 
 if __name__ == "__main__":

@@ -2,13 +2,16 @@
 benchmark's heap_generator, built as a fixture), so that a command runs for seconds.
 
 - LLDB and GDB at a real terminal (a pty): `heap top` interrupted with Ctrl-C right after the heap walk
-  ended gives the prompt back within 1.5 s with an "interrupted" error; the debugger still works (an
+  ended, its progress line on the screen, gives the prompt back within 1.5 s with an "interrupted" error
+  and the progress line erased from the screen; the debugger still works (an
   expression); the next `heap top` on the same stop does not walk the heap again (HEAPSCOPE_TIMING=1 prints
   each phase computed: no "walk" the second time) and shows a progress line while it runs.
 - The CLI at a terminal: SIGINT from Ctrl-C ends `heapscope attach PID top` within 1 s with exit status
   130 and "interrupted", and the process runs on untraced; it ends `heapscope top CORE` (on a core gdb
-  wrote of the same process) within 1 s with 130 and "heapscope: interrupted"; progress appears on a
-  terminal's stderr, and neither with --json nor when stderr is a pipe.
+  wrote of the same process) within 1 s with 130 and "heapscope: interrupted"; either way the progress line
+  shown at Ctrl-C is erased from the screen, and the message is on a line of its own; progress appears on a
+  terminal's stderr,
+  and neither with --json nor when stderr is a pipe.
 """
 
 import os
@@ -35,6 +38,8 @@ LONG_COMMAND_SECONDS = 120
 # What heapscope prints with HEAPSCOPE_TIMING=1 when a product's computation ends, and its progress line.
 WALK_DONE = r"heapscope: phase walk \d"
 PROGRESS_LINE = re.compile(r"heapscope: [a-z ]+ \d{1,3}%")
+# The progress line of a phase whose work is counted, or not ("heapscope: roots ...").
+ANY_PROGRESS_LINE = r"heapscope: [a-z ]+ (\d{1,3}%|\.\.\.)"
 
 
 def start_generator(test_class):
@@ -50,15 +55,26 @@ def stop_generator(test_class):
     test_class.generator.__exit__(None, None, None)
 
 
-def timing_environment(base):
+def progress_environment(base):
     env = dict(base)
-    env["HEAPSCOPE_TIMING"] = "1"
     # The progress line from a command's start: the second `heap top` at a stop, which reuses the walk, may
     # finish within the default first second on a fast machine, and the line must still be seen.
     env["HEAPSCOPE_PROGRESS_DELAY_MS"] = "0"
     env["TERM"] = "xterm"
     env.pop("NO_COLOR", None)
     return env
+
+
+def timing_environment(base):
+    env = progress_environment(base)
+    env["HEAPSCOPE_TIMING"] = "1"
+    return env
+
+
+def assert_progress_erased(test, program):
+    """The terminal as the user sees it after Ctrl-C: no progress line left on it."""
+    screen = [line for line in program.screen_lines() if line]
+    test.assertEqual([line for line in screen if re.search(ANY_PROGRESS_LINE, line)], [], screen[-5:])
 
 
 def state_of(pid):
@@ -87,6 +103,7 @@ class DebuggerInterruptMixin:
             position = debugger.expect(self.PROMPT, 120).end()
             debugger.send(f"heap {COMMAND}\n")
             position = debugger.expect(WALK_DONE, LONG_COMMAND_SECONDS, position).end()
+            position = debugger.expect(ANY_PROGRESS_LINE, LONG_COMMAND_SECONDS, position).end()
             interrupted_at = time.monotonic()
             debugger.interrupt()
             prompt = debugger.expect(self.PROMPT, PROMPT_AFTER_INTERRUPT_SECONDS + 5, position)
@@ -97,6 +114,7 @@ class DebuggerInterruptMixin:
             self.assertNotIn("Traceback", answer)
             self.assertNotIn("Exception ignored", answer)
             self.assertNotRegex(answer, r"Retained|retained by", "an interrupted command printed its report")
+            assert_progress_erased(self, debugger)
             position = prompt.end()
 
             # The debugger still works.
@@ -193,10 +211,12 @@ class CliInterruptAndProgress(unittest.TestCase):
         return PtyProgram([heapscope_path(), "attach", str(self.pid), COMMAND, *extra],
                           timing_environment(os.environ))
 
-    def interrupt_after_the_walk(self, cli):
-        """Ctrl-C once the walk is done; the CLI must exit 130 within CLI_EXIT_AFTER_INTERRUPT_SECONDS.
-        Returns where the output after the interrupt starts."""
-        position = cli.expect(WALK_DONE, LONG_COMMAND_SECONDS).end()
+    def interrupt_after_the_walk(self, cli, walk_done=WALK_DONE):
+        """Ctrl-C once the walk is done (`walk_done` printed) and a progress line is on the screen; the CLI
+        must exit 130 within CLI_EXIT_AFTER_INTERRUPT_SECONDS. Returns where the output after the interrupt
+        starts."""
+        position = cli.expect(walk_done, LONG_COMMAND_SECONDS).end()
+        position = cli.expect(ANY_PROGRESS_LINE, LONG_COMMAND_SECONDS, position).end()
         interrupted_at = time.monotonic()
         cli.interrupt()
         status = cli.wait(CLI_EXIT_AFTER_INTERRUPT_SECONDS + 5)
@@ -205,11 +225,17 @@ class CliInterruptAndProgress(unittest.TestCase):
         self.assertLess(elapsed, CLI_EXIT_AFTER_INTERRUPT_SECONDS, cli.output[-2000:])
         return position
 
+    def assert_progress_erased(self, cli, message):
+        assert_progress_erased(self, cli)
+        screen = [line for line in cli.screen_lines() if line]
+        self.assertTrue(screen[-1].startswith(message), f"not on a line of its own: {screen[-5:]}")
+
     def test_ctrl_c_exits_130_and_lets_the_process_go(self):
         cli = self.attach_on_terminal()
         try:
             position = self.interrupt_after_the_walk(cli)
             self.assertRegex(cli.output[position:], "interrupted")
+            self.assert_progress_erased(cli, "heapscope: interrupted (Interrupt)")
         finally:
             cli.close()
         deadline = time.monotonic() + 5
@@ -227,11 +253,14 @@ class CliInterruptAndProgress(unittest.TestCase):
                        timeout=LONG_COMMAND_SECONDS, check=False)
         self.assertTrue(os.path.isfile(core), "gdb wrote no core")
         try:
-            cli = PtyProgram([heapscope_path(), COMMAND, core], timing_environment(os.environ))
+            # No timing lines: each clears the line it is printed over, which would hide a progress line
+            # left behind by the interrupt. The scan's progress says the walk is done.
+            cli = PtyProgram([heapscope_path(), COMMAND, core], progress_environment(os.environ))
             try:
-                position = self.interrupt_after_the_walk(cli)
+                position = self.interrupt_after_the_walk(cli, walk_done=r"heapscope: scan \d{1,3}%")
                 self.assertIn("heapscope: interrupted", cli.output[position:])
                 self.assertNotIn("Largest retained", cli.output[position:])
+                self.assert_progress_erased(cli, "heapscope: interrupted")
             finally:
                 cli.close()
         finally:
