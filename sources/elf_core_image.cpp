@@ -13,19 +13,17 @@
 #include "image/module_layout.h"
 #include "image/x86_vector_state.h"
 #include "sources/core_segments.h"
+#include "sources/process_identity.h"
 #include "symbols/debuginfod_fetch.h"
 
 namespace heapscope {
 
 namespace {
 
-// Layout of the x86-64 core notes (struct elf_prstatus / elf_prpsinfo in <sys/procfs.h>).
+// Layout of the x86-64 thread notes (struct elf_prstatus in <sys/procfs.h>; elf_prpsinfo: process_identity).
 constexpr std::size_t kPrstatusSize = 336;
 constexpr std::size_t kPrstatusPidOffset = 32;
 constexpr std::size_t kPrstatusRegsOffset = 112;
-constexpr std::size_t kPrpsinfoPidOffset = 24;
-constexpr std::size_t kPrpsinfoFnameOffset = 40;
-constexpr std::size_t kPrpsinfoFnameSize = 16;
 constexpr std::size_t kNtFileHeaderSize = 16;  // count, page size
 constexpr std::size_t kNtFileEntrySize = 24;   // start, end, file offset (in pages)
 
@@ -86,6 +84,9 @@ class ElfCoreImage::Builder {
     discover_modules();
     build_regions();
     warn_about_missing_stacks();
+    // The arguments in memory are what pr_psargs was cut from (gdb writes only the program's path there).
+    if (std::string in_memory = command_line_in_memory(img_); !in_memory.empty())
+      img_.command_line_ = std::move(in_memory);
     return true;
   }
 
@@ -223,13 +224,14 @@ class ElfCoreImage::Builder {
   }
 
   void read_prpsinfo(std::span<const std::byte> desc) {
-    if (desc.size() < kPrpsinfoFnameOffset + kPrpsinfoFnameSize) {
+    std::optional<ProcessNote> note = decode_process_note(desc);
+    if (!note) {
       warn(fmt::format("the process note (NT_PRPSINFO) is only {} bytes; pid and name are unknown", desc.size()));
       return;
     }
-    img_.pid_ = static_cast<int>(load_u32(desc, kPrpsinfoPidOffset));
-    const char* fname = reinterpret_cast<const char*>(desc.data() + kPrpsinfoFnameOffset);
-    img_.process_name_.assign(fname, strnlen(fname, kPrpsinfoFnameSize));
+    img_.pid_ = note->pid;
+    img_.process_name_ = std::move(note->name);
+    img_.command_line_ = std::move(note->command_line);
   }
 
   void read_auxv(std::span<const std::byte> desc) {
@@ -601,7 +603,7 @@ std::int64_t ElfCoreImage::capture_time_ns() const {
 }
 
 std::string ElfCoreImage::description() const {
-  return fmt::format("core file {} (pid {}, {})", core_path_, pid_, process_name_.empty() ? "?" : process_name_);
+  return fmt::format("core file {} (pid {}, {})", core_path_, pid_, process_identity(*this, command_line_, process_name_));
 }
 
 const ElfCoreImage::Piece* ElfCoreImage::piece_at(Address addr) const {

@@ -57,7 +57,10 @@ class ElfCoreImage : public CollectedImage {
 
   int pid() const override { return pid_; }
   std::int64_t capture_time_ns() const override;  // the core file's modification time
-  const std::string& process_name() const { return process_name_; }
+  const std::string& process_name() const { return process_name_; }  // pr_fname: 16 bytes at most
+  // The arguments joined by spaces: as the core's memory holds them (command_line_in_memory), else
+  // NT_PRPSINFO's pr_psargs (their first 80 bytes); empty when unknown.
+  const std::string& command_line() const { return command_line_; }
   const std::string& path() const { return core_path_; }
   // The file is shorter than its headers promise (disk full, ulimit -c, interrupted copy): memory
   // segments, notes or the section header table cut off.
@@ -100,6 +103,7 @@ class ElfCoreImage : public CollectedImage {
   std::vector<LinkMapEntry> link_map_;
   int pid_ = 0;
   std::string process_name_;
+  std::string command_line_;
   std::uint64_t missing_bytes_ = 0;       // of memory segments
   std::uint64_t missing_metadata_bytes_ = 0;  // of the notes and the section header table
 };
