@@ -79,8 +79,9 @@ class ElfCoreImage::Builder {
     if (!open_core(core_path, error)) return false;
     if (!read_notes(error)) return false;
     add_segments();
+    check_section_table();
     add_unsaved_file_mappings();
-    if (notes_lost_) recover_auxv_from_memory();
+    if (img_.notes_lost_) recover_auxv_from_memory();
     discover_modules();
     build_regions();
     warn_about_missing_stacks();
@@ -125,8 +126,9 @@ class ElfCoreImage::Builder {
     }
   }
 
-  bool read_notes(std::string* error) {
-    // gdb writes a section header table after everything else: a file cut anywhere is short of it.
+  // gdb writes a section header table after everything else: a file cut anywhere is short of it. Said after
+  // what the cut lost of the notes and the memory, since nothing needs the table.
+  void check_section_table() {
     const GElf_Ehdr& eh = img_.core_->header();
     const std::uint64_t table_end = eh.e_shoff + std::uint64_t{eh.e_shnum} * eh.e_shentsize;
     if (eh.e_shoff != 0 && table_end > img_.core_->bytes().size()) {
@@ -136,6 +138,9 @@ class ElfCoreImage::Builder {
                        "needed; the memory segments say for themselves whether they are complete)",
                        img_.core_path_, size_text(missing)));
     }
+  }
+
+  bool read_notes(std::string* error) {
     bool has_note_segment = false;
     bool any_note_bytes = false;
     bool notes_cut_off = false;
@@ -148,6 +153,7 @@ class ElfCoreImage::Builder {
       any_note_bytes = true;
       const bool complete = for_each_note(bytes, [&](const ElfNote& note) { read_note(note); });
       if (bytes.size() < ph.p_filesz) {
+        img_.notes_cut_ = true;
         img_.missing_metadata_bytes_ += ph.p_filesz - bytes.size();
         warn(fmt::format("core file {} is truncated inside its notes: {} of {} are present; threads, mappings "
                          "and modules in the notes after the cut are missing",
@@ -167,7 +173,7 @@ class ElfCoreImage::Builder {
     if (!any_note_bytes) {
       // gdb writes the notes after the memory: a gdb core cut anywhere has lost them all, while the memory
       // before the cut, the ELF headers of the modules among it, is still there to read.
-      notes_lost_ = true;
+      img_.notes_lost_ = true;
       warn(fmt::format("core file {} is truncated before its notes (the file ends at byte {}): its threads, "
                        "registers, mapped files and auxiliary vector are unknown. Modules are found from the "
                        "executable's ELF header in memory and the dynamic linker's list; stacks are scanned as "
@@ -571,14 +577,27 @@ class ElfCoreImage::Builder {
   ElfCoreImage& img_;
   const CoreOpenOptions& opts_;
   std::vector<FileMapping> file_mappings_;  // sorted by start
-  bool notes_lost_ = false;                 // the file ends before any of its notes
   bool vector_notes_owner_ = false;         // the last NT_PRSTATUS made a thread: its register notes are its
 };
 
 std::string ElfCoreImage::damage() const {
   if (!truncated()) return {};
-  return fmt::format("{} is truncated: {} that its headers promise are missing", core_path_,
-                     size_text(missing_bytes()));
+  std::vector<std::string> lost;
+  if (notes_lost_) lost.emplace_back("all its notes (threads, registers, mapped files)");
+  if (notes_cut_) lost.emplace_back("the end of its notes (the threads and mapped files listed there)");
+  if (missing_bytes_) lost.push_back(size_text(missing_bytes_) + " of its memory");
+  if (lost.empty()) lost.emplace_back("its section header table, which nothing needs");
+  // Without modules nothing says which allocator serves malloc, or where its structures are.
+  const char* modules = modules_.empty() ? "; none of the process's modules is in what remains" : "";
+  return fmt::format("{} is truncated at byte {} of {}: it lost {}{}", core_path_, core_->bytes().size(),
+                     promised_size(), fmt::join(lost, " and "), modules);
+}
+
+std::uint64_t ElfCoreImage::promised_size() const {
+  const GElf_Ehdr& eh = core_->header();
+  std::uint64_t end = eh.e_shoff + std::uint64_t{eh.e_shnum} * eh.e_shentsize;
+  for (const GElf_Phdr& ph : core_->program_headers()) end = std::max<std::uint64_t>(end, ph.p_offset + ph.p_filesz);
+  return end;
 }
 
 std::unique_ptr<ElfCoreImage> ElfCoreImage::open(const std::string& core_path, const CoreOpenOptions& opts,

@@ -94,6 +94,7 @@ class ElfCoreImage : public CollectedImage {
 
   ElfCoreImage() = default;
   const Piece* piece_at(Address addr) const;
+  std::uint64_t promised_size() const;  // the file's size by its headers: the end of its last part
 
   std::string core_path_;
   std::unique_ptr<ElfFile> core_;
@@ -106,6 +107,8 @@ class ElfCoreImage : public CollectedImage {
   std::string command_line_;
   std::uint64_t missing_bytes_ = 0;       // of memory segments
   std::uint64_t missing_metadata_bytes_ = 0;  // of the notes and the section header table
+  bool notes_lost_ = false;  // the file ends before any of its notes (gdb writes them last)
+  bool notes_cut_ = false;   // the file ends inside its notes
 };
 
 }  // namespace heapscope
