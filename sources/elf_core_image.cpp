@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "image/module_layout.h"
+#include "image/process_arguments.h"
 #include "image/x86_vector_state.h"
 #include "sources/core_segments.h"
 #include "sources/process_identity.h"

@@ -22,12 +22,6 @@ std::string process_identity(const Image& image, std::string_view command_line, 
 // pr_psargs), joined by spaces as `ps` shows them, trailing separators dropped.
 std::string joined_arguments(std::string_view nul_separated);
 
-// The process's arguments as its first stack holds them, joined by spaces: what /proc/PID/cmdline reads,
-// untruncated where a core's process note keeps 80 bytes (and a gdb core's only the program's path). The
-// argv pointers lie below the auxiliary vector (after envp's), argc below them; the stack is the mapping
-// that holds the program's file name (AT_EXECFN). Empty when the image lacks that stack top or its auxv.
-std::string command_line_in_memory(const Image& image);
-
 // What a core's process note (NT_PRPSINFO, struct elf_prpsinfo on x86-64) says of the process.
 struct ProcessNote {
   int pid = 0;

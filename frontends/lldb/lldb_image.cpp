@@ -14,6 +14,7 @@
 
 #include "elf/elf_file.h"
 #include "frontends/lldb/thread_pointers.h"
+#include "image/process_arguments.h"
 #include "sources/live_process_image.h"
 #include "sources/process_identity.h"
 

@@ -76,8 +76,9 @@ class ProcessIdentity(unittest.TestCase):
         self.assert_names_the_process(description)
         self.assertIn(f"Target:   {description}\n", self.live_text)
 
-    def test_the_executable_field_is_the_real_file(self):
+    def test_the_json_target_has_the_command_line_and_the_real_file(self):
         for summary in (self.live, self.from_core):
+            self.assertEqual(summary["target"]["command_line"], self.command_line)
             self.assertEqual(summary["target"]["executable"], os.path.realpath(self.executable))
 
 
