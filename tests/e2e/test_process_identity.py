@@ -2,7 +2,8 @@
 kernel's 16-byte name (comm, NT_PRPSINFO's pr_fname): a program started through a symbolic link whose name
 is longer than that, with arguments, as redis-server (a link to redis-check-rdb) is. Its core (gdb's gcore
 writes the command line's first 80 bytes in NT_PRPSINFO) and the live process (heapscope attach, which
-reads /proc/PID/cmdline) both show the whole command line and the executable's real path in `summary`.
+reads /proc/PID/cmdline) both show the whole command line and the executable's real path in `summary`; so
+does the LLDB plugin attached to the process.
 """
 
 import os
@@ -10,6 +11,7 @@ import subprocess
 import unittest
 
 from heapscope_e2e import heapscope_json, run_heapscope, work_dir
+from lldb_session import require_lldb_and_gdb, run_lldb
 from test_attach import ParkedProgram, take_core
 
 # Parks once it has allocated a little, so that its heap can be walked; its arguments are not read.
@@ -51,9 +53,19 @@ class ProcessIdentity(unittest.TestCase):
             cls.pid = program.pid
             cls.live = heapscope_json("attach", program.pid, "summary")
             cls.live_text = run_heapscope("attach", program.pid, "summary").stdout
+            cls.lldb = cls.lldb_summary(program.pid)
             take_core(program.pid, cls.core)
         cls.from_core = heapscope_json("summary", cls.core)
         cls.core_text = run_heapscope("summary", cls.core).stdout
+
+    @staticmethod
+    def lldb_summary(pid):
+        """`heap summary --json` in LLDB attached to the process; None without LLDB or the plugin."""
+        try:
+            require_lldb_and_gdb()
+        except unittest.SkipTest:
+            return None
+        return run_lldb(["heap summary --json", "process detach"], lldb_args=["-p", str(pid)])
 
     @classmethod
     def tearDownClass(cls):
@@ -75,6 +87,13 @@ class ProcessIdentity(unittest.TestCase):
         self.assertTrue(description.startswith(f"live process {self.pid} ("), description)
         self.assert_names_the_process(description)
         self.assertIn(f"Target:   {description}\n", self.live_text)
+
+    def test_lldb_names_the_command_line_and_the_executable(self):
+        if self.lldb is None:
+            self.skipTest("lldb-16 or the plugin is missing")
+        description = self.lldb.json_of("heap summary --json")["target"]["description"]
+        self.assertTrue(description.startswith(f"process {self.pid} in LLDB ("), description)
+        self.assertIn(self.command_line, description)
 
     def test_the_json_target_has_the_command_line_and_the_real_file(self):
         for summary in (self.live, self.from_core):
