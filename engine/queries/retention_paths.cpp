@@ -125,6 +125,7 @@ RetainersReport search_retainers(Session& s, const BlockNames& names, RetainedSi
         if (r.paths.size() >= max_paths || !roots_used.insert(root).second) continue;
         r.paths.push_back(make_path(s, names, retained, root, at.block, toward));
       }
+      if (r.paths.size() >= max_paths) break;  // the rest of this cost's blocks would lead nowhere asked for
       if (at.depth >= max_depth) {
         cut_at_depth = cut_at_depth || !g.in_edges(at.block).empty();
         continue;
