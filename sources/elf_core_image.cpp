@@ -11,21 +11,20 @@
 #include <limits>
 
 #include "image/module_layout.h"
+#include "image/process_arguments.h"
 #include "image/x86_vector_state.h"
 #include "sources/core_segments.h"
+#include "sources/process_identity.h"
 #include "symbols/debuginfod_fetch.h"
 
 namespace heapscope {
 
 namespace {
 
-// Layout of the x86-64 core notes (struct elf_prstatus / elf_prpsinfo in <sys/procfs.h>).
+// Layout of the x86-64 thread notes (struct elf_prstatus in <sys/procfs.h>; elf_prpsinfo: process_identity).
 constexpr std::size_t kPrstatusSize = 336;
 constexpr std::size_t kPrstatusPidOffset = 32;
 constexpr std::size_t kPrstatusRegsOffset = 112;
-constexpr std::size_t kPrpsinfoPidOffset = 24;
-constexpr std::size_t kPrpsinfoFnameOffset = 40;
-constexpr std::size_t kPrpsinfoFnameSize = 16;
 constexpr std::size_t kNtFileHeaderSize = 16;  // count, page size
 constexpr std::size_t kNtFileEntrySize = 24;   // start, end, file offset (in pages)
 
@@ -81,11 +80,15 @@ class ElfCoreImage::Builder {
     if (!open_core(core_path, error)) return false;
     if (!read_notes(error)) return false;
     add_segments();
+    check_section_table();
     add_unsaved_file_mappings();
-    if (notes_lost_) recover_auxv_from_memory();
+    if (img_.notes_lost_) recover_auxv_from_memory();
     discover_modules();
     build_regions();
     warn_about_missing_stacks();
+    // The arguments in memory are what pr_psargs was cut from (gdb writes only the program's path there).
+    if (std::string in_memory = command_line_in_memory(img_); !in_memory.empty())
+      img_.command_line_ = std::move(in_memory);
     return true;
   }
 
@@ -124,8 +127,9 @@ class ElfCoreImage::Builder {
     }
   }
 
-  bool read_notes(std::string* error) {
-    // gdb writes a section header table after everything else: a file cut anywhere is short of it.
+  // gdb writes a section header table after everything else: a file cut anywhere is short of it. Said after
+  // what the cut lost of the notes and the memory, since nothing needs the table.
+  void check_section_table() {
     const GElf_Ehdr& eh = img_.core_->header();
     const std::uint64_t table_end = eh.e_shoff + std::uint64_t{eh.e_shnum} * eh.e_shentsize;
     if (eh.e_shoff != 0 && table_end > img_.core_->bytes().size()) {
@@ -135,6 +139,9 @@ class ElfCoreImage::Builder {
                        "needed; the memory segments say for themselves whether they are complete)",
                        img_.core_path_, size_text(missing)));
     }
+  }
+
+  bool read_notes(std::string* error) {
     bool has_note_segment = false;
     bool any_note_bytes = false;
     bool notes_cut_off = false;
@@ -147,6 +154,7 @@ class ElfCoreImage::Builder {
       any_note_bytes = true;
       const bool complete = for_each_note(bytes, [&](const ElfNote& note) { read_note(note); });
       if (bytes.size() < ph.p_filesz) {
+        img_.notes_cut_ = true;
         img_.missing_metadata_bytes_ += ph.p_filesz - bytes.size();
         warn(fmt::format("core file {} is truncated inside its notes: {} of {} are present; threads, mappings "
                          "and modules in the notes after the cut are missing",
@@ -166,7 +174,7 @@ class ElfCoreImage::Builder {
     if (!any_note_bytes) {
       // gdb writes the notes after the memory: a gdb core cut anywhere has lost them all, while the memory
       // before the cut, the ELF headers of the modules among it, is still there to read.
-      notes_lost_ = true;
+      img_.notes_lost_ = true;
       warn(fmt::format("core file {} is truncated before its notes (the file ends at byte {}): its threads, "
                        "registers, mapped files and auxiliary vector are unknown. Modules are found from the "
                        "executable's ELF header in memory and the dynamic linker's list; stacks are scanned as "
@@ -223,13 +231,14 @@ class ElfCoreImage::Builder {
   }
 
   void read_prpsinfo(std::span<const std::byte> desc) {
-    if (desc.size() < kPrpsinfoFnameOffset + kPrpsinfoFnameSize) {
+    std::optional<ProcessNote> note = decode_process_note(desc);
+    if (!note) {
       warn(fmt::format("the process note (NT_PRPSINFO) is only {} bytes; pid and name are unknown", desc.size()));
       return;
     }
-    img_.pid_ = static_cast<int>(load_u32(desc, kPrpsinfoPidOffset));
-    const char* fname = reinterpret_cast<const char*>(desc.data() + kPrpsinfoFnameOffset);
-    img_.process_name_.assign(fname, strnlen(fname, kPrpsinfoFnameSize));
+    img_.pid_ = note->pid;
+    img_.process_name_ = std::move(note->name);
+    img_.command_line_ = std::move(note->command_line);
   }
 
   void read_auxv(std::span<const std::byte> desc) {
@@ -569,14 +578,27 @@ class ElfCoreImage::Builder {
   ElfCoreImage& img_;
   const CoreOpenOptions& opts_;
   std::vector<FileMapping> file_mappings_;  // sorted by start
-  bool notes_lost_ = false;                 // the file ends before any of its notes
   bool vector_notes_owner_ = false;         // the last NT_PRSTATUS made a thread: its register notes are its
 };
 
 std::string ElfCoreImage::damage() const {
   if (!truncated()) return {};
-  return fmt::format("{} is truncated: {} that its headers promise are missing", core_path_,
-                     size_text(missing_bytes()));
+  std::vector<std::string> lost;
+  if (notes_lost_) lost.emplace_back("all its notes (threads, registers, mapped files)");
+  if (notes_cut_) lost.emplace_back("the end of its notes (the threads and mapped files listed there)");
+  if (missing_bytes_) lost.push_back(size_text(missing_bytes_) + " of its memory");
+  if (lost.empty()) lost.emplace_back("its section header table, which nothing needs");
+  // Without modules nothing says which allocator serves malloc, or where its structures are.
+  const char* modules = modules_.empty() ? "; none of the process's modules is in what remains" : "";
+  return fmt::format("{} is truncated at byte {} of {}: it lost {}{}", core_path_, core_->bytes().size(),
+                     promised_size(), fmt::join(lost, " and "), modules);
+}
+
+std::uint64_t ElfCoreImage::promised_size() const {
+  const GElf_Ehdr& eh = core_->header();
+  std::uint64_t end = eh.e_shoff + std::uint64_t{eh.e_shnum} * eh.e_shentsize;
+  for (const GElf_Phdr& ph : core_->program_headers()) end = std::max<std::uint64_t>(end, ph.p_offset + ph.p_filesz);
+  return end;
 }
 
 std::unique_ptr<ElfCoreImage> ElfCoreImage::open(const std::string& core_path, const CoreOpenOptions& opts,
@@ -601,7 +623,7 @@ std::int64_t ElfCoreImage::capture_time_ns() const {
 }
 
 std::string ElfCoreImage::description() const {
-  return fmt::format("core file {} (pid {}, {})", core_path_, pid_, process_name_.empty() ? "?" : process_name_);
+  return fmt::format("core file {} (pid {}, {})", core_path_, pid_, process_identity(*this, command_line_, process_name_));
 }
 
 const ElfCoreImage::Piece* ElfCoreImage::piece_at(Address addr) const {

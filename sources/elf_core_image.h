@@ -57,7 +57,10 @@ class ElfCoreImage : public CollectedImage {
 
   int pid() const override { return pid_; }
   std::int64_t capture_time_ns() const override;  // the core file's modification time
-  const std::string& process_name() const { return process_name_; }
+  const std::string& process_name() const { return process_name_; }  // pr_fname: 16 bytes at most
+  // The arguments joined by spaces: as the core's memory holds them (command_line_in_memory), else
+  // NT_PRPSINFO's pr_psargs (their first 80 bytes); empty when unknown.
+  const std::string& command_line() const { return command_line_; }
   const std::string& path() const { return core_path_; }
   // The file is shorter than its headers promise (disk full, ulimit -c, interrupted copy): memory
   // segments, notes or the section header table cut off.
@@ -91,6 +94,7 @@ class ElfCoreImage : public CollectedImage {
 
   ElfCoreImage() = default;
   const Piece* piece_at(Address addr) const;
+  std::uint64_t promised_size() const;  // the file's size by its headers: the end of its last part
 
   std::string core_path_;
   std::unique_ptr<ElfFile> core_;
@@ -100,8 +104,11 @@ class ElfCoreImage : public CollectedImage {
   std::vector<LinkMapEntry> link_map_;
   int pid_ = 0;
   std::string process_name_;
+  std::string command_line_;
   std::uint64_t missing_bytes_ = 0;       // of memory segments
   std::uint64_t missing_metadata_bytes_ = 0;  // of the notes and the section header table
+  bool notes_lost_ = false;  // the file ends before any of its notes (gdb writes them last)
+  bool notes_cut_ = false;   // the file ends inside its notes
 };
 
 }  // namespace heapscope

@@ -13,6 +13,7 @@
 
 #include "image/module_layout.h"
 #include "sources/proc_maps.h"
+#include "sources/process_identity.h"
 
 namespace heapscope {
 
@@ -61,6 +62,12 @@ std::vector<AuxvEntry> parse_auxv(const std::string& bytes) {
 
 }  // namespace
 
+std::string proc_command_line(int pid) {
+  std::string cmdline;
+  int err = 0;
+  return read_text_file(proc_path(pid, "cmdline"), &cmdline, &err) ? joined_arguments(cmdline) : std::string();
+}
+
 std::unique_ptr<LiveProcessImage> LiveProcessImage::open(int pid, std::vector<ThreadState> threads,
                                                          const LiveProcessOptions& opts, std::string* error) {
   auto fail = [&](std::string why) -> std::unique_ptr<LiveProcessImage> {
@@ -81,6 +88,7 @@ std::unique_ptr<LiveProcessImage> LiveProcessImage::open(int pid, std::vector<Th
     return fail(fmt::format("process {} has no memory mappings (a zombie, or a kernel thread)", pid));
   image->auxv_ = parse_auxv(auxv_bytes);
   if (read_text_file(proc_path(pid, "comm"), &comm, &err)) image->process_name_ = first_line(comm);
+  image->command_line_ = proc_command_line(pid);
 
   std::vector<FileMapping> file_mappings;
   std::optional<std::pair<Address, Address>> vdso_extent;
@@ -131,7 +139,7 @@ std::unique_ptr<LiveProcessImage> LiveProcessImage::open(int pid, std::vector<Th
 LiveProcessImage::~LiveProcessImage() = default;
 
 std::string LiveProcessImage::description() const {
-  return fmt::format("live process {} ({})", pid_, process_name_.empty() ? "?" : process_name_);
+  return fmt::format("live process {} ({})", pid_, process_identity(*this, command_line_, process_name_));
 }
 
 std::size_t LiveProcessImage::read(Address addr, void* out, std::size_t len) const {

@@ -27,6 +27,9 @@ struct LiveProcessOptions {
   std::vector<std::pair<std::string, std::string>> path_map;  // module path prefix substitutions
 };
 
+// /proc/PID/cmdline, its arguments joined by spaces; empty when it cannot be read (a zombie, a kernel thread).
+std::string proc_command_line(int pid);
+
 class LiveProcessImage : public CollectedImage {
  public:
   // Null with a one-sentence *error when /proc/PID cannot be read (no such process, permission denied).
@@ -39,7 +42,8 @@ class LiveProcessImage : public CollectedImage {
 
   std::string description() const override;
   int pid() const override { return pid_; }
-  const std::string& process_name() const { return process_name_; }
+  const std::string& process_name() const { return process_name_; }  // /proc/PID/comm: 16 bytes at most
+  const std::string& command_line() const { return command_line_; }
   const std::vector<LinkMapEntry>& link_map() const { return link_map_; }
 
   // Reads stop at the first byte of an unreadable region or of a page the kernel refuses to read.
@@ -54,6 +58,7 @@ class LiveProcessImage : public CollectedImage {
   int pid_ = 0;
   std::unique_ptr<ProcessMemory> memory_;
   std::string process_name_;
+  std::string command_line_;  // /proc/PID/cmdline, its arguments joined by spaces
   std::vector<LinkMapEntry> link_map_;
 };
 

@@ -50,6 +50,16 @@ std::optional<std::uint64_t> pointer_offset(Session& s, BlockId from, BlockId to
   return sites.front() - s.heap().blocks[from].address();
 }
 
+std::uint64_t landing_offset(Session& s, Address site, BlockId to, const RootRange* registers) {
+  std::optional<std::uint64_t> value;
+  if (!registers) value = s.image().read_u64(site);
+  else
+    for (const RegisterWord& w : register_words(s.image().threads()[registers->thread]))
+      if (w.slot == site) value = w.value;
+  const Address start = s.heap().blocks[to].address();
+  return value && *value > start ? *value - start : 0;
+}
+
 namespace {
 
 // Why an address inside a chunk names no allocated block: it is in malloc's header in front of a block,

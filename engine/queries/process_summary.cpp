@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "image/process_arguments.h"
 #include "queries/naming_tally.h"
 #include "symbols/debug_packages.h"
 
@@ -121,6 +122,7 @@ SummaryReport build_summary_report(Session& s, bool count_names) {
   r.target = image.description();
   r.pid = image.pid();
   if (const Module* exe = image.main_executable()) r.executable = exe->path;
+  r.command_line = command_line_in_memory(image);
   for (const ThreadState& t : image.threads()) r.threads.push_back({t.tid, t.name});
   for (const Module& m : image.modules()) r.modules.push_back(module_row(s, m));
   add_install_hints(r.modules);

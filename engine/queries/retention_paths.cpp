@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <unordered_map>
 
@@ -53,8 +54,7 @@ RetainerPath make_path(Session& s, const BlockNames& names, RetainedBytes& retai
   for (BlockId b = first;; b = toward[b]) {
     PathStep step;
     step.block = block_ref(s, names, b);
-    if (const auto word = site ? s.image().read_u64(site) : std::nullopt; word && *word > step.block.address)
-      step.into = *word - step.block.address;
+    if (site) step.into = landing_offset(s, site, b);
     step.retained = retained(b);
     const BlockId next = toward[b];
     if (next != kNoBlock) step.offset = pointer_offset(s, b, next);
@@ -66,6 +66,41 @@ RetainerPath make_path(Session& s, const BlockNames& names, RetainedBytes& retai
   return p;
 }
 
+// What a step of a retainer path costs: a pointer into the middle of a block counts two and a half steps,
+// since it is as often a stale word (a key's bytes, a freed neighbour's link) as a reference. Of two paths,
+// the one through pointers to block starts is shown unless it is two or more blocks longer.
+constexpr std::uint32_t kStartStepCost = 2;
+constexpr std::uint32_t kInteriorStepCost = 5;
+
+// A block the search reached, not yet settled: its next step towards the target and its length in blocks.
+struct Reached {
+  BlockId block;
+  BlockId next;
+  std::uint32_t depth;
+};
+
+// The blocks reached at each cost, the search's queue. A step costs at most kInteriorStepCost, so the costs
+// still waiting lie within that of the cheapest, and a ring of that many + 1 lists holds them.
+class CostBuckets {
+ public:
+  void push(std::uint32_t cost, Reached r) {
+    ring_[cost % ring_.size()].push_back(r);
+    ++waiting_;
+  }
+  bool empty() const { return waiting_ == 0; }
+  // The blocks reached at `cost`, taken out of the queue.
+  std::vector<Reached> take(std::uint32_t cost) {
+    std::vector<Reached> taken = std::move(ring_[cost % ring_.size()]);
+    ring_[cost % ring_.size()].clear();
+    waiting_ -= taken.size();
+    return taken;
+  }
+
+ private:
+  std::array<std::vector<Reached>, kInteriorStepCost + 1> ring_;
+  std::size_t waiting_ = 0;
+};
+
 // The report without the target's verdict: a path alone needs no reachability pass (top's suspects').
 RetainersReport search_retainers(Session& s, const BlockNames& names, RetainedSizes sizes, BlockId target,
                                  Address query, std::size_t max_paths, std::size_t max_depth) {
@@ -75,34 +110,45 @@ RetainersReport search_retainers(Session& s, const BlockNames& names, RetainedSi
   r.query = query;
   r.target = block_ref(s, names, target);
 
-  // Breadth-first backwards from the target: the first blocks found with a root pointing at them give
-  // the shortest paths.
+  // Cheapest first backwards from the target (Dijkstra over the step costs, with a bucket per cost): the
+  // first blocks settled with a root pointing at them give the paths.
   StepsToward toward(g.block_count());
-  toward.set(target, kNoBlock);
-  std::vector<BlockId> level{target};
+  CostBuckets waiting;
+  waiting.push(0, {target, kNoBlock, 1});
   std::set<std::size_t> roots_used;
-  for (std::size_t depth = 1; !level.empty() && r.paths.size() < max_paths; ++depth) {
-    for (BlockId b : level) {
-      for (std::uint32_t root : g.in_root_edges(b)) {
+  bool cut_at_depth = false;
+  for (std::uint32_t cost = 0; !waiting.empty() && r.paths.size() < max_paths; ++cost) {
+    for (const Reached& at : waiting.take(cost)) {
+      if (toward.reached(at.block)) continue;  // settled at a lower cost
+      toward.set(at.block, at.next);
+      for (std::uint32_t root : g.in_root_edges(at.block)) {
         if (r.paths.size() >= max_paths || !roots_used.insert(root).second) continue;
-        r.paths.push_back(make_path(s, names, retained, root, b, toward));
+        r.paths.push_back(make_path(s, names, retained, root, at.block, toward));
       }
-    }
-    if (depth >= max_depth) {
-      r.depth_limited = r.paths.size() < max_paths;
-      break;
-    }
-    std::vector<BlockId> next;
-    for (BlockId b : level)
-      for (std::uint32_t e : g.in_edges(b)) {
+      if (r.paths.size() >= max_paths) break;  // the rest of this cost's blocks would lead nowhere asked for
+      if (at.depth >= max_depth) {
+        cut_at_depth = cut_at_depth || !g.in_edges(at.block).empty();
+        continue;
+      }
+      for (std::uint32_t e : g.in_edges(at.block)) {
         const BlockId from = edge_target(e);
         if (toward.reached(from)) continue;
-        toward.set(from, b);
-        next.push_back(from);
+        waiting.push(cost + (edge_is_interior(e) ? kInteriorStepCost : kStartStepCost), {from, at.block, at.depth + 1});
       }
-    level = std::move(next);
+    }
   }
+  r.depth_limited = cut_at_depth && r.paths.size() < max_paths;
   return r;
+}
+
+// How far into `target` root `root`'s pointer lands: through the word root_ref found, or for registers
+// (no word in memory) through the register's slot.
+std::uint64_t root_landing_offset(Session& s, std::size_t root, const RootRef& ref, BlockId target) {
+  if (ref.address) return landing_offset(s, ref.address, target);
+  const RootRange& range = s.roots().ranges[root];
+  if (range.kind != RootKind::registers) return 0;
+  const std::vector<Address> sites = s.graph().root_edge_sites(root, target);
+  return sites.empty() ? 0 : landing_offset(s, sites.front(), target, &range);
 }
 
 }  // namespace
@@ -138,12 +184,14 @@ RefsReport find_referrers(Session& s, BlockId target, Address query) {
     const BlockId from = edge_target(e);
     if (!seen.insert(from).second) continue;  // one entry per pointer word: the edge's sites
     for (const Address at : g.edge_sites(from, target))
-      r.referrers.push_back({block_ref(s, names, from), at - blocks[from].address(), std::nullopt});
+      r.referrers.push_back(
+          {block_ref(s, names, from), at - blocks[from].address(), std::nullopt, landing_offset(s, at, target)});
   }
   std::set<std::uint32_t> roots(g.in_root_edges(target).begin(), g.in_root_edges(target).end());
   for (std::uint32_t root : roots) {
     Referrer ref;
     ref.root = root_ref(s, names, root, target);
+    ref.into = root_landing_offset(s, root, *ref.root, target);
     r.referrers.push_back(std::move(ref));
   }
   return r;

@@ -11,13 +11,15 @@ namespace heapscope {
 // The longest retainer path reports look for, in blocks.
 inline constexpr std::size_t kDefaultPathDepth = 10000;
 
-// Shortest paths from roots to block `target`, at most `max_paths` of them (each from a different root
-// or through a different first block), none longer than `max_depth` blocks, their blocks named by `names`
+// Shortest paths from roots to block `target` — a pointer into a block's middle counting two and a half
+// steps, so that paths through pointers to block starts are preferred — at most `max_paths` of them (each
+// from a different root or through a different first block), none longer than `max_depth` blocks, their
+// blocks named by `names`
 // (every block on a path leads to the target: Session::names_for({target}) names them all).
 RetainersReport find_retainers(Session& s, const BlockNames& names, RetainedSizes sizes, BlockId target,
                                Address query, std::size_t max_paths, std::size_t max_depth);
 
-// One shortest path from a root to `target`; none when no root reaches it within kDefaultPathDepth blocks.
+// One shortest path from a root to `target` (as find_retainers chooses it); none when no root reaches it within kDefaultPathDepth blocks.
 // Its blocks are named by `names` (every block on it is reachable: Session::reachable_names() will do),
 // or by Session::names().
 std::optional<RetainerPath> shortest_retainer_path(Session& s, const BlockNames& names, BlockId target);

@@ -114,6 +114,7 @@ struct Referrer {
   std::optional<BlockRef> block;  // a heap block holding the pointer...
   std::uint64_t offset = 0;       // ...at this offset
   std::optional<RootRef> root;    // or a root
+  std::uint64_t into = 0;         // how far into the target the pointer lands (0: its start)
 };
 
 struct RefsReport {

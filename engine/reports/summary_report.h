@@ -57,6 +57,7 @@ struct SummaryReport {
   std::string target;  // Image::description()
   int pid = 0;
   std::string executable;
+  std::string command_line;  // the arguments in the image's memory (command_line_in_memory), or empty
   std::vector<ThreadRow> threads;
   std::vector<ModuleRow> modules;
 

@@ -15,6 +15,14 @@ namespace heapscope {
 
 namespace {
 
+// An image cut short before the process's modules (a core that lost its notes and the dynamic linker's
+// list): the allocator plug-ins' reasons would guess at a whole process ("is this a glibc program?"),
+// where the reason is what the image lost, which its damage() says first.
+bool image_without_modules(const Image& image) { return image.modules().empty() && !image.damage().empty(); }
+constexpr const char* kNoModulesToLocateAllocator =
+    "without the process's modules nothing says which allocator serves malloc or where its structures lie, so "
+    "the heap cannot be walked";
+
 template <class T>
 struct IsUniquePtr : std::false_type {};
 template <class T>
@@ -76,7 +84,7 @@ const LocatedAllocator& Session::allocator() {
     std::vector<std::string> others;
     std::unique_ptr<LocatedAllocator> located =
         locate_allocator(*image_, symbols_, options_.allocators, &error, &others);
-    if (!located) throw AnalysisError(error);
+    if (!located) throw AnalysisError(image_without_modules(*image_) ? kNoModulesToLocateAllocator : error);
     add_warnings(others);
     return located;
   });

@@ -243,6 +243,7 @@ svg.sparkline circle{fill:#c0392b}
 .field{color:#51627a}.retained{color:#2d6a2d}
 .warnings{background:#fff7e6;border:1px solid #f0c36d;padding:6px 12px;margin:10px 0}
 .note{color:#51627a}
+.findings{background:#eef6ee;border:1px solid #9cc79c;padding:6px 12px;margin:12px 0}.findings ul{margin:4px 0}
 )";
 
 // Sorting by a header click; everything else on the page works without it.

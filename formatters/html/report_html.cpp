@@ -1,13 +1,84 @@
-// HTML of `report`: one page, a part per section (summary, leaks, top, roots, fragmentation, evolution) with the part's own view
-// below it, and a table of contents.
+// HTML of `report`: one page that opens with its findings (leaks, the largest retention suspect, growth,
+// what "possibly leaked" means when much is), then a part per section (leaks, top, evolution, roots,
+// fragmentation, summary) with the part's own view, and a table of contents.
+#include <algorithm>
+
 #include "formatters/html/html_views.h"
 #include "formatters/render.h"
+#include "formatters/text/retention_parts.h"
+#include "formatters/text/snapshot_time.h"
 
 namespace heapscope {
+
+namespace {
+
+// Above this share of the in-use heap, "possibly leaked" is explained in the findings: that much is
+// rarely leaked, and reads as an alarm to whoever does not know what it counts.
+constexpr double kPossiblyExplainedShare = 0.10;
+
+std::string leaks_finding(const LeaksReport& r) {
+  if (r.groups.empty()) return no_leaks_sentence(r);
+  const LeakGroup& largest = r.groups.front();
+  return fmt::format("Leaks: {} in {}; the largest group: {} in {} of {} bytes, {}.", text::bytes(r.leaked.bytes),
+                     text::blocks(r.leaked.blocks), text::bytes(largest.bytes), text::blocks(largest.count), largest.size,
+                     largest.type);
+}
+
+std::string suspect_finding(const TopReport& r) {
+  if (r.suspects.empty())
+    return "No retention suspect: no root or block retains 10% of the heap, and no type piles up under one.";
+  return "Largest retention suspect: " + text::suspect_headline(r.suspects.front()) + ".";
+}
+
+// Empty without an earlier point to grow from.
+std::string growth_finding(const EvolutionReport& r) {
+  if (r.points.size() < 2) return {};
+  const SnapshotInfo &first = r.points.front(), &last = r.points.back();
+  std::string out = fmt::format(
+      "Growth over {} cores: in use {} → {} ({}).", r.points.size(), text::bytes(first.in_use_bytes),
+      text::bytes(last.in_use_bytes),
+      text::signed_amount(static_cast<std::int64_t>(last.in_use_bytes) - static_cast<std::int64_t>(first.in_use_bytes),
+                          text::bytes));
+  const auto most = std::max_element(r.series.begin(), r.series.end(), [](const EvolutionSeries& a, const EvolutionSeries& b) {
+    return a.growth_bytes < b.growth_bytes;
+  });
+  if (most != r.series.end() && most->growth_bytes > 0)
+    out += fmt::format(" Grew most: {} ({}{}).", most->type, text::signed_amount(most->growth_bytes, text::bytes),
+                       most->steady ? ", at every step" : "");
+  return out;
+}
+
+// Empty unless the possibly leaked blocks are a large share of the in-use heap.
+std::string possibly_finding(const LeaksReport& r, std::uint64_t in_use_bytes) {
+  if (!in_use_bytes || r.possibly.bytes <= kPossiblyExplainedShare * static_cast<double>(in_use_bytes)) return {};
+  return fmt::format("Possibly leaked: {} ({:.1f}% of the in-use heap) in {} are reachable only through pointers "
+                     "into the middle of blocks; often a container idiom (a pointer past a header, to an element, a "
+                     "tagged pointer) rather than a leak: see `blocks --state possibly`.",
+                     text::bytes(r.possibly.bytes), 100.0 * static_cast<double>(r.possibly.bytes) / static_cast<double>(in_use_bytes),
+                     text::blocks(r.possibly.blocks));
+}
+
+// The report's first lines: what it found, before the tables that show it in full.
+std::string findings_html(const ReportBundle& r) {
+  std::vector<std::string> findings;
+  if (r.leaks) findings.push_back(leaks_finding(*r.leaks));
+  if (r.top) findings.push_back(suspect_finding(*r.top));
+  if (r.evolution) findings.push_back(growth_finding(*r.evolution));
+  const std::uint64_t in_use = r.top ? r.top->heap.in_use_bytes : r.roots ? r.roots->heap.in_use_bytes : 0;
+  if (r.leaks) findings.push_back(possibly_finding(*r.leaks, in_use));
+  std::string out = "<div class=\"findings\" data-findings=\"report\"><strong>Findings</strong><ul>\n";
+  for (const std::string& f : findings)
+    if (!f.empty()) out += "<li>" + html::escape(f) + "</li>\n";
+  if (!r.summary.heap_error.empty()) out += "<li>" + html::escape("The heap was not walked: " + r.summary.heap_error) + "</li>\n";
+  return out + "</ul></div>\n";
+}
+
+}  // namespace
 
 std::string render_html(const ReportBundle& r) {
   // Findings first (leaks, suspects, growth), then where the memory is, then the process's details.
   html::Page page("heapscope report: " + r.summary.target);
+  page.append(findings_html(r));
   page.section("Leaks");
   if (r.leaks) html::add_leaks(page, *r.leaks, 3);
   page.section("Top");

@@ -19,35 +19,28 @@ void push_retained(std::vector<Cell>& row, const Retained& r) {
   row.push_back(number_cell(r.blocks));
 }
 
-std::string holder_text(const Holder& h) {
-  if (h.block) return "block " + text::block_line(*h.block);
-  if (h.root) return h.root->label;
-  return "?";
-}
-
 std::string suspect_html(std::size_t number, const Suspect& s) {
-  std::string out;
-  if (s.kind == Suspect::Kind::big_retainer) {
-    out += fmt::format("<p><strong>{}.</strong> {} retains {} ({:.1f}% of the in-use heap) in {}</p>\n", number,
-                       escape(holder_text(s.holder)), escape(text::bytes(s.retained.bytes)), s.retained.percent,
-                       escape(text::blocks(s.retained.blocks)));
-    if (s.accumulation_point)
-      out += fmt::format("<p class=\"note\">accumulated in {}, which retains {} ({:.1f}%)</p>\n",
-                         escape(holder_text(*s.accumulation_point)), escape(text::bytes(s.accumulation_retained.bytes)),
-                         s.accumulation_retained.percent);
-    if (!s.retained_types.empty()) {
-      Table types(fmt::format("top.suspect{}.types", number));
-      types.column("bytes", Table::Kind::number).column("count", Table::Kind::number).column("type");
-      for (const TopTypeRow& t : s.retained_types) types.row({bytes_cell(t.bytes), number_cell(t.count), text_cell(t.type)});
-      out += types.html();
-    }
-  } else {
-    out += fmt::format("<p><strong>{}.</strong> {} of {} ({}) accumulate under {}, which retains {} ({:.1f}%)</p>\n",
-                       number, escape(text::blocks(s.instances)), escape(s.type), escape(text::bytes(s.instance_bytes)),
-                       escape(holder_text(s.holder)), escape(text::bytes(s.retained.bytes)), s.retained.percent);
+  std::string out = fmt::format("<p><strong>{}.</strong> {}</p>\n", number, escape(text::suspect_headline(s)));
+  if (s.accumulation_point)
+    out += fmt::format("<p class=\"note\">accumulated in {}, which retains {} ({:.1f}%)</p>\n",
+                       escape(text::holder_line(*s.accumulation_point)), escape(text::bytes(s.accumulation_retained.bytes)),
+                       s.accumulation_retained.percent);
+  if (!s.retained_types.empty()) {
+    Table types(fmt::format("top.suspect{}.types", number));
+    types.column("bytes", Table::Kind::number).column("count", Table::Kind::number).column("type");
+    for (const TopTypeRow& t : s.retained_types) types.row({bytes_cell(t.bytes), number_cell(t.count), text_cell(t.type)});
+    out += types.html();
   }
   if (s.path) out += tree({path_tree_node(*s.path)}, fmt::format("top.suspect{}.path", number));
   return out;
+}
+
+// An owner's label as it is; a part's indented under its owner ("↳ stack", deeper for a part of a part).
+std::string part_label(const RootNodeRef& node) {
+  if (node.depth == 0) return node.label;
+  std::string indent;
+  for (std::uint32_t level = 1; level < node.depth; ++level) indent += "\u00a0\u00a0";
+  return indent + "\u21b3 " + node.label;
 }
 
 std::vector<Bar> root_bars(const std::vector<TopRootRow>& rows, std::size_t at_most) {
@@ -133,7 +126,9 @@ void add_roots(Page& page, const RootsReport& r, int level) {
                                r.shared.percent, text::blocks(r.shared.blocks)));
 
   page.section("Retained per root", level);
-  page.paragraph(fmt::format("The {} largest of {} roots.", r.roots.size(), r.root_count));
+  // The rows are owners, each followed by its parts: counting the rows would count parts as owners.
+  page.paragraph(fmt::format("The {} largest of {} owners, each followed by its parts that hold anything.",
+                             text::owners_shown(r), r.root_count));
   Table roots("roots.roots");
   add_retained_columns(roots);
   roots.column("kind").column("root");
@@ -141,7 +136,7 @@ void add_roots(Page& page, const RootsReport& r, int level) {
     std::vector<Cell> row;
     push_retained(row, root.retained);
     row.push_back(text_cell(root.root.kind));
-    row.push_back(text_cell(root.root.label));
+    row.push_back(text_cell(part_label(root.root)));
     roots.row(std::move(row));
   }
   page.append(roots.html());

@@ -65,10 +65,11 @@ std::string render_json(const RefsReport& r) {
       ordered_json j = {{"kind", "block"}};
       j.update(json::block(*ref.block));
       j["offset"] = ref.offset;
+      j["into"] = ref.into;
       refs.push_back(j);
     } else if (ref.root) {
       refs.push_back({{"kind", "root"}, {"root_kind", ref.root->kind}, {"label", ref.root->label},
-                      {"address", ref.root->address}});
+                      {"address", ref.root->address}, {"into", ref.into}});
     }
   }
   out["referrers"] = refs;

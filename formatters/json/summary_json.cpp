@@ -69,7 +69,8 @@ ordered_json heap_json(const SummaryReport& r) {
 std::string render_json(const SummaryReport& r) {
   ordered_json out;
   out["command"] = "summary";
-  out["target"] = {{"description", r.target}, {"pid", r.pid}, {"executable", r.executable}};
+  out["target"] = {{"description", r.target}, {"pid", r.pid}, {"executable", r.executable},
+                   {"command_line", r.command_line}};
   out["threads"] = ordered_json::array();
   for (const ThreadRow& t : r.threads) out["threads"].push_back({{"tid", t.tid}, {"name", t.name}});
   out["modules"] = ordered_json::array();

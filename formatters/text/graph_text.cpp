@@ -58,8 +58,8 @@ std::string render_text(const RetainersReport& r) {
     out += fmt::format("\nPath {} ({} step{}):\n  {}\n", i + 1, p.steps.size(), p.steps.size() == 1 ? "" : "s",
                        text::root_line(p.root));
     for (const PathStep& s : p.steps)
-      out += fmt::format("  → {}{}, retains {}{}\n", s.into ? fmt::format("+0x{:x} into ", s.into) : "", block_line(s.block),
-                         text::bytes(s.retained), text::pointer_place(s));
+      out += fmt::format("  → {}, retains {}{}\n", text::landing_line(s.into, s.block), text::bytes(s.retained),
+                         text::pointer_place(s));
   }
   text::append_warnings(out, r.warnings);
   return out;
@@ -68,10 +68,12 @@ std::string render_text(const RetainersReport& r) {
 std::string render_text(const RefsReport& r) {
   std::string out = fmt::format("{} referrers of {}:\n", r.referrers.size(), block_line(r.target));
   for (const Referrer& ref : r.referrers) {
+    const std::string lands = " → " + text::landing_line(ref.into, r.target);
     if (ref.block)
-      out += fmt::format("  block {} at +0x{:x}\n", block_line(*ref.block), ref.offset);
+      out += fmt::format("  block {} at +0x{:x}{}\n", block_line(*ref.block), ref.offset, lands);
     else if (ref.root)
-      out += fmt::format("  {}{}\n", ref.root->label, ref.root->address ? fmt::format(" [0x{:x}]", ref.root->address) : "");
+      out += fmt::format("  {}{}{}\n", ref.root->label,
+                         ref.root->address ? fmt::format(" [0x{:x}]", ref.root->address) : "", lands);
   }
   text::append_warnings(out, r.warnings);
   return out;

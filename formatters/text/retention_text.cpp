@@ -8,30 +8,17 @@ namespace heapscope {
 
 namespace {
 
-std::string holder_line(const Holder& h) {
-  if (h.block) return "block " + text::block_line(*h.block);
-  if (h.root) return h.root->label;
-  return "?";
-}
-
 void append_suspects(std::string& out, const std::vector<Suspect>& suspects) {
   out += "\nSuspects:\n";
   if (suspects.empty()) out += "  none: no root or block retains 10% of the heap, and no type piles up under one\n";
   for (std::size_t i = 0; i < suspects.size(); ++i) {
     const Suspect& s = suspects[i];
-    if (s.kind == Suspect::Kind::big_retainer) {
-      out += fmt::format("  {}. {} retains {} ({:.1f}% of the in-use heap) in {}\n", i + 1, holder_line(s.holder),
-                         text::bytes(s.retained.bytes), s.retained.percent, text::blocks(s.retained.blocks));
-      if (s.accumulation_point)
-        out += fmt::format("     accumulated in {}, which retains {} ({:.1f}%)\n", holder_line(*s.accumulation_point),
-                           text::bytes(s.accumulation_retained.bytes), s.accumulation_retained.percent);
-      for (const TopTypeRow& t : s.retained_types)
-        out += fmt::format("     {:>10} in {:>8} × {}\n", text::bytes(t.bytes), t.count, t.type);
-    } else {
-      out += fmt::format("  {}. {} of {} ({}) accumulate under {}, which retains {} ({:.1f}%)\n", i + 1,
-                         text::blocks(s.instances), s.type, text::bytes(s.instance_bytes), holder_line(s.holder),
-                         text::bytes(s.retained.bytes), s.retained.percent);
-    }
+    out += fmt::format("  {}. {}\n", i + 1, text::suspect_headline(s));
+    if (s.accumulation_point)
+      out += fmt::format("     accumulated in {}, which retains {} ({:.1f}%)\n", text::holder_line(*s.accumulation_point),
+                         text::bytes(s.accumulation_retained.bytes), s.accumulation_retained.percent);
+    for (const TopTypeRow& t : s.retained_types)
+      out += fmt::format("     {:>10} in {:>8} × {}\n", text::bytes(t.bytes), t.count, t.type);
     text::append_path(out, s.path);
   }
 }
@@ -75,10 +62,8 @@ std::string render_text(const RootsReport& r) {
   }
   if (r.shared.blocks)
     out += fmt::format("{} {:>6}  (held by roots of several kinds)\n", text::retained_cells(r.shared), "");
-  const std::size_t owners_shown =
-      static_cast<std::size_t>(std::count_if(r.roots.begin(), r.roots.end(), [](const TopRootRow& row) { return row.root.depth == 0; }));
-  out += fmt::format("\nRetained per owner ({} of {}), with the parts of it that hold anything:\n{}  root\n", owners_shown,
-                     r.root_count, header);
+  out += fmt::format("\nRetained per owner ({} of {}), with the parts of it that hold anything:\n{}  root\n",
+                     text::owners_shown(r), r.root_count, header);
   append_root_rows(out, r.roots);
   text::append_warnings(out, r.warnings);
   return out;

@@ -29,6 +29,12 @@ inline std::string hex(std::uint64_t a) { return fmt::format("0x{:x}", a); }
 // "0x5555555592a0 (Node, 24 bytes)".
 inline std::string block_line(const BlockRef& b) { return fmt::format("0x{:x} ({}, {} bytes)", b.address, b.type, b.size); }
 
+// "+0x10 into 0x… (Node, 48 bytes)": where a pointer lands in block `b`, `into` bytes past its start (the
+// block alone when it points to the start).
+inline std::string landing_line(std::uint64_t into, const BlockRef& b) {
+  return (into ? fmt::format("+0x{:x} into ", into) : std::string()) + block_line(b);
+}
+
 // "global g_registry in app, field .clients [0x5555…]": a path's root with the member holding the pointer.
 inline std::string root_line(const RootRef& r) {
   return r.label + (r.field.empty() ? std::string() : ", field " + r.field) +

@@ -25,6 +25,7 @@ class CoreFileMemory {
   static std::unique_ptr<CoreFileMemory> open(const std::string& path);
 
   const std::string& path() const { return file_->path(); }
+  const ElfFile& file() const { return *file_; }
   // The bytes the file holds from `addr` to the end of its segment's bytes in the file; empty where it
   // holds none: outside every segment, or in what the core left out of one (p_filesz < p_memsz, or a
   // file cut short).

@@ -14,6 +14,9 @@
 
 #include "elf/elf_file.h"
 #include "frontends/lldb/thread_pointers.h"
+#include "image/process_arguments.h"
+#include "sources/live_process_image.h"
+#include "sources/process_identity.h"
 
 namespace heapscope::lldb_plugin {
 
@@ -87,10 +90,8 @@ LldbImage::LldbImage(lldb::SBProcess process, ServingThread& lldb_thread)
   complete_thread_pointers();
   if (is_core_) open_core_file();
   else read_live_auxv();
-  lldb::SBTarget target = process_.GetTarget();
-  const std::string executable = path_of(target.GetExecutable());
-  description_ = fmt::format("{} {} in LLDB{}{}", is_core_ ? "core of process" : "process", pid_,
-                             executable.empty() ? "" : " (" + executable + ")",
+  description_ = fmt::format("{} {} in LLDB ({}){}", is_core_ ? "core of process" : "process", pid_,
+                             process_identity(*this, command_line(), ""),
                              proc_memory_ ? fmt::format(", memory read from /proc/{}/mem", pid_)
                              : core_file_ ? ", memory read from the core file " + core_file_->path()
                                           : "");
@@ -140,6 +141,14 @@ std::span<const std::byte> LldbImage::view(Address addr, std::size_t len) const 
 // used only once it holds the bytes LLDB reads where they tell one stop from another: each thread's stack
 // around its stack pointer, and the first page of each writable region (up to a few of each). Another
 // core of the same program, or a file changed since LLDB loaded it, leaves reads to LLDB.
+std::string LldbImage::command_line() const {
+  if (!is_core_) return is_local_process() ? proc_command_line(pid_) : "";
+  if (std::string in_memory = command_line_in_memory(*this); !in_memory.empty()) return in_memory;
+  if (!core_file_) return {};
+  const std::optional<ProcessNote> note = core_process_note(core_file_->file());
+  return !note ? "" : !note->command_line.empty() ? note->command_line : note->name;
+}
+
 void LldbImage::open_core_file() {
   for (const std::string& path : mapped_core_files()) {
     std::unique_ptr<CoreFileMemory> core = CoreFileMemory::open(path);

@@ -76,6 +76,9 @@ class LldbImage : public CollectedImage {
   void read_live_auxv();
   void open_proc_memory();
   void open_core_file();
+  // The process's command line: /proc/PID/cmdline for a live process; for a core its arguments in memory,
+  // else the core file's process note (its name when the note has no arguments); empty when none is at hand.
+  std::string command_line() const;
   bool holds_what_lldb_reads(const CoreFileMemory& core) const;
   // Whether `read` gives what LLDB reads at each probe (address, length), and some probe was readable.
   using Read = std::function<std::size_t(Address addr, void* out, std::size_t len)>;

@@ -44,13 +44,14 @@ int main(void) {
 class ParkedProgram:
     """A program started here and left running once it has printed READY; killed on exit."""
 
-    def __init__(self, *command):
+    def __init__(self, *command, cwd=None):
         self.command = command
+        self.cwd = cwd
         self.process = None
 
     def __enter__(self):
         self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL)
+                                        stderr=subprocess.DEVNULL, cwd=self.cwd)
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         while True:
             remaining = deadline - time.monotonic()

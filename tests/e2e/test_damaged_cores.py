@@ -20,9 +20,11 @@ import re
 import subprocess
 import unittest
 
+from allocator_walk import capture
 from core_layout import PT_LOAD, PT_NOTE, program_headers, relaid
 from heapscope_e2e import run_heapscope, work_dir
 from lldb_session import parked_fixture, require_lldb_and_gdb, run_lldb
+from test_jemalloc import SHARED as JEMALLOC
 from test_leaks import capture_leak_fixture, leak_fixture_path, parse_leak_ledger
 
 FIXTURE = "leak_shapes"
@@ -223,6 +225,44 @@ class CutCores(DamagedCoreTestCase):
             with self.subTest(command=command):
                 result = run_heapscope(command, path, timeout=COMMAND_TIME_LIMIT_SECONDS)
                 self.assertIn("truncated", result.stdout + result.stderr)
+
+
+class CutJemallocCore(unittest.TestCase):
+    """A jemalloc program's gdb core cut in its memory, before the libraries' data: its notes are lost, and
+    with them every module (no mapped files, no dynamic linker's list). What the cut lost leads, and why the
+    heap cannot be walked; not the glibc plug-in's guess that this is no glibc program."""
+
+    @classmethod
+    def setUpClass(cls):
+        JEMALLOC.require()
+        _, core, _ = capture(JEMALLOC)
+        with open(core, "rb") as f:
+            whole = f.read()
+        cls.promised = len(whole)
+        cls.cut_at = len(whole) // 10
+        cls.core = write_scratch("jemalloc-gdb-in-memory", whole[:cls.cut_at])
+        cls.summary = json.loads(run_heapscope("summary", cls.core, "--json").stdout)
+
+    def test_the_cut_lost_every_module(self):
+        self.assertEqual(self.summary["modules"], [])
+        self.assertEqual(self.summary["threads"], [])
+
+    def test_a_failing_command_leads_with_what_the_cut_lost(self):
+        result = run_heapscope("leaks", self.core, timeout=COMMAND_TIME_LIMIT_SECONDS)
+        self.assertEqual(result.returncode, 1)
+        first_line = result.stderr.splitlines()[0]
+        self.assertTrue(first_line.startswith(f"heapscope: leaks: {self.core} is truncated at byte {self.cut_at} of "
+                                              f"{self.promised}: it lost all its notes (threads, registers, mapped "
+                                              "files) and "), first_line)
+        self.assertIn("none of the process's modules is in what remains (and so: without the process's modules "
+                      "nothing says which allocator serves malloc", first_line)
+        self.assertNotIn("glibc", result.stderr)
+
+    def test_summary_leads_with_what_the_cut_lost(self):
+        self.assertTrue(self.summary["warnings"][0].startswith(f"core file {self.core} is truncated before its notes"),
+                        self.summary["warnings"][:2])
+        self.assertTrue(self.summary["heap"]["error"].startswith("without the process's modules nothing says which "
+                                                                 "allocator serves malloc"), self.summary["heap"])
 
 
 class FilteredCores(DamagedCoreTestCase):

@@ -8,6 +8,7 @@ area on screen, a click on a numeric header sorts the rows by value (not by "1.5
 click reverses them, the console stays free of errors, and a screenshot is not blank.
 """
 
+import html
 import os
 import re
 import shutil
@@ -52,6 +53,17 @@ def sections_of(page):
 
 def tables_of(page):
     return re.findall(r'<table class="sortable" data-table="([^"]+)">', page)
+
+
+def findings_of(page):
+    """The text of the report's findings box (formatters/html/report_html.cpp)."""
+    start = page.index('data-findings="report"')
+    return page[start:page.index("</div>", start)]
+
+
+def holder_text(holder):
+    """A suspect's holder as the report's sentences name it."""
+    return html.escape(holder["label"] if holder["kind"] == "root" else hex(holder["address"]))
 
 
 def expected_report_rows(report):
@@ -145,6 +157,31 @@ class HtmlReport(unittest.TestCase):
         for part in ("summary", "leaks", "top", "roots"):
             self.assertIn(part, sections_of(page))
             self.assertIn(f'<a href="#{part}">', page, "the table of contents links every part")
+
+    def test_the_report_opens_with_its_findings(self):
+        page = self.read(self.report_file)
+        self.assertLess(page.index('data-findings="report"'), page.index('<section id="leaks">'))
+        findings = findings_of(page)
+        leaks, top = self.report["leaks"], self.report["top"]
+        largest = leaks["groups"][0]
+        self.assertIn(f"Leaks: ", findings)
+        self.assertIn(f"in {leaks['totals']['blocks']} blocks; the largest group: ", findings)
+        self.assertIn(f"in {largest['count']} block{'s' if largest['count'] != 1 else ''} of {largest['size']} bytes, "
+                      f"{html.escape(largest['type'])}.", findings)
+        self.assertTrue(top["suspects"], "leak_shapes' globals hold most of its heap")
+        self.assertIn("Largest retention suspect: " + holder_text(top["suspects"][0]["holder"]), findings)
+        possibly_share = leaks["totals"]["possibly"]["bytes"] / top["heap"]["in_use_bytes"]
+        self.assertEqual("see `blocks --state possibly`" in findings, possibly_share > 0.10, possibly_share)
+        self.assertNotIn("Growth over", findings, "one core: nothing to grow from")
+
+    def test_the_roots_part_counts_owners_not_their_parts(self):
+        roots = self.report["roots"]
+        owners = sum(1 for row in roots["roots"] if row["depth"] == 0)
+        self.assertLess(owners, len(roots["roots"]), "leak_shapes' owners have parts that hold something")
+        shown = re.search(r"<p>The \d+ largest of \d+ [^<]*</p>", self.read(self.report_file))
+        self.assertIsNotNone(shown, "the roots part says how many owners it shows")
+        self.assertEqual(shown.group(0), f"<p>The {owners} largest of {roots['root_count']} owners, each followed by "
+                                         "its parts that hold anything.</p>")
 
     def test_pages_are_self_contained(self):
         for path in (self.report_file, self.leaks_file, self.retainers_file):

@@ -13,6 +13,7 @@ Cores: scattered_blocks' scattered stop (test_fragmentation), growing_cache's th
 typed_c, and leak_shapes and all_reachable (tests/fixtures/leaks).
 """
 
+import html
 import os
 import re
 import unittest
@@ -20,7 +21,7 @@ import unittest
 import headless_chromium
 from heapscope_e2e import capture_fixture, heapscope_json, run_heapscope, work_dir
 from test_fragmentation import capture_both_stops
-from test_html_report import SVG_BOXES_SCRIPT, TABLE_ROWS_SCRIPT, sections_of
+from test_html_report import SVG_BOXES_SCRIPT, TABLE_ROWS_SCRIPT, findings_of, sections_of
 from test_leaks import capture_leak_fixture
 from test_snapshots import capture_stops
 
@@ -120,6 +121,12 @@ class HtmlViews(unittest.TestCase):
         rows, _ = self.opened(report)
         self.assertIn("fragmentation.arenas", rows)
         self.assertEqual(rows["evolution.types"], len(evolution["series"]))
+        # The findings say how the heap grew, and which type grew most.
+        with open(report, encoding="utf-8") as f:
+            findings = findings_of(f.read())
+        self.assertIn(f"Growth over {len(evolution['points'])} cores: in use ", findings)
+        most = max(evolution["series"], key=lambda series: series["growth_bytes"])
+        self.assertIn(f"Grew most: {html.escape(most['type'])} (+", findings)
 
 
     # ---- layout ----

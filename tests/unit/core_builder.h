@@ -147,9 +147,12 @@ class CoreBuilder {
   }
 
   // NT_PRPSINFO. Without it the core carries no process name or pid.
-  CoreBuilder& process(int pid, std::string name) {
+  // The process note: pid, pr_fname (16 bytes of `name`) and pr_psargs (80 bytes of `command_line`, its
+  // arguments joined by spaces as the kernel writes them).
+  CoreBuilder& process(int pid, std::string name, std::string command_line = {}) {
     pid_ = pid;
     name_ = std::move(name);
+    command_line_ = std::move(command_line);
     has_process_ = true;
     return *this;
   }
@@ -383,6 +386,7 @@ class CoreBuilder {
       std::vector<std::byte> desc(136);  // struct elf_prpsinfo on x86-64
       store(desc, 24, static_cast<std::int32_t>(pid_));
       std::memcpy(desc.data() + 40, name_.data(), std::min<std::size_t>(name_.size(), 16));
+      std::memcpy(desc.data() + 56, command_line_.data(), std::min<std::size_t>(command_line_.size(), 80));
       append_note(out, NT_PRPSINFO, "CORE", desc);
     }
     if (!suppressed(NT_PRSTATUS)) {
@@ -427,6 +431,7 @@ class CoreBuilder {
   bool has_process_ = false;
   int pid_ = 0;
   std::string name_;
+  std::string command_line_;
   std::vector<ThreadState> threads_;
   std::vector<std::vector<RawNote>> thread_notes_;  // per thread: notes written after its NT_PRSTATUS
   std::vector<AuxvEntry> auxv_;

@@ -151,7 +151,9 @@ TEST_CASE("ElfCoreImage: view is zero-copy inside one segment and empty across s
 
 TEST_CASE("ElfCoreImage: threads, registers, process and auxv", "[coredump]") {
   CoreBuilder core;
-  core.process(4242, "a-long-process-name-beyond-16").auxv(AT_PAGESZ, 4096).auxv(AT_ENTRY, 0x401000);
+  const std::string command_line =
+      "a-long-process-name-beyond-16 --listen 127.0.0.1:6379 --config /etc/a-config-file-with-a-long-name.conf -v";
+  core.process(4242, "a-long-process-name-beyond-16", command_line).auxv(AT_PAGESZ, 4096).auxv(AT_ENTRY, 0x401000);
   core.thread(4242, {{Reg::fs_base, 0x7ffff7d8a740}, {Reg::rip, 0x401136}, {Reg::rsp, 0x7fffffffe3a0}});
   core.thread(4243, {{Reg::fs_base, 0x7ffff758a640}});
   core.segment(kA, 0x1000);
@@ -161,7 +163,8 @@ TEST_CASE("ElfCoreImage: threads, registers, process and auxv", "[coredump]") {
 
   CHECK(image->pid() == 4242);
   CHECK(image->process_name() == "a-long-process-n");  // pr_fname holds 16 bytes
-  CHECK(image->description().find("4242") != std::string::npos);
+  CHECK(image->command_line() == command_line.substr(0, 80));  // pr_psargs holds 80
+  CHECK(image->description() == "core file " + file.path() + " (pid 4242, " + command_line.substr(0, 80) + ")");
   REQUIRE(image->threads().size() == 2);
   const ThreadState& main_thread = image->threads()[0];
   CHECK(main_thread.tid == 4242);

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "fake_image.h"
-#include "runtime/allocator.h"
 #include "toy_session.h"
 
 using namespace heapscope;
@@ -18,42 +17,6 @@ using heapscope::testing::FakeImage;
 namespace {
 
 constexpr Address kObjects = 0x7e0000000000;
-
-// Headerless objects of the given sizes, packed from kObjects on, all in use.
-class PackedToy final : public LocatedAllocator {
- public:
-  explicit PackedToy(std::vector<std::uint64_t> sizes) : sizes_(std::move(sizes)) {}
-  std::string name() const override { return "packed toy"; }
-  std::optional<HeapModel> walk(std::string*) const override {
-    HeapModel model;
-    model.allocator = "packed toy";
-    Address at = kObjects;
-    for (const std::uint64_t size : sizes_) {
-      model.blocks.push_back(Block::bare(at, size, BlockState::in_use, 0));
-      at += size;
-    }
-    ArenaInfo arena;
-    arena.heaps.push_back({kObjects, at});
-    model.arenas.push_back(arena);
-    return model;
-  }
-
- private:
-  std::vector<std::uint64_t> sizes_;
-};
-
-class PackedToyPlugin final : public AllocatorPlugin {
- public:
-  explicit PackedToyPlugin(std::vector<std::uint64_t> sizes) : sizes_(std::move(sizes)) {}
-  std::string_view name() const override { return "packed toy"; }
-  std::unique_ptr<LocatedAllocator> locate(const Image&, const SymbolIndex&, const MallocProvider&,
-                                           std::string*) const override {
-    return std::make_unique<PackedToy>(sizes_);
-  }
-
- private:
-  std::vector<std::uint64_t> sizes_;
-};
 
 }  // namespace
 
@@ -75,7 +38,7 @@ TEST_CASE("leak report: slices on all cores give one pass's groups and examples"
   for (std::size_t b = 0; b < 5; ++b) image->put(at[60000] + 8 * b, at[b]);
   for (std::size_t b = 0; b < 3; ++b) image->put(at[69990] + 8 * b, at[70000 + b]);
 
-  const nlohmann::json leaks = heapscope::testing::command_json(image, PackedToyPlugin(sizes), {"leaks"});
+  const nlohmann::json leaks = heapscope::testing::command_json(image, heapscope::testing::PackedToyPlugin(kObjects, sizes), {"leaks"});
   CHECK(leaks["totals"]["blocks"] == kBlocks);
   CHECK(leaks["totals"]["indirect"]["blocks"] == 8);
   std::map<std::uint64_t, nlohmann::json> by_size;
