@@ -12,10 +12,6 @@ namespace heapscope {
 
 namespace {
 
-// Above this share of the in-use heap, "possibly leaked" is explained in the findings: that much is
-// rarely leaked, and reads as an alarm to whoever does not know what it counts.
-constexpr double kPossiblyExplainedShare = 0.10;
-
 std::string leaks_finding(const LeaksReport& r) {
   if (r.groups.empty()) return no_leaks_sentence(r);
   const LeakGroup& largest = r.groups.front();
@@ -48,14 +44,13 @@ std::string growth_finding(const EvolutionReport& r) {
   return out;
 }
 
-// Empty unless the possibly leaked blocks are a large share of the in-use heap.
-std::string possibly_finding(const LeaksReport& r, std::uint64_t in_use_bytes) {
-  if (!in_use_bytes || r.possibly.bytes <= kPossiblyExplainedShare * static_cast<double>(in_use_bytes)) return {};
-  return fmt::format("Possibly leaked: {} ({:.1f}% of the in-use heap) in {} are reachable only through pointers "
-                     "into the middle of blocks; often a container idiom (a pointer past a header, to an element, a "
-                     "tagged pointer) rather than a leak: see `blocks --state possibly`.",
-                     text::bytes(r.possibly.bytes), 100.0 * static_cast<double>(r.possibly.bytes) / static_cast<double>(in_use_bytes),
-                     text::blocks(r.possibly.blocks));
+// Empty unless the possibly leaked blocks are a large share of the in-use heap (possibly_explanation).
+std::string possibly_finding(const LeaksReport& r) {
+  const std::string why = possibly_explanation(r);
+  if (why.empty()) return {};
+  return fmt::format("Possibly leaked: {} ({:.1f}% of the in-use heap) in {}. {}", text::bytes(r.possibly.bytes),
+                     100.0 * static_cast<double>(r.possibly.bytes) / static_cast<double>(r.in_use.bytes),
+                     text::blocks(r.possibly.blocks), why);
 }
 
 // The report's first lines: what it found, before the tables that show it in full.
@@ -64,8 +59,7 @@ std::string findings_html(const ReportBundle& r) {
   if (r.leaks) findings.push_back(leaks_finding(*r.leaks));
   if (r.top) findings.push_back(suspect_finding(*r.top));
   if (r.evolution) findings.push_back(growth_finding(*r.evolution));
-  const std::uint64_t in_use = r.top ? r.top->heap.in_use_bytes : r.roots ? r.roots->heap.in_use_bytes : 0;
-  if (r.leaks) findings.push_back(possibly_finding(*r.leaks, in_use));
+  if (r.leaks) findings.push_back(possibly_finding(*r.leaks));
   std::string out = "<div class=\"findings\" data-findings=\"report\"><strong>Findings</strong><ul>\n";
   for (const std::string& f : findings)
     if (!f.empty()) out += "<li>" + html::escape(f) + "</li>\n";
