@@ -203,6 +203,16 @@ def capture_program(key, executable, extra_sources=(), env=None, args=()):
     return core, ledger_file
 
 
+class RemovesItsCore:
+    """Mixed into a TestCase whose setUpClass writes a core of its own to cls.core: removed after the class
+    (a core of a real program is tens of megabytes, and not reused)."""
+
+    @classmethod
+    def tearDownClass(cls):
+        if os.path.exists(cls.core):
+            os.remove(cls.core)
+
+
 def capture_fixture(name, tunables=""):
     """The core and ledger of fixture `name` (a path under the fixtures' build folder), captured now or
     reused from the work directory; `tunables` run it with GLIBC_TUNABLES set (e.g. "glibc.malloc.hugetlb=2")."""

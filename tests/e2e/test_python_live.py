@@ -11,11 +11,11 @@ against the census the fixture took with gc.get_objects() just before the core."
 
 import json
 import os
-import subprocess
 import unittest
 
-from heapscope_e2e import heapscope_json, work_dir
-from lldb_session import GCORE_TIMEOUT_SECONDS, parked_fixture, require_lldb_and_gdb, run_lldb
+from heapscope_e2e import RemovesItsCore, heapscope_json, work_dir
+from lldb_session import parked_fixture, require_lldb_and_gdb, run_lldb
+from test_attach import take_core
 from test_gdb import json_between_markers, marked, run_gdb
 
 PYTHON = "/usr/bin/python3"
@@ -30,7 +30,7 @@ def verdict_figures(leaks):
 
 
 @unittest.skipUnless(os.access(PYTHON, os.X_OK), "Debian's python3 is not installed")
-class PythonObjectsLiveAndFromCores(unittest.TestCase):
+class PythonObjectsLiveAndFromCores(RemovesItsCore, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require_lldb_and_gdb()
@@ -47,17 +47,11 @@ class PythonObjectsLiveAndFromCores(unittest.TestCase):
             cls.lldb = run_lldb(["heap leaks --json", "process detach"], lldb_args=["-p", str(pid)])
             cls.gdb = run_gdb(marked("leaks", "heap leaks --json") + ["detach"], "-p", str(pid))
             cls.attach = heapscope_json("attach", pid, "leaks")
-            subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid), "-ex", f"gcore {cls.core}"],
-                           capture_output=True, text=True, timeout=GCORE_TIMEOUT_SECONDS)
+            take_core(pid, cls.core)
         with open(ledger, encoding="utf-8") as f:
             cls.ledger = json.load(f)
         cls.from_core = heapscope_json("leaks", cls.core)
         cls.histogram = heapscope_json("histogram", cls.core)
-
-    @classmethod
-    def tearDownClass(cls):
-        if os.path.exists(cls.core):
-            os.remove(cls.core)
 
     def test_attach_reads_what_the_core_holds(self):
         self.assertEqual(verdict_figures(self.attach), verdict_figures(self.from_core))

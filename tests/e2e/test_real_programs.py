@@ -14,7 +14,8 @@ import tempfile
 import time
 import unittest
 
-from heapscope_e2e import heapscope_json, work_dir
+from heapscope_e2e import RemovesItsCore, heapscope_json, run_heapscope, work_dir
+from test_attach import take_core
 
 REDIS = "/usr/bin/redis-server"
 REDIS_CLI = "/usr/bin/redis-cli"
@@ -25,13 +26,6 @@ START_TIMEOUT_SECONDS = 60
 GCORE_TIMEOUT_SECONDS = 300
 REDIS_KEYS = 1_000_000
 SWIPL_CLAUSES = 200_000
-
-
-def gcore(pid, core):
-    result = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid), "-ex", f"gcore {core}"],
-                            capture_output=True, text=True, timeout=GCORE_TIMEOUT_SECONDS)
-    if not os.path.isfile(core):
-        raise AssertionError(f"gdb wrote no core of {pid}: {result.stdout[-1000:]} {result.stderr[-1000:]}")
 
 
 def free_port():
@@ -74,7 +68,7 @@ def info_fields(text):
 
 @unittest.skipUnless(os.access(REDIS, os.X_OK) and os.access(REDIS_CLI, os.X_OK),
                      "redis-server is not installed (apt-get install redis-server)")
-class RedisWithJemalloc(unittest.TestCase):
+class RedisWithJemalloc(RemovesItsCore, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.core = os.path.join(work_dir(), "redis-server.core")
@@ -84,14 +78,9 @@ class RedisWithJemalloc(unittest.TestCase):
             cls.keys = int(cli("DBSIZE"))
             cli("MEMORY", "PURGE")  # jemalloc purges what it freed: its address space is then retained
             cls.info = info_fields(cli("INFO", "memory"))
-            gcore(server.pid, cls.core)
+            take_core(server.pid, cls.core)
         cls.summary = heapscope_json("summary", cls.core)
         cls.leaks = heapscope_json("leaks", cls.core)
-
-    @classmethod
-    def tearDownClass(cls):
-        if os.path.exists(cls.core):
-            os.remove(cls.core)
 
     def test_the_walk_is_jemallocs_own_count(self):
         allocated = figure(self.summary, "stats.allocated")
@@ -136,7 +125,7 @@ main :-
 
 
 @unittest.skipUnless(os.access(SWIPL, os.X_OK), "SWI-Prolog is not installed (apt-get install swi-prolog-core)")
-class SwiPrologWithTcmalloc(unittest.TestCase):
+class SwiPrologWithTcmalloc(RemovesItsCore, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         directory = work_dir()
@@ -152,18 +141,13 @@ class SwiPrologWithTcmalloc(unittest.TestCase):
                 raise AssertionError(f"swipl did not print READY (exit status {swipl.poll()})")
             with open(ledger, encoding="ascii") as f:
                 _, cls.allocated = map(int, f.read().split())
-            gcore(swipl.pid, cls.core)
+            take_core(swipl.pid, cls.core)
         finally:
             swipl.kill()
             swipl.wait()
             swipl.stdout.close()
         cls.summary = heapscope_json("summary", cls.core)
         cls.top = heapscope_json("top", cls.core, "-n", "5")
-
-    @classmethod
-    def tearDownClass(cls):
-        if os.path.exists(cls.core):
-            os.remove(cls.core)
 
     def test_the_walk_is_tcmallocs_own_count(self):
         for name in ("pageheap system_bytes", "pageheap free_bytes", "pageheap unmapped_bytes"):
@@ -206,12 +190,15 @@ class TroffAtExitBesideValgrind(unittest.TestCase):
         valgrind = subprocess.run([VALGRIND, "--leak-check=full", TROFF, "-man", "-Tutf8", page],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                   timeout=GCORE_TIMEOUT_SECONDS)
-        cls.lost = 0
+        cls.lost = cls.lost_bytes = 0
         for line in valgrind.stderr.splitlines():
             for kind in ("definitely lost:", "indirectly lost:"):
                 if kind in line:
-                    cls.lost += int(line.split(kind)[1].split("bytes in")[1].split()[0].replace(",", ""))
+                    bytes_text, blocks_text = line.split(kind)[1].split("bytes in")
+                    cls.lost += int(blocks_text.split()[0].replace(",", ""))
+                    cls.lost_bytes += int(bytes_text.strip().replace(",", ""))
         cls.leaks = heapscope_json("leaks", cls.core)
+        cls.text = run_heapscope("leaks", cls.core).stdout
 
     @classmethod
     def tearDownClass(cls):
@@ -220,6 +207,13 @@ class TroffAtExitBesideValgrind(unittest.TestCase):
     def test_leaks_are_valgrinds(self):
         self.assertGreater(self.lost, 0, "troff leaks at exit")
         self.assertEqual(self.leaks["totals"]["blocks"], self.lost)
+
+    def test_the_bytes_counted_are_said(self):
+        # The same blocks, more bytes: heapscope counts usable sizes, valgrind requested ones, and says so.
+        self.assertGreater(self.leaks["totals"]["bytes"], self.lost_bytes)
+        self.assertEqual(self.leaks["bytes_counted"], "usable")
+        self.assertIn("Bytes are usable sizes (what the allocator gave each block); valgrind counts the sizes asked for",
+                      self.text)
 
 
 if __name__ == "__main__":
