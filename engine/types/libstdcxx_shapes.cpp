@@ -73,6 +73,12 @@ class ShapeNamer {
     if (!dry_ && targets_[b] && (!within_ || (*within_)[b]) && types_.type_id(b) == BlockTypes::kUnknown)
       types_.set(b, types_.intern(what, Naming::pattern));
   }
+  // The container object itself, when it fills a block of its own (made by `new std::map<…>`, say):
+  // its shape fits at the block's start and the block was sized for the object alone.
+  void name_object(Address object, std::uint64_t object_bytes, const char* what) {
+    const BlockId b = index_.starting_at(object);
+    if (b != kNoBlock && sized_for(b, object_bytes)) name(b, what);
+  }
 
   bool string_body(Address a, BlockId body) {
     const auto length = word(a + 8), capacity = word(a + 16);
@@ -81,6 +87,7 @@ class ShapeNamer {
     std::uint8_t terminator = 1;
     if (!image_.read_exact(heap_.blocks[body].address() + *length, &terminator, 1) || terminator != 0) return false;
     name(body, "std::string body");
+    name_object(a, 32, "std::string");
     return true;
   }
 
@@ -90,16 +97,21 @@ class ShapeNamer {
     if (!end || !storage_end || *end < begin || *storage_end < *end || *storage_end == begin) return false;
     if (!sized_for(body, *storage_end - begin)) return false;
     name(body, "std::vector body");
+    name_object(a, 24, "std::vector");
     return true;
   }
 
   // _List_node_header: next, prev, size; each node starts with next, prev.
   bool list(Address a) {
-    // The sentinel is the list object's own node, inside its owner. One at a block's start could be a node
-    // of the program's own ring whose third word happens to count the others: such a list (made by
-    // `new std::list`) is left unnamed rather than risk naming a ring.
+    // The sentinel is the list object's own node, inside its owner, or a block of its own sized for the
+    // list object alone (`new std::list`) whose nodes are of another size. A block's start could otherwise
+    // be a node of the program's own ring whose third word happens to count the others: a list whose
+    // nodes are the list object's size (std::list<int>, of pointers) made by `new` is left unnamed rather
+    // than risk naming a ring.
     const auto size = word(a + 16);  // first: a word most places rule out, before a block lookup
-    if (!size || *size == 0 || *size > kMostNodes || index_.starting_at(a) != kNoBlock) return false;
+    if (!size || *size == 0 || *size > kMostNodes) return false;
+    const BlockId own = index_.starting_at(a);
+    if (own != kNoBlock && !sized_for(own, 24)) return false;
     std::vector<BlockId> nodes;
     Address previous = a;
     auto next = word(a);
@@ -107,6 +119,7 @@ class ShapeNamer {
       const BlockId node = target_at(*next);
       const auto back = word(*next + 8);
       if (node == kNoBlock || !back || *back != previous || heap_.blocks[node].usable_size() < 24) return false;
+      if (own != kNoBlock && heap_.blocks[node].usable_size() == heap_.blocks[own].usable_size()) return false;
       nodes.push_back(node);
       previous = *next;
       next = word(*next);
@@ -114,6 +127,7 @@ class ShapeNamer {
     const auto last = word(a + 8);
     if (!next || *next != a || nodes.size() != *size || !last || *last != previous) return false;
     for (const BlockId node : nodes) name(node, "std::list node");
+    name_object(a, 24, "std::list");
     return true;
   }
 
@@ -150,6 +164,7 @@ class ShapeNamer {
     }
     if (nodes.size() != *count || lowest != *leftmost || highest != *rightmost) return false;
     for (const BlockId b : nodes) name(b, "std::map/set node");
+    name_object(header - 8, 48, "std::map/set");  // the header follows the (empty) comparator's word
     return true;
   }
 
@@ -183,6 +198,7 @@ class ShapeNamer {
     if (nodes.size() != *count) return false;
     for (const BlockId b : nodes) name(b, "std::unordered_map/set node");
     if (bucket_array != kNoBlock) name(bucket_array, "std::unordered_map/set buckets");
+    name_object(a, 56, "std::unordered_map/set");
     return true;
   }
 
@@ -216,6 +232,7 @@ class ShapeNamer {
     }
     name(map, "std::deque map");
     for (const BlockId chunk : chunks) name(chunk, "std::deque chunk");
+    name_object(a, 80, "std::deque");
     return true;
   }
 };

@@ -16,6 +16,8 @@
 //                        count, first node, element count (the chain's length) and load factor
 //   std::deque map, chunk  the deque object's map and map size, its start and finish iterators each inside
 //                        one chunk the map points to
+// A container object that fills a block of its own (`new std::map<…>`) is named too: "std::map/set",
+// "std::vector", "std::string", …
 #pragma once
 
 #include <span>

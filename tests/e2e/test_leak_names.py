@@ -121,6 +121,17 @@ RIGHT_NAMES = {
     "deque-map": lambda n: n in ("int*[]", "pointer array", "std::deque map"),
     "deque-chunk": lambda n: n in ("int[]", "std::deque chunk"),
     "shared-holder": lambda n: n.startswith("std::_Sp_counted_ptr_inplace<Holder,"),
+    "list-object": lambda n: n == "std::list" or n.startswith("std::__cxx11::list<std::pair<long, long>"),
+    "pair-list-node": lambda n: n.startswith("std::_List_node<std::pair<long, long> >") or n == "std::list node",
+    "map-object": lambda n: n == "std::map/set" or n.startswith("std::map<int, long"),
+    "long-map-node": lambda n: (n.startswith("std::_Rb_tree_node<std::pair<int const, long>") or
+                                n == "std::map/set node"),
+    "hash-object": lambda n: n == "std::unordered_map/set" or n.startswith("std::unordered_map<int, long"),
+    "long-hash-node": lambda n: (n.startswith("std::__detail::_Hash_node<std::pair<int const, long>") or
+                                 n == "std::unordered_map/set node"),
+    "vector-object": lambda n: n == "std::vector" or n.startswith("std::vector<int"),
+    "deque-object": lambda n: n == "std::deque" or n.startswith("std::deque<int"),
+    "string-object": lambda n: n == "std::string" or n.startswith("std::__cxx11::basic_string<char"),
 }
 
 
@@ -148,6 +159,15 @@ class LedgeredLeakNames:
             else:
                 cls.wrong.append((record.how, name, block["naming"]))
         cls.total = len(cls.right) + len(cls.wrong) + len(cls.unnamed)
+
+    NEW_CONTAINERS = {"list-object", "pair-list-node", "map-object", "long-map-node", "hash-object", "long-hash-node",
+                      "vector-object", "deque-object", "string-object"}
+
+    def test_containers_made_by_new_are_named_with_their_nodes(self):
+        # Held only by a lost pointer: no owner names them, their own shape does (a list's 30 nodes too).
+        self.assertEqual([(how, name) for how, name in self.unnamed if how in self.NEW_CONTAINERS], [])
+        named = {how for how, _ in self.right}
+        self.assertEqual(self.NEW_CONTAINERS - named, set())
 
     def assert_nearly_every_ledgered_block_is_leaked(self):
         self.assertLessEqual(len(self.reachable), len(self.ledger.live) // 20,
