@@ -22,6 +22,7 @@ constexpr std::uint32_t kPreHeaderBytes = 16;       // the instance's dict and v
 constexpr std::uint64_t kPrevFlags = 3;             // _gc_prev's low bits: COLLECTING, FINALIZED
 constexpr std::uint64_t kMaxRefcount = 1ull << 40;  // far above any real count; rules out text and pointers
 constexpr std::uint32_t kMaxValuesPrefix = 64;      // a PyDictValues prefix: round_up(slots + 2, 8) bytes
+constexpr Address kLowestAddress = 4096, kHighestAddress = (Address{1} << 47) - 1;  // x86-64 user space
 
 // What differs between releases, for the objects' headers: which types' instances carry two more words
 // before their PyGC_Head, and whether a split dict's values array has a prefix whose last byte is its size.
@@ -88,10 +89,16 @@ class Types {
  public:
   Types(const Image& image, std::vector<std::string>& names) : image_(image), names_(names) {}
 
+  // Most words asked about are no type (a str's hash, a length): those are ruled out by their value or
+  // by the memory they would point to, and only types are kept, so that a heap of millions of objects
+  // keeps a few hundred entries.
   const TypeFacts& of(Address type) {
-    const auto [it, fresh] = known_.try_emplace(type);
-    if (fresh) it->second = read(type);
-    return it->second;
+    static const TypeFacts kNone;
+    if (type % 8 || type < kLowestAddress || type > kHighestAddress) return kNone;
+    if (const auto it = known_.find(type); it != known_.end()) return it->second;
+    TypeFacts facts = read(type);
+    if (!facts.is_type) return kNone;
+    return known_.emplace(type, facts).first->second;
   }
 
   std::uint32_t intern(const std::string& name) {
@@ -169,7 +176,14 @@ class ObjectFinder {
     const std::uint64_t usable = block.usable_size();
     if (usable < 16) return std::nullopt;
     std::uint64_t w[kWords] = {};
-    const std::size_t got = image_.read(block.address(), w, std::min<std::uint64_t>(usable, sizeof w)) / 8;
+    const std::size_t want = std::min<std::uint64_t>(usable, sizeof w);
+    std::size_t got = 0;
+    if (const std::span<const std::byte> bytes = image_.view(block.address(), want); bytes.size() == want) {
+      std::memcpy(w, bytes.data(), want);  // a core's bytes in place
+      got = want / 8;
+    } else {
+      got = image_.read(block.address(), w, want) / 8;  // a live process, or bytes in pieces
+    }
     // A GC-tracked object past its PyGC_Head, then one past the two words of a class that manages its
     // instances' dicts, then an object without a header.
     if (got >= 4)
