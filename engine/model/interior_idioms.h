@@ -76,6 +76,9 @@ class IdiomCheck {
 
  private:
   bool on(Idiom i) const { return (idioms_ & idiom_bit(i)) != 0; }
+  // The image's bytes, in place where the image holds them so (a core), copied otherwise.
+  bool bytes_at(Address at, void* out, std::size_t n) const;
+  std::optional<std::uint64_t> word_at(Address at) const;
   bool is_vtable(Address at) const;
   bool length_prefixed(const Block& target, Address pointer) const;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "base/phase_timer.h"
 #include "base/progress.h"
 #include "base/workers.h"
 #include "model/parallel_flood.h"
@@ -144,6 +145,7 @@ std::vector<std::uint8_t> reach(const ReferenceGraph& g, IdiomSet idioms, std::v
       part.clear();
     }
     if (idioms == kNoIdioms) break;
+    PhaseTimer timer("reachability: idioms");
     std::vector<BlockId> sources;
     for (std::size_t i = before; i < met.size(); ++i)
       if (!marks[met[i].to]) sources.push_back(met[i].from);
@@ -151,7 +153,10 @@ std::vector<std::uint8_t> reach(const ReferenceGraph& g, IdiomSet idioms, std::v
     if (pending.empty()) break;
   }
   held = idiom_reach.take_held();
-  if (!held.empty()) keep_held_by_idioms_alone(g, marks, held);
+  if (!held.empty()) {
+    PhaseTimer timer("reachability: what idioms alone hold");
+    keep_held_by_idioms_alone(g, marks, held);
+  }
   pending.clear();
   for (const BlockId to : interior_from_roots) add_flood_start(pending, marks, to, kPossibly);
   for (const InteriorEdge& e : met) add_flood_start(pending, marks, e.to, kPossibly);
