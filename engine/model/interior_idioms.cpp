@@ -38,19 +38,6 @@ std::optional<IdiomSet> parse_idioms(std::string_view list, std::string* error) 
   return set;
 }
 
-bool IdiomCheck::bytes_at(Address at, void* out, std::size_t n) const {
-  if (const std::span<const std::byte> in_place = image_.view(at, n); in_place.size() == n) {
-    std::memcpy(out, in_place.data(), n);
-    return true;
-  }
-  return image_.read_exact(at, out, n);
-}
-
-std::optional<std::uint64_t> IdiomCheck::word_at(Address at) const {
-  std::uint64_t w = 0;
-  return bytes_at(at, &w, sizeof w) ? std::optional<std::uint64_t>(w) : std::nullopt;
-}
-
 // memcheck's test: a table in a readable file mapping whose first words (up to 20, within the mapping)
 // are null or point into executable file mappings, two of them at least before anything else.
 bool IdiomCheck::is_vtable(Address at) const {
@@ -85,10 +72,10 @@ bool IdiomCheck::length_prefixed(const Block& target, Address pointer) const {
   if (offset == 0 || offset > kMaxPrefixBytes) return false;
   const std::uint64_t room = target.usable_size() - offset;  // the bytes after the pointer
   std::array<std::uint8_t, kMaxPrefixBytes> header{};
-  if (!bytes_at(target.address(), header.data(), offset)) return false;
+  if (!image_.read_exact(target.address(), header.data(), offset)) return false;
   const auto terminated_at = [&](std::uint64_t length) {
     std::uint8_t byte = 1;
-    return length < room && bytes_at(pointer + length, &byte, 1) && byte == 0;
+    return length < room && image_.read_exact(pointer + length, &byte, 1) && byte == 0;
   };
   if (offset == 1) return terminated_at(header[0] >> 3);
   for (const std::uint64_t width : {1u, 2u, 4u, 8u})
@@ -104,6 +91,7 @@ Idiom IdiomCheck::classify(const Block& target, Address pointer) const {
   const Address start = target.address();
   const std::uint64_t usable = target.usable_size();
   if (pointer <= start || pointer >= start + usable) return Idiom::none;
+  const auto word_at = [&](Address a) { return image_.read_u64(a); };
   if (on(Idiom::stdstring) && pointer == start + 3 * kWord) {
     const auto length = word_at(start), capacity = word_at(start + kWord);
     if (length && capacity && *capacity < usable && fills_block(3 * kWord + *capacity + 1, usable) &&

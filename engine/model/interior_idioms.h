@@ -69,16 +69,12 @@ constexpr bool fills_block(std::uint64_t request, std::uint64_t usable) {
 class IdiomCheck {
  public:
   IdiomCheck(const Image& image, IdiomSet idioms) : image_(image), idioms_(idioms) {}
-  IdiomSet idioms() const { return idioms_; }
   // The idiom `pointer` (into `target`, past its start) fits, tried in memcheck's order; length-prefixed
   // last, which the caller confirms by how many blocks share the offset. Safe from several threads.
   Idiom classify(const Block& target, Address pointer) const;
 
  private:
   bool on(Idiom i) const { return (idioms_ & idiom_bit(i)) != 0; }
-  // The image's bytes, in place where the image holds them so (a core), copied otherwise.
-  bool bytes_at(Address at, void* out, std::size_t n) const;
-  std::optional<std::uint64_t> word_at(Address at) const;
   bool is_vtable(Address at) const;
   bool length_prefixed(const Block& target, Address pointer) const;
 

@@ -92,8 +92,8 @@ inline void add_flood_start(std::vector<BlockId>& pending, std::vector<std::uint
 
 // From the blocks on `pending` (marked by the caller), marks with `mark` and follows every edge of
 // `next(block)` that `admit(edge, worker)` (or `admit(edge, worker, from)`) accepts and that leads to a
-// block whose mark is still 0; a block is visited by one worker, once. `admit` is called from the workers at once: what it records, it
-// records per worker. Each block visited is a step of the current progress (Ctrl-C stops every worker).
+// block whose mark is still 0; a block is visited by one worker, once. `admit` is called from the workers
+// at once: what it records, it records per worker. Each block visited is a step of the current progress (Ctrl-C stops every worker).
 template <class Next, class Admit>
 void parallel_flood(std::vector<BlockId> pending, std::vector<std::uint8_t>& marks, std::uint8_t mark,
                     unsigned workers, Next&& next, Admit&& admit) {

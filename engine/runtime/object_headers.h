@@ -37,16 +37,11 @@ struct ObjectHeaders {
   std::uint32_t object_offset(std::uint32_t block) const {
     return block < starts.size() ? starts[block] & ~kLinksBefore : 0;
   }
-  bool has(std::uint32_t block) const { return object_offset(block) != 0; }
   // The list links of a block's header, as offsets [first, last) into the block; {0, 0} when none.
   std::pair<std::uint32_t, std::uint32_t> links(std::uint32_t block) const {
     if (block >= starts.size() || !(starts[block] & kLinksBefore)) return {0, 0};
     const std::uint32_t object = object_offset(block);
     return {object - kLinkBytes, object};
-  }
-  const std::string* type_name(std::uint32_t block) const {
-    const std::uint32_t t = block < type_of.size() ? type_of[block] : 0;
-    return t ? &type_names[t] : nullptr;
   }
   static constexpr std::uint32_t kLinkBytes = 16;
 };

@@ -127,7 +127,7 @@ class ShapeNamer {
     const auto last = word(a + 8);
     if (!next || *next != a || nodes.size() != *size || !last || *last != previous) return false;
     for (const BlockId node : nodes) name(node, "std::list node");
-    name_object(a, 24, "std::list");
+    if (own != kNoBlock) name(own, "std::list");
     return true;
   }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -75,6 +74,23 @@ std::optional<Interpreter> find_interpreter(const Image& image, const SymbolInde
   return std::nullopt;
 }
 
+// The builtin containers whose items live in a malloc'ed block of their own, found from the object's
+// field that points to its start: a list's ob_item, a dict's ma_keys, a set's table (unless it is the
+// set's own small table). The offsets are those of every 64-bit release since 3.8.
+struct ContainerBody {
+  std::string_view type;
+  Address field;
+  std::string_view body;
+};
+constexpr ContainerBody kContainerBodies[] = {
+    {"list", 24, "list items"}, {"dict", 32, "dict keys"}, {"set", 40, "set table"}, {"frozenset", 40, "set table"}};
+
+const ContainerBody* container_body(std::string_view type_name) {
+  for (const ContainerBody& c : kContainerBodies)
+    if (c.type == type_name) return &c;
+  return nullptr;
+}
+
 // What a type object tells: whether it is one (its type's type is PyType_Type, the one object that is its
 // own type; a metaclass's type is PyType_Type too), its flags, instance size and name. Cached: a heap has
 // few types.
@@ -83,6 +99,7 @@ struct TypeFacts {
   std::uint64_t flags = 0;
   std::uint64_t basicsize = 0;
   std::uint32_t name = 0;  // index into ObjectHeaders::type_names
+  const ContainerBody* body = nullptr;  // where a builtin container keeps its items, when it is one
 };
 
 class Types {
@@ -138,6 +155,7 @@ class Types {
     if (!name || name->empty() || !std::all_of(name->begin(), name->end(), [](char c) { return c > ' ' && c < 0x7f; }))
       return TypeFacts{};
     t.name = intern(*name);
+    t.body = container_body(*name);
     return t;
   }
 
@@ -163,7 +181,6 @@ bool plausible_refcount(std::uint64_t refcount) { return refcount != 0 && refcou
 struct Found {
   std::uint32_t offset = 0;
   bool links = false;
-  Address type = 0;
   const TypeFacts* facts = nullptr;
 };
 
@@ -176,14 +193,7 @@ class ObjectFinder {
     const std::uint64_t usable = block.usable_size();
     if (usable < 16) return std::nullopt;
     std::uint64_t w[kWords] = {};
-    const std::size_t want = std::min<std::uint64_t>(usable, sizeof w);
-    std::size_t got = 0;
-    if (const std::span<const std::byte> bytes = image_.view(block.address(), want); bytes.size() == want) {
-      std::memcpy(w, bytes.data(), want);  // a core's bytes in place
-      got = want / 8;
-    } else {
-      got = image_.read(block.address(), w, want) / 8;  // a live process, or bytes in pieces
-    }
+    const std::size_t got = image_.read(block.address(), w, std::min<std::uint64_t>(usable, sizeof w)) / 8;
     // A GC-tracked object past its PyGC_Head, then one past the two words of a class that manages its
     // instances' dicts, then an object without a header.
     if (got >= 4)
@@ -195,7 +205,7 @@ class ObjectFinder {
     if (got >= 2 && plausible_refcount(w[0])) {
       const TypeFacts& t = types_.of(w[1]);
       // No size check here: a compact str is smaller than str's tp_basicsize.
-      if (t.is_type && !(t.flags & kHaveGc)) return Found{0, false, w[1], &t};
+      if (t.is_type && !(t.flags & kHaveGc)) return Found{0, false, &t};
     }
     return std::nullopt;
   }
@@ -208,7 +218,7 @@ class ObjectFinder {
     if (!t.is_type || !(t.flags & kHaveGc) || offset + t.basicsize > block.usable_size()) return std::nullopt;
     const Address head = block.address() + offset - kGcHeadBytes;
     if (!on_consistent_list(image_, head, next, prev & ~kPrevFlags)) return std::nullopt;
-    return Found{offset, true, type, &t};
+    return Found{offset, true, &t};
   }
 
   const Image& image_;
@@ -221,23 +231,6 @@ std::optional<std::size_t> block_holding(const HeapModel& heap, Address addr) {
   const Block* b = heap.block_containing(addr);
   if (!b || !is_allocated(b->state) || addr < b->address() || addr >= b->address() + b->usable_size()) return std::nullopt;
   return static_cast<std::size_t>(b - &heap.blocks[0]);
-}
-
-// The builtin containers whose items live in a malloc'ed block of their own, found from the object's
-// field that points to its start: a list's ob_item, a dict's ma_keys, a set's table (unless it is the
-// set's own small table). The offsets are those of every 64-bit release since 3.8.
-struct ContainerBody {
-  std::string_view type;
-  Address field;
-  std::string_view body;
-};
-constexpr ContainerBody kContainerBodies[] = {
-    {"list", 24, "list items"}, {"dict", 32, "dict keys"}, {"set", 40, "set table"}, {"frozenset", 40, "set table"}};
-
-const ContainerBody* container_body(std::string_view type_name) {
-  for (const ContainerBody& c : kContainerBodies)
-    if (c.type == type_name) return &c;
-  return nullptr;
 }
 
 class Marker {
@@ -291,8 +284,6 @@ class Marker {
 
 }  // namespace
 
-bool runs_cpython(const Image& image) { return interpreter_module(image) != nullptr; }
-
 std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const SymbolIndex& symbols, const HeapModel& heap) {
   const std::optional<Interpreter> interpreter = find_interpreter(image, symbols);
   if (!interpreter) return std::nullopt;
@@ -303,7 +294,6 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
   Marker marker(out, heap.blocks.size());
   std::vector<std::size_t> with_preheader;
   std::vector<std::pair<std::size_t, const ContainerBody*>> containers;
-  std::vector<const ContainerBody*> body_by_name;  // by type name index, filled as names come
   std::uint64_t objects = 0;
   for (std::size_t b = 0; b < heap.blocks.size(); ++b) {
     const Block& block = heap.blocks[b];
@@ -313,13 +303,12 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
     marker.object(b, *f);
     ++objects;
     if (f->offset > kGcHeadBytes) with_preheader.push_back(b);
-    while (body_by_name.size() < out.type_names.size()) body_by_name.push_back(container_body(out.type_names[body_by_name.size()]));
-    if (const ContainerBody* c = body_by_name[f->facts->name]) containers.emplace_back(b, c);
+    if (f->facts->body) containers.emplace_back(b, f->facts->body);
   }
   for (const auto& [b, c] : containers) marker.body_of(image, heap, b, *c, types);
   if (release.values_prefix)
     for (const std::size_t b : with_preheader) marker.values_of(image, heap, b, types);
-  if (out.count == 0 && objects == 0) return std::nullopt;
+  if (objects == 0) return std::nullopt;
   out.layout = fmt::format(
       "CPython 3.{} (release from {}; header layout from heapscope's table for 3.{}): a PyGC_Head (16 bytes) "
       "before each GC-tracked object{}{}",

@@ -19,9 +19,6 @@
 
 namespace heapscope {
 
-// Whether the image runs a CPython interpreter (the executable or a libpython module is named python3…).
-bool runs_cpython(const Image& image);
-
 // The blocks holding CPython objects, where each object starts and its type's name; nothing when no
 // CPython interpreter runs or none of its objects is found.
 std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const SymbolIndex& symbols, const HeapModel& heap);
