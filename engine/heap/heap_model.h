@@ -108,6 +108,8 @@ struct FreePages {
 // produces. glibc's names by default.
 using StateLabels = std::array<std::string, kBlockStateCount>;
 inline StateLabels glibc_state_labels() { return {"in use", "mmapped", "free (bins)", "tcache", "fastbins", "top"}; }
+// A state's label where a table or a list names the states side by side: glibc's free chunks are "bins".
+inline std::string state_heading(const std::string& label) { return label == "free (bins)" ? "bins" : label; }
 
 struct HeapModel {
   std::string allocator;       // "glibc", "tcmalloc"

@@ -109,7 +109,7 @@ inline std::vector<ArenaStateColumn> arena_state_columns(const FragmentationRepo
       {BlockState::fastbin, &ArenaFragmentation::fastbin_bytes},
       {BlockState::top, &ArenaFragmentation::top_bytes}};
   for (const auto& [state, bytes] : states)
-    if (!label(state).empty()) out.push_back({label(state) == "free (bins)" ? "bins" : label(state), bytes});
+    if (!label(state).empty()) out.push_back({state_heading(label(state)), bytes});
   return out;
 }
 inline bool has_top_chunks(const FragmentationReport& r) {

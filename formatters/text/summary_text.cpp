@@ -98,7 +98,7 @@ void append_heap(std::string& out, const SummaryReport& r) {
   for (BlockState s : {BlockState::free, BlockState::tcache, BlockState::fastbin}) {
     if (!has(s)) continue;
     const std::string& name = label[static_cast<int>(s)];
-    kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", s == BlockState::free && name == "free (bins)" ? "bins" : name,
+    kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", state_heading(name),
                          total(s).blocks);
   }
   out += fmt::format("Free:     {} blocks, {} ({})", free.blocks, text::bytes(free.bytes), kinds);
