@@ -40,8 +40,10 @@ class IdiomReach {
     run_workers(slices, [&](unsigned w) {
       MemoryCursor memory(g_.image());
       const auto [first, last] = slice_of(sources.size(), slices, w);
-      for (std::size_t i = first; i < last; ++i)
+      for (std::size_t i = first; i < last; ++i) {
+        if (((i - first) & kCheckMask) == 0) progress_check();
         g_.for_each_block_pointer(memory, sources[i], [&](Address, std::uint64_t word, BlockId t) { look_at(word, t, found[w]); });
+      }
     });
     if (roots)
       for (std::size_t r = 0; r < g_.root_count(); ++r) {

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "base/progress.h"
+
 namespace heapscope {
 
 namespace {
@@ -296,6 +298,7 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
   std::vector<std::pair<std::size_t, const ContainerBody*>> containers;
   std::uint64_t objects = 0;
   for (std::size_t b = 0; b < heap.blocks.size(); ++b) {
+    if ((b & kCheckMask) == 0) progress_check();  // a pass over every block: Ctrl-C answers within it
     const Block& block = heap.blocks[b];
     if (!is_allocated(block.state)) continue;
     const std::optional<Found> f = finder.find(block);
