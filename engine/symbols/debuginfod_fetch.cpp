@@ -14,6 +14,8 @@
 #include <mutex>
 #include <type_traits>
 
+#include "base/progress.h"
+
 namespace heapscope {
 
 namespace {
@@ -69,21 +71,44 @@ const Library& library() {
 }
 
 // What the progress callback needs: libdebuginfod hands the client back, and the client our pointer.
-struct Progress {
+struct Download {
   const char* noun = "";
   std::string what;
   bool terminal = false;
   bool shown = false;
+  bool cancelled = false;  // the user pressed Ctrl-C while it ran
   Clock::time_point last_shown{};
 };
+
+// Whether the computation this thread runs for was asked to stop (no Progress: nobody can ask). The
+// check's Interrupted must not unwind through libdebuginfod and libcurl: it is thrown again once they
+// have returned.
+bool stop_requested() {
+  Progress* progress = current_progress();
+  if (!progress) return false;
+  try {
+    progress->check();
+  } catch (const Interrupted&) {
+    return true;
+  }
+  return false;
+}
 
 std::string kib(long bytes) { return fmt::format("{} KiB", (bytes + 1023) / 1024); }
 
 // A line on the terminal while bytes arrive, redrawn at most ten times a second; never on a pipe or a
 // file, where it would only clutter a log.
+// Also where a download stops on Ctrl-C: libdebuginfod calls it about once a second even while a server
+// sends nothing, and gives up when it returns non-zero. Without that, Ctrl-C would wait for
+// DEBUGINFOD_TIMEOUT (90 s by default) with the "fetching" line on the screen.
 int show_progress(debuginfod_client* client, long done, long total) {
-  auto* progress = static_cast<Progress*>(library().get_user_data(client));
-  if (!progress || !progress->terminal) return 0;
+  auto* progress = static_cast<Download*>(library().get_user_data(client));
+  if (!progress) return 0;
+  if (stop_requested()) {
+    progress->cancelled = true;
+    return 1;
+  }
+  if (!progress->terminal) return 0;
   const Clock::time_point now = Clock::now();
   if (progress->shown && now - progress->last_shown < std::chrono::milliseconds(100)) return 0;
   // The server that answered once one has; until then the ones being asked.
@@ -95,7 +120,7 @@ int show_progress(debuginfod_client* client, long done, long total) {
   std::fflush(stderr);
   progress->shown = true;
   progress->last_shown = now;
-  return 0;  // never cancel: DEBUGINFOD_TIMEOUT bounds a stalled transfer
+  return 0;  // a stalled transfer is bounded by DEBUGINFOD_TIMEOUT, or ended by Ctrl-C
 }
 
 class Client {
@@ -117,7 +142,7 @@ class Client {
       mark_unreachable(urls);
       return out;
     }
-    Progress progress;
+    Download progress;
     progress.noun = kind == DebuginfodFile::debuginfo ? "debug info" : "file";
     progress.what = what;
     progress.terminal = ::isatty(STDERR_FILENO) == 1;
@@ -129,6 +154,11 @@ class Client {
                                                      : lib.find_executable(client_, id, 0, &path);
     lib.set_user_data(client_, nullptr);
     if (progress.shown) std::fputs("\r\033[K", stderr);
+    if (progress.cancelled) {
+      if (fd >= 0) ::close(fd);
+      std::free(path);
+      throw Interrupted();
+    }
     if (fd >= 0) {
       ::close(fd);
       if (path) out.path = path;

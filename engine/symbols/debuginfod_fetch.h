@@ -23,7 +23,8 @@ struct DebuginfodFetch {
 bool debuginfod_configured();
 
 // Fetches `kind` for the hex `build_id`; `what` names the module in the progress line ("libfoo.so.1").
-// While a download runs and stderr is a terminal, a progress line shows on it. Thread-safe.
+// While a download runs and stderr is a terminal, a progress line shows on it. Thread-safe. Throws
+// Interrupted when the current thread's Progress (base/progress.h) is asked to stop while it runs.
 DebuginfodFetch debuginfod_fetch(DebuginfodFile kind, const std::string& build_id, const std::string& what);
 
 }  // namespace heapscope

@@ -21,6 +21,7 @@
 #include "commands/command_runner.h"
 #include "commands/option_checks.h"
 #include "base/cache_directory.h"
+#include "base/progress.h"
 #include "sources/elf_core_image.h"
 #include "sources/live_process_image.h"
 #include "sources/ptrace_attach.h"
@@ -108,8 +109,19 @@ int report(const CommandEntry& entry, const CommandResult& result) {
 
 // Null with *error set when the core cannot be used. A truncated core opens with what it holds: its
 // warning says what is missing, and analyses that lose roots or heap to it say their result is partial.
+// Opening may fetch the executable by build-id before any session exists: Ctrl-C stops that download too
+// (then null, with g_interrupted set).
 std::shared_ptr<ElfCoreImage> open_core(const std::string& core, const TargetOptions& t, std::string* error) {
-  return ElfCoreImage::open(core, core_open_options(t), error);
+  Progress opening;
+  opening.set_interrupt_check([] { return g_interrupted.load(); });
+  opening.begin(/*show=*/false);
+  ProgressScope scope(&opening);
+  try {
+    return ElfCoreImage::open(core, core_open_options(t), error);
+  } catch (const Interrupted&) {
+    *error = "interrupted";
+    return nullptr;
+  }
 }
 
 // The index cache of a core, unless told not to use one (--no-cache, HEAPSCOPE_NO_CACHE=1, or no cache
@@ -156,7 +168,7 @@ int save_index(Session& session, int exit_code) {
 int run(const CommandEntry& entry, Command& command, const CoreTarget& t, const OutputOptions& output) {
   std::string error;
   std::shared_ptr<ElfCoreImage> image = open_core(t.core, t, &error);
-  if (!image) return fail(error);
+  if (!image) return g_interrupted ? interrupted() : fail(error);
   SessionOptions options = session_options(t);
   options.state_name = std::filesystem::path(t.core).filename().string();
   options.index_cache = index_cache_for(t);

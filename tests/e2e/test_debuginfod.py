@@ -11,6 +11,8 @@
 - --sysroot DIR: the module files under DIR are used, and one of another build is refused with a warning.
 - DEBUGINFOD_URLS at a loopback port nobody listens on: exactly one warning, and the run takes no longer
   than a few seconds.
+- Ctrl-C at a terminal while a download from a server that never answers shows its "fetching" line: the
+  download stops at once (debug file or executable), the line is erased, and heapscope exits with 130.
 - The GDB frontend fetches through the same path, and `set debuginfod enabled off` turns it off; so does
   the LLDB plugin, with `symbols.enable-external-lookup false` as its off switch and
   target.debug-file-search-paths as debug directories.
@@ -25,6 +27,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
@@ -32,6 +35,7 @@ import urllib.request
 from heapscope_e2e import (Capture, capture_fixture, capture_program, environment, fixture_path, heapscope_json,
                             parse_ledger, run_heapscope, work_dir)
 from lldb_session import require_lldb_and_gdb, run_lldb
+from pty_driver import PtyProgram
 from test_gdb import run_gdb
 
 SERVER_START_SECONDS = 60
@@ -272,23 +276,29 @@ def field_names(retainers):
             for p in retainers["paths"]]
 
 
+def capture_program_gone(program_dir):
+    """typed_c_stripped's core, run as a copy in `program_dir` that is moved away after the capture: the
+    capture, and where the program went (the caller serves it, or removes `program_dir` with it)."""
+    program = os.path.join(program_dir, "typed_c_stripped")
+    shutil.copy2(fixture_path("typed_c_stripped"), program)
+    os.utime(program)  # newer than any earlier capture under this key
+    core, ledger_file = capture_program("typed_c_stripped_moved", program)
+    moved = program + ".moved-away"
+    os.rename(program, moved)
+    return Capture("typed_c_stripped_moved", program, core, parse_ledger(ledger_file)), moved
+
+
 class ExecutableFromServer(ServedFiles):
     """The program is gone from this machine; the server has it (and its debug file)."""
 
     @classmethod
     def setUpClass(cls):
-        cls.program_dir = tempfile.mkdtemp(prefix="debuginfod-program-", dir=work_dir())
-        program = os.path.join(cls.program_dir, "typed_c_stripped")
-        shutil.copy2(fixture_path("typed_c_stripped"), program)
-        os.utime(program)  # newer than any earlier capture under this key
-        core, ledger_file = capture_program("typed_c_stripped_moved", program)
-        cls.capture = Capture("typed_c_stripped_moved", program, core, parse_ledger(ledger_file))
-        moved = program + ".moved-away"
-        os.rename(program, moved)
+        program_dir = tempfile.mkdtemp(prefix="debuginfod-program-", dir=work_dir())
         try:
+            cls.capture, moved = capture_program_gone(program_dir)
             cls.start_server("debuginfod-exe", [(moved, "typed_c_stripped"), split_debug_file()])
         finally:
-            shutil.rmtree(cls.program_dir)  # the program's directory is gone too
+            shutil.rmtree(program_dir)  # the program's directory is gone too
 
     def test_without_the_server_the_program_is_missing(self):
         self.assertFalse(os.path.exists(self.capture.executable))
@@ -373,6 +383,79 @@ class UnreachableServer(unittest.TestCase):
             self.assertGreaterEqual(len(without_dwarf), 3, summary["modules"])
         finally:
             scratch.remove()
+
+
+class SilentServer:
+    """A loopback port that takes connections and never answers: a download from it stalls until
+    DEBUGINFOD_TIMEOUT, unless the user stops it."""
+
+    def __init__(self):
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.connections = []
+        threading.Thread(target=self._hold, daemon=True).start()
+
+    def _hold(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed by stop()
+                return
+            self.connections.append(connection)
+
+    def stop(self):
+        self.listener.close()
+        for connection in self.connections:
+            connection.close()
+
+
+class CtrlCDuringDownload(unittest.TestCase):
+    """Ctrl-C at a terminal while a download stalls ("fetching ..." on the screen): heapscope ends within a
+    couple of seconds with 130 and "heapscope: interrupted" on a line of its own, and the fetching line is
+    erased — before, the download went on until DEBUGINFOD_TIMEOUT with the line left on the screen. Both
+    downloads: a debug file (while the session loads the module's symbols) and the executable (while the
+    core is opened, before any session exists)."""
+
+    TIMEOUT_SECONDS = 60  # DEBUGINFOD_TIMEOUT: far longer than the test waits after Ctrl-C
+    EXIT_AFTER_CTRL_C_SECONDS = 3
+
+    @classmethod
+    def setUpClass(cls):
+        cls.scratch = Scratch("debuginfod-ctrl-c")
+        cls.server = SilentServer()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.scratch.remove()
+
+    def interrupt_the_download(self, core, noun):
+        env = dict(os.environ, DEBUGINFOD_URLS=self.server.url, DEBUGINFOD_TIMEOUT=str(self.TIMEOUT_SECONDS),
+                   DEBUGINFOD_CACHE_PATH=tempfile.mkdtemp(dir=self.scratch.path))
+        program = PtyProgram([os.environ["HEAPSCOPE"], "summary", core, "--debug-dir", self.scratch.sub("none")], env)
+        try:
+            program.expect(f"fetching the {noun} of typed_c_stripped from {self.server.url}", timeout=30)
+            interrupted_at = time.monotonic()
+            program.interrupt()
+            status = program.wait(timeout=self.TIMEOUT_SECONDS)
+            elapsed = time.monotonic() - interrupted_at
+            screen = [line for line in program.screen_lines() if line]
+        finally:
+            program.close()
+        self.assertEqual(status, 130, screen[-5:])
+        self.assertLess(elapsed, self.EXIT_AFTER_CTRL_C_SECONDS)
+        self.assertEqual([line for line in screen if "fetching" in line], [], screen[-5:])
+        self.assertEqual(screen[-1], "heapscope: interrupted", screen[-5:])
+
+    def test_ctrl_c_stops_fetching_a_debug_file(self):
+        self.interrupt_the_download(capture_stripped().core, "debug info")
+
+    def test_ctrl_c_stops_fetching_the_executable(self):
+        capture, moved = capture_program_gone(self.scratch.sub("program"))
+        os.remove(moved)
+        self.interrupt_the_download(capture.core, "file")
 
 
 def debugger_environment_for(urls, cache):
