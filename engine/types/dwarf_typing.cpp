@@ -74,6 +74,11 @@ bool is_base_of_node(const std::string& base, const std::string& node) {
 }
 
 // How much a type says about a block: a structure more than a pointer, a pointer more than plain data.
+bool is_character(const DwarfType& t) {
+  return t.kind == DwarfType::Kind::base && (t.name == "char" || t.name == "signed char" ||
+                                             t.name == "unsigned char" || t.name == "char8_t");
+}
+
 int specificity(const DwarfType& t) {
   switch (t.kind) {
     case DwarfType::Kind::structure: return 3;
@@ -313,14 +318,21 @@ class Propagator {
     if (b == kNoBlock || (within_ && !(*within_)[b])) return;
     const Block& block = heap_.blocks[b];
     const std::uint32_t had = types_.type_id(b);
-    if (had != BlockTypes::kUnknown && evidence_ == Naming::inferred) return;  // a guess never renames
-    if (had != BlockTypes::kUnknown && !is_dwarf_named(had)) {
-      walk_symbol_typed(b, module, node);
-      return;
+    // A shape's name ("std::vector body", "std::list node") says what the owner's DWARF says, less: the
+    // element or value type. That is added, by a guess too, as the guess's; but no character type, which
+    // says less than "std::string body".
+    const bool refines_shape = had != BlockTypes::kUnknown && types_.naming_of(had) == Naming::pattern &&
+                               !is_character(target);
+    if (had != BlockTypes::kUnknown && !refines_shape) {
+      if (evidence_ == Naming::inferred) return;  // a guess never renames
+      if (!is_dwarf_named(had)) {
+        walk_symbol_typed(b, module, node);
+        return;
+      }
+      // A block already typed keeps its type unless this one is more specific (a structure rather than
+      // the bytes a char* saw); ranks only rise, so a block is retyped at most twice.
+      if (specificity(target) <= specificity(dwarf_.type(dwarf_.of_type_id(had)))) return;
     }
-    // A block already typed keeps its type unless this one is more specific (a structure rather than the
-    // bytes a char* saw); ranks only rise, so a block is retyped at most twice.
-    if (had != BlockTypes::kUnknown && specificity(target) <= specificity(dwarf_.type(dwarf_.of_type_id(had)))) return;
     // One object of a structure ending in a flexible array fills the block; otherwise as many as fit.
     const std::uint64_t count = target.flexible ? 1 : block.usable_size() / target.size;
     if (count == 0 || target.size > block.usable_size()) return;  // too small for what the pointer says

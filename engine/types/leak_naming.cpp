@@ -1,6 +1,7 @@
 #include "types/leak_naming.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "base/phase_timer.h"
 #include "types/content_naming.h"
@@ -20,11 +21,49 @@ std::vector<BlockId> select(std::span<const BlockId> order, const std::vector<bo
   return out;
 }
 
+// The rings libstdc++'s shapes could not tell from a program's own (ListOrRing), once layout inference
+// has run. The program's own structure fits the ring too (inference named its blocks T?): both are said,
+// "T or std::list node?". The main executable has DWARF and none of its structures fits: it is the list.
+// No DWARF: the shape is certain, what it is not: "std::list node or ring node". A block claimed by two
+// rings (a node whose value counts the others, besides the list object) leaves both unnamed.
+void settle_lists_or_rings(const Image& image, const DwarfTypes& dwarf, std::vector<ListOrRing> rings,
+                           const std::vector<bool>* within, BlockTypes& types) {
+  std::unordered_map<BlockId, int> claims;
+  for (const ListOrRing& ring : rings) {
+    ++claims[ring.object];
+    for (const BlockId b : ring.nodes) ++claims[b];
+  }
+  const Module* main = image.main_executable();
+  const bool program_has_dwarf = main && dwarf.index(static_cast<std::size_t>(main - image.modules().data()));
+  auto name = [&](BlockId b, std::uint32_t id) {
+    if (!within || (*within)[b]) types.set(b, id);
+  };
+  for (const ListOrRing& ring : rings) {
+    if (claims[ring.object] > 1) continue;
+    const std::uint32_t guessed = types.type_id(ring.object);
+    if (guessed != BlockTypes::kUnknown && types.naming_of(guessed) == Naming::inferred) {
+      std::string program_type = types.name_of(guessed);
+      if (program_type.ends_with('?')) program_type.pop_back();  // one mark of a guess, at the end
+      name(ring.object, types.intern(program_type + " or std::list?", Naming::inferred));
+      const std::uint32_t node = types.intern(program_type + " or std::list node?", Naming::inferred);
+      for (const BlockId b : ring.nodes)
+        if (types.type_id(b) == guessed) name(b, node);
+    } else if (guessed == BlockTypes::kUnknown) {
+      const char* either = program_has_dwarf ? "" : " or ring node";
+      name(ring.object, types.intern(std::string("std::list") + either, Naming::pattern));
+      const std::uint32_t node = types.intern(std::string("std::list node") + either, Naming::pattern);
+      for (const BlockId b : ring.nodes)
+        if (types.type_id(b) == BlockTypes::kUnknown) name(b, node);
+    }
+  }
+}
+
 }  // namespace
 
 void name_unrooted_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
                           std::span<const BlockId> order, BlockTypes& types, DwarfTypes& dwarf,
                           const std::vector<bool>* within) {
+  std::vector<ListOrRing> lists_or_rings;
   {
     PhaseTimer step("leak names: from vtables");
     std::vector<BlockId> certain;
@@ -45,13 +84,14 @@ void name_unrooted_blocks(const Image& image, const HeapModel& heap, const Block
       targets[b] = true;
       if (!within || (*within)[b]) owners.push_back(b);
     }
-    name_libstdcxx_shapes(image, heap, index, owners, targets, within, types);
+    lists_or_rings = name_libstdcxx_shapes(image, heap, index, owners, targets, within, types);
   }
   {
     PhaseTimer step("leak names: layout inference");
     LayoutInference inference(image, heap, index, dwarf);
     type_from_inferred_blocks(image, heap, index, select(order, within, types, /*named=*/false),
                               [&](BlockId b) { return inference.infer(b); }, types, dwarf, within);
+    settle_lists_or_rings(image, dwarf, std::move(lists_or_rings), within, types);
   }
   PhaseTimer step("leak names: content");
   name_by_content(image, heap, index, select(order, within, types, /*named=*/false), types);

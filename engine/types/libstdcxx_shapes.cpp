@@ -25,6 +25,8 @@ class ShapeNamer {
       : image_(image), heap_(heap), index_(index), targets_(targets), within_(within), types_(types), mem_(image),
         dry_(dry) {}
 
+  std::vector<ListOrRing> take_lists_or_rings() { return std::move(lists_or_rings_); }
+
   // Tries every shape whose object could start at `a` (a word of an owner block); true when one fits.
   bool try_at(Address a) {
     const auto first = word(a), second = word(a + 8);
@@ -56,6 +58,7 @@ class ShapeNamer {
   bool dry_;
   Address looked_up_at_ = 0;      // the word whose target_at was last asked for (0: none)
   BlockId looked_up_ = kNoBlock;  // and its answer
+  std::vector<ListOrRing> lists_or_rings_;
 
   WordRead word(Address a) { return mem_.u64(a); }
 
@@ -104,28 +107,33 @@ class ShapeNamer {
   // _List_node_header: next, prev, size; each node starts with next, prev.
   bool list(Address a) {
     // The sentinel is the list object's own node, inside its owner, or a block of its own sized for the
-    // list object alone (`new std::list`) whose nodes are of another size. A block's start could otherwise
-    // be a node of the program's own ring whose third word happens to count the others: a list whose
-    // nodes are the list object's size (std::list<int>, of pointers) made by `new` is left unnamed rather
-    // than risk naming a ring.
+    // list object alone (`new std::list`). When that block's nodes are its size (std::list<int>, of
+    // pointers), the ring could as well be the program's own nodes, one of whose third word happens to
+    // count the others: such a ring is handed back unnamed (lists_or_rings) for DWARF to settle.
     const auto size = word(a + 16);  // first: a word most places rule out, before a block lookup
     if (!size || *size == 0 || *size > kMostNodes) return false;
     const BlockId own = index_.starting_at(a);
     if (own != kNoBlock && !sized_for(own, 24)) return false;
     std::vector<BlockId> nodes;
+    bool nodes_sized_as_own = false;
     Address previous = a;
     auto next = word(a);
     while (next && *next != a && nodes.size() <= *size) {
       const BlockId node = target_at(*next);
       const auto back = word(*next + 8);
       if (node == kNoBlock || !back || *back != previous || heap_.blocks[node].usable_size() < 24) return false;
-      if (own != kNoBlock && heap_.blocks[node].usable_size() == heap_.blocks[own].usable_size()) return false;
+      if (own != kNoBlock && heap_.blocks[node].usable_size() == heap_.blocks[own].usable_size())
+        nodes_sized_as_own = true;
       nodes.push_back(node);
       previous = *next;
       next = word(*next);
     }
     const auto last = word(a + 8);
     if (!next || *next != a || nodes.size() != *size || !last || *last != previous) return false;
+    if (nodes_sized_as_own) {
+      if (!dry_) lists_or_rings_.push_back({own, std::move(nodes)});
+      return true;
+    }
     for (const BlockId node : nodes) name(node, "std::list node");
     if (own != kNoBlock) name(own, "std::list");
     return true;
@@ -239,9 +247,9 @@ class ShapeNamer {
 
 }  // namespace
 
-void name_libstdcxx_shapes(const Image& image, const HeapModel& heap, const BlockIndex& index,
-                           std::span<const BlockId> owners, const std::vector<bool>& targets,
-                           const std::vector<bool>* within, BlockTypes& types) {
+std::vector<ListOrRing> name_libstdcxx_shapes(const Image& image, const HeapModel& heap, const BlockIndex& index,
+                                              std::span<const BlockId> owners, const std::vector<bool>& targets,
+                                              const std::vector<bool>* within, BlockTypes& types) {
   // Reading every word of every owner is the cost: the workers look (each over a slice of the owners) for
   // the words where some shape fits, and the shapes found are then named in the owners' order, as one
   // pass would name them.
@@ -261,6 +269,7 @@ void name_libstdcxx_shapes(const Image& image, const HeapModel& heap, const Bloc
   ShapeNamer namer(image, heap, index, targets, within, types, /*dry=*/false);
   for (const auto& slice : fits)
     for (const Address a : slice) namer.try_at(a);
+  return namer.take_lists_or_rings();
 }
 
 }  // namespace heapscope
