@@ -117,6 +117,7 @@ RIGHT_NAMES = {
     "string-body": lambda n: n in ("char[]", "std::string body") or _is_text(n),
     "c-string": lambda n: n in ("char[]", "C string"),
     "int-body": lambda n: n in ("int[]", "std::vector body"),
+    "new-vector-body": lambda n: n in ("int[]", "std::vector body"),
     "double-body": lambda n: n in ("double[]", "std::vector body"),
     "strings-body": lambda n: (n.startswith("std::__cxx11::basic_string<char") and n.endswith("[]")) or
     n == "std::vector body",
@@ -196,6 +197,13 @@ class LedgeredWithDwarf(LedgeredLeakNames, unittest.TestCase):
 
     def test_nearly_every_block_gets_the_right_name(self):
         self.assertGreaterEqual(len(self.right), 0.95 * self.total, (self.unnamed, self.wrong))
+
+    def test_an_inferred_owner_names_its_vector_elements(self):
+        # The Orders are guessed by their layout (Order?); their vectors' bodies, which the shapes call
+        # "std::vector body", get the element type that guess's DWARF gives, as guesses.
+        bodies = [name for how, name in self.right if how == "int-body"]
+        self.assertEqual(len(bodies), 4)
+        self.assertEqual(set(bodies), {"int[]?"})
 
 
 class LedgeredWithoutRing(unittest.TestCase):
