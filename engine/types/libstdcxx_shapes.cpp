@@ -106,14 +106,15 @@ class ShapeNamer {
 
   // _List_node_header: next, prev, size; each node starts with next, prev.
   bool list(Address a) {
-    // The sentinel is the list object's own node, inside its owner, or a block of its own sized for the
-    // list object alone (`new std::list`). When that block's nodes are its size (std::list<int>, of
-    // pointers), the ring could as well be the program's own nodes, one of whose third word happens to
-    // count the others: such a ring is handed back unnamed (lists_or_rings) for DWARF to settle.
+    // The sentinel is the list object's own node, inside its owner (its first member when it starts the
+    // block), or a block of its own sized for the list object alone (`new std::list`). When that block's
+    // nodes are its size (std::list<int>, of pointers), the ring could as well be the program's own
+    // nodes, one of whose third word happens to count the others: such a ring is handed back unnamed
+    // (lists_or_rings) for DWARF to settle.
     const auto size = word(a + 16);  // first: a word most places rule out, before a block lookup
     if (!size || *size == 0 || *size > kMostNodes) return false;
-    const BlockId own = index_.starting_at(a);
-    if (own != kNoBlock && !sized_for(own, 24)) return false;
+    const BlockId starting = index_.starting_at(a);
+    const BlockId own = starting != kNoBlock && sized_for(starting, 24) ? starting : kNoBlock;
     std::vector<BlockId> nodes;
     bool nodes_sized_as_own = false;
     Address previous = a;

@@ -114,6 +114,7 @@ RIGHT_NAMES = {
     "Circle": lambda n: n == "Circle",
     "Polygon": lambda n: n == "Polygon",
     "Inventory": lambda n: n == "Inventory",
+    "Tally": lambda n: n == "Tally",
     "string-body": lambda n: n in ("char[]", "std::string body") or _is_text(n),
     "c-string": lambda n: n in ("char[]", "C string"),
     "int-body": lambda n: n in ("int[]", "std::vector body"),
@@ -132,6 +133,7 @@ RIGHT_NAMES = {
     "pair-list-node": lambda n: n.startswith("std::_List_node<std::pair<long, long> >") or n == "std::list node",
     "int-list-object": lambda n: n == "std::list" or n.startswith("std::__cxx11::list<int") or n in RING_OR_LIST,
     "int-list-node": lambda n: n.startswith("std::_List_node<int>") or n == "std::list node" or n in RING_OR_LIST,
+    "tally-node": lambda n: n.startswith("std::_List_node<int>") or n == "std::list node",
     "map-object": lambda n: n == "std::map/set" or n.startswith("std::map<int, long"),
     "long-map-node": lambda n: (n.startswith("std::_Rb_tree_node<std::pair<int const, long>") or
                                 n == "std::map/set node"),
@@ -197,6 +199,12 @@ class LedgeredWithDwarf(LedgeredLeakNames, unittest.TestCase):
 
     def test_nearly_every_block_gets_the_right_name(self):
         self.assertGreaterEqual(len(self.right), 0.95 * self.total, (self.unnamed, self.wrong))
+
+    def test_a_list_that_starts_its_owner_is_named_with_its_nodes(self):
+        # A Tally's first member is a std::list<int>: its 24-byte nodes were unnamed (the list object at
+        # a block's start was taken for one made by `new`, sized for itself alone), then guessed wrong.
+        names = {name for how, name in self.right if how in ("Tally", "tally-node")}
+        self.assertEqual(names, {"Tally?", "std::_List_node<int>?"}, (self.wrong, self.unnamed))
 
     def test_an_inferred_owner_names_its_vector_elements(self):
         # The Orders are guessed by their layout (Order?); their vectors' bodies, which the shapes call
