@@ -27,6 +27,7 @@
 #include "sources/ptrace_attach.h"
 #include "frontends/common/cache_settings.h"
 #include "frontends/common/target_options.h"
+#include "frontends/cli/record_command.h"
 
 namespace {
 
@@ -302,6 +303,9 @@ int main(int argc, char** argv) {
   attach->require_subcommand(1);
   add_commands(*attach, Target::live_process, attached_invocations);
 
+  RecordOptions record_options;
+  CLI::App* record = add_record_command(app, record_options);
+
   if (const std::optional<int> handled = help_or_unknown_command(app, *attach, argc, argv)) return *handled;
   stop_on_interrupt();
   try {
@@ -309,6 +313,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     return fail(std::string(e.what()) + " (--help lists the options)");
+  }
+  if (record->parsed()) {
+    for (const std::string& arg : record->remaining()) record_options.program.push_back(arg);
+    return run_record(record_options);
   }
   for (auto& inv : invocations) {
     if (!inv->app->parsed()) continue;

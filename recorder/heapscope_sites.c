@@ -1,0 +1,383 @@
+/* libheapscope_sites.so: samples a glibc program's allocations, as jemalloc's and tcmalloc's heap profilers
+ * do, and keeps each sampled block's allocation stack in the process's own memory (recorder/sites_table.h),
+ * where heapscope finds it in a core or an attached process. Preloaded:
+ *
+ *   LD_PRELOAD=/usr/local/lib/heapscope/libheapscope_sites.so PROGRAM     (or `heapscope record -- PROGRAM`)
+ *
+ * HEAPSCOPE_SAMPLE_BYTES sets the mean number of bytes allocated between two samples (default 512 KiB, as
+ * jemalloc's lg_prof_sample:19 and tcmalloc's default; 1 samples every allocation). HEAPSCOPE_SITES_SLOTS
+ * sets how many sampled blocks may be live at once (rounded up to a power of two).
+ *
+ * What it must never do, and how it avoids it:
+ * - allocate through malloc: the table is an mmap of its own, made on the first sample; glibc's allocator is
+ *   reached through its __libc_* entry points, so no dlsym (which allocates) is needed, and calls made before
+ *   any constructor ran (the dynamic linker's, other libraries' constructors') work;
+ * - recurse: a thread-local flag sends every allocation made while this thread records a sample (the unwinder
+ *   may allocate) straight to glibc; the thread-local variables are initial-exec TLS, which a preloaded
+ *   library gets without a call to __tls_get_addr;
+ * - deadlock after fork: the lock is taken before fork and released in both processes (pthread_atfork);
+ * - grow without bound: the sets are sized once; a full samples set counts what it drops, a full stacks set
+ *   keeps the sample without its stack and counts that, and heapscope reports both.
+ * A sampled block that is freed or reallocated leaves the table: what is left describes live blocks only. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include "sites_table.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define THREAD_LOCAL static __thread __attribute__((tls_model("initial-exec")))
+
+/* glibc's allocator itself, under the names it exports for allocators that wrap it. */
+extern void* __libc_malloc(size_t);
+extern void __libc_free(void*);
+extern void* __libc_calloc(size_t, size_t);
+extern void* __libc_realloc(void*, size_t);
+extern void* __libc_memalign(size_t, size_t);
+extern void* __libc_valloc(size_t);
+extern void* __libc_pvalloc(size_t);
+
+enum { kDefaultMeanInterval = 512 * 1024, kDefaultSlots = 1 << 16, kEverySampleSlots = 1 << 20 };
+
+/* The table, once made (null before the first sample, or when it could not be mapped). */
+static struct hs_sites_header* table;
+static int table_failed;
+static uint64_t mean_interval;  /* 0 until read from the environment */
+static uint64_t start_monotonic_ns;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+THREAD_LOCAL int recording;              /* this thread is inside the recorder: allocate straight */
+THREAD_LOCAL int64_t bytes_until_sample; /* counts down; a sample when it drops to 0 or below */
+THREAD_LOCAL uint64_t random_state;      /* xorshift64*, seeded per thread */
+THREAD_LOCAL int thread_started;
+
+/* ---- configuration ---- */
+
+static uint64_t environment_number(const char* name, uint64_t otherwise) {
+  const char* text = getenv(name); /* getenv allocates nothing */
+  if (!text || !*text) return otherwise;
+  char* end = NULL;
+  unsigned long long value = strtoull(text, &end, 10);
+  return (end && *end == '\0' && value > 0) ? (uint64_t)value : otherwise;
+}
+
+static uint64_t interval(void) {
+  if (!mean_interval) mean_interval = environment_number("HEAPSCOPE_SAMPLE_BYTES", kDefaultMeanInterval);
+  return mean_interval;
+}
+
+static uint64_t round_up_to_power_of_two(uint64_t n) {
+  uint64_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+static uint64_t now_ns(clockid_t clock) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* ---- sampling: exponentially distributed gaps with the mean interval, as the allocators' profilers ---- */
+
+static uint64_t next_random(void) {
+  if (!random_state) random_state = now_ns(CLOCK_MONOTONIC) ^ ((uint64_t)syscall(SYS_gettid) << 32) ^ 0x9e3779b97f4a7c15u;
+  random_state ^= random_state >> 12;
+  random_state ^= random_state << 25;
+  random_state ^= random_state >> 27;
+  return random_state * 0x2545f4914f6cdd1du;
+}
+
+static int64_t next_gap(void) {
+  const uint64_t mean = interval();
+  if (mean == 1) return 1;
+  /* A uniform in (0, 1], then -ln(u) * mean. */
+  const double u = ((double)(next_random() >> 11) + 1.0) / 9007199254740992.0;
+  const double gap = -log(u) * (double)mean;
+  return gap < 1.0 ? 1 : (int64_t)gap;
+}
+
+/* True when this allocation of `bytes` is to be sampled. */
+static int take_sample(size_t bytes) {
+  if (!thread_started) {
+    thread_started = 1;
+    bytes_until_sample = next_gap();
+  }
+  bytes_until_sample -= (int64_t)(bytes ? bytes : 1);
+  if (bytes_until_sample > 0) return 0;
+  bytes_until_sample = next_gap();
+  return 1;
+}
+
+/* ---- the table ---- */
+
+static struct hs_sites_sample* samples(void) { return (struct hs_sites_sample*)((char*)table + table->samples_offset); }
+static struct hs_sites_stack* stacks(void) { return (struct hs_sites_stack*)((char*)table + table->stacks_offset); }
+static uint64_t* filter(void) { return (uint64_t*)((char*)table + table->filter_offset); }
+
+static uint64_t hash_address(uint64_t a) {
+  a ^= a >> 33;
+  a *= 0xff51afd7ed558ccdu;
+  a ^= a >> 33;
+  return a;
+}
+
+/* Under the lock. */
+static void make_table(void) {
+  if (table || table_failed) return;
+  const uint64_t mean = interval();
+  const uint64_t slots = round_up_to_power_of_two(
+      environment_number("HEAPSCOPE_SITES_SLOTS", mean == 1 ? kEverySampleSlots : kDefaultSlots));
+  const uint64_t stack_slots = slots / 16 < 4096 ? 4096 : slots / 16;  /* stacks repeat: far fewer */
+  const uint64_t filter_bits = slots * 16;
+  const uint64_t page = 4096;
+  const uint64_t header = (sizeof(struct hs_sites_header) + 63) & ~(uint64_t)63;
+  const uint64_t samples_bytes = slots * sizeof(struct hs_sites_sample);
+  const uint64_t stacks_bytes = stack_slots * sizeof(struct hs_sites_stack);
+  const uint64_t filter_bytes = filter_bits / 8;
+  const uint64_t total = (header + samples_bytes + stacks_bytes + filter_bytes + page - 1) & ~(page - 1);
+  void* mapping = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping == MAP_FAILED) {
+    table_failed = 1;
+    return;
+  }
+  struct hs_sites_header* h = mapping;
+  memcpy(h->magic, HS_SITES_MAGIC, sizeof h->magic);
+  h->version = HS_SITES_VERSION;
+  h->header_bytes = sizeof *h;
+  h->mapping_bytes = total;
+  h->mean_interval = mean;
+  h->sample_slots = slots;
+  h->stack_slots = stack_slots;
+  h->filter_bits = filter_bits;
+  h->samples_offset = header;
+  h->stacks_offset = header + samples_bytes;
+  h->filter_offset = header + samples_bytes + stacks_bytes;
+  h->start_time_ns = now_ns(CLOCK_REALTIME);
+  h->pid = (uint32_t)getpid();
+  h->max_frames = HS_SITES_MAX_FRAMES;
+  start_monotonic_ns = now_ns(CLOCK_MONOTONIC);
+  __atomic_store_n(&table, h, __ATOMIC_RELEASE);
+}
+
+/* The filter bit of an address, read without the lock: a stale 0 only means a block sampled by another
+ * thread at this very moment is freed before its sample is stored, which cannot happen to one block. */
+static int maybe_sampled(uint64_t address) {
+  const struct hs_sites_header* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+  if (!t) return 0;
+  const uint64_t bit = hash_address(address) & (t->filter_bits - 1);
+  return (__atomic_load_n(&filter()[bit / 64], __ATOMIC_RELAXED) >> (bit % 64)) & 1;
+}
+
+/* Under the lock: the stack's slot, stored once; HS_SITES_NO_STACK when the set is full. */
+static uint32_t store_stack(const uint64_t* frames, uint32_t depth) {
+  uint64_t hash = 0xcbf29ce484222325u;
+  for (uint32_t i = 0; i < depth; ++i) hash = (hash ^ frames[i]) * 0x100000001b3u;
+  if (!hash) hash = 1;
+  const uint64_t mask = table->stack_slots - 1;
+  if (table->stacks_used * 4 >= table->stack_slots * 3) {  /* keep probes short: 3/4 full is full */
+    for (uint64_t i = hash & mask, n = 0; n < table->stack_slots && stacks()[i].hash; i = (i + 1) & mask, ++n)
+      if (stacks()[i].hash == hash && stacks()[i].depth == depth &&
+          memcmp(stacks()[i].frames, frames, depth * sizeof *frames) == 0)
+        return (uint32_t)i;
+    ++table->stacks_dropped;
+    return HS_SITES_NO_STACK;
+  }
+  uint64_t i = hash & mask;
+  for (; stacks()[i].hash; i = (i + 1) & mask)
+    if (stacks()[i].hash == hash && stacks()[i].depth == depth &&
+        memcmp(stacks()[i].frames, frames, depth * sizeof *frames) == 0)
+      return (uint32_t)i;
+  struct hs_sites_stack* s = &stacks()[i];
+  memcpy(s->frames, frames, depth * sizeof *frames);
+  s->depth = depth;
+  __atomic_store_n(&s->hash, hash, __ATOMIC_RELEASE);
+  ++table->stacks_used;
+  return (uint32_t)i;
+}
+
+/* Under the lock. */
+static void store_sample(uint64_t address, uint64_t requested, const uint64_t* frames, uint32_t depth) {
+  ++table->samples_taken;
+  if (table->samples_live * 4 >= table->sample_slots * 3) {
+    ++table->samples_dropped;
+    return;
+  }
+  const uint64_t mask = table->sample_slots - 1;
+  uint64_t i = hash_address(address) & mask;
+  while (samples()[i].address != HS_SITES_EMPTY && samples()[i].address != address) i = (i + 1) & mask;
+  struct hs_sites_sample* s = &samples()[i];
+  if (s->address == HS_SITES_EMPTY) ++table->samples_live;
+  s->requested = requested;
+  s->time_ns = now_ns(CLOCK_MONOTONIC) - start_monotonic_ns;
+  s->stack = store_stack(frames, depth);
+  s->thread = (uint32_t)syscall(SYS_gettid);
+  s->address = address;
+  const uint64_t bit = hash_address(address) & (table->filter_bits - 1);
+  __atomic_fetch_or(&filter()[bit / 64], (uint64_t)1 << (bit % 64), __ATOMIC_RELAXED);
+}
+
+/* Under the lock: removes the block's sample, if it has one, shifting the probe run back over the hole. */
+static void forget_sample(uint64_t address) {
+  const uint64_t mask = table->sample_slots - 1;
+  uint64_t i = hash_address(address) & mask;
+  while (samples()[i].address != address) {
+    if (samples()[i].address == HS_SITES_EMPTY) return;
+    i = (i + 1) & mask;
+  }
+  for (uint64_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+    const uint64_t here = samples()[j].address;
+    if (here == HS_SITES_EMPTY) break;
+    const uint64_t home = hash_address(here) & mask;
+    /* Move j into the hole at i unless its home lies cyclically in (i, j]. */
+    const int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+    if (!stays) {
+      samples()[i] = samples()[j];
+      i = j;
+    }
+  }
+  samples()[i].address = HS_SITES_EMPTY;
+  --table->samples_live;
+}
+
+/* ---- stacks ---- */
+
+struct unwind_state {
+  uint64_t* frames;
+  uint32_t depth;
+  uint32_t skipped;
+  uint64_t caller;  /* the return address into the allocating function: the first frame kept */
+};
+
+static _Unwind_Reason_Code collect_frame(struct _Unwind_Context* context, void* arg) {
+  struct unwind_state* state = arg;
+  const uint64_t ip = (uint64_t)_Unwind_GetIP(context);
+  if (!ip) return _URC_END_OF_STACK;
+  if (state->caller) {  /* the recorder's own frames and the allocation function's come first */
+    if (ip != state->caller) {
+      if (++state->skipped > 8) state->caller = 0;  /* not found: keep from here */
+      else return _URC_NO_REASON;
+    } else {
+      state->caller = 0;
+    }
+  }
+  state->frames[state->depth++] = ip;
+  return state->depth == HS_SITES_MAX_FRAMES ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
+
+/* The allocation of `bytes` at `block`, made by the function that `caller` returns into: sampled or not. */
+static void note_allocation(void* block, size_t bytes, void* caller) {
+  if (!block || recording) return;
+  if (!take_sample(bytes)) return;
+  recording = 1;
+  uint64_t frames[HS_SITES_MAX_FRAMES];
+  struct unwind_state state = {frames, 0, 0, (uint64_t)caller};
+  _Unwind_Backtrace(collect_frame, &state);
+  pthread_mutex_lock(&lock);
+  make_table();
+  if (table) store_sample((uint64_t)block, bytes, frames, state.depth);
+  pthread_mutex_unlock(&lock);
+  recording = 0;
+}
+
+static void note_free(void* block) {
+  if (!block || !maybe_sampled((uint64_t)block)) return;
+  pthread_mutex_lock(&lock);
+  forget_sample((uint64_t)block);
+  pthread_mutex_unlock(&lock);
+}
+
+/* ---- fork ---- */
+
+static void before_fork(void) { pthread_mutex_lock(&lock); }
+static void after_fork(void) { pthread_mutex_unlock(&lock); }
+
+__attribute__((constructor)) static void start(void) {
+  recording = 1;  /* pthread_atfork may allocate */
+  pthread_atfork(before_fork, after_fork, after_fork);
+  recording = 0;
+}
+
+/* ---- the allocation functions ---- */
+
+#define CALLER __builtin_extract_return_addr(__builtin_return_address(0))
+
+EXPORT void* malloc(size_t bytes) {
+  void* block = __libc_malloc(bytes);
+  note_allocation(block, bytes, CALLER);
+  return block;
+}
+
+EXPORT void free(void* block) {
+  note_free(block);
+  __libc_free(block);
+}
+
+EXPORT void* calloc(size_t count, size_t bytes) {
+  void* block = __libc_calloc(count, bytes);
+  note_allocation(block, count * bytes, CALLER);  /* calloc failed on an overflow: block is null */
+  return block;
+}
+
+EXPORT void* realloc(void* old, size_t bytes) {
+  if (old) note_free(old);
+  void* block = __libc_realloc(old, bytes);
+  if (block) note_allocation(block, bytes, CALLER);
+  return block;
+}
+
+/* glibc's reallocarray reallocates inside libc, out of reach: through realloc here instead. */
+EXPORT void* reallocarray(void* old, size_t count, size_t bytes) {
+  size_t total;
+  if (__builtin_mul_overflow(count, bytes, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (old) note_free(old);
+  void* block = __libc_realloc(old, total);
+  if (block) note_allocation(block, total, CALLER);
+  return block;
+}
+
+EXPORT void* memalign(size_t alignment, size_t bytes) {
+  void* block = __libc_memalign(alignment, bytes);
+  note_allocation(block, bytes, CALLER);
+  return block;
+}
+
+EXPORT void* aligned_alloc(size_t alignment, size_t bytes) {
+  void* block = __libc_memalign(alignment, bytes);
+  note_allocation(block, bytes, CALLER);
+  return block;
+}
+
+EXPORT int posix_memalign(void** out, size_t alignment, size_t bytes) {
+  if (alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0) return EINVAL;
+  void* block = __libc_memalign(alignment, bytes);
+  if (!block) return ENOMEM;
+  note_allocation(block, bytes, CALLER);
+  *out = block;
+  return 0;
+}
+
+EXPORT void* valloc(size_t bytes) {
+  void* block = __libc_valloc(bytes);
+  note_allocation(block, bytes, CALLER);
+  return block;
+}
+
+EXPORT void* pvalloc(size_t bytes) {
+  void* block = __libc_pvalloc(bytes);
+  note_allocation(block, bytes, CALLER);
+  return block;
+}
