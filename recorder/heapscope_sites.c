@@ -21,6 +21,7 @@
  * A sampled block that is freed or reallocated leaves the table: what is left describes live blocks only. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <math.h>
 #include <pthread.h>
@@ -63,8 +64,37 @@ THREAD_LOCAL int thread_started;
 
 /* ---- configuration ---- */
 
+extern char** environ;
+
+/* The process's environment as it started, for calls made before the C library set up `environ` (from
+ * .preinit_array, which runs before any library's constructor, libc's own included). Read with plain
+ * system calls into static memory; empty when /proc is not mounted. */
+static char initial_environment[256 * 1024];
+static size_t initial_environment_bytes;
+static int initial_environment_read;
+
+static const char* initial_getenv(const char* name) {
+  if (!initial_environment_read) {
+    initial_environment_read = 1;
+    const int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ssize_t got;
+      while (initial_environment_bytes < sizeof initial_environment - 1 &&
+             (got = read(fd, initial_environment + initial_environment_bytes,
+                         sizeof initial_environment - 1 - initial_environment_bytes)) > 0)
+        initial_environment_bytes += (size_t)got;
+      close(fd);
+    }
+  }
+  const size_t length = strlen(name);
+  for (size_t at = 0; at < initial_environment_bytes; at += strlen(initial_environment + at) + 1)
+    if (strncmp(initial_environment + at, name, length) == 0 && initial_environment[at + length] == '=')
+      return initial_environment + at + length + 1;
+  return NULL;
+}
+
 static uint64_t environment_number(const char* name, uint64_t otherwise) {
-  const char* text = getenv(name); /* getenv allocates nothing */
+  const char* text = environ ? getenv(name) : initial_getenv(name); /* neither allocates */
   if (!text || !*text) return otherwise;
   char* end = NULL;
   unsigned long long value = strtoull(text, &end, 10);
@@ -146,12 +176,14 @@ static void make_table(void) {
   const uint64_t stacks_bytes = stack_slots * sizeof(struct hs_sites_stack);
   const uint64_t filter_bytes = filter_bits / 8;
   const uint64_t total = (header + samples_bytes + stacks_bytes + filter_bytes + page - 1) & ~(page - 1);
-  void* mapping = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mapping == MAP_FAILED) {
+  /* Between two inaccessible pages: the kernel merges adjacent anonymous mappings of the same protection
+   * into one, and the table must start a mapping of its own, which is how a reader finds it. */
+  char* reserved = mmap(NULL, total + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (reserved == MAP_FAILED || mprotect(reserved + page, total, PROT_READ | PROT_WRITE) != 0) {
     table_failed = 1;
     return;
   }
-  struct hs_sites_header* h = mapping;
+  struct hs_sites_header* h = (struct hs_sites_header*)(reserved + page);
   memcpy(h->magic, HS_SITES_MAGIC, sizeof h->magic);
   h->version = HS_SITES_VERSION;
   h->header_bytes = sizeof *h;

@@ -63,6 +63,23 @@ std::vector<std::string> needed_libraries(const ElfFile& elf) {
   return needed;
 }
 
+// Whether the file's dynamic symbol table defines `malloc`: the program serves malloc itself (an allocator
+// linked in statically), and comes before any preloaded library in symbol lookup order.
+bool defines_malloc(const ElfFile& elf) {
+  Elf_Scn* symbols = elf.section(".dynsym");
+  GElf_Shdr header;
+  Elf_Data* data = symbols && gelf_getshdr(symbols, &header) ? elf_getdata(symbols, nullptr) : nullptr;
+  if (!data || header.sh_entsize == 0) return false;
+  for (std::size_t i = 0; i < header.sh_size / header.sh_entsize; ++i) {
+    GElf_Sym symbol;
+    if (!gelf_getsym(data, static_cast<int>(i), &symbol)) break;
+    if (symbol.st_shndx == SHN_UNDEF || GELF_ST_TYPE(symbol.st_info) != STT_FUNC) continue;
+    const char* name = elf_strptr(elf.elf(), header.sh_link, symbol.st_name);
+    if (name && std::strcmp(name, "malloc") == 0) return true;
+  }
+  return false;
+}
+
 // Why the recorder cannot work in `file`, or empty (also when the file cannot be read as ELF: a script
 // runs an interpreter, which the preload reaches).
 std::string why_not(const std::string& file) {
@@ -75,6 +92,8 @@ std::string why_not(const std::string& file) {
   for (const std::string& library : needed_libraries(*elf))
     for (const auto& [prefix, instead] : kOwnAllocators)
       if (library.starts_with(prefix)) return fmt::format("{} uses {}: {}", file, library, instead);
+  if (defines_malloc(*elf))
+    return fmt::format("{} defines malloc itself (an allocator linked in): the recorder's would never be called", file);
   return {};
 }
 
