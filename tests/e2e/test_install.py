@@ -22,7 +22,9 @@ README_PREFIX = "/usr/local"
 TIMEOUT_SECONDS = 300
 # The files the README's lines name, relative to the prefix, and the GDB frontend's library.
 BINARIES = ("bin/heapscope", "lib/heapscope/libheapscope_lldb.so", "lib/heapscope/libheapscope_capi.so")
-INSTALLED = BINARIES + ("share/heapscope/heapscope_gdb.py",)
+# The recorder, preloaded into the programs `heapscope record` starts; small, so not among BINARIES' size checks.
+RECORDER = "lib/heapscope/libheapscope_sites.so"
+INSTALLED = BINARIES + ("share/heapscope/heapscope_gdb.py", RECORDER)
 # Stripped of their DWARF, the binaries are a few MB each; with it, about 150.
 STRIPPED_BINARY_MAX_BYTES = 30 * 1024 * 1024
 # Where each installed binary is built: the installed one is that file without its debug information.
@@ -146,6 +148,14 @@ class InstalledFromTheReadme(unittest.TestCase):
                                             env=self.environment(), timeout=TIMEOUT_SECONDS)
                     self.assertEqual(result.returncode, 0, result.stderr)
                     self.assertTrue(result.stdout.strip(), command)
+
+    def test_record_preloads_the_installed_recorder(self):
+        installed = os.path.join(self.prefix, "bin", "heapscope")
+        shown = subprocess.run([installed, "record", "--", "env"], capture_output=True, text=True,
+                               env=self.environment(), timeout=TIMEOUT_SECONDS)
+        self.assertEqual(shown.returncode, 0, shown.stderr)
+        self.assertIn(f"LD_PRELOAD={os.path.join(self.prefix, RECORDER)}", shown.stdout)
+        self.assertNotIn(".debug_info", section_names(os.path.join(self.prefix, RECORDER)))
 
     def test_the_gdb_examples_with_the_installed_script(self):
         if os.environ.get("HEAPSCOPE_DEBUGGER_PRELOAD"):  # as test_gdb.run_gdb: gdb 13 hangs with ASan preloaded
