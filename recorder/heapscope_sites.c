@@ -137,16 +137,24 @@ static int64_t next_gap(void) {
   return gap < 1.0 ? 1 : (int64_t)gap;
 }
 
-/* True when this allocation of `bytes` is to be sampled. */
-static int take_sample(size_t bytes) {
+/* The countdown ran out. A thread's countdown starts at 0: its first allocation draws the first gap and
+ * counts against it. */
+__attribute__((noinline)) static int sample_due(void) {
   if (!thread_started) {
     thread_started = 1;
-    bytes_until_sample = next_gap();
+    bytes_until_sample += next_gap();
+    if (bytes_until_sample > 0) return 0;
   }
-  bytes_until_sample -= (int64_t)(bytes ? bytes : 1);
-  if (bytes_until_sample > 0) return 0;
   bytes_until_sample = next_gap();
   return 1;
+}
+
+/* True when this allocation of `bytes` is to be sampled: on the path of every allocation, one
+ * thread-local subtraction and a test. */
+static inline int take_sample(size_t bytes) {
+  bytes_until_sample -= (int64_t)(bytes ? bytes : 1);
+  if (__builtin_expect(bytes_until_sample > 0, 1)) return 0;
+  return sample_due();
 }
 
 /* ---- the table ---- */
@@ -204,7 +212,7 @@ static void make_table(void) {
 
 /* The filter bit of an address, read without the lock: a stale 0 only means a block sampled by another
  * thread at this very moment is freed before its sample is stored, which cannot happen to one block. */
-static int maybe_sampled(uint64_t address) {
+static inline int maybe_sampled(uint64_t address) {
   const struct hs_sites_header* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
   if (!t) return 0;
   const uint64_t bit = hash_address(address) & (t->filter_bits - 1);
@@ -308,9 +316,7 @@ static _Unwind_Reason_Code collect_frame(struct _Unwind_Context* context, void* 
 }
 
 /* The allocation of `bytes` at `block`, made by the function that `caller` returns into: sampled or not. */
-static void note_allocation(void* block, size_t bytes, void* caller) {
-  if (!block || recording) return;
-  if (!take_sample(bytes)) return;
+__attribute__((noinline)) static void record_sample(void* block, size_t bytes, void* caller) {
   recording = 1;
   uint64_t frames[HS_SITES_MAX_FRAMES];
   struct unwind_state state = {frames, 0, 0, (uint64_t)caller};
@@ -322,8 +328,12 @@ static void note_allocation(void* block, size_t bytes, void* caller) {
   recording = 0;
 }
 
-static void note_free(void* block) {
-  if (!block || !maybe_sampled((uint64_t)block)) return;
+static inline void note_allocation(void* block, size_t bytes, void* caller) {
+  if (__builtin_expect(block != NULL && !recording && take_sample(bytes), 0)) record_sample(block, bytes, caller);
+}
+
+static inline void note_free(void* block) {
+  if (__builtin_expect(!block || !maybe_sampled((uint64_t)block), 1)) return;
   pthread_mutex_lock(&lock);
   forget_sample((uint64_t)block);
   pthread_mutex_unlock(&lock);
