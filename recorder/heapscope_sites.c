@@ -212,10 +212,10 @@ static void make_table(void) {
 
 /* The filter bit of an address, read without the lock: a stale 0 only means a block sampled by another
  * thread at this very moment is freed before its sample is stored, which cannot happen to one block. */
-static inline int maybe_sampled(uint64_t address) {
+static inline int maybe_sampled(uint64_t hidden) {
   const struct hs_sites_header* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
   if (!t) return 0;
-  const uint64_t bit = hash_address(address) & (t->filter_bits - 1);
+  const uint64_t bit = hash_address(hidden) & (t->filter_bits - 1);
   return (__atomic_load_n(&filter()[bit / 64], __ATOMIC_RELAXED) >> (bit % 64)) & 1;
 }
 
@@ -247,36 +247,37 @@ static uint32_t store_stack(const uint64_t* frames, uint32_t depth) {
 }
 
 /* Under the lock. */
-static void store_sample(uint64_t address, uint64_t requested, const uint64_t* frames, uint32_t depth) {
+static void store_sample(uint64_t hidden, uint64_t requested, const uint64_t* frames, uint32_t depth) {
   ++table->samples_taken;
   if (table->samples_live * 4 >= table->sample_slots * 3) {
     ++table->samples_dropped;
     return;
   }
   const uint64_t mask = table->sample_slots - 1;
-  uint64_t i = hash_address(address) & mask;
-  while (samples()[i].address != HS_SITES_EMPTY && samples()[i].address != address) i = (i + 1) & mask;
+  uint64_t i = hash_address(hidden) & mask;
+  while (samples()[i].hidden_address != HS_SITES_EMPTY && samples()[i].hidden_address != hidden) i = (i + 1) & mask;
   struct hs_sites_sample* s = &samples()[i];
-  if (s->address == HS_SITES_EMPTY) ++table->samples_live;
+  if (s->hidden_address == HS_SITES_EMPTY) ++table->samples_live;
   s->requested = requested;
   s->time_ns = now_ns(CLOCK_MONOTONIC) - start_monotonic_ns;
   s->stack = store_stack(frames, depth);
   s->thread = (uint32_t)syscall(SYS_gettid);
-  s->address = address;
-  const uint64_t bit = hash_address(address) & (table->filter_bits - 1);
+  s->hidden_address = hidden;
+  const uint64_t bit = hash_address(hidden) & (table->filter_bits - 1);
   __atomic_fetch_or(&filter()[bit / 64], (uint64_t)1 << (bit % 64), __ATOMIC_RELAXED);
 }
 
-/* Under the lock: removes the block's sample, if it has one, shifting the probe run back over the hole. */
-static void forget_sample(uint64_t address) {
+/* Under the lock: removes the sample of the block `hidden` (complemented, as stored), if it has one,
+ * shifting the probe run back over the hole. */
+static void forget_sample(uint64_t hidden) {
   const uint64_t mask = table->sample_slots - 1;
-  uint64_t i = hash_address(address) & mask;
-  while (samples()[i].address != address) {
-    if (samples()[i].address == HS_SITES_EMPTY) return;
+  uint64_t i = hash_address(hidden) & mask;
+  while (samples()[i].hidden_address != hidden) {
+    if (samples()[i].hidden_address == HS_SITES_EMPTY) return;
     i = (i + 1) & mask;
   }
   for (uint64_t j = (i + 1) & mask;; j = (j + 1) & mask) {
-    const uint64_t here = samples()[j].address;
+    const uint64_t here = samples()[j].hidden_address;
     if (here == HS_SITES_EMPTY) break;
     const uint64_t home = hash_address(here) & mask;
     /* Move j into the hole at i unless its home lies cyclically in (i, j]. */
@@ -286,7 +287,7 @@ static void forget_sample(uint64_t address) {
       i = j;
     }
   }
-  samples()[i].address = HS_SITES_EMPTY;
+  samples()[i].hidden_address = HS_SITES_EMPTY;
   --table->samples_live;
 }
 
@@ -323,7 +324,7 @@ __attribute__((noinline)) static void record_sample(void* block, size_t bytes, v
   _Unwind_Backtrace(collect_frame, &state);
   pthread_mutex_lock(&lock);
   make_table();
-  if (table) store_sample((uint64_t)block, bytes, frames, state.depth);
+  if (table) store_sample(~(uint64_t)block, bytes, frames, state.depth);
   pthread_mutex_unlock(&lock);
   recording = 0;
 }
@@ -333,9 +334,9 @@ static inline void note_allocation(void* block, size_t bytes, void* caller) {
 }
 
 static inline void note_free(void* block) {
-  if (__builtin_expect(!block || !maybe_sampled((uint64_t)block), 1)) return;
+  if (__builtin_expect(!block || !maybe_sampled(~(uint64_t)block), 1)) return;
   pthread_mutex_lock(&lock);
-  forget_sample((uint64_t)block);
+  forget_sample(~(uint64_t)block);
   pthread_mutex_unlock(&lock);
 }
 

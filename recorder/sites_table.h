@@ -6,7 +6,7 @@
  * The layout is fixed-width and versioned, since the reader is another program, perhaps built at another
  * time. The mapping starts with the header, whose magic is how the reader finds it (at a mapping's start,
  * no symbols needed); then the samples, an open-addressing hash set of the sampled blocks that are still
- * allocated (linear probing by block address; a freed block's slot is emptied by shifting its followers
+ * allocated (linear probing by hidden block address; a freed block's slot is emptied by shifting its followers
  * back, so there are no tombstones); then the stacks, another hash set, each stack stored once and shared
  * by every sample allocated there; then the filter, a bit per hash bucket of addresses that says "maybe
  * sampled", so that free() on a block never sampled costs a bit test and no lock.
@@ -19,10 +19,11 @@
 
 #include <stdint.h>
 
+#define HS_SITES_LIBRARY "libheapscope_sites.so"  /* the recorder's file name */
 #define HS_SITES_MAGIC "heapscope-sites"  /* 15 characters and a NUL: the header's first 16 bytes */
 #define HS_SITES_VERSION 1u
 #define HS_SITES_MAX_FRAMES 32u           /* return addresses kept per stack, innermost first */
-#define HS_SITES_EMPTY 0u                 /* a free sample slot's address */
+#define HS_SITES_EMPTY 0u                 /* a free sample slot's hidden_address */
 #define HS_SITES_NO_STACK 0xffffffffu     /* a sample whose stack did not fit in the stacks table */
 
 struct hs_sites_header {
@@ -49,7 +50,10 @@ struct hs_sites_header {
 };
 
 struct hs_sites_sample {
-  uint64_t address;            /* the block's user pointer; HS_SITES_EMPTY for a free slot */
+  /* The block's user pointer complemented (~address), so that the table holds no pointer into the heap:
+   * a conservative scanner (heapscope's, valgrind's, LeakSanitizer's) would otherwise find every sampled
+   * block reachable from it. HS_SITES_EMPTY for a free slot. */
+  uint64_t hidden_address;
   uint64_t requested;          /* bytes the program asked for */
   uint64_t time_ns;            /* nanoseconds after start_time_ns (CLOCK_MONOTONIC differences) */
   uint32_t stack;              /* index into the stacks set, or HS_SITES_NO_STACK */

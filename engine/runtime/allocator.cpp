@@ -4,7 +4,17 @@
 
 #include <algorithm>
 
+#include "recorder/sites_table.h"
+
 namespace heapscope {
+
+namespace {
+
+// heapscope's recorder defines malloc only to sample calls on their way to the next definition (glibc's):
+// it holds no memory of its own.
+bool forwards_malloc(const Module& m) { return m.name() == HS_SITES_LIBRARY; }
+
+}  // namespace
 
 MallocProvider find_malloc_provider(const Image& image, const SymbolIndex& symbols) {
   // Lookup order: the dynamic linker's list; modules it does not list (a core without link_map) after,
@@ -16,7 +26,7 @@ MallocProvider find_malloc_provider(const Image& image, const SymbolIndex& symbo
     return a->is_main_executable && !b->is_main_executable;
   });
   for (const Module* m : order)
-    if (symbols.address_of(*m, "malloc")) return MallocProvider{m};
+    if (!forwards_malloc(*m) && symbols.address_of(*m, "malloc")) return MallocProvider{m};
   return {};
 }
 

@@ -8,21 +8,30 @@ starts it: `heapscope record [--every BYTES] [--slots N] -- PROGRAM`.
   allocates never hang a child, and each child records; a block allocated from .preinit_array (before every
   constructor, the recorder's and libc's) is recorded; a table of 64 slots drops what does not fit, counts
   it, and records again once blocks are freed. Without the recorder the same program finds no table.
+- The recorder changes no verdict: leak_shapes recorded at every allocation has the leaks of its plain run
+  (the table keeps its block addresses complemented, so that it holds no pointer into the heap; before,
+  every sampled block was reachable from it), and the recorder is not taken for the program's allocator.
 - `record` refuses, saying why and what to do instead, a program that would never call the recorder: one
   statically linked, one linking jemalloc (redis-server), one that defines malloc itself; a program that
   does not exist exits 127, as a shell says it.
 """
 
+import glob
 import os
 import shutil
 import subprocess
 import tempfile
 import unittest
 
-from heapscope_e2e import fixture_path, heapscope_path, run_heapscope, work_dir
+from heapscope_e2e import build_dir, capture_program, fixture_path, heapscope_json, run_heapscope, work_dir
+from test_leaks import capture_leak_fixture, leak_fixture_path
 
 CHECK_TIMEOUT_SECONDS = 120
 REDIS = shutil.which("redis-server")
+
+
+def recorder_library():
+    return os.path.join(build_dir(), "recorder", "libheapscope_sites.so")
 
 
 def record(*args, env=None):
@@ -54,6 +63,25 @@ class RecorderInItsOwnProcess(unittest.TestCase):
                                 timeout=CHECK_TIMEOUT_SECONDS)
         self.assertEqual(result.returncode, 1)
         self.assertIn("FAILED: no table", result.stderr)
+
+
+class VerdictsUnchanged(unittest.TestCase):
+    def test_leaks_are_those_of_the_plain_run(self):
+        plain = heapscope_json("leaks", capture_leak_fixture("leak_shapes").core)
+        executable = leak_fixture_path("leak_shapes")
+        libraries = glob.glob(os.path.join(os.path.dirname(executable), "*.so"))
+        recorded_core, _ = capture_program("leaks-leak_shapes-recorded", executable,
+                                           [*libraries, recorder_library()],
+                                           env={"LD_PRELOAD": recorder_library(), "HEAPSCOPE_SAMPLE_BYTES": "1"})
+        recorded = heapscope_json("leaks", recorded_core)
+        self.assertGreater(plain["totals"]["blocks"], 0)
+        # "Possibly leaked" holds a block or two whose size follows the environment (LD_PRELOAD's text):
+        # their count, not their bytes.
+        self.assertEqual(recorded["totals"]["possibly"]["blocks"], plain["totals"]["possibly"]["blocks"])
+        for verdict in ("blocks", "bytes", "direct", "indirect", "cycle"):
+            self.assertEqual(recorded["totals"][verdict], plain["totals"][verdict], verdict)
+        self.assertEqual([(g["type"], g["count"]) for g in recorded["groups"]],
+                         [(g["type"], g["count"]) for g in plain["groups"]])
 
 
 class RecordRefuses(unittest.TestCase):

@@ -48,7 +48,7 @@ struct TableBuilder {
   }
   void sample(std::uint32_t slot, Address block, std::uint64_t requested, std::uint32_t stack) {
     write(kTable + header.samples_offset + slot * sizeof(hs_sites_sample),
-          hs_sites_sample{block, requested, 500, stack, 77});
+          hs_sites_sample{~block, requested, 500, stack, 77});
     ++header.samples_live;
     ++header.samples_taken;
   }

@@ -12,11 +12,9 @@ namespace heapscope {
 
 namespace {
 
-constexpr std::string_view kRecorderFile = "libheapscope_sites.so";
-
 bool recorder_loaded(const Image& image) {
   return std::any_of(image.modules().begin(), image.modules().end(),
-                     [](const Module& m) { return m.name() == kRecorderFile; });
+                     [](const Module& m) { return m.name() == HS_SITES_LIBRARY; });
 }
 
 // The table's header at the start of a writable anonymous mapping; nullopt when there is none.
@@ -98,13 +96,13 @@ AllocationSamples read_sites_recorder(const Image& image) {
     return index;
   };
   for (const hs_sites_sample& s : slots) {
-    if (s.address == HS_SITES_EMPTY) continue;
+    if (s.hidden_address == HS_SITES_EMPTY) continue;
     const std::optional<std::uint32_t> stack = stack_index(s.stack);
     if (!stack) {
       ++bad_stacks;
       continue;
     }
-    out.samples.push_back({s.address, s.requested, h.start_time_ns + s.time_ns, *stack});
+    out.samples.push_back({~s.hidden_address, s.requested, h.start_time_ns + s.time_ns, *stack});
   }
   if (bad_stacks > h.stacks_dropped)
     out.warnings.push_back(fmt::format("samples of the allocation-site table that name no readable stack: {}",
