@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""What heapscope's allocation-site recorder (libheapscope_sites.so) costs the programs it records, beside
+heaptrack (which records every allocation to a file): allocation-heavy runs, each plain, under the recorder
+at its default rate (one sample per 512 KiB on average), under the recorder at every allocation, and
+under heaptrack. Not a test: it prints a table for docs/performance.md ("The allocation-site recorder").
+
+Workloads: python3 with PYTHONMALLOC=malloc building and dropping strings and dicts; troff formatting
+bash(1); malloc_churn.c, two threads allocating and freeing 8M blocks of random sizes (a worst case: all
+the program does is call malloc and free). Times are the best of --runs (wall and CPU, user + system; CPU
+is what a shared machine disturbs least).
+
+    scripts/benchmarks/recorder_overhead.py [--build build] [--runs 5]
+"""
+import argparse
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from measure import measure  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+PYTHON_WORK = """
+d = {}
+for i in range(400000):
+    s = "key-%d" % i
+    d[s] = {"name": s * 3, "values": [i, i + 1, str(i)]}
+for k in list(d)[::2]:
+    del d[k]
+"""
+
+
+def workloads(scratch):
+    script = os.path.join(scratch, "work.py")
+    with open(script, "w") as f:
+        f.write(PYTHON_WORK)
+    page = os.path.join(scratch, "bash.1")
+    with gzip.open("/usr/share/man/man1/bash.1.gz", "rb") as src, open(page, "wb") as dst:
+        dst.write(src.read())
+    churn = os.path.join(scratch, "malloc_churn")
+    subprocess.run(["cc", "-O2", "-pthread", "-o", churn, os.path.join(HERE, "malloc_churn.c")], check=True)
+    return [("python3 strings and dicts", ["/usr/bin/python3", script], {"PYTHONMALLOC": "malloc"}),
+            ("troff bash(1)", ["troff", "-man", "-Tutf8", page], {}),
+            ("malloc_churn (2 threads, 16M calls)", [churn], {})]
+
+
+def best(cmd, env, runs):
+    results = [measure(cmd, env=env, sample=False)[0] for _ in range(runs)]
+    return min(r.wall for r in results), min(r.cpu for r in results)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    library = os.path.join(args.build, "recorder", "libheapscope_sites.so")
+    heaptrack = shutil.which("heaptrack")
+    scratch = tempfile.mkdtemp(prefix="recorder-overhead-")
+    try:
+        print("| workload | plain | recorder, default rate | recorder, every allocation | heaptrack |")
+        print("|---|---|---|---|---|")
+        for name, cmd, extra in workloads(scratch):
+            base = dict(os.environ, **extra)
+            plain = best(cmd, base, args.runs)
+            cells = [f"{plain[0]:.3f} s wall, {plain[1]:.3f} s CPU"]
+
+            def relative(figures):
+                return (f"{figures[0]:.3f} s ({figures[0] / plain[0] - 1:+.0%}), "
+                        f"CPU {figures[1]:.3f} s ({figures[1] / plain[1] - 1:+.0%})")
+            cells.append(relative(best(cmd, dict(base, LD_PRELOAD=library), args.runs)))
+            cells.append(relative(best(cmd, dict(base, LD_PRELOAD=library, HEAPSCOPE_SAMPLE_BYTES="1",
+                                                 HEAPSCOPE_SITES_SLOTS="4194304"), max(1, args.runs // 2))))
+            if heaptrack:
+                output = os.path.join(scratch, "heaptrack")
+                cells.append(relative(best([heaptrack, "-o", output, *cmd], base, max(1, args.runs // 2))))
+            else:
+                cells.append("not installed")
+            print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
