@@ -21,6 +21,7 @@
 #include "commands/command_runner.h"
 #include "commands/option_checks.h"
 #include "base/cache_directory.h"
+#include "sources/compressed_core.h"
 #include "sources/elf_core_image.h"
 #include "sources/live_process_image.h"
 #include "sources/ptrace_attach.h"
@@ -75,16 +76,37 @@ void stop_on_interrupt() {
   sigaction(SIGINT, &action, nullptr);
 }
 
-// The session's progress as one line rewritten in place on stderr, when stderr is a terminal; and the
-// interrupt flag.
-void adapt(Session& session) {
-  session.set_interrupt_check([] { return g_interrupted.load(); });
+// Progress as one line rewritten in place on stderr, when stderr is a terminal; and the interrupt flag.
+void adapt(Progress& progress) {
+  progress.set_interrupt_check([] { return g_interrupted.load(); });
   if (!::isatty(STDERR_FILENO)) return;
-  session.progress().set_display([](const ProgressStatus& status) {
+  progress.set_display([](const ProgressStatus& status) {
     const std::string line = "\r\033[K" + (status.done ? std::string() : status.text());
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
   });
+}
+
+void adapt(Session& session) {
+  session.set_interrupt_check([] { return g_interrupted.load(); });
+  adapt(session.progress());
+}
+
+// Runs `open` (which may decompress a core: minutes for a large one) with a progress line and Ctrl-C, as
+// the analysis has them; false with *error = "interrupted" after Ctrl-C.
+template <class Open>
+bool with_progress(Open&& open, std::string* error) {
+  Progress progress;
+  adapt(progress);
+  progress.begin();
+  ProgressScope current(&progress);
+  try {
+    open();
+  } catch (const Interrupted&) {
+    *error = "interrupted";
+  }
+  progress.end();
+  return error->empty();
 }
 
 CommandResult analyse(std::shared_ptr<const Image> image, Command& command, const TargetOptions& t,
@@ -108,8 +130,11 @@ int report(const CommandEntry& entry, const CommandResult& result) {
 
 // Null with *error set when the core cannot be used. A truncated core opens with what it holds: its
 // warning says what is missing, and analyses that lose roots or heap to it say their result is partial.
+// A compressed core is decompressed first (sources/compressed_core.h).
 std::shared_ptr<ElfCoreImage> open_core(const std::string& core, const TargetOptions& t, std::string* error) {
-  return ElfCoreImage::open(core, core_open_options(t), error);
+  std::shared_ptr<ElfCoreImage> image;
+  with_progress([&] { image = ElfCoreImage::open(core, core_open_options(t), error); }, error);
+  return image;
 }
 
 // The index cache of a core, unless told not to use one (--no-cache, HEAPSCOPE_NO_CACHE=1, or no cache
@@ -156,13 +181,43 @@ int save_index(Session& session, int exit_code) {
 int run(const CommandEntry& entry, Command& command, const CoreTarget& t, const OutputOptions& output) {
   std::string error;
   std::shared_ptr<ElfCoreImage> image = open_core(t.core, t, &error);
-  if (!image) return fail(error);
+  if (!image) return g_interrupted ? interrupted() : fail(error);
   SessionOptions options = session_options(t);
   options.state_name = std::filesystem::path(t.core).filename().string();
   options.index_cache = index_cache_for(t);
   Session session(std::move(image), options);
   adapt(session);
   return save_index(session, report(entry, run_command(session, command, output)));
+}
+
+// `heapscope unpack CORE`: the path of a core a debugger can load — a compressed core's uncompressed copy
+// in the core copy cache (made now, or reused), an uncompressed core's own path — on stdout alone.
+int unpack(const std::string& core) {
+  const Compression compression = compression_of(core);
+  std::string path = core, error;
+  std::optional<UnpackedCore> copy;
+  if (compression != Compression::none) {
+    if (CoreCopyCache::process().dir().empty())
+      return fail("unpack: the copy is kept in the core copy cache, which HEAPSCOPE_NO_CORE_CACHE=1 turns off (or no "
+                  "cache directory can be made out: set HEAPSCOPE_CACHE_DIR); decompress it yourself, or let "
+                  "heapscope's other commands read it as it is");
+    if (!with_progress([&] { copy = CoreCopyCache::process().unpack(core, compression, &error); }, &error))
+      return g_interrupted ? interrupted() : fail("unpack: " + error);
+    path = copy->path();
+  }
+  // Opened as a command would open it, to say here what a debugger would not: that it is no core, or cut.
+  CoreOpenOptions quiet;
+  quiet.use_debuginfod = false;
+  const std::unique_ptr<ElfCoreImage> image = ElfCoreImage::open(path, quiet, &error);
+  if (!image) return fail("unpack: " + (copy ? core + " holds no core heapscope reads: " + error : error));
+  // A cut file is worth saying before a debugger is handed it (the analysis commands say the rest).
+  if (copy && copy->stream_cut())
+    std::cerr << "heapscope: warning: " << core << "'s " << compression_name(compression)
+              << " stream ends early (the file was cut short): the copy holds what came before\n";
+  else if (image->truncated())
+    std::cerr << "heapscope: warning: " << image->damage() << "\n";
+  std::cout << path << "\n";
+  return 0;
 }
 
 // The command's earlier cores when it takes them as positionals (`diff OLD NEW`); null otherwise.
@@ -251,7 +306,7 @@ int main(int argc, char** argv) {
   // up at the peak (about 5 % of `roots` at 1M blocks). Mapped, each is returned when it is freed. Not in
   // the debugger plugins: their process is the debugger's.
   ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-  use_debug_file_cache();
+  if (std::string cache_error; !use_file_caches(&cache_error)) std::cerr << "heapscope: warning: " << cache_error << "\n";
   CLI::App app{
       "heapscope: find memory leaks and explain heap retention in C/C++ processes, from a core file or a running "
       "process"};
@@ -290,6 +345,14 @@ int main(int argc, char** argv) {
   attach->require_subcommand(1);
   add_commands(*attach, Target::live_process, attached_invocations);
 
+  std::string unpack_core;
+  CLI::App* unpack_app = app.add_subcommand(
+      "unpack",
+      "Decompress a compressed core (zstd as systemd-coredump keeps it, lz4, xz, gzip) once into the core copy cache "
+      "and print the copy's path, for a debugger: lldb -c \"$(heapscope unpack core.zst)\". An uncompressed core's "
+      "own path is printed");
+  unpack_app->add_option("CORE", unpack_core, "The core file, compressed or not")->required();
+
   if (const std::optional<int> handled = help_or_unknown_command(app, *attach, argc, argv)) return *handled;
   stop_on_interrupt();
   try {
@@ -306,6 +369,7 @@ int main(int argc, char** argv) {
       return fail(std::string(inv->entry->name) + ": " + error);
     return run(*inv->entry, *inv->command, inv->target, inv->output);
   }
+  if (unpack_app->parsed()) return unpack(unpack_core);
   for (auto& inv : attached_invocations)
     if (inv->app->parsed()) return run_attached(pid, *inv->entry, *inv->command, inv->target, inv->output);
   return fail("no command given (try --help)");
