@@ -26,17 +26,55 @@
 #include "sources/live_process_image.h"
 #include "sources/ptrace_attach.h"
 #include "frontends/common/cache_settings.h"
+#include "frontends/common/systemd_coredumps.h"
 #include "frontends/common/target_options.h"
 
 namespace {
 
 using namespace heapscope;
 
-// The shared target options and, for commands on a core, the core.
+// The shared target options and, for commands on a core, the core: a file, or one systemd-coredump keeps.
 struct CoreTarget : TargetOptions {
   std::string core;
-  bool no_cache = false;  // --no-cache
+  std::string coredump;           // --coredump MATCH
+  CoredumpSource coredump_source;  // --coredump-list, --coredump-store
+  bool no_cache = false;           // --no-cache
 };
+
+void add_coredump_source_options(CLI::App& sub, CoredumpSource& source) {
+  sub.add_option("--coredump-list", source.list_file,
+                 "coredumpctl's JSON (coredumpctl --json=short list) from a file, '-' for standard input, in place of "
+                 "running coredumpctl: for a store copied from another machine")
+      ->type_name("FILE");
+  sub.add_option("--coredump-store", source.store, "Where systemd-coredump's cores are (default /var/lib/systemd/coredump)")
+      ->type_name("DIR");
+}
+
+// CORE, or --coredump MATCH: the core a command on one core reads.
+void add_core_options(CLI::App& sub, CoreTarget& t, const char* what) {
+  sub.add_option("CORE", t.core, what);
+  sub.add_option("--coredump", t.coredump,
+                 "In place of CORE: the newest core systemd-coredump keeps of a pid or a program (by name or path); "
+                 "`heapscope coredumps` lists them")
+      ->type_name("MATCH");
+  add_coredump_source_options(sub, t.coredump_source);
+}
+
+// The core file a command on one core reads: CORE, or the core --coredump picks from the journal.
+bool resolve_core(CoreTarget& t, std::string* error) {
+  if (!t.coredump.empty() && !t.core.empty()) {
+    *error = "give a CORE or --coredump MATCH, not both";
+    return false;
+  }
+  if (t.coredump.empty()) {
+    if (t.core.empty()) *error = "a CORE file is required (or --coredump MATCH for a core systemd-coredump keeps)";
+    return !t.core.empty();
+  }
+  const std::optional<std::vector<JournalCore>> cores = journal_cores(t.coredump_source, error);
+  if (!cores) return false;
+  t.core = pick_coredump(*cores, t.coredump, error);
+  return !t.core.empty();
+}
 
 enum class Target { core, live_process };
 
@@ -45,8 +83,9 @@ enum class Target { core, live_process };
 // --no-cache), not a live process.
 void add_target_options(CLI::App& sub, CoreTarget& t, bool core_positional, bool on_core) {
   if (core_positional)
-    sub.add_option("CORE", t.core, "Core file of the process (capture one with scripts/capture-core or gdb's gcore)")
-        ->required();
+    add_core_options(sub, t,
+                     "Core file of the process, compressed or not (capture one with scripts/capture-core or gdb's "
+                     "gcore; or give --coredump)");
   heapscope::add_target_options(sub, static_cast<TargetOptions&>(t));
   if (on_core)
     sub.add_flag("--no-cache", t.no_cache,
@@ -220,6 +259,15 @@ int unpack(const std::string& core) {
   return 0;
 }
 
+// `heapscope coredumps`: the journal's cores, newest first.
+int list_coredumps(const CoredumpSource& source, bool json) {
+  std::string error;
+  const std::optional<std::vector<JournalCore>> cores = journal_cores(source, &error);
+  if (!cores) return fail("coredumps: " + error);
+  std::cout << (json ? coredumps_json(*cores) : coredumps_text(*cores, source));
+  return 0;
+}
+
 // The command's earlier cores when it takes them as positionals (`diff OLD NEW`); null otherwise.
 CoreSeries* positional_series(Command& command) {
   CoreSeries* series = command.core_series();
@@ -345,13 +393,22 @@ int main(int argc, char** argv) {
   attach->require_subcommand(1);
   add_commands(*attach, Target::live_process, attached_invocations);
 
-  std::string unpack_core;
+  CoreTarget unpack_target;
   CLI::App* unpack_app = app.add_subcommand(
       "unpack",
       "Decompress a compressed core (zstd as systemd-coredump keeps it, lz4, xz, gzip) once into the core copy cache "
       "and print the copy's path, for a debugger: lldb -c \"$(heapscope unpack core.zst)\". An uncompressed core's "
       "own path is printed");
-  unpack_app->add_option("CORE", unpack_core, "The core file, compressed or not")->required();
+  add_core_options(*unpack_app, unpack_target, "The core file, compressed or not");
+
+  CoredumpSource coredump_source;
+  bool coredumps_json_output = false;
+  CLI::App* coredumps_app = app.add_subcommand(
+      "coredumps",
+      "List the cores systemd-coredump keeps (through coredumpctl), newest first: when, pid, signal, whether the "
+      "file is still there, the program, the file; any command takes one with --coredump PID or --coredump PROGRAM");
+  add_coredump_source_options(*coredumps_app, coredump_source);
+  coredumps_app->add_flag("--json", coredumps_json_output, "The list as JSON");
 
   if (const std::optional<int> handled = help_or_unknown_command(app, *attach, argc, argv)) return *handled;
   stop_on_interrupt();
@@ -367,9 +424,15 @@ int main(int argc, char** argv) {
     std::string error;
     if (series && !take_last_as_current(*series, inv->target.core, &error))
       return fail(std::string(inv->entry->name) + ": " + error);
+    if (!series && !resolve_core(inv->target, &error)) return fail(std::string(inv->entry->name) + ": " + error);
     return run(*inv->entry, *inv->command, inv->target, inv->output);
   }
-  if (unpack_app->parsed()) return unpack(unpack_core);
+  if (unpack_app->parsed()) {
+    std::string error;
+    if (!resolve_core(unpack_target, &error)) return fail("unpack: " + error);
+    return unpack(unpack_target.core);
+  }
+  if (coredumps_app->parsed()) return list_coredumps(coredump_source, coredumps_json_output);
   for (auto& inv : attached_invocations)
     if (inv->app->parsed()) return run_attached(pid, *inv->entry, *inv->command, inv->target, inv->output);
   return fail("no command given (try --help)");

@@ -191,8 +191,8 @@ class GdbFrontend(unittest.TestCase):
         result = run_gdb(["help heap"] + marked("leaks-help", "help heap leaks"))
         cli_help = run_heapscope("--help").stdout
         commands = re.findall(r"^\s+(\w+)\s+\S", cli_help.split("Subcommands:")[1], re.M)
-        # The CLI's own verbs: `attach` picks a process; `unpack` finds a core for a debugger.
-        for own in ("attach", "unpack"):
+        # The CLI's own verbs: `attach` picks a process; `unpack` and `coredumps` find a core for a debugger.
+        for own in ("attach", "unpack", "coredumps"):
             commands.remove(own)
         self.assertIn("leaks", commands)
         for command in commands:
