@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "base/cache_directory.h"
+#include "base/unique_fd.h"
 #include "base/phase_timer.h"
 #include "base/progress.h"
 
@@ -36,25 +37,6 @@ constexpr std::size_t kOutputChunk = std::size_t{4} << 20;
 constexpr std::uint64_t kXzMemoryLimit = std::uint64_t{1} << 30;
 
 constexpr std::string_view kExtension = ".core";
-
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
 
 // "1.5 GiB"
 std::string size_text(std::uint64_t bytes) {
@@ -307,7 +289,7 @@ std::string temporary_dir() {
 }  // namespace
 
 Compression compression_of(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   struct stat st;
   if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Compression::none;
   std::array<unsigned char, 6> magic{};
@@ -354,13 +336,13 @@ std::optional<UnpackedCore> CoreCopyCache::unpack(const std::string& path, Compr
     *error = fmt::format("cannot decompress {} ({}): {}", path, compression_name(compression), why);
     return std::nullopt;
   };
-  Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st;
   if (in.get() < 0 || ::fstat(in.get(), &st) != 0) return fail(std::strerror(errno));
   const Identity id = identity_of(st);
 
   std::string temporary;
-  Fd out;
+  UniqueFd out;
   std::uint64_t room = 0;
   std::string where;
   if (!dir_.empty()) {
