@@ -180,13 +180,15 @@ std::unique_ptr<Decoder> decoder_for(Compression c) {
 struct Decompressed {
   std::uint64_t bytes = 0;     // the whole decompressed size (also when it did not fit)
   bool fitted = true;          // all of it was written within `room`
+  bool measured = true;        // `bytes` is the whole size (not so when measuring stopped at its limit)
   bool stream_cut = false;     // the input ended inside a frame
   std::string error;           // corrupt data, or a read or write error
 };
 
 // Decodes `in` (`in_size` bytes, for progress) into `out`, writing at most `room` bytes; past that it goes
-// on decoding without writing, to say how much room it would have needed.
-Decompressed decompress(int in, std::uint64_t in_size, Compression compression, int out, std::uint64_t room) {
+// on decoding without writing, to say how much room it would have needed, up to `measure_limit` bytes.
+Decompressed decompress(int in, std::uint64_t in_size, Compression compression, int out, std::uint64_t room,
+                        std::uint64_t measure_limit) {
   PhaseTimer timer("unpack");
   std::optional<PhaseScope> phase;
   if (Progress* progress = current_progress()) phase.emplace(*progress, "unpack");
@@ -221,6 +223,10 @@ Decompressed decompress(int in, std::uint64_t in_size, Compression compression, 
       result.fitted = false;
     }
     result.bytes += s.produced;
+    if (!result.fitted && result.bytes > measure_limit) {
+      result.measured = false;
+      return result;
+    }
     if (input_ended && begin == end && s.produced == 0) {
       result.stream_cut = !s.at_frame_end;
       return result;
@@ -362,8 +368,10 @@ std::optional<UnpackedCore> CoreCopyCache::unpack(const std::string& path, Compr
     const std::string tmp = temporary_dir();
     out.reset(::open(tmp.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
     if (out.get() < 0) return fail(fmt::format("cannot make a temporary copy in {}: {}", tmp, std::strerror(errno)));
-    room = free_bytes(tmp);
-    where = fmt::format("{} has {} free", tmp, size_text(room));
+    const std::uint64_t free = free_bytes(tmp);
+    room = std::min(max_bytes_, free);
+    where = fmt::format("a temporary copy in {} may take {} (its bound {}, set by HEAPSCOPE_CORE_CACHE_SIZE; {} free)",
+                        tmp, size_text(room), size_text(max_bytes_), size_text(free));
   }
   // Whatever ends this early (an error, Ctrl-C's Interrupted) leaves no partial copy behind.
   struct RemoveUnlessKept {
@@ -374,12 +382,12 @@ std::optional<UnpackedCore> CoreCopyCache::unpack(const std::string& path, Compr
     }
   } partial{temporary};
 
-  const Decompressed d = decompress(in.get(), id.size, compression, out.get(), room);
+  const Decompressed d = decompress(in.get(), id.size, compression, out.get(), room, measure_limit_);
   if (!d.error.empty()) return fail(d.error);
   if (!d.fitted)
-    return fail(fmt::format("it decompresses to {} bytes ({}), but {}. Free space, point HEAPSCOPE_CACHE_DIR "
+    return fail(fmt::format("it decompresses to {}{} bytes ({}), but {}. Free space, point HEAPSCOPE_CACHE_DIR "
                             "elsewhere or raise HEAPSCOPE_CORE_CACHE_SIZE",
-                            d.bytes, size_text(d.bytes), where));
+                            d.measured ? "" : "more than ", d.bytes, size_text(d.bytes), where));
   if (dir_.empty()) {
     const int fd = out.release();
     return UnpackedCore(fmt::format("/proc/self/fd/{}", fd), fd, d.stream_cut);

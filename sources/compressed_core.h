@@ -54,10 +54,14 @@ class CoreCopyCache {
   static constexpr std::uint64_t kDefaultMaxBytes = std::uint64_t{32} << 30;
 
   // Copies live in `dir` (made when first needed), `max_bytes` of them at most; an empty dir: temporary
-  // copies in $TMPDIR (or /tmp).
+  // copies in $TMPDIR (or /tmp), each of `max_bytes` at most.
   CoreCopyCache(std::string dir, std::uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {}
 
   const std::string& dir() const { return dir_; }
+
+  // A core that does not fit is decoded on without being written, to name the size it needs, until this
+  // many bytes (unlimited by default: the user is shown progress and may stop it; the fuzz target is not).
+  void set_measure_limit(std::uint64_t bytes) { measure_limit_ = bytes; }
 
   // The uncompressed copy of `path`, compressed with `compression`: an earlier whole copy, or one made
   // now (progress and Ctrl-C through the thread's current Progress: Interrupted is thrown, and the partial
@@ -72,6 +76,7 @@ class CoreCopyCache {
  private:
   std::string dir_;
   std::uint64_t max_bytes_;
+  std::uint64_t measure_limit_ = UINT64_MAX;
 };
 
 // "32G", "512M", "1048576": a size as HEAPSCOPE_CORE_CACHE_SIZE gives it (K, M, G, T in powers of 1024);
