@@ -77,6 +77,24 @@ class CompressedCores(unittest.TestCase):
             with self.subTest(format=suffix):
                 self.assertEqual(heapscope_json("leaks", path, env=self.env), self.raw_leaks)
 
+    def test_concatenated_frames_are_one_core(self):
+        """zstd and lz4 frames, xz streams and gzip members one after the other (cat a.zst b.zst) are one core,
+        as their tools decompress them."""
+        with open(self.capture.core, "rb") as f:
+            data = f.read()
+        halves = [os.path.join(self.scratch, f"half-{i}") for i in (1, 2)]
+        for path, part in zip(halves, (data[: len(data) // 2], data[len(data) // 2:])):
+            with open(path, "wb") as f:
+                f.write(part)
+        for suffix in COMPRESSORS:
+            with self.subTest(format=suffix):
+                joined = os.path.join(self.scratch, f"joined-{suffix}")
+                with open(joined, "wb") as out:
+                    for half in halves:
+                        with open(compress(half, half + "." + suffix, suffix), "rb") as f:
+                            out.write(f.read())
+                self.assertEqual(heapscope_json("leaks", joined, env=self.env), self.raw_leaks)
+
     def test_a_second_command_reads_the_copy_the_first_made(self):
         core = shutil.copy(self.compressed["zst"], os.path.join(self.scratch, "again.zst"))
         timing = dict(self.env, HEAPSCOPE_TIMING="1")
