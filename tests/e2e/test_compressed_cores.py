@@ -206,7 +206,8 @@ class DecompressionAtATerminal(unittest.TestCase):
 
 
 class CompressedEarlierCores(unittest.TestCase):
-    """`heap diff OLD` in LLDB and GDB, OLD compressed, says what the CLI says of the raw cores."""
+    """`heap diff OLD` in LLDB and GDB, OLD compressed, says what the CLI says of the raw cores; so does LLDB's
+    `heap evolution` of two compressed earlier cores."""
 
     @classmethod
     def setUpClass(cls):
@@ -216,6 +217,9 @@ class CompressedEarlierCores(unittest.TestCase):
         cls.scratch = tempfile.mkdtemp(prefix="compressed-earlier-", dir=work_dir())
         cls.env = {"HEAPSCOPE_CACHE_DIR": os.path.join(cls.scratch, "cache"), "HEAPSCOPE_NO_CORE_CACHE": "0"}
         cls.old = compress(cls.cores[0], os.path.join(cls.scratch, "stop-1.core.zst"), "zst")
+        cls.older_xz = compress(cls.cores[1], os.path.join(cls.scratch, "stop-2.core.xz"), "xz")
+        for core, packed in ((cls.cores[0], cls.old), (cls.cores[1], cls.older_xz)):
+            shutil.copystat(core, packed)  # as the tools keep a compressed file's time: evolution orders by it
         cls.expected = heapscope_json("diff", cls.cores[0], cls.cores[1])
 
     @classmethod
@@ -240,6 +244,16 @@ class CompressedEarlierCores(unittest.TestCase):
         diff = lldb.json_of(f"heap diff {self.old} --json")
         self.assertGreater(len(diff["types"]), 0)
         self.assertEqual(self.comparable(diff), self.comparable(self.expected))
+
+    def test_lldb_evolution_reads_compressed_earlier_cores(self):
+        expected = heapscope_json("evolution", *self.cores)
+        command = f"heap evolution {self.old} {self.older_xz} --json"
+        with environment(**self.env):
+            lldb = run_lldb([command], lldb_args=["-c", self.cores[2], fixture_path("growing_cache")])
+        evolution = lldb.json_of(command)
+        self.assertEqual(len(evolution["points"]), 3)
+        self.assertEqual(evolution["series"], expected["series"])
+        self.assertEqual(evolution["type_count"], expected["type_count"])
 
     def test_gdb_diff_reads_a_compressed_earlier_core(self):
         with environment(**self.env):
