@@ -106,6 +106,12 @@ std::optional<std::string> read_list(const CoredumpSource& source, std::string* 
   return listed->out;
 }
 
+template <class Number>
+Number number_or(const nlohmann::json& entry, const char* key, Number otherwise) {
+  const auto it = entry.find(key);
+  return it != entry.end() && it->is_number_integer() ? it->template get<Number>() : otherwise;
+}
+
 std::string local_time(std::int64_t time_us) {
   const std::time_t seconds = static_cast<std::time_t>(time_us / 1'000'000);
   std::tm tm{};
@@ -134,23 +140,20 @@ std::optional<std::vector<JournalCore>> journal_cores(const CoredumpSource& sour
   }
   std::vector<JournalCore> cores;
   for (const nlohmann::json& entry : list) {
-    if (!entry.is_object() || !entry.contains("pid") || !entry.contains("time")) {
-      *error = fmt::format("{} holds an entry without a pid or time: {}", from, entry.dump());
+    if (!entry.is_object() || !entry.contains("pid") || !entry.contains("time") || !entry["time"].is_number_integer() ||
+        !entry["pid"].is_number_integer()) {
+      *error = fmt::format("{} holds an entry without a pid and a time: {}", from, entry.dump());
       return std::nullopt;
     }
     JournalCore core;
-    try {
-      core.time_us = entry.at("time").get<std::int64_t>();
-      core.pid = entry.at("pid").get<int>();
-      core.uid = entry.value("uid", 0u);
-      core.signal = entry.value("sig", 0);
-      core.state = entry.value("corefile", "");
-      core.exe = entry.value("exe", "");
-      if (entry.contains("size") && entry["size"].is_number_unsigned()) core.size = entry["size"].get<std::uint64_t>();
-    } catch (const nlohmann::json::exception&) {
-      *error = fmt::format("{} holds an entry of another shape: {}", from, entry.dump());
-      return std::nullopt;
-    }
+    core.time_us = entry["time"].get<std::int64_t>();
+    core.pid = entry["pid"].get<int>();
+    // The rest may be null where the journal lacks a field (coredumpctl prints "n/a" in its table).
+    core.uid = number_or(entry, "uid", std::uint32_t{0});
+    core.signal = number_or(entry, "sig", 0);
+    core.size = number_or(entry, "size", std::uint64_t{0});
+    if (entry.contains("corefile") && entry["corefile"].is_string()) core.state = entry["corefile"].get<std::string>();
+    if (entry.contains("exe") && entry["exe"].is_string()) core.exe = entry["exe"].get<std::string>();
     cores.push_back(std::move(core));
   }
   find_stored_files(cores, source.store);

@@ -51,6 +51,7 @@ class SystemdCoredumps(unittest.TestCase):
         entries = [(OLDER, 5001, exe, "missing", None), (OTHER, 5003, "/usr/bin/other.prog", "present", cls.other),
                    (NEWER, 5002, exe, "present", cls.newer)]
         cls.list_file = os.path.join(cls.scratch, "list.json")
+        # A field the journal lacks is null (the missing core's size; coredumpctl's table says n/a).
         with open(cls.list_file, "w") as f:
             f.write(json.dumps([{"time": crash + JOURNAL_DELAY_US, "pid": pid, "uid": 0, "gid": 0, "sig": 6,
                                  "corefile": state, "exe": program, "size": os.path.getsize(path) if path else None}
@@ -109,6 +110,10 @@ class SystemdCoredumps(unittest.TestCase):
             f.write("TIME PID UID GID SIG COREFILE EXE\n")
         result = run_heapscope("coredumps", "--coredump-list", bad)
         self.assertIn("is not coredumpctl's JSON", result.stderr)
+        with open(bad, "w") as f:
+            f.write('[{"time":1795931343990686,"pid":null,"exe":"/usr/bin/x"}]')
+        result = run_heapscope("coredumps", "--coredump-list", bad)
+        self.assertIn("holds an entry without a pid and a time", result.stderr)
 
     def test_without_coredumpctl_it_says_what_to_do(self):
         if shutil.which("coredumpctl"):
