@@ -197,6 +197,7 @@ Decompressed decompress(int in, std::uint64_t in_size, Compression compression, 
   std::vector<std::byte> input(kInputChunk), output(kOutputChunk);
   std::size_t begin = 0, end = 0;
   bool input_ended = false;
+  int idle_steps = 0;  // steps in a row that neither took input nor gave output
   Decompressed result;
   for (;;) {
     if (begin == end && !input_ended) {
@@ -217,6 +218,13 @@ Decompressed decompress(int in, std::uint64_t in_size, Compression compression, 
       return result;
     }
     begin += s.consumed;
+    // A decoder that takes nothing of the input it has and gives nothing would loop here for ever.
+    idle_steps = s.consumed == 0 && s.produced == 0 && begin < end ? idle_steps + 1 : 0;
+    if (idle_steps > 1) {
+      result.error = fmt::format("its {} decoder stopped after {} decompressed bytes with input left",
+                                 compression_name(compression), result.bytes);
+      return result;
+    }
     if (result.fitted && result.bytes + s.produced > room) result.fitted = false;
     if (result.fitted && !write_all(out, std::span(output).first(s.produced))) {
       if (errno != ENOSPC) return {.error = std::string("cannot write its copy: ") + std::strerror(errno)};
