@@ -13,6 +13,7 @@
 #include "image/module_layout.h"
 #include "image/process_arguments.h"
 #include "image/x86_vector_state.h"
+#include "sources/compressed_core.h"
 #include "sources/core_segments.h"
 #include "sources/process_identity.h"
 #include "symbols/debuginfod_fetch.h"
@@ -101,7 +102,22 @@ class ElfCoreImage::Builder {
       return false;
     };
     std::string open_error;
-    img_.core_ = ElfFile::open(path, &open_error);
+    // A compressed core (systemd-coredump's zstd, a .gz passed around) is read from its uncompressed copy,
+    // found by its magic whatever its name.
+    const Compression compression = compression_of(path);
+    if (compression != Compression::none) {
+      std::optional<UnpackedCore> unpacked = CoreCopyCache::process().unpack(path, compression, error);
+      if (!unpacked) return false;
+      img_.core_ = ElfFile::open(unpacked->path(), &open_error);
+      if (!img_.core_)
+        return fail(fmt::format("{} is {}-compressed, but what it holds is no core: {}", path,
+                                compression_name(compression), open_error));
+      if (unpacked->stream_cut())
+        warn(fmt::format("{}'s {} stream ends early (the file was cut short): the core is read from the {} it held",
+                         path, compression_name(compression), size_text(img_.core_->bytes().size())));
+    } else {
+      img_.core_ = ElfFile::open(path, &open_error);
+    }
     if (!img_.core_) return fail(open_error);
     const GElf_Ehdr& eh = img_.core_->header();
     if (!img_.core_->is_core())

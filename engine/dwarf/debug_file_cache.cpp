@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "base/cache_directory.h"
+#include "base/unique_fd.h"
 
 namespace heapscope {
 
@@ -31,21 +32,6 @@ struct Trailer {
   std::uint64_t image_size;                      // the bytes before the trailer
   std::uint32_t crc;                             // CRC-32 of those bytes
   std::uint32_t reserved;
-};
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
 };
 
 // A debug file's identity: what names its copy, and what the copy's trailer repeats.
@@ -88,7 +74,7 @@ bool whole_copy_of(int fd, const Identity& id) {
 int DebugFileCache::open_copy(int fd) const {
   Identity id;
   if (dir_.empty() || !identify(fd, &id)) return -1;
-  Fd copy(::open(copy_path(dir_, id).c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd copy(::open(copy_path(dir_, id).c_str(), O_RDONLY | O_CLOEXEC));
   if (copy.get() < 0 || !whole_copy_of(copy.get(), id)) return -1;
   return copy.release();
 }
@@ -102,7 +88,7 @@ int DebugFileCache::save_copy(int fd, const DebugImage& image) const {
   // Per process and thread: two threads may copy one file at once (each module's DWARF opens on its own).
   const std::string temporary = fmt::format("{}.tmp.{}.{}", path, ::getpid(), ::gettid());
   {
-    Fd out(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    UniqueFd out(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (out.get() < 0) return -1;
     Trailer t{};
     std::memcpy(t.magic, kMagic, sizeof kMagic);

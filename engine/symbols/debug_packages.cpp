@@ -1,19 +1,16 @@
 #include "symbols/debug_packages.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <vector>
 
-extern char** environ;
+#include "base/program_output.h"
 
 namespace heapscope {
 
@@ -37,31 +34,10 @@ std::vector<std::string> spellings(const std::string& path) {
 
 // Runs `dpkg -S PATH…` (no shell: paths go as arguments) and returns what it printed.
 std::string dpkg_search(const std::vector<std::string>& paths) {
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return {};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   std::vector<std::string> words{"dpkg", "-S"};
   words.insert(words.end(), paths.begin(), paths.end());
-  std::vector<char*> argv;
-  for (std::string& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawned = ::posix_spawnp(&pid, "dpkg", &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(pipe_fds[1]);
-  std::string out;
-  if (spawned == 0) {
-    char buffer[4096];
-    for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) out.append(buffer, static_cast<std::size_t>(n));
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
-  ::close(pipe_fds[0]);
-  return out;
+  std::optional<ProgramOutput> printed = program_output(std::move(words));
+  return printed ? std::move(printed->out) : std::string();
 }
 
 // dpkg's answer, path by path: "libc6:amd64: /lib/x86_64-linux-gnu/libc.so.6" → libc6 owns that path;

@@ -38,7 +38,9 @@ void append_without_debug_info(std::string& out, const SummaryReport& r) {
       "Without debug info: {}. Their frames show as module+offset (app+0x12e7a2, for addr2line -e FILE), "
       "their globals as module+offset, and their heap blocks are typed only by C++ vtables. For names, types and "
       "source lines, install their debug files (Debian: the -dbgsym or -dbg packages, or debuginfod) or give "
-      "--debug-dir DIR; for a module with no file, give the right file (--exe for the program).\n",
+      "--debug-dir DIR; for a module with no file, give the right file (--exe for the program; --sysroot DIR for a "
+      "core from a container or another machine: the unpacked image, or /proc/PID/root of a process still running "
+      "in the container).\n",
       names);
 }
 

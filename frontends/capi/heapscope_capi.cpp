@@ -220,7 +220,7 @@ extern "C" {
 hs_session* hs_open_core(const char* core, const char* exe_or_null, const char* options_or_null, char** error) {
   clear(error);
   try {
-    use_debug_file_cache();
+    use_file_caches();
     if (!core || !*core) {
       set_string(error, "no core file given");
       return nullptr;
@@ -276,7 +276,7 @@ hs_session* hs_open_live_with_vector_registers(int pid, const hs_thread* threads
                                                const char* options_or_null, char** error) {
   clear(error);
   try {
-    use_debug_file_cache();
+    use_file_caches();
     TargetOptions target;
     std::string message;
     if (!parse_target_options(options_or_null, &target, &message)) {

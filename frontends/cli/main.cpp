@@ -22,10 +22,12 @@
 #include "commands/option_checks.h"
 #include "base/cache_directory.h"
 #include "base/progress.h"
+#include "sources/compressed_core.h"
 #include "sources/elf_core_image.h"
 #include "sources/live_process_image.h"
 #include "sources/ptrace_attach.h"
 #include "frontends/common/cache_settings.h"
+#include "frontends/common/systemd_coredumps.h"
 #include "frontends/common/target_options.h"
 #include "frontends/cli/record_command.h"
 
@@ -33,11 +35,48 @@ namespace {
 
 using namespace heapscope;
 
-// The shared target options and, for commands on a core, the core.
+// The shared target options and, for commands on a core, the core: a file, or one systemd-coredump keeps.
 struct CoreTarget : TargetOptions {
   std::string core;
-  bool no_cache = false;  // --no-cache
+  std::string coredump;           // --coredump MATCH
+  CoredumpSource coredump_source;  // --coredump-list, --coredump-store
+  bool no_cache = false;           // --no-cache
 };
+
+void add_coredump_source_options(CLI::App& sub, CoredumpSource& source) {
+  sub.add_option("--coredump-list", source.list_file,
+                 "coredumpctl's JSON (coredumpctl --json=short list) from a file, '-' for standard input, in place of "
+                 "running coredumpctl: for a store copied from another machine")
+      ->type_name("FILE");
+  sub.add_option("--coredump-store", source.store, "Where systemd-coredump's cores are (default /var/lib/systemd/coredump)")
+      ->type_name("DIR");
+}
+
+// CORE, or --coredump MATCH: the core a command on one core reads.
+void add_core_options(CLI::App& sub, CoreTarget& t, const char* what) {
+  sub.add_option("CORE", t.core, what);
+  sub.add_option("--coredump", t.coredump,
+                 "In place of CORE: the newest core systemd-coredump keeps of a pid or a program (by name or path); "
+                 "`heapscope coredumps` lists them")
+      ->type_name("MATCH");
+  add_coredump_source_options(sub, t.coredump_source);
+}
+
+// The core file a command on one core reads: CORE, or the core --coredump picks from the journal.
+bool resolve_core(CoreTarget& t, std::string* error) {
+  if (!t.coredump.empty() && !t.core.empty()) {
+    *error = "give a CORE or --coredump MATCH, not both";
+    return false;
+  }
+  if (t.coredump.empty()) {
+    if (t.core.empty()) *error = "a CORE file is required (or --coredump MATCH for a core systemd-coredump keeps)";
+    return !t.core.empty();
+  }
+  const std::optional<std::vector<JournalCore>> cores = journal_cores(t.coredump_source, error);
+  if (!cores) return false;
+  t.core = pick_coredump(*cores, t.coredump, error);
+  return !t.core.empty();
+}
 
 enum class Target { core, live_process };
 
@@ -46,8 +85,9 @@ enum class Target { core, live_process };
 // --no-cache), not a live process.
 void add_target_options(CLI::App& sub, CoreTarget& t, bool core_positional, bool on_core) {
   if (core_positional)
-    sub.add_option("CORE", t.core, "Core file of the process (capture one with scripts/capture-core or gdb's gcore)")
-        ->required();
+    add_core_options(sub, t,
+                     "Core file of the process, compressed or not (capture one with scripts/capture-core or gdb's "
+                     "gcore; or give --coredump)");
   heapscope::add_target_options(sub, static_cast<TargetOptions&>(t));
   if (on_core)
     sub.add_flag("--no-cache", t.no_cache,
@@ -77,16 +117,37 @@ void stop_on_interrupt() {
   sigaction(SIGINT, &action, nullptr);
 }
 
-// The session's progress as one line rewritten in place on stderr, when stderr is a terminal; and the
-// interrupt flag.
-void adapt(Session& session) {
-  session.set_interrupt_check([] { return g_interrupted.load(); });
+// Progress as one line rewritten in place on stderr, when stderr is a terminal; and the interrupt flag.
+void adapt(Progress& progress) {
+  progress.set_interrupt_check([] { return g_interrupted.load(); });
   if (!::isatty(STDERR_FILENO)) return;
-  session.progress().set_display([](const ProgressStatus& status) {
+  progress.set_display([](const ProgressStatus& status) {
     const std::string line = "\r\033[K" + (status.done ? std::string() : status.text());
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
   });
+}
+
+void adapt(Session& session) {
+  session.set_interrupt_check([] { return g_interrupted.load(); });
+  adapt(session.progress());
+}
+
+// Runs `open` (which may decompress a core: minutes for a large one) with a progress line and Ctrl-C, as
+// the analysis has them; false with *error = "interrupted" after Ctrl-C.
+template <class Open>
+bool with_progress(Open&& open, std::string* error) {
+  Progress progress;
+  adapt(progress);
+  progress.begin();
+  ProgressScope current(&progress);
+  try {
+    open();
+  } catch (const Interrupted&) {
+    *error = "interrupted";
+  }
+  progress.end();
+  return error->empty();
 }
 
 CommandResult analyse(std::shared_ptr<const Image> image, Command& command, const TargetOptions& t,
@@ -110,19 +171,11 @@ int report(const CommandEntry& entry, const CommandResult& result) {
 
 // Null with *error set when the core cannot be used. A truncated core opens with what it holds: its
 // warning says what is missing, and analyses that lose roots or heap to it say their result is partial.
-// Opening may fetch the executable by build-id before any session exists: Ctrl-C stops that download too
-// (then null, with g_interrupted set).
+// A compressed core is decompressed first (sources/compressed_core.h).
 std::shared_ptr<ElfCoreImage> open_core(const std::string& core, const TargetOptions& t, std::string* error) {
-  Progress opening;
-  opening.set_interrupt_check([] { return g_interrupted.load(); });
-  opening.begin(/*show=*/false);
-  ProgressScope scope(&opening);
-  try {
-    return ElfCoreImage::open(core, core_open_options(t), error);
-  } catch (const Interrupted&) {
-    *error = "interrupted";
-    return nullptr;
-  }
+  std::shared_ptr<ElfCoreImage> image;
+  with_progress([&] { image = ElfCoreImage::open(core, core_open_options(t), error); }, error);
+  return image;
 }
 
 // The index cache of a core, unless told not to use one (--no-cache, HEAPSCOPE_NO_CACHE=1, or no cache
@@ -176,6 +229,45 @@ int run(const CommandEntry& entry, Command& command, const CoreTarget& t, const 
   Session session(std::move(image), options);
   adapt(session);
   return save_index(session, report(entry, run_command(session, command, output)));
+}
+
+// `heapscope unpack CORE`: the path of a core a debugger can load — a compressed core's uncompressed copy
+// in the core copy cache (made now, or reused), an uncompressed core's own path — on stdout alone.
+int unpack(const std::string& core) {
+  const Compression compression = compression_of(core);
+  std::string path = core, error;
+  std::optional<UnpackedCore> copy;
+  if (compression != Compression::none) {
+    if (CoreCopyCache::process().dir().empty())
+      return fail("unpack: the copy is kept in the core copy cache, which HEAPSCOPE_NO_CORE_CACHE=1 turns off (or no "
+                  "cache directory can be made out: set HEAPSCOPE_CACHE_DIR); decompress it yourself, or let "
+                  "heapscope's other commands read it as it is");
+    if (!with_progress([&] { copy = CoreCopyCache::process().unpack(core, compression, &error); }, &error))
+      return g_interrupted ? interrupted() : fail("unpack: " + error);
+    path = copy->path();
+  }
+  // Opened as a command would open it, to say here what a debugger would not: that it is no core, or cut.
+  CoreOpenOptions quiet;
+  quiet.use_debuginfod = false;
+  const std::unique_ptr<ElfCoreImage> image = ElfCoreImage::open(path, quiet, &error);
+  if (!image) return fail("unpack: " + (copy ? core + " holds no core heapscope reads: " + error : error));
+  // A cut file is worth saying before a debugger is handed it (the analysis commands say the rest).
+  if (copy && copy->stream_cut())
+    std::cerr << "heapscope: warning: " << core << "'s " << compression_name(compression)
+              << " stream ends early (the file was cut short): the copy holds what came before\n";
+  else if (image->truncated())
+    std::cerr << "heapscope: warning: " << image->damage() << "\n";
+  std::cout << path << "\n";
+  return 0;
+}
+
+// `heapscope coredumps`: the journal's cores, newest first.
+int list_coredumps(const CoredumpSource& source, bool json) {
+  std::string error;
+  const std::optional<std::vector<JournalCore>> cores = journal_cores(source, &error);
+  if (!cores) return fail("coredumps: " + error);
+  std::cout << (json ? coredumps_json(*cores) : coredumps_text(*cores, source));
+  return 0;
 }
 
 // The command's earlier cores when it takes them as positionals (`diff OLD NEW`); null otherwise.
@@ -264,7 +356,7 @@ int main(int argc, char** argv) {
   // up at the peak (about 5 % of `roots` at 1M blocks). Mapped, each is returned when it is freed. Not in
   // the debugger plugins: their process is the debugger's.
   ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-  use_debug_file_cache();
+  if (std::string cache_error; !use_file_caches(&cache_error)) std::cerr << "heapscope: warning: " << cache_error << "\n";
   CLI::App app{
       "heapscope: find memory leaks and explain heap retention in C/C++ processes, from a core file or a running "
       "process"};
@@ -305,6 +397,22 @@ int main(int argc, char** argv) {
 
   RecordOptions record_options;
   CLI::App* record = add_record_command(app, record_options);
+  CoreTarget unpack_target;
+  CLI::App* unpack_app = app.add_subcommand(
+      "unpack",
+      "Decompress a compressed core (zstd as systemd-coredump keeps it, lz4, xz, gzip) once into the core copy cache "
+      "and print the copy's path, for a debugger: lldb -c \"$(heapscope unpack core.zst)\". An uncompressed core's "
+      "own path is printed");
+  add_core_options(*unpack_app, unpack_target, "The core file, compressed or not");
+
+  CoredumpSource coredump_source;
+  bool coredumps_json_output = false;
+  CLI::App* coredumps_app = app.add_subcommand(
+      "coredumps",
+      "List the cores systemd-coredump keeps (through coredumpctl), newest first: when, pid, signal, whether the "
+      "file is still there, the program, the file; any command takes one with --coredump PID or --coredump PROGRAM");
+  add_coredump_source_options(*coredumps_app, coredump_source);
+  coredumps_app->add_flag("--json", coredumps_json_output, "The list as JSON");
 
   if (const std::optional<int> handled = help_or_unknown_command(app, *attach, argc, argv)) return *handled;
   stop_on_interrupt();
@@ -324,8 +432,15 @@ int main(int argc, char** argv) {
     std::string error;
     if (series && !take_last_as_current(*series, inv->target.core, &error))
       return fail(std::string(inv->entry->name) + ": " + error);
+    if (!series && !resolve_core(inv->target, &error)) return fail(std::string(inv->entry->name) + ": " + error);
     return run(*inv->entry, *inv->command, inv->target, inv->output);
   }
+  if (unpack_app->parsed()) {
+    std::string error;
+    if (!resolve_core(unpack_target, &error)) return fail("unpack: " + error);
+    return unpack(unpack_target.core);
+  }
+  if (coredumps_app->parsed()) return list_coredumps(coredump_source, coredumps_json_output);
   for (auto& inv : attached_invocations)
     if (inv->app->parsed()) return run_attached(pid, *inv->entry, *inv->command, inv->target, inv->output);
   return fail("no command given (try --help)");

@@ -1,11 +1,20 @@
 #include "frontends/common/target_options.h"
 
+#include <filesystem>
+#include <system_error>
+
 namespace heapscope {
 
 namespace {
 
-// "/srv/box/" and "/srv/box" name the same sysroot; module paths are appended to it.
+// "/srv/box/" and "/srv/box" name the same sysroot; module paths are appended to it. A relative one is
+// made absolute, so that `summary` names each module's file by a path that holds wherever it is read.
 std::string without_trailing_slashes(std::string dir) {
+  if (!dir.empty() && dir.front() != '/') {
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(dir, ec);
+    if (!ec) dir = absolute.lexically_normal().string();
+  }
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   return dir == "/" ? "" : dir;
 }

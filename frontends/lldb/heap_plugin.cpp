@@ -367,7 +367,7 @@ __attribute__((visibility("default"))) bool PluginInitialize(SBDebugger debugger
                            "; build heapscope against this LLDB, or load it into lldb-16");
       return false;
     }
-    use_debug_file_cache();
+    use_file_caches();
     return register_heap_command(debugger);
   } catch (const std::exception& e) {
     report(debugger, std::string("cannot load: ") + e.what());

@@ -32,6 +32,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import debugger_reuse  # noqa: E402
+import compressed_core_bench  # noqa: E402
 import index_cache_bench  # noqa: E402
 import reference  # noqa: E402
 from loglog_svg import write_loglog_svg  # noqa: E402
@@ -396,6 +397,9 @@ def parse_args():
     ap.add_argument("--cache", action="store_true",
                     help="also time a second command in a new process with the index cache: `retainers CORE "
                          "ADDR` after `leaks`, with and without the index")
+    ap.add_argument("--compressed", action="store_true",
+                    help="also time the first and the second command on each core compressed with zstd, lz4, xz "
+                         "and gzip (the first decompresses it into the core copy cache, the second reads the copy)")
     ap.add_argument("--plot", metavar="FILE.svg", help="write a log-log plot of time and memory against blocks")
     args = ap.parse_args()
     # Every run computes what it times: a run after the first would otherwise load the index cache
@@ -474,6 +478,8 @@ def main():
     print_scaling(results, loads, targets)
     if args.cache:
         index_cache_bench.print_second_commands(heapscope, cores, leaked_files, args.runs, targets)
+    if args.compressed:
+        compressed_core_bench.print_compressed(heapscope, cores, args.runs, targets)
     targets.print()
 
     if args.debugger_reuse:

@@ -116,8 +116,8 @@ def command_lines(core, address, reference_core):
     """Every command of the table on `core`, with the arguments it needs."""
     lines = []
     for name in command_names():
-        if name == "attach":
-            continue  # a live process, not a core
+        if name in ("attach", "unpack", "coredumps"):
+            continue  # a live process; a core's path for a debugger; the journal's list (their own tests)
         if name in ("retainers", "refs", "describe"):
             lines.append([name, core, hex(address)])
         elif name == "snapshot":

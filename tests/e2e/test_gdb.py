@@ -191,9 +191,10 @@ class GdbFrontend(unittest.TestCase):
         result = run_gdb(["help heap"] + marked("leaks-help", "help heap leaks"))
         cli_help = run_heapscope("--help").stdout
         commands = re.findall(r"^\s+(\w+)\s+\S", cli_help.split("Subcommands:")[1], re.M)
-        # The CLI's own verbs: `attach` picks a process, `record` starts one.
-        commands.remove("attach")
-        commands.remove("record")
+        # The CLI's own verbs: `attach` picks a process, `record` starts one; `unpack` and `coredumps` find a
+        # core for a debugger.
+        for own in ("attach", "record", "unpack", "coredumps"):
+            commands.remove(own)
         self.assertIn("leaks", commands)
         for command in commands:
             self.assertRegex(result.stdout, rf"(?m)^heap {command} -- ")

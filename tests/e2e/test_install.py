@@ -206,6 +206,8 @@ class DebianPackage(unittest.TestCase):
         self.assertIn("Package: heapscope", fields)
         self.assertIn("libdw1", fields)
         self.assertIn("libdebuginfod1", fields)  # loaded at run time, so named by hand
+        for decompressor in ("libzstd1", "liblz4-1", "liblzma5", "zlib1g"):  # compressed cores
+            self.assertIn(decompressor, fields)
         # The debug files where gdb and lldb look by default, named by the built binaries' build-ids (which
         # stripping keeps).
         debug_contents = self.contents(packages["heapscope-dbg"])

@@ -1,10 +1,12 @@
 // Fuzz target: the ELF core reader (sources/elf_core_image) on arbitrary bytes — headers, the notes
 // (NT_PRSTATUS, NT_PRPSINFO, NT_AUXV, NT_FILE), segments, and module discovery through NT_FILE, the
-// auxiliary vector and the dynamic linker's list — then what the rest of heapscope asks of an image.
+// auxiliary vector and the dynamic linker's list — then what the rest of heapscope asks of an image; an
+// input with a zstd, lz4, xz or gzip magic through the decompression first (sources/compressed_core).
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
+#include "sources/compressed_core.h"
 #include "sources/elf_core_image.h"
 #include "input_file.h"
 
@@ -33,6 +35,15 @@ void touch(const ElfCoreImage& image) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // A compressed input is decompressed into a temporary copy: a few MiB of one, so that a small input that
+  // inflates to gigabytes is refused at once rather than written out or measured to its end.
+  static const bool bounded = [] {
+    CoreCopyCache cache{std::string(), 16u << 20};
+    cache.set_measure_limit(32u << 20);
+    CoreCopyCache::set_process(std::move(cache));
+    return true;
+  }();
+  (void)bounded;
   fuzz::InputFile file(data, size);
   if (!file.ok()) return 0;
   std::string error;
