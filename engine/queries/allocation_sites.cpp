@@ -27,8 +27,11 @@ std::string interval_text(std::uint64_t bytes) {
 
 // The sentence of a heap whose blocks have no site at all: what to do about it.
 std::string without_sites(const Provenance& p) {
-  if (!p.supported) return "no allocation sites: this allocator keeps no allocation stacks heapscope can read "
-                           "(jemalloc started with MALLOC_CONF=prof:true does)";
+  if (!p.supported)
+    return "no allocation sites: " + (p.how_to_enable.empty() ? std::string("this allocator keeps no allocation stacks "
+                                                                           "heapscope can read (jemalloc started with "
+                                                                           "MALLOC_CONF=prof:true does)")
+                                                              : p.how_to_enable);
   if (p.enabled == false) return fmt::format("no allocation sites: {} is off in this process; {}", p.source, p.how_to_enable);
   return fmt::format("no allocation sites: {} recorded none for the blocks of this heap; {}", p.source, p.how_to_enable);
 }
@@ -133,7 +136,7 @@ SitesNote sites_note(const Provenance& p) {
 }
 
 std::string no_site_reason(const Provenance& p) {
-  if (!p.supported) return {};
+  if (!p.supported) return p.how_to_enable.empty() ? std::string() : without_sites(p);
   if (!p.present()) return without_sites(p);
   if (p.exact()) return "no allocation site recorded for this block";
   return p.mean_interval ? fmt::format("not sampled ({} samples once per {} on average)", p.source,

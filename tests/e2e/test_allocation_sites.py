@@ -21,6 +21,7 @@ from test_attach import ParkedProgram
 from test_gdb import json_between_markers, marked, run_gdb
 
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+TCMALLOC_MINIMAL = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
 FIXTURE = "allocation_sites"
 EVERY_ALLOCATION = {"LD_PRELOAD": JEMALLOC, "MALLOC_CONF": "prof:true,lg_prof_sample:0"}
 DEFAULT_RATE = {"LD_PRELOAD": JEMALLOC, "MALLOC_CONF": "prof:true"}
@@ -145,6 +146,22 @@ class EverySampledOnACore(unittest.TestCase):
         self.assertEqual(summary["sites"], len(dumped))
         self.assertTrue(summary["present"] and summary["exact"])
 
+    def test_top_ranks_sites_by_retained_bytes(self):
+        top = heapscope_json("top", self.core, "--by", "site", "-n", "0")
+        rows = {top_function(row.get("site")): row for row in top["rows"]}
+        # The kept sites, each block reachable from its global table; the leaking site retains nothing.
+        for function in ("make_sessions", "make_buffers", "make_images"):
+            self.assertEqual(rows[function]["count"], SITES[function], function)
+            self.assertGreaterEqual(rows[function]["retained_bytes"], rows[function]["bytes"], function)
+        self.assertNotIn(LEAKING_SITE, rows)
+
+    def test_html_report_has_a_where_allocated_section(self):
+        page = run_heapscope("report", self.core, "--format", "html").stdout
+        self.assertIn("Where allocated", page)
+        self.assertIn('data-table="sites"', page)
+        self.assertIn("lose_records() at allocation_sites.c:", page)
+        self.assertEqual(heapscope_json("report", self.core)["sites"]["by"], "site")
+
     def test_summary_says_sites_are_present(self):
         text = run_heapscope("summary", self.core).stdout
         self.assertRegex(text, r"Sites: +jemalloc heap profiling \(prof\), every allocation sampled: \d+ blocks at "
@@ -211,6 +228,20 @@ class WithoutSampling(unittest.TestCase):
         describe = heapscope_json("describe", core, hex(heapscope_json("blocks", core, "--state", "used")["blocks"][0]["address"]))
         self.assertIsNone(describe["allocated_at"])
         self.assertIn("off", describe["no_site"])
+
+    def test_tcmalloc_minimal_says_it_records_no_stacks(self):
+        # Debian's libtcmalloc_minimal is built with NO_TCMALLOC_SAMPLES: asking for samples changes nothing.
+        if not os.path.exists(TCMALLOC_MINIMAL):
+            raise unittest.SkipTest(f"{TCMALLOC_MINIMAL} is not installed (scripts/install-deps)")
+        core, _ = capture_program("allocation_sites-tcmalloc", fixture_path(FIXTURE),
+                                  env={"LD_PRELOAD": TCMALLOC_MINIMAL, "TCMALLOC_SAMPLE_PARAMETER": "1"})
+        summary = heapscope_json("summary", core)["heap"]
+        self.assertEqual(summary["allocator"], "tcmalloc")
+        self.assertFalse(summary["allocation_sites"]["present"])
+        self.assertIn("built without sampling", summary["allocation_sites"]["note"])
+        result = run_heapscope("histogram", core, "--by", "site")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("libtcmalloc_minimal is built without sampling", result.stderr)
 
     def test_glibc_says_it_keeps_no_sites(self):
         core, _ = capture_program("allocation_sites-glibc", fixture_path(FIXTURE))
