@@ -148,7 +148,11 @@ class RedisWithHeapProfiling(RemovesItsCore, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.core = os.path.join(work_dir(), "redis-server-prof.core")
+        cls.earlier_core = os.path.join(work_dir(), "redis-server-prof-earlier.core")
         with redis_server(env={"MALLOC_CONF": "prof:true"}) as (server, cli):
+            if cli("DEBUG", "POPULATE", "100000", "early") != "OK":
+                raise AssertionError("DEBUG POPULATE failed")
+            take_core(server.pid, cls.earlier_core)
             if cli("DEBUG", "POPULATE", "300000") != "OK":
                 raise AssertionError("DEBUG POPULATE failed")
             take_core(server.pid, cls.core)
@@ -162,10 +166,28 @@ class RedisWithHeapProfiling(RemovesItsCore, unittest.TestCase):
         note = self.histogram["sites_note"]
         self.assertEqual((note["present"], note["exact"], note["mean_interval"]), (True, False, 512 * 1024))
         functions = {f["function"] for row in self.histogram["sites"] if row["site"] for f in row["site"]["frames"]}
-        # DEBUG POPULATE's keys: each a dict entry and a string object, allocated through redis' zmalloc.
-        self.assertTrue({"zmalloc", "dictAddRaw", "debugCommand", "main"} <= functions, sorted(functions))
+        # DEBUG POPULATE's keys: each a dict entry and a string object, allocated through redis' zmalloc (the
+        # top five frames of each site are shown: main is below them).
+        self.assertTrue({"zmalloc", "dictAddRaw", "debugCommand"} <= functions, sorted(functions))
         populate = sites_of_populate(self.histogram)
         self.assertTrue(any("dictAddRaw" in stack for stack in populate), populate)
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        if os.path.exists(cls.earlier_core):
+            os.remove(cls.earlier_core)
+
+    def test_evolution_and_diff_by_site_say_which_code_grew(self):
+        # 100,000 keys, then 300,000 more: the dict entries' site grows most, about fourfold (estimated).
+        evolution = heapscope_json("evolution", "--by", "site", self.earlier_core, self.core)
+        self.assertEqual(evolution["by"], "site")
+        growers = [s["type"] for s in evolution["series"][:3]]
+        self.assertTrue(any("dictAddRaw" in name for name in growers), growers)
+        diff = heapscope_json("diff", "--by", "site", self.earlier_core, self.core)
+        self.assertEqual(diff["by"], "site")
+        entries = next(row for row in diff["types"] if "zmalloc() ← dictAddRaw()" in row["type"])
+        self.assertGreater(entries["after_count"], 2 * entries["before_count"])
+
     def test_live_attach_lldb_and_gdb_equal_the_core(self):
         expected = sites_of_populate(self.histogram)
         self.assertTrue(expected)
