@@ -2,6 +2,7 @@
 // part is built by the function its own command uses, so the parts read exactly like those commands.
 #include <algorithm>
 
+#include "queries/allocation_sites.h"
 #include "queries/evolution.h"
 #include "queries/fragmentation.h"
 #include "queries/leak_report.h"
@@ -49,6 +50,7 @@ class ReportCommand final : public Command {
         bundle.roots = build_roots_report(s, count_);
         bundle.fragmentation = build_fragmentation_report(s, kDefaultFragmentationTypeRows, kDefaultFragmentationSamples,
                                                           kDefaultTrimBlockers);
+        if (bundle.summary.sites && bundle.summary.sites->present) bundle.sites = histogram_by_site(s, examples_);
         if (!s.snapshots().all().empty()) bundle.evolution = build_session_evolution(s, EvolutionOrder::final_bytes, count_);
       } catch (const AnalysisError& e) {
         // The summary still describes the process; the analyses that need the graph are left out.
@@ -57,6 +59,7 @@ class ReportCommand final : public Command {
         bundle.roots.reset();
         bundle.fragmentation.reset();
         bundle.evolution.reset();
+        bundle.sites.reset();
         bundle.warnings.push_back(std::string("leaks, top and roots left out: ") + e.what());
       }
     } else {
@@ -68,6 +71,7 @@ class ReportCommand final : public Command {
     with_session_warnings(s, bundle.roots);
     with_session_warnings(s, bundle.fragmentation);
     with_session_warnings(s, bundle.evolution);
+    with_session_warnings(s, bundle.sites);
     // The bundle's own (why parts are missing) then every part's, each once.
     auto add_part = [&](const std::vector<std::string>& warnings) {
       for (const std::string& w : warnings)

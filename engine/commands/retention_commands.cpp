@@ -11,13 +11,18 @@ namespace {
 class TopCommand final : public Command {
  public:
   void add_options(CLI::App& app) override {
-    app.add_option("--by", by_, "Rank blocks, types (outermost instances) or roots by retained bytes")
-        ->check(CLI::IsMember({"block", "type", "root"}))
+    app.add_option("--by", by_,
+                   "Rank blocks, types (outermost instances), allocation sites (outermost blocks of each) or roots "
+                   "by retained bytes")
+        ->check(CLI::IsMember({"block", "type", "site", "root"}))
         ->capture_default_str();
     app.add_option("-n,--count", count_, "How many to list (0: all)")->check(whole_number())->capture_default_str();
   }
   Report run(Session& s) override {
-    const TopBy by = by_ == "type" ? TopBy::type : by_ == "root" ? TopBy::root : TopBy::block;
+    const TopBy by = by_ == "type"   ? TopBy::type
+                     : by_ == "site" ? TopBy::site
+                     : by_ == "root" ? TopBy::root
+                                     : TopBy::block;
     return build_top_report(s, by, count_);
   }
 

@@ -112,12 +112,19 @@ class DiffCommand final : public Command {
     add_core_positionals(app, series_, {"OLD", "The earlier core of the same program"},
                          {"CORES", "OLD NEW: the earlier core of the program, then the core analysed"}, 1, 1);
     add_diff_options(app, count_, samples_, "");
+    app.add_option("--by", by_,
+                   "The first table per type, or per allocation site (estimated bytes, from the allocator's own "
+                   "sampling)")
+        ->check(CLI::IsMember({"type", "site"}))
+        ->capture_default_str();
   }
 
   Report run(Session& s) override {
     SnapshotStore::Ptr old = s.snapshots().find(series_.names.front());
     if (!old) throw AnalysisError("the snapshot of " + series_.cores.front() + " was not saved");
-    return diff_with_current(s, *old, take_snapshot(s, current_state_name(s)), diff_options(count_, samples_));
+    DiffOptions options = diff_options(count_, samples_);
+    options.by_site = by_ == "site";
+    return diff_with_current(s, *old, take_snapshot(s, current_state_name(s)), options);
   }
   CoreSeries* core_series() override { return &series_; }
 
@@ -125,6 +132,7 @@ class DiffCommand final : public Command {
   CoreSeries series_ = CoreSeries::given_as_positionals(/*order_by_time=*/false);
   std::size_t count_ = kDiffRows;
   std::size_t samples_ = kDiffSamplesPerType;
+  std::string by_ = "type";
 };
 
 class EvolutionCommand final : public Command {
@@ -141,13 +149,16 @@ class EvolutionCommand final : public Command {
     app.add_option("-n,--count", count_, "How many types to follow (0: all); steady growers come first")
         ->check(whole_number())
         ->capture_default_str();
-    app.add_option("--by", by_, "The other types by bytes at the last point (final) or by growth since the first")
-        ->check(CLI::IsMember({"final", "growth"}))
+    app.add_option("--by", by_,
+                   "The other types by bytes at the last point (final) or by growth since the first; or allocation "
+                   "sites (estimated bytes, from the allocator's own sampling) by growth (site)")
+        ->check(CLI::IsMember({"final", "growth", "site"}))
         ->capture_default_str();
   }
 
   Report run(Session& s) override {
-    return build_session_evolution(s, by_ == "growth" ? EvolutionOrder::growth : EvolutionOrder::final_bytes, count_);
+    return build_session_evolution(s, by_ == "growth" ? EvolutionOrder::growth : EvolutionOrder::final_bytes, count_,
+                                   by_ == "site");
   }
   CoreSeries* core_series() override { return &series_; }
 

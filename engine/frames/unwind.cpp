@@ -247,6 +247,18 @@ void add_source_line(FrameCollector& c, Address pc, Frame& frame) {
   }
 }
 
+// A return address points after the call; the call itself is looked up.
+Address lookup_pc(const Frame& frame) { return frame.is_activation || frame.pc == 0 ? frame.pc : frame.pc - 1; }
+
+// The frame's function, else its module and offset, and its source line; `mod` is libdw's module of the
+// pc when there is one (its symbol table), else the SymbolIndex names it.
+void name_frame(FrameCollector& c, Dwfl_Module* mod, Frame& frame) {
+  const Address lookup = lookup_pc(frame);
+  frame.function = function_name(c, mod, lookup);
+  if (frame.function.empty()) frame.module_offset = module_offset(c, frame.pc);
+  add_source_line(c, lookup, frame);
+}
+
 int collect_frame(Dwfl_Frame* state, void* arg) {
   auto& c = *static_cast<FrameCollector*>(arg);
   if (Clock::now() > c.deadline) {
@@ -277,12 +289,7 @@ int collect_frame(Dwfl_Frame* state, void* arg) {
     c.out->back().sp_high = sp;
   }
   frame.sp_low = frame.sp_high = sp;
-  // A return address points after the call; look up the call itself.
-  const Address lookup = frame.is_activation || frame.pc == 0 ? frame.pc : frame.pc - 1;
-  Dwfl_Module* mod = dwfl_addrmodule(c.dwfl, lookup);
-  frame.function = function_name(c, mod, lookup);
-  if (frame.function.empty()) frame.module_offset = module_offset(c, frame.pc);
-  add_source_line(c, lookup, frame);
+  name_frame(c, dwfl_addrmodule(c.dwfl, lookup_pc(frame)), frame);
   c.out->push_back(std::move(frame));
   return c.out->size() >= kMaxFramesPerThread ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
@@ -443,6 +450,21 @@ std::string Frame::describe() const {
   if (!file.empty()) {
     const auto slash = file.rfind('/');
     out += fmt::format(" at {}:{}", slash == std::string::npos ? file : file.substr(slash + 1), line);
+  }
+  return out;
+}
+
+std::vector<Frame> symbolize_return_addresses(const Image& image, const SymbolIndex& symbols, const DwarfFiles& dwarf,
+                                              std::span<const Address> return_addresses) {
+  HeldDwarf held(dwarf);
+  FrameCollector c{image, symbols, held, nullptr, Clock::now()};
+  std::vector<Frame> out;
+  out.reserve(return_addresses.size());
+  for (const Address pc : return_addresses) {
+    Frame frame;
+    frame.pc = pc;
+    name_frame(c, nullptr, frame);
+    out.push_back(std::move(frame));
   }
   return out;
 }

@@ -3,6 +3,7 @@
 // all get the same frames. Used to label stack roots with the function whose frame holds a pointer.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,12 @@ inline constexpr std::size_t kMaxFramesPerThread = 256;
 // Frame variables and source lines come from the DWARF `dwarf` opens (shared with the type index).
 std::vector<std::vector<Frame>> unwind_threads(const Image& image, const SymbolIndex& symbols,
                                                const DwarfFiles& dwarf, std::vector<std::string>* warnings);
+
+// Frames for return addresses recorded elsewhere (an allocator's sampled allocation stacks), innermost
+// first, each named as a thread's caller frame is: function, file:line where DWARF is, module+offset
+// otherwise. They have no stack range and no variables.
+std::vector<Frame> symbolize_return_addresses(const Image& image, const SymbolIndex& symbols, const DwarfFiles& dwarf,
+                                              std::span<const Address> return_addresses);
 
 // The frame of `frames` whose stack range holds `address`, or null; its index is written to `index`.
 const Frame* frame_covering(const std::vector<Frame>& frames, Address address, std::size_t* index);

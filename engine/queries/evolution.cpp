@@ -16,14 +16,19 @@ bool grows_steadily(std::span<const std::uint64_t> bytes) {
   return true;
 }
 
-EvolutionReport build_evolution(std::span<const HeapSnapshot* const> points, EvolutionOrder by, std::size_t count) {
+EvolutionReport build_evolution(std::span<const HeapSnapshot* const> points, EvolutionOrder by, std::size_t count,
+                                bool by_site) {
+  if (by_site) {
+    by = EvolutionOrder::growth;
+    for (const HeapSnapshot* p : points) require_sites(*p);
+  }
   EvolutionReport report;
-  report.by = evolution_order_name(by);
+  report.by = by_site ? "site" : evolution_order_name(by);
   std::vector<EvolutionSeries> all;
   std::unordered_map<std::string, std::size_t> index;
   for (std::size_t p = 0; p < points.size(); ++p) {
     report.points.push_back(snapshot_info(*points[p]));
-    for (const SnapshotTypeTotal& t : points[p]->types) {
+    for (const SnapshotTypeTotal& t : by_site ? points[p]->sites : points[p]->types) {
       auto [it, fresh] = index.try_emplace(t.type, all.size());
       if (fresh) {
         all.push_back({t.type, std::vector<std::uint64_t>(points.size(), 0), std::vector<std::uint64_t>(points.size(), 0)});
@@ -54,13 +59,13 @@ std::string current_state_name(const Session& s) {
   return s.options().state_name.empty() ? "now" : s.options().state_name;
 }
 
-EvolutionReport build_session_evolution(Session& s, EvolutionOrder by, std::size_t count) {
+EvolutionReport build_session_evolution(Session& s, EvolutionOrder by, std::size_t count, bool by_site) {
   const std::vector<SnapshotStore::Ptr> saved = s.snapshots().all();
   const HeapSnapshot now = take_snapshot(s, current_state_name(s));
   std::vector<const HeapSnapshot*> points;
   for (const SnapshotStore::Ptr& p : saved) points.push_back(p.get());
   points.push_back(&now);
-  EvolutionReport report = build_evolution(points, by, count);
+  EvolutionReport report = build_evolution(points, by, count, by_site);
   if (saved.empty())
     report.warnings.push_back("no saved snapshots: save some with `snapshot save NAME` as the program runs");
   const std::vector<std::string> current = s.warnings();

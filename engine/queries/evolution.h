@@ -24,11 +24,13 @@ bool grows_steadily(std::span<const std::uint64_t> bytes);
 
 // The `count` types to show (0: all): every steady grower first, most growth first; then the others by
 // bytes at the last point (final_bytes) or by growth from the first point to the last (growth).
-EvolutionReport build_evolution(std::span<const HeapSnapshot* const> points, EvolutionOrder by, std::size_t count);
+// `by_site`: the series are allocation sites (HeapSnapshot::sites), ordered by growth.
+EvolutionReport build_evolution(std::span<const HeapSnapshot* const> points, EvolutionOrder by, std::size_t count,
+                                bool by_site = false);
 
 // The evolution of a session: every snapshot saved in its store, then its current state (named after the
 // session's state name, or "now"). Warns when nothing was saved.
-EvolutionReport build_session_evolution(Session& s, EvolutionOrder by, std::size_t count);
+EvolutionReport build_session_evolution(Session& s, EvolutionOrder by, std::size_t count, bool by_site = false);
 
 // What reports call a session's current state: the session's state name (the CLI names it after the core),
 // or "now".

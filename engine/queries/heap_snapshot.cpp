@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 #include "types/type_groups.h"
@@ -58,6 +59,25 @@ std::vector<SnapshotRootTotal> root_totals(Session& s) {
   return out;
 }
 
+// A site's name in every core of the program: its frames' functions and lines, not their addresses.
+std::string stable_site_label(const AllocationSite& site) {
+  std::string out;
+  for (const Frame& f : site.frames) out += (out.empty() ? "" : " ← ") + f.describe();
+  return out.empty() ? site.label() : out;
+}
+
+std::vector<SnapshotTypeTotal> site_totals(const Provenance& p) {
+  std::vector<SnapshotTypeTotal> out;
+  std::unordered_map<std::string, std::size_t> by_label;
+  for (const AllocationSite& site : p.sites) {
+    auto [it, fresh] = by_label.try_emplace(stable_site_label(site), out.size());
+    if (fresh) out.push_back({it->first, 0, 0});
+    out[it->second].count += static_cast<std::uint64_t>(std::llround(site.estimated_blocks));
+    out[it->second].bytes += static_cast<std::uint64_t>(std::llround(site.estimated_bytes));
+  }
+  return out;
+}
+
 }  // namespace
 
 HeapSnapshot take_snapshot(Session& s, std::string name) {
@@ -98,7 +118,14 @@ HeapSnapshot take_snapshot(Session& s, std::string name) {
     std::sort(out.blocks.begin(), out.blocks.end(),
               [](const SnapshotBlock& a, const SnapshotBlock& b) { return a.address < b.address; });
   out.blocks.shrink_to_fit();
+  out.sites = site_totals(s.provenance());
   return out;
+}
+
+void require_sites(const HeapSnapshot& snapshot) {
+  if (snapshot.sites.empty())
+    throw AnalysisError("no allocation sites in " + snapshot.name +
+                        ": its allocator did not sample the blocks (summary says how to turn sampling on)");
 }
 
 }  // namespace heapscope

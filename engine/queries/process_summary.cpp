@@ -1,5 +1,7 @@
 #include "queries/process_summary.h"
 
+#include "queries/allocation_sites.h"
+
 #include <algorithm>
 #include <map>
 
@@ -141,6 +143,8 @@ SummaryReport build_summary_report(Session& s, bool count_names) {
     if (count_names) r.typed = typed_share(heap, s.types());
     r.outside_malloc = outside_malloc(s);
     for (const HeapSegment& h : heap.reserved) r.reserved.add(h.end - h.start);
+    // Said for the allocators that can keep sites, and for those that have something to say about it.
+    if (const Provenance& p = s.provenance(); p.supported || !p.how_to_enable.empty()) r.sites = sites_note(p);
   } catch (const AnalysisError& e) {
     r.heap_error = e.what();  // the process overview is still worth showing
   }

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "model/dominator_walk.h"
+#include "queries/allocation_sites.h"
 #include "queries/block_refs.h"
 #include "queries/retention_paths.h"
 #include "types/type_groups.h"
@@ -131,12 +132,13 @@ std::vector<TopRootRow> top_roots(Session& s, const Retention& r, std::size_t co
   return rows;
 }
 
-// Per type: reachable instances, and what they retain. An instance dominated by another instance of its
-// type is inside that one's retained size already, so only the outermost ones count (a depth-first walk
-// of the dominator tree keeps, per type, how many instances are on the path from the super-root).
-std::vector<TopTypeRow> top_types(Session& s, const BlockNames& names, const Retention& r, std::size_t count) {
-  const HeapModel& heap = s.heap();
-  TypeGroups groups(heap, names.types);
+// Per group (a type, an allocation site): reachable instances, and what they retain. An instance dominated
+// by another instance of its group is inside that one's retained size already, so only the outermost ones
+// count (a depth-first walk of the dominator tree keeps, per group, how many instances are on the path from
+// the super-root). `groups` gives a block's group (of) and a group's name (name).
+template <class Groups, class Decorate>
+std::vector<TopTypeRow> top_groups(const HeapModel& heap, Groups&& groups, const Retention& r, std::size_t count,
+                                   Decorate&& decorate) {
   // The dominator tree's children, in CSR form.
   std::vector<std::uint32_t> offsets(r.node_count() + 1, 0);
   for (std::uint32_t v = 0; v < r.node_count(); ++v)
@@ -180,12 +182,48 @@ std::vector<TopTypeRow> top_types(Session& s, const BlockNames& names, const Ret
   }
   for (std::uint32_t g = 0; g < rows.size(); ++g) {
     rows[g].type = groups.name(g);
+    decorate(rows[g], g);
     rows[g].retained.percent = percent_of_heap(r, rows[g].retained.bytes);
   }
   std::stable_sort(rows.begin(), rows.end(), [](const TopTypeRow& a, const TopTypeRow& b) {
     return a.retained.bytes != b.retained.bytes ? a.retained.bytes > b.retained.bytes : a.bytes > b.bytes;
   });
   if (rows.size() > count) rows.resize(count);
+  return rows;
+}
+
+std::vector<TopTypeRow> top_types(Session& s, const BlockNames& names, const Retention& r, std::size_t count) {
+  return top_groups(s.heap(), TypeGroups(s.heap(), names.types), r, count, [](TopTypeRow&, std::uint32_t) {});
+}
+
+// Allocation sites as groups of blocks: a site's index, the blocks without one after the last.
+class SiteGroups {
+ public:
+  explicit SiteGroups(const Provenance& p) : p_(p), site_(p.blocks.empty() ? 0 : p.blocks.back().block + 1, none()) {
+    for (const SampledBlock& b : p.blocks) site_[b.block] = b.site;
+  }
+  std::uint32_t of(std::uint32_t block) const { return block < site_.size() ? site_[block] : none(); }
+  std::string name(std::uint32_t g) const {
+    if (g == none()) return "(no allocation site)";
+    const std::vector<Frame>& frames = p_.sites[g].frames;
+    if (frames.size() < 2) return p_.sites[g].label();
+    return frames[0].describe() + " ← " + frames[1].describe();
+  }
+  std::uint32_t none() const { return static_cast<std::uint32_t>(p_.sites.size()); }
+
+ private:
+  const Provenance& p_;
+  std::vector<std::uint32_t> site_;  // by block id, up to the last sampled block
+};
+
+std::vector<TopTypeRow> top_sites(Session& s, const Retention& r, std::size_t count) {
+  const Provenance& p = s.provenance();
+  if (!p.present()) throw AnalysisError(sites_note(p).sentence);
+  std::vector<TopTypeRow> rows = top_groups(s.heap(), SiteGroups(p), r, count, [&](TopTypeRow& row, std::uint32_t g) {
+    if (g < p.sites.size()) row.site = site_ref(p, g);
+  });
+  // A site whose blocks all leaked has no reachable block: no row (they sort last, with nothing retained).
+  std::erase_if(rows, [](const TopTypeRow& row) { return row.count == 0; });
   return rows;
 }
 
@@ -503,6 +541,7 @@ const char* top_by_name(TopBy by) {
   switch (by) {
     case TopBy::block: return "block";
     case TopBy::type: return "type";
+    case TopBy::site: return "site";
     case TopBy::root: return "root";
   }
   return "?";
@@ -537,6 +576,7 @@ TopReport build_top_report(Session& s, TopBy by, std::size_t count) {
   switch (by) {
     case TopBy::block: out.blocks = top_blocks(s, names, r, count); break;
     case TopBy::type: out.types = top_types(s, names, r, count); break;
+    case TopBy::site: out.types = top_sites(s, r, count); break;
     case TopBy::root: out.roots = top_roots(s, r, count); break;
   }
   out.suspects = SuspectFinder(s, names, r).find();

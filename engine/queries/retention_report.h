@@ -8,8 +8,8 @@
 
 namespace heapscope {
 
-enum class TopBy { block, type, root };
-const char* top_by_name(TopBy by);  // "block", "type", "root"
+enum class TopBy { block, type, site, root };
+const char* top_by_name(TopBy by);  // "block", "type", "site", "root"
 
 // Suspects, in the manner of Eclipse MAT's leak suspects:
 //   - big retainers: the outermost roots and blocks retaining at least this share of the in-use heap
@@ -31,7 +31,7 @@ Retained retained_total(const Retention& r, std::uint64_t bytes, std::uint64_t b
 // In-use and reachable totals of the heap.
 HeapTotals heap_totals(const Retention& r);
 
-// The `count` largest retainers by block, by type or by root, and the suspects.
+// The `count` largest retainers by block, by type, by allocation site or by root, and the suspects.
 TopReport build_top_report(Session& s, TopBy by, std::size_t count);
 
 // Retained bytes per root kind, then per root (the `count` largest; 0: all).

@@ -47,15 +47,17 @@ class DiffTable {
   std::unordered_map<std::string, std::size_t> index_;
 };
 
+// Per type, or per allocation site (`totals`: HeapSnapshot::types or ::sites).
 std::vector<DiffRow> type_rows(const HeapSnapshot& before, const HeapSnapshot& after, std::size_t count,
-                               std::uint64_t* total) {
+                               std::uint64_t* total,
+                               std::vector<SnapshotTypeTotal> HeapSnapshot::*totals = &HeapSnapshot::types) {
   DiffTable table;
-  for (const SnapshotTypeTotal& t : before.types) {
+  for (const SnapshotTypeTotal& t : before.*totals) {
     DiffRow& r = table.row(t.type, "");
     r.before_count = t.count;
     r.before_bytes = t.bytes;
   }
-  for (const SnapshotTypeTotal& t : after.types) {
+  for (const SnapshotTypeTotal& t : after.*totals) {
     DiffRow& r = table.row(t.type, "");
     r.after_count = t.count;
     r.after_bytes = t.bytes;
@@ -188,7 +190,12 @@ DiffReport diff_snapshots(const HeapSnapshot& before, const HeapSnapshot& after,
   DiffReport report;
   report.before = snapshot_info(before);
   report.after = snapshot_info(after);
-  report.types = type_rows(before, after, options.count, &report.type_count);
+  if (options.by_site) {
+    for (const HeapSnapshot* s : {&before, &after}) require_sites(*s);
+    report.by = "site";
+  }
+  report.types = type_rows(before, after, options.count, &report.type_count,
+                           options.by_site ? &HeapSnapshot::sites : &HeapSnapshot::types);
   report.roots = root_rows(before, after, options.count, &report.root_count);
   report.addresses_compared = options.compare_addresses;
   if (options.compare_addresses) compare_addresses(before, after, options, report, sample_addresses);

@@ -24,6 +24,7 @@ struct DiffOptions {
   bool compare_addresses = false;  // both snapshots are of one process
   std::size_t count = kDiffRows;   // rows per table; 0: all
   std::size_t samples_per_type = kDiffSamplesPerType;
+  bool by_site = false;  // the first table per allocation site (HeapSnapshot::sites) rather than per type
 };
 
 SnapshotInfo snapshot_info(const HeapSnapshot& s);

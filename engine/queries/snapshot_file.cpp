@@ -18,6 +18,8 @@ using nlohmann::json;
 json to_json(const HeapSnapshot& s) {
   json types = json::array(), roots = json::array(), blocks = json::array();
   for (const SnapshotTypeTotal& t : s.types) types.push_back({{"type", t.type}, {"count", t.count}, {"bytes", t.bytes}});
+  json sites = json::array();
+  for (const SnapshotTypeTotal& t : s.sites) sites.push_back({{"site", t.type}, {"count", t.count}, {"bytes", t.bytes}});
   for (const SnapshotRootTotal& r : s.roots)
     roots.push_back({{"root", r.root}, {"kind", r.kind}, {"blocks", r.blocks}, {"bytes", r.bytes}});
   // Three numbers per block keep a file of a million blocks near 30 MB.
@@ -30,6 +32,7 @@ json to_json(const HeapSnapshot& s) {
           {"in_use_blocks", s.in_use_blocks},
           {"in_use_bytes", s.in_use_bytes},
           {"types", std::move(types)},
+          {"sites", std::move(sites)},
           {"roots", std::move(roots)},
           {"blocks", std::move(blocks)},
           {"warnings", s.warnings}};
@@ -48,6 +51,9 @@ HeapSnapshot from_json(const json& j) {
   s.warnings = j.value("warnings", std::vector<std::string>{});
   for (const json& t : j.at("types"))
     s.types.push_back({t.at("type").get<std::string>(), t.at("count").get<std::uint64_t>(), t.at("bytes").get<std::uint64_t>()});
+  if (j.contains("sites"))  // files written before allocation sites have none
+    for (const json& t : j.at("sites"))
+      s.sites.push_back({t.at("site").get<std::string>(), t.at("count").get<std::uint64_t>(), t.at("bytes").get<std::uint64_t>()});
   for (const json& r : j.at("roots"))
     s.roots.push_back({r.at("root").get<std::string>(), r.at("kind").get<std::string>(),
                        r.at("blocks").get<std::uint64_t>(), r.at("bytes").get<std::uint64_t>()});

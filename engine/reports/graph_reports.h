@@ -7,6 +7,7 @@
 
 #include "heap/heap_model.h"
 #include "reports/naming_share.h"
+#include "reports/sites_note.h"
 
 namespace heapscope {
 
@@ -24,6 +25,25 @@ struct RootRef {
   std::string field;    // DWARF: the member of the global variable holding it (".clients[3]"), or empty
 };
 
+// One frame of an allocation stack the allocator recorded, symbolized (frames/unwind.h, Frame).
+struct SiteFrame {
+  Address pc = 0;         // the return address as recorded
+  std::string function;   // demangled; empty when unknown
+  std::string file;       // source file (DWARF), empty when unknown
+  int line = 0;
+  std::string module_offset;  // "libfoo.so+0x1234" when no symbol covers pc
+  std::string text;       // "make_sessions() at sites.c:31"
+};
+
+// Where a block was allocated: its allocation site, from the allocator's own sampling (model/provenance.h).
+struct AllocatedAt {
+  std::uint32_t site = 0;         // the site's index in the session's sites (most bytes first)
+  std::vector<SiteFrame> frames;  // the program's frames, innermost first (all, or the top few)
+  std::size_t more_frames = 0;    // frames left out of `frames`
+  std::vector<Address> stack;     // every return address as the allocator recorded it (its own frames too)
+  std::uint64_t requested = 0;    // bytes asked for, when recorded
+};
+
 struct LeakGroup {
   std::string type;
   std::string naming;      // as BlockRef::naming
@@ -31,10 +51,16 @@ struct LeakGroup {
   std::uint64_t count = 0, bytes = 0, direct = 0, indirect = 0, cycle = 0;
   std::vector<Address> examples;
   std::vector<std::string> example_texts;  // per example: the text it starts with (escaped), or empty
+  // By site: the site's frames (empty for the group of leaked blocks that have none) and, when sampled
+  // at a rate, what its sampled blocks stand for.
+  std::optional<AllocatedAt> site;
+  double estimated_count = 0, estimated_bytes = 0;
 };
 
 
 struct LeaksReport {
+  std::string by = "type";        // "type" (and size) or "site"
+  std::optional<SitesNote> sites;  // by site
   std::vector<LeakGroup> groups;  // by bytes, largest first
   std::vector<NamingShare> named;  // the leaked blocks per evidence, most reliable first (none last)
   StateTotal leaked, direct, indirect, cycle, possibly;  // bytes are usable bytes
@@ -104,6 +130,7 @@ struct RetainerPath {
 struct RetainersReport {
   Address query = 0;
   BlockRef target;
+  std::optional<AllocatedAt> allocated_at;  // the target's allocation site, when sampled
   std::string verdict;
   std::vector<RetainerPath> paths;
   bool depth_limited = false;  // the search stopped at --max-depth before finding all asked-for paths
@@ -158,6 +185,8 @@ struct DescribeReport {
   std::string fields_type;        // the DWARF type the block is read as ("node", "record[24576]"); empty: untyped
   std::vector<FieldRow> fields;   // at most --fields N of them
   bool fields_truncated = false;  // the type has more fields than were shown
+  std::optional<AllocatedAt> allocated_at;  // its allocation site, when the allocator sampled it
+  std::string no_site;  // when it has none but the allocator samples: why ("not sampled at 1 per 512 KiB")
   std::vector<std::string> warnings;
 };
 
@@ -168,10 +197,14 @@ struct HistogramRow {
   std::vector<std::string> types;  // by source: the types declared there, most bytes first
   std::uint64_t count = 0, bytes = 0, leaked_count = 0, leaked_bytes = 0;
   std::vector<Address> examples;  // the first blocks of the row, lowest addresses first (--examples)
+  // By site: the site (none for the row of blocks without one) and what its sampled blocks stand for.
+  std::optional<AllocatedAt> site;
+  double estimated_count = 0, estimated_bytes = 0;
 };
 
 struct HistogramReport {
-  std::string by = "type";         // "type" or "source"
+  std::string by = "type";         // "type", "source" or "site"
+  std::optional<SitesNote> sites;  // by site
   std::vector<HistogramRow> rows;  // by bytes, largest first
   std::uint64_t typed_blocks = 0, allocated_blocks = 0;
   std::vector<std::string> warnings;

@@ -25,6 +25,8 @@ struct ReportBundle {
   // Present when the session has saved snapshots (a debugger session's `snapshot save`, or the CLI's
   // `report CORE --earlier OLD…`): bytes per type over them and now.
   std::optional<EvolutionReport> evolution;
+  // Present when the allocator's own sampling gave the blocks allocation sites: histogram --by site.
+  std::optional<HistogramReport> sites;
   std::vector<std::string> warnings;  // every part's warnings, each once
 };
 

@@ -46,9 +46,10 @@ struct TopBlockRow {
 };
 
 struct TopTypeRow {
-  std::string type;
+  std::string type;  // by site: the site's innermost frames ("f() at x.c:3 ← main() at x.c:9")
   std::uint64_t count = 0, bytes = 0;  // reachable instances and their usable bytes
   Retained retained;  // what the instances dominate: Σ over instances no other instance of the type dominates
+  std::optional<AllocatedAt> site;  // by site: the site (none for the blocks without one)
 };
 
 struct TopRootRow {
@@ -76,10 +77,10 @@ struct Suspect {
 };
 
 struct TopReport {
-  std::string by;  // "block", "type" or "root"
+  std::string by;  // "block", "type", "site" or "root"
   HeapTotals heap;
   std::vector<TopBlockRow> blocks;  // by block
-  std::vector<TopTypeRow> types;    // by type
+  std::vector<TopTypeRow> types;    // by type, and by site
   std::vector<TopRootRow> roots;    // by root
   std::vector<Suspect> suspects;
   std::vector<std::string> warnings;

@@ -52,6 +52,7 @@ struct NewBlockSample {
 
 struct DiffReport {
   SnapshotInfo before, after;
+  std::string by = "type";     // what `types` is by: "type", or "site" (allocation sites, estimated)
   std::vector<DiffRow> types;  // most byte growth first; at most -n of them
   std::vector<DiffRow> roots;  // likewise
   std::uint64_t type_count = 0, root_count = 0;  // rows before the -n cut
@@ -73,7 +74,8 @@ struct EvolutionSeries {
 
 struct EvolutionReport {
   std::vector<SnapshotInfo> points;     // oldest first; the last is the current state
-  std::string by;                       // "final" or "growth": how non-steady types were chosen
+  std::string by;                       // "final" or "growth": how non-steady types were chosen; "site":
+                                        // allocation sites (estimated bytes) rather than types, by growth
   std::vector<EvolutionSeries> series;  // steady growers first, then by `by`; at most -n of them
   std::uint64_t type_count = 0;         // types seen at any point
   std::vector<std::string> warnings;

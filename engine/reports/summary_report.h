@@ -2,6 +2,7 @@
 #pragma once
 
 #include "reports/naming_share.h"
+#include "reports/sites_note.h"
 
 #include <optional>
 #include <string>
@@ -76,6 +77,9 @@ struct SummaryReport {
   std::optional<OutsideMalloc> outside_malloc;  // likewise
   // Address space the allocator keeps without memory (HeapModel::reserved): ranges and bytes.
   StateTotal reserved;
+  // Allocation sites from the allocator's own sampling: absent when the allocator has nothing to say of them
+  // (glibc's malloc keeps none).
+  std::optional<SitesNote> sites;
 
   std::vector<std::string> warnings;
 };

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "heap/allocation_samples.h"
 #include "heap/heap_check.h"
 #include "heap/heap_model.h"
 #include "heap/trim_model.h"
@@ -43,6 +44,10 @@ class LocatedAllocator {
                                               std::uint64_t /*page_bytes*/) const {
     return std::nullopt;
   }
+  // The allocation stacks the allocator keeps of sampled blocks of the model (its heap profiling): read
+  // only when a command asks where blocks were allocated. The default: this allocator keeps none that
+  // heapscope can read (`supported` false).
+  virtual AllocationSamples allocation_samples(const HeapModel&) const { return {}; }
 };
 
 class AllocatorPlugin {

@@ -219,6 +219,17 @@ const HeapVerification& Session::verification() {
   });
 }
 
+const Provenance& Session::provenance() {
+  return product(provenance_, "provenance", [&] {
+    const HeapModel& h = heap();
+    AllocationSamples samples = allocator().allocation_samples(h);
+    // Without samples there is nothing to match: no block index is built for them.
+    const BlockIndex* index = samples.samples.empty() ? nullptr : &block_index();
+    return build_provenance(*image_, symbols_, *dwarf_files_, h, index, find_malloc_provider(*image_, symbols_).module,
+                            std::move(samples));
+  });
+}
+
 const std::vector<std::vector<Frame>>& Session::frames() {
   return product(frames_, "frames", [&] {
     std::vector<std::string> warnings;

@@ -25,6 +25,7 @@
 #include "image/image.h"
 #include "model/block_index.h"
 #include "model/leak_verdicts.h"
+#include "model/provenance.h"
 #include "model/reference_graph.h"
 #include "model/retention.h"
 #include "model/roots.h"
@@ -101,6 +102,9 @@ class Session {
   const ReferenceGraph& graph();          // pointer scan of blocks and roots
   const LeakVerdicts& verdicts();
   const HeapVerification& verification(); // the allocator's checks of its own structures (`verify`)
+  // Where sampled blocks were allocated, from the allocator's own heap profiling (model/provenance.h):
+  // read only by the commands that show sites; without sampling in the process, nothing is walked.
+  const Provenance& provenance();
   // Call stacks of every thread (indexed like Image::threads()); needs no heap, never throws for a bad stack.
   const std::vector<std::vector<Frame>>& frames();
   const CoroutineFrames& coroutines();    // C++20 coroutine frames on the heap and their awaiters
@@ -248,6 +252,7 @@ class Session {
   Slot<ReferenceGraph> cached_graph_;  // or from a saved index (graph_from_cache_)
   Slot<LeakVerdicts> verdicts_;
   Slot<HeapVerification> verification_;
+  Slot<Provenance> provenance_;
   Slot<std::vector<std::vector<Frame>>> frames_;
   Slot<CoroutineFrames> coroutines_;
   Slot<BlockNames> names_;

@@ -62,6 +62,9 @@ struct HeapSnapshot {
   std::int64_t capture_time_ns = 0;  // Image::capture_time_ns()
   std::uint64_t in_use_blocks = 0, in_use_bytes = 0;  // allocated blocks, usable bytes
   std::vector<SnapshotTypeTotal> types;  // indexed by SnapshotBlock::type()
+  // Per allocation site (its program frames, " ← "-joined), when the allocator sampled the blocks: the
+  // estimated blocks and bytes (exact when every allocation was sampled); empty without sites.
+  std::vector<SnapshotTypeTotal> sites;
   std::vector<SnapshotRootTotal> roots;  // most retained bytes first
   std::vector<SnapshotBlock> blocks;     // by address
   std::vector<std::string> warnings;     // the session's when it was taken: a damaged core's, say

@@ -64,6 +64,29 @@ std::vector<TreeNode> merged_path_trees(const std::vector<RetainerPath>& paths) 
   return out;
 }
 
+void add_sites(Page& page, const HistogramReport& r) {
+  const bool estimates = r.sites && !r.sites->exact;
+  if (r.sites) page.paragraph(r.sites->sentence);
+  Table t("sites");
+  t.column("blocks", Table::Kind::number).column("bytes", Table::Kind::number);
+  t.column("leaked", Table::Kind::number).column("leaked bytes", Table::Kind::number);
+  if (estimates) t.column("est. blocks", Table::Kind::number).column("est. bytes", Table::Kind::number);
+  t.column("allocated at");
+  for (const HistogramRow& h : r.rows) {
+    std::vector<Cell> row{number_cell(h.count), bytes_cell(h.bytes), number_cell(h.leaked_count), bytes_cell(h.leaked_bytes)};
+    if (estimates) {
+      row.push_back(number_cell(h.estimated_count, fmt::format("{:.0f}", h.estimated_count)));
+      row.push_back(bytes_cell(static_cast<std::uint64_t>(h.estimated_bytes)));
+    }
+    std::string frames;
+    if (h.site)
+      for (const SiteFrame& f : h.site->frames) frames += (frames.empty() ? "" : " ← ") + f.text;
+    row.push_back(text_cell(h.site ? frames : "(no allocation site: not sampled)"));
+    t.row(std::move(row));
+  }
+  page.append(t.html());
+}
+
 void add_leaks(Page& page, const LeaksReport& r, int level) {
   page.section("Leaked blocks by type", level);
   if (!r.modules_without_symbols.empty()) page.paragraph(text::missing_symbols_note(r.modules_without_symbols));

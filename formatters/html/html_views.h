@@ -10,6 +10,7 @@ namespace heapscope::html {
 
 void add_summary(Page& page, const SummaryReport& r, int level);
 void add_leaks(Page& page, const LeaksReport& r, int level);
+void add_sites(Page& page, const HistogramReport& r);  // histogram --by site: blocks by allocation site
 void add_top(Page& page, const TopReport& r, int level);
 void add_roots(Page& page, const RootsReport& r, int level);
 void add_retainers(Page& page, const RetainersReport& r, int level);

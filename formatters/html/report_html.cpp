@@ -75,6 +75,10 @@ std::string render_html(const ReportBundle& r) {
   page.append(findings_html(r));
   page.section("Leaks");
   if (r.leaks) html::add_leaks(page, *r.leaks, 3);
+  if (r.sites) {
+    page.section("Where allocated");
+    html::add_sites(page, *r.sites);
+  }
   page.section("Top");
   if (r.top) html::add_top(page, *r.top, 3);
   if (r.evolution) {

@@ -19,15 +19,27 @@ ordered_json total_json(const StateTotal& t) { return {{"blocks", t.blocks}, {"b
 std::string render_json(const LeaksReport& r) {
   ordered_json out = {{"command", "leaks"}};
   ordered_json groups = ordered_json::array();
+  const bool by_site = r.by == "site";
   for (const LeakGroup& g : r.groups) {
     ordered_json group = {{"type", g.type},        {"naming", g.naming}, {"size", g.size},
                           {"count", g.count},      {"bytes", g.bytes},   {"direct", g.direct},
                           {"indirect", g.indirect}, {"cycle", g.cycle},  {"examples", g.examples}};
+    if (by_site) {
+      group = {{"site", json::allocated_at(g.site)}, {"count", g.count},     {"bytes", g.bytes},
+               {"direct", g.direct},                 {"indirect", g.indirect}, {"cycle", g.cycle},
+               {"examples", g.examples}};
+      if (r.sites && !r.sites->exact) {
+        group["estimated_count"] = g.estimated_count;
+        group["estimated_bytes"] = g.estimated_bytes;
+      }
+    }
     // Per example, the text it starts with: only for groups whose examples hold text.
     if (std::any_of(g.example_texts.begin(), g.example_texts.end(), [](auto& t) { return !t.empty(); }))
       group["example_texts"] = g.example_texts;
     groups.push_back(std::move(group));
   }
+  out["by"] = r.by;
+  if (r.sites) out["sites"] = json::sites_note(*r.sites);
   out["groups"] = groups;
   out["named"] = json::naming_shares(r.named);
   out["totals"] = {{"blocks", r.leaked.blocks}, {"bytes", r.leaked.bytes}, {"direct", total_json(r.direct)},
@@ -49,7 +61,7 @@ std::string render_json(const LeaksReport& r) {
 
 std::string render_json(const RetainersReport& r) {
   ordered_json out = {{"command", "retainers"}, {"query", r.query}, {"target", json::block(r.target)},
-                      {"verdict", r.verdict}};
+                      {"verdict", r.verdict}, {"allocated_at", json::allocated_at(r.allocated_at)}};
   ordered_json paths = ordered_json::array();
   for (const RetainerPath& p : r.paths) paths.push_back(json::path(p));
   out["paths"] = paths;
@@ -90,7 +102,9 @@ std::string render_json(const DescribeReport& r) {
                       {"points_to", f.points_to}});
   ordered_json out = {{"command", "describe"}, {"query", r.query}, {"block", block},
                       {"bytes", r.dump}, {"pointers", pointers}, {"fields_type", r.fields_type},
-                      {"fields", fields}, {"fields_truncated", r.fields_truncated}};
+                      {"fields", fields}, {"fields_truncated", r.fields_truncated},
+                      {"allocated_at", json::allocated_at(r.allocated_at)}};
+  if (!r.no_site.empty()) out["no_site"] = r.no_site;
   return json::finish(std::move(out), r.warnings);
 }
 
@@ -98,7 +112,9 @@ std::string render_json(const HistogramReport& r) {
   ordered_json rows = ordered_json::array();
   for (const HistogramRow& h : r.rows) {
     ordered_json row;
-    if (r.by == "source") {
+    if (r.by == "site") {
+      row = {{"site", json::allocated_at(h.site)}};
+    } else if (r.by == "source") {
       row = {{"source", h.source}, {"types", h.types}};
     } else {
       row = {{"type", h.type}, {"naming", h.naming}, {"source", h.source}};
@@ -108,10 +124,21 @@ std::string render_json(const HistogramReport& r) {
     row["leaked_count"] = h.leaked_count;
     row["leaked_bytes"] = h.leaked_bytes;
     row["examples"] = h.examples;
+    if (r.sites && !r.sites->exact && h.site) {
+      row["estimated_count"] = h.estimated_count;
+      row["estimated_bytes"] = h.estimated_bytes;
+    }
     rows.push_back(std::move(row));
   }
-  ordered_json out = {{"command", "histogram"}, {"by", r.by}, {r.by == "source" ? "sources" : "types", rows},
-                      {"allocated_blocks", r.allocated_blocks}, {"typed_blocks", r.typed_blocks}};
+  const char* rows_name = r.by == "site" ? "sites" : r.by == "source" ? "sources" : "types";
+  ordered_json out = {{"command", "histogram"}, {"by", r.by}, {rows_name, rows},
+                      {"allocated_blocks", r.allocated_blocks}};
+  if (r.sites) {
+    out["blocks_with_site"] = r.typed_blocks;
+    out["sites_note"] = json::sites_note(*r.sites);
+  } else {
+    out["typed_blocks"] = r.typed_blocks;
+  }
   return json::finish(std::move(out), r.warnings);
 }
 

@@ -27,6 +27,27 @@ inline ordered_json block(const BlockRef& b) {
   return {{"address", b.address}, {"size", b.size}, {"type", b.type}, {"naming", b.naming}};
 }
 
+// {"site": 3, "frames": [{"pc", "function", "file", "line", "module_offset", "text"}...], "more_frames", "requested"}
+inline ordered_json allocated_at(const AllocatedAt& a) {
+  ordered_json frames = ordered_json::array();
+  for (const SiteFrame& f : a.frames)
+    frames.push_back({{"pc", f.pc}, {"function", f.function}, {"file", f.file}, {"line", f.line},
+                      {"module_offset", f.module_offset}, {"text", f.text}});
+  ordered_json out = {{"site", a.site}, {"frames", std::move(frames)}, {"more_frames", a.more_frames},
+                      {"stack", a.stack}};
+  if (a.requested) out["requested"] = a.requested;
+  return out;
+}
+
+inline ordered_json allocated_at(const std::optional<AllocatedAt>& a) {
+  return a ? allocated_at(*a) : ordered_json(nullptr);
+}
+
+inline ordered_json sites_note(const SitesNote& n) {
+  return {{"present", n.present}, {"exact", n.exact},   {"source", n.source}, {"mean_interval", n.mean_interval},
+          {"blocks", n.blocks},   {"sites", n.sites},   {"note", n.sentence}};
+}
+
 inline ordered_json root(const RootRef& r) {
   return {{"kind", r.kind}, {"label", r.label}, {"address", r.address}, {"field", r.field}};
 }

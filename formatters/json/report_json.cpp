@@ -25,6 +25,7 @@ std::string render_json(const ReportBundle& r) {
   out["roots"] = part_json(r.roots);
   out["fragmentation"] = part_json(r.fragmentation);
   out["evolution"] = part_json(r.evolution);
+  out["sites"] = part_json(r.sites);
   return json::finish(out, r.warnings);
 }
 

@@ -38,6 +38,7 @@ ordered_json holder_json(const Holder& h) {
 
 ordered_json type_row_json(const TopTypeRow& t, bool with_retained) {
   ordered_json j = {{"type", t.type}, {"count", t.count}, {"bytes", t.bytes}};
+  if (t.site) j["site"] = json::allocated_at(*t.site);
   if (with_retained) add_retained(j, t.retained);
   return j;
 }

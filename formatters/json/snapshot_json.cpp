@@ -41,6 +41,7 @@ std::string render_json(const SnapshotReport& r) {
 
 std::string render_json(const DiffReport& r) {
   ordered_json out = {{"command", "snapshot"}, {"action", "diff"}, {"before", snapshot_json(r.before)}, {"after", snapshot_json(r.after)},
+                      {"by", r.by},
                       {"type_count", r.type_count},       {"types", rows_json(r.types, false)},
                       {"root_count", r.root_count},       {"roots", rows_json(r.roots, true)},
                       {"addresses_compared", r.addresses_compared}};

@@ -49,6 +49,10 @@ ordered_json heap_json(const SummaryReport& r) {
   heap["mmapped"] = {{"blocks", r.mmapped.blocks}, {"bytes", r.mmapped.bytes}};
   heap["totals"] = state_totals(r.totals, true);
   heap["reserved"] = {{"ranges", r.reserved.blocks}, {"bytes", r.reserved.bytes}};
+  if (r.sites) {
+    heap["allocation_sites"] = json::sites_note(*r.sites);
+    heap["allocation_sites"]["note"] = r.sites->summary;
+  }
   if (r.mallinfo) heap["mallinfo2"] = mallinfo_json(*r.mallinfo);
   ordered_json labels = ordered_json::object();
   for (int s = 0; s < kBlockStateCount; ++s)

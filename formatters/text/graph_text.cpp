@@ -9,6 +9,7 @@ using text::block_line;
 std::string render_text(const LeaksReport& r) {
   std::string out = text::missing_symbols_note(r.modules_without_symbols);
   if (r.groups.empty()) out += std::string(no_leaks_sentence(r)) + "\n";
+  if (r.sites) out += r.sites->sentence + "\n\n";
   for (const LeakGroup& g : r.groups) {
     std::string kinds;
     auto add = [&](std::uint64_t n, const char* what) {
@@ -19,6 +20,16 @@ std::string render_text(const LeaksReport& r) {
     add(g.cycle, "in cycles");
     std::string examples;
     for (Address a : g.examples) examples += (examples.empty() ? "" : " ") + text::hex(a);
+    if (r.by == "site") {
+      const std::string estimate = r.sites && !r.sites->exact && g.site
+                                       ? fmt::format(" (≈ {} in {:.0f} blocks)", text::bytes(static_cast<std::uint64_t>(g.estimated_bytes)), g.estimated_count)
+                                       : "";
+      out += fmt::format("{:>10} in {:>7} blocks{}  ({})\n", text::bytes(g.bytes), g.count, estimate, kinds);
+      out += g.site ? text::site_lines(*g.site, "           allocated at ", "             ")
+                    : "           " + g.type + "\n";
+      out += fmt::format("           e.g. {}\n", examples);
+      continue;
+    }
     out += fmt::format("{:>10} in {:>7} blocks of {:>6} bytes  {}  ({})\n           e.g. {}\n", text::bytes(g.bytes),
                        g.count, g.size, g.type, kinds, examples);
     // Blocks holding text show it: a leaked request buffer says which request it was.
@@ -51,6 +62,7 @@ std::string render_text(const LeaksReport& r) {
 
 std::string render_text(const RetainersReport& r) {
   std::string out = fmt::format("Block {}: {}\n", block_line(r.target), r.verdict);
+  out += text::allocated_at_lines(r.allocated_at);
   if (r.paths.empty())
     out += r.depth_limited ? "No path from a root within --max-depth.\n" : "leaked: no path from any root\n";
   for (std::size_t i = 0; i < r.paths.size(); ++i) {
@@ -85,6 +97,7 @@ std::string render_text(const DescribeReport& r) {
                                 r.arena ? text::hex(r.arena) : "- (own mapping)", r.verdict,
                                 r.possibly ? " (only through interior pointers: possibly leaked)" : "");
   if (r.block.naming != "none") out += fmt::format("  named by: {}\n", r.block.naming);
+  out += text::allocated_at_lines(r.allocated_at, r.no_site);
   if (!r.text.empty()) out += fmt::format("  text: \"{}\"\n", r.text);
   for (std::size_t row = 0; row < r.dump.size(); row += 16) {
     std::string hex, ascii;
@@ -110,7 +123,31 @@ std::string render_text(const DescribeReport& r) {
   return out;
 }
 
+namespace {
+
+std::string histogram_by_site_text(const HistogramReport& r) {
+  const bool estimates = r.sites && !r.sites->exact;
+  std::string out = r.sites ? r.sites->sentence + "\n" : "";
+  out += fmt::format("{:>10} {:>12} {:>10} {:>12}{}  {}\n", "count", "bytes", "leaked", "leaked bytes",
+                     estimates ? fmt::format(" {:>12} {:>12}", "est. count", "est. bytes") : "", "allocated at");
+  for (const HistogramRow& h : r.rows) {
+    const std::string estimate = !estimates ? ""
+                                 : h.site   ? fmt::format(" {:>12.0f} {:>12.0f}", h.estimated_count, h.estimated_bytes)
+                                            : fmt::format(" {:>12} {:>12}", "-", "-");
+    const std::string lead = fmt::format("{:>10} {:>12} {:>10} {:>12}{}  ", h.count, h.bytes, h.leaked_count,
+                                         h.leaked_bytes, estimate);
+    out += lead + (h.site ? text::site_lines(*h.site, "", std::string(lead.size(), ' '))
+                          : "(no allocation site: not sampled)\n");
+  }
+  out += fmt::format("{} allocated blocks, {} with an allocation site\n", r.allocated_blocks, r.typed_blocks);
+  text::append_warnings(out, r.warnings);
+  return out;
+}
+
+}  // namespace
+
 std::string render_text(const HistogramReport& r) {
+  if (r.by == "site") return histogram_by_site_text(r);
   const bool by_source = r.by == "source";
   std::string out = fmt::format("{:>10} {:>12} {:>10} {:>12}  {}\n", "count", "bytes", "leaked", "leaked bytes",
                                 by_source ? "declared at: types" : "type");

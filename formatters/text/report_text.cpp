@@ -21,6 +21,7 @@ std::string render_text(const ReportBundle& r) {
   append_part(out, "roots", r.roots);
   append_part(out, "fragmentation", r.fragmentation);
   if (r.evolution) append_part(out, "evolution", r.evolution);
+  if (r.sites) append_part(out, "where allocated", r.sites);
   if (!r.leaks) text::append_warnings(out, r.warnings);  // why the parts are missing
   return out;
 }

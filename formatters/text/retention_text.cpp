@@ -37,9 +37,11 @@ std::string render_text(const TopReport& r) {
   if (r.by == "block") {
     out += fmt::format("\nLargest retained sizes by block:\n{}  block\n", header);
     for (const TopBlockRow& b : r.blocks) out += fmt::format("{}  {}\n", text::retained_cells(b.retained), text::block_line(b.block));
-  } else if (r.by == "type") {
-    out += fmt::format("\nLargest retained sizes by type (outermost instances):\n{} {:>9} {:>10}  type\n", header,
-                       "instances", "own bytes");
+  } else if (r.by == "type" || r.by == "site") {
+    const bool sites = r.by == "site";
+    out += fmt::format("\nLargest retained sizes by {}:\n{} {:>9} {:>10}  {}\n",
+                       sites ? "allocation site (outermost blocks of each)" : "type (outermost instances)", header,
+                       sites ? "blocks" : "instances", "own bytes", sites ? "allocated at" : "type");
     for (const TopTypeRow& t : r.types)
       out += fmt::format("{} {:>9} {:>10}  {}\n", text::retained_cells(t.retained), t.count, text::bytes(t.bytes), t.type);
   } else {

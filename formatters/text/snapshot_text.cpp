@@ -49,7 +49,7 @@ std::string render_text(const DiffReport& r) {
                      r.before.in_use_blocks, text::bytes(r.after.in_use_bytes), r.after.in_use_blocks,
                      signed_bytes(static_cast<std::int64_t>(r.after.in_use_bytes) - static_cast<std::int64_t>(r.before.in_use_bytes)),
                      signed_count(static_cast<std::int64_t>(r.after.in_use_blocks) - static_cast<std::int64_t>(r.before.in_use_blocks)));
-  append_rows(out, "By type", r.types, r.type_count);
+  append_rows(out, r.by == "site" ? "By allocation site (estimated)" : "By type", r.types, r.type_count);
   append_rows(out, "By root (retained)", r.roots, r.root_count);
   if (r.addresses_compared) {
     out += fmt::format("\nSame process, compared address by address: {} blocks kept, {} new ({}), {} gone ({})\n",
@@ -73,11 +73,13 @@ std::string render_text(const DiffReport& r) {
 std::string render_text(const EvolutionReport& r) {
   std::string out = fmt::format("{} point{}, oldest first:\n", r.points.size(), r.points.size() == 1 ? "" : "s");
   for (std::size_t p = 0; p < r.points.size(); ++p) out += fmt::format("  [{}] {}\n", p + 1, snapshot_line(r.points[p]));
-  out += fmt::format("\nBytes per type ({} of {}; steady growers first, marked *, then by {}):\n", r.series.size(),
-                     r.type_count, r.by == "growth" ? "growth" : "bytes at the last point");
+  const bool sites = r.by == "site";
+  out += fmt::format("\nBytes per {} ({} of {}; steady growers first, marked *, then by {}):\n",
+                     sites ? "allocation site (estimated)" : "type", r.series.size(), r.type_count,
+                     r.by == "growth" || sites ? "growth" : "bytes at the last point");
   out += "  ";
   for (std::size_t p = 0; p < r.points.size(); ++p) out += fmt::format("{:>10} ", fmt::format("[{}]", p + 1));
-  out += fmt::format("{:>11}  type\n", "growth");
+  out += fmt::format("{:>11}  {}\n", "growth", sites ? "allocated at" : "type");
   for (const EvolutionSeries& s : r.series) {
     out += s.steady ? "* " : "  ";
     for (std::uint64_t b : s.bytes) out += fmt::format("{:>10} ", text::bytes(b));

@@ -123,6 +123,7 @@ void append_heap(std::string& out, const SummaryReport& r) {
   if (r.typed && !r.typed->by_naming.empty())
     out += fmt::format("Named by: {}\n", text::naming_shares(r.typed->by_naming, r.typed->in_use_bytes));
   if (!r.typed) out += "Named:    not counted (summary --names names every block and counts them by evidence)\n";
+  if (r.sites) out += fmt::format("Sites:    {}\n", r.sites->summary);
   if (r.outside_malloc && r.outside_malloc->bytes) {
     const OutsideMalloc& o = *r.outside_malloc;
     const AnonymousMapping& big = o.largest.front();

@@ -77,6 +77,27 @@ inline std::string naming_shares(const std::vector<NamingShare>& shares, std::ui
   return out;
 }
 
+// A site's frames, one a line: the first after `first` ("allocated at: "), the callers under it after
+// `indent` and an arrow; then how many more there are.
+inline std::string site_lines(const AllocatedAt& a, const std::string& first, const std::string& indent) {
+  if (a.frames.empty()) return first + "(no frame of the program)\n";
+  std::string out;
+  for (std::size_t i = 0; i < a.frames.size(); ++i)
+    out += (i == 0 ? first : indent + "← ") + a.frames[i].text + "\n";
+  if (a.more_frames) out += fmt::format("{}… {} more frame{} (--stack shows all)\n", indent, a.more_frames, a.more_frames == 1 ? "" : "s");
+  return out;
+}
+
+// "  allocated at: f() at x.c:3", or why there is none (`no_site`), or nothing.
+inline std::string allocated_at_lines(const std::optional<AllocatedAt>& a, const std::string& no_site = {}) {
+  if (a) {
+    std::string out = site_lines(*a, "  allocated at: ", "                ");
+    if (a->requested) out += fmt::format("                ({} bytes requested)\n", a->requested);
+    return out;
+  }
+  return no_site.empty() ? std::string() : "  allocated at: " + no_site + "\n";
+}
+
 inline void append_warnings(std::string& out, const std::vector<std::string>& warnings) {
   if (warnings.empty()) return;
   out += fmt::format("\nWarnings ({}):\n", warnings.size());

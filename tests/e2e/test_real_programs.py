@@ -15,7 +15,9 @@ import time
 import unittest
 
 from heapscope_e2e import RemovesItsCore, heapscope_json, run_heapscope, work_dir
+from lldb_session import require_lldb_and_gdb, run_lldb
 from test_attach import take_core
+from test_gdb import json_between_markers, marked, run_gdb
 
 REDIS = "/usr/bin/redis-server"
 REDIS_CLI = "/usr/bin/redis-cli"
@@ -39,11 +41,12 @@ def figure(summary, name):
 
 
 @contextlib.contextmanager
-def redis_server():
+def redis_server(env=None):
     port = free_port()
     server = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                                "--daemonize", "no", "--enable-debug-command", "yes", "--logfile", ""],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                              env=dict(os.environ, **(env or {})))
     cli = lambda *words: subprocess.run([REDIS_CLI, "-p", str(port), *words], capture_output=True, text=True,
                                         timeout=START_TIMEOUT_SECONDS).stdout.strip()
     try:
@@ -123,6 +126,74 @@ main :-
     repeat, sleep(3600), fail.
 """
 
+
+
+def sites_of_populate(histogram):
+    """histogram --by site --json: the sites whose stacks pass through DEBUG POPULATE (which nothing changes
+    once it has run), as {tuple of the program's functions: sampled blocks}."""
+    out = {}
+    for row in histogram["sites"]:
+        functions = tuple(f["function"] for f in (row["site"] or {"frames": []})["frames"])
+        if "debugCommand" in functions:
+            out[functions] = row["count"]
+    return out
+
+
+@unittest.skipUnless(os.access(REDIS, os.X_OK) and os.access(REDIS_CLI, os.X_OK),
+                     "redis-server is not installed (apt-get install redis-server)")
+class RedisWithHeapProfiling(RemovesItsCore, unittest.TestCase):
+    """redis-server started with MALLOC_CONF=prof:true: jemalloc samples its allocations at the default rate,
+    and histogram --by site names redis' own functions (its exported symbols); live equals the core."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.core = os.path.join(work_dir(), "redis-server-prof.core")
+        cls.earlier_core = os.path.join(work_dir(), "redis-server-prof-earlier.core")
+        with redis_server(env={"MALLOC_CONF": "prof:true"}) as (server, cli):
+            if cli("DEBUG", "POPULATE", "100000", "early") != "OK":
+                raise AssertionError("DEBUG POPULATE failed")
+            take_core(server.pid, cls.earlier_core)
+            if cli("DEBUG", "POPULATE", "300000") != "OK":
+                raise AssertionError("DEBUG POPULATE failed")
+            take_core(server.pid, cls.core)
+            cls.live = heapscope_json("attach", server.pid, "histogram", "--by", "site")
+            require_lldb_and_gdb()
+            cls.lldb = run_lldb(["heap histogram --by site --json", "process detach"], lldb_args=["-p", str(server.pid)])
+            cls.gdb = run_gdb(marked("sites", "heap histogram --by site --json") + ["detach"], "-p", str(server.pid))
+        cls.histogram = heapscope_json("histogram", cls.core, "--by", "site")
+
+    def test_sites_name_redis_functions(self):
+        note = self.histogram["sites_note"]
+        self.assertEqual((note["present"], note["exact"], note["mean_interval"]), (True, False, 512 * 1024))
+        functions = {f["function"] for row in self.histogram["sites"] if row["site"] for f in row["site"]["frames"]}
+        # DEBUG POPULATE's keys: each a dict entry and a string object, allocated through redis' zmalloc (the
+        # top five frames of each site are shown: main is below them).
+        self.assertTrue({"zmalloc", "dictAddRaw", "debugCommand"} <= functions, sorted(functions))
+        populate = sites_of_populate(self.histogram)
+        self.assertTrue(any("dictAddRaw" in stack for stack in populate), populate)
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        if os.path.exists(cls.earlier_core):
+            os.remove(cls.earlier_core)
+
+    def test_evolution_and_diff_by_site_say_which_code_grew(self):
+        # 100,000 keys, then 300,000 more: the dict entries' site grows most, about fourfold (estimated).
+        evolution = heapscope_json("evolution", "--by", "site", self.earlier_core, self.core)
+        self.assertEqual(evolution["by"], "site")
+        growers = [s["type"] for s in evolution["series"][:3]]
+        self.assertTrue(any("dictAddRaw" in name for name in growers), growers)
+        diff = heapscope_json("diff", "--by", "site", self.earlier_core, self.core)
+        self.assertEqual(diff["by"], "site")
+        entries = next(row for row in diff["types"] if "zmalloc() ← dictAddRaw()" in row["type"])
+        self.assertGreater(entries["after_count"], 2 * entries["before_count"])
+
+    def test_live_attach_lldb_and_gdb_equal_the_core(self):
+        expected = sites_of_populate(self.histogram)
+        self.assertTrue(expected)
+        self.assertEqual(sites_of_populate(self.live), expected)
+        self.assertEqual(sites_of_populate(self.lldb.json_of("heap histogram --by site --json")), expected)
+        self.assertEqual(sites_of_populate(json_between_markers(self.gdb, "sites")), expected)
 
 @unittest.skipUnless(os.access(SWIPL, os.X_OK), "SWI-Prolog is not installed (apt-get install swi-prolog-core)")
 class SwiPrologWithTcmalloc(RemovesItsCore, unittest.TestCase):

@@ -141,13 +141,24 @@ TEST_CASE("allocator plug-ins: when no plug-in applies, every command says why")
   }
 }
 
-TEST_CASE("session products: each is computed once, whatever the commands") {
+// A session over the stand-in allocator's heap that counts each product as its computation starts.
+struct CountingSession {
   const ToyPlugin toy;
-  SessionOptions options;
-  options.allocators = {&toy};
   std::map<std::string, int> computed;
-  options.on_product = [&](std::string_view name) { ++computed[std::string(name)]; };
-  Session s(toy_image(), options);
+  Session session;
+  CountingSession() : session(toy_image(), options()) {}
+  SessionOptions options() {
+    SessionOptions o;
+    o.allocators = {&toy};
+    o.on_product = [this](std::string_view name) { ++computed[std::string(name)]; };
+    return o;
+  }
+};
+
+TEST_CASE("session products: each is computed once, whatever the commands") {
+  CountingSession counting;
+  Session& s = counting.session;
+  std::map<std::string, int>& computed = counting.computed;
   const std::uint64_t indexes_before = BlockIndex::built();
   for (const char* command : {"leaks", "top", "roots", "threads", "histogram", "summary"})
     REQUIRE(execute_command_line(s, {command}).exit_code == 0);
@@ -160,4 +171,18 @@ TEST_CASE("session products: each is computed once, whatever the commands") {
   CHECK(computed.count("locate allocator") == 1);
   CHECK(computed.count("libc threads") == 1);
   CHECK(computed.count("block index") == 1);
+}
+
+TEST_CASE("session products: allocation sites are read only by the commands that show them") {
+  CountingSession counting;
+  Session& s = counting.session;
+  const std::map<std::string, int>& computed = counting.computed;
+  for (const char* command : {"leaks", "top", "roots", "histogram"})
+    REQUIRE(execute_command_line(s, {command}).exit_code == 0);
+  CHECK(computed.count("provenance") == 0);
+  // The stand-in allocator keeps no allocation stacks: the command says so rather than showing an empty table.
+  const CommandResult by_site = execute_command_line(s, {"histogram", "--by", "site"});
+  CHECK(by_site.exit_code != 0);
+  CHECK(by_site.error.find("no allocation sites") != std::string::npos);
+  CHECK(computed.count("provenance") == 1);
 }

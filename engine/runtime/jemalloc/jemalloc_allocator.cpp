@@ -2,6 +2,7 @@
 
 #include "base/phase_timer.h"
 #include "runtime/jemalloc/jemalloc_heap.h"
+#include "runtime/jemalloc/jemalloc_prof.h"
 #include "runtime/jemalloc/jemalloc_runtime.h"
 
 namespace heapscope::jemalloc {
@@ -16,6 +17,9 @@ class JemallocAllocator final : public LocatedAllocator {
   std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
   // The walk's checks again, recorded as findings (a second walk: 0.2 s at 5 M blocks).
   std::optional<HeapVerification> verify(const HeapModel&) const override { return verify_heap(image_, runtime_); }
+  AllocationSamples allocation_samples(const HeapModel&) const override {
+    return read_allocation_samples(image_, runtime_);
+  }
 
  private:
   const Image& image_;

@@ -11,6 +11,7 @@
 #include "base/phase_timer.h"
 #include "heap/heap_check.h"
 #include "runtime/jemalloc/jemalloc_counters.h"
+#include "runtime/jemalloc/jemalloc_extent_map.h"
 
 namespace heapscope::jemalloc {
 
@@ -260,36 +261,15 @@ class Walker {
     }
   }
 
-  // Every non-empty leaf of the radix tree; each extent once (slabs are registered at every page, other
-  // extents at their first and last).
+  // Every extent of the extent map, once.
   void walk_extent_map() {
-    constexpr std::size_t kRootLength = std::size_t{1} << RtreeLayout::kRootBits;
-    constexpr std::size_t kLeafLength = std::size_t{1} << RtreeLayout::kLeafBits;
-    std::vector<std::uint64_t> root(kRootLength);
-    if (!image_.read_exact(rt_.emap + l_.rtree.root, root.data(), root.size() * 8)) {
-      warn("jemalloc's extent map root cannot be read: no extents were walked", true);
-      return;
-    }
-    std::vector<std::uint64_t> leaf(kLeafLength);
-    std::unordered_set<Address> seen;
-    for (std::size_t i = 0; i < kRootLength; ++i) {
-      if (!root[i]) continue;
-      if (!image_.read_exact(root[i], leaf.data(), leaf.size() * 8)) {
-        warn(fmt::format("jemalloc extent map leaf 0x{:x} cannot be read; the extents it maps are missing", root[i]),
-             true, "leaf");
-        continue;
-      }
-      Address previous = 0;
-      for (std::size_t j = 0; j < kLeafLength; ++j) {
-        if (!leaf[j]) continue;
-        const LeafEntry entry = decode_leaf(leaf[j]);
-        if (!entry.edata || entry.edata == previous) continue;
-        previous = entry.edata;
-        if (!seen.insert(entry.edata).second) continue;
-        const Address page = ((std::uint64_t{i} << RtreeLayout::kLeafBits) | j) << kPageShift;
-        read_extent(entry.edata, page);
-      }
-    }
+    const bool read = for_each_extent(
+        image_, rt_, [&](Address edata, Address page, const LeafEntry&) { read_extent(edata, page); },
+        [&](Address leaf) {
+          warn(fmt::format("jemalloc extent map leaf 0x{:x} cannot be read; the extents it maps are missing", leaf),
+               true, "leaf");
+        });
+    if (!read) warn("jemalloc's extent map root cannot be read: no extents were walked", true);
   }
 
   void read_extent(Address edata, Address page) {
@@ -435,15 +415,19 @@ class Walker {
       add_slab(r, arena, arena_index);
       return;
     }
-    if (e.szind < kSmallClasses || e.szind >= rt_.sizes.size()) {
+    // A sampled small allocation (heap profiling) is promoted to a large extent of its own whose size
+    // class stays the small one's.
+    const std::uint64_t large_min = rt_.sizes[kSmallClasses];  // with or without its cache-oblivious page
+    const bool promoted = e.szind < kSmallClasses && (e.size == large_min || e.size == large_min + kPageBytes);
+    if ((e.szind < kSmallClasses && !promoted) || e.szind >= rt_.sizes.size()) {
       warn(fmt::format("large extent 0x{:x} at 0x{:x} names size class {}; taken as one block of the extent",
                        r.edata, e.base(), e.szind),
            true, "extent");
       push(arena, arena_index, e.base(), e.size, BlockState::in_use);
       return;
     }
-    // A large allocation: its user pointer lies in the first page (a random cache-line offset), its usable
-    // size is its class's.
+    // A large (or promoted) allocation: its user pointer lies in the first page (a random cache-line
+    // offset), its usable size is its class's.
     const std::uint64_t usable = rt_.sizes[e.szind];
     if (e.address + usable > e.end()) {
       warn(fmt::format("large extent 0x{:x}: {} bytes from 0x{:x} overrun its {} bytes at 0x{:x}; taken as one "

@@ -91,6 +91,23 @@ struct CacheBinLayout {
   static constexpr std::size_t kMaxBins = 73;  // TCACHE_NBINS_MAX
 };
 
+// Heap profiling (MALLOC_CONF=prof:true). A sampled allocation is always an extent of its own (a small
+// one is promoted: a large extent whose size class says the small one), and that extent's edata_t holds
+// e_prof_info where a slab's holds its bitmap: the allocation's time and requested size, and its
+// prof_tctx_t (the value 1 for an extent allocated unsampled). The tctx (one per thread and stack) leads
+// to its prof_gctx_t (one per stack), whose bt.vec points at the return addresses kept inline after it.
+struct ProfLayout {
+  std::uint64_t edata_alloc_time = 64;  // nstime_t: nanoseconds of jemalloc's clock (CLOCK_MONOTONIC)
+  std::uint64_t edata_alloc_size = 72;  // size_t: bytes requested
+  std::uint64_t edata_tctx = 80;        // prof_tctx_t*
+  std::uint64_t tctx_gctx = 96;         // after tdata, thr_uid, thr_discrim, recent_count, cnts (8 words)
+  std::uint64_t gctx_bt_vec = 104;      // prof_bt_t bt: vec, then len (unsigned)
+  std::uint64_t gctx_bt_len = 112;
+  std::uint64_t gctx_frames = 120;      // void* vec[len], where bt.vec points
+  static constexpr unsigned kMaxFrames = 128;  // PROF_BT_MAX
+  static constexpr std::uint64_t kUnsampled = 1;  // (prof_tctx_t*)1U
+};
+
 struct Layout {
   RtreeLayout rtree;
   EdataLayout edata;
@@ -98,6 +115,7 @@ struct Layout {
   ArenaLayout arena;
   BaseLayout base;
   CacheBinLayout cache_bin;
+  ProfLayout prof;
 };
 
 const Layout& layout_5_3();
@@ -156,6 +174,8 @@ struct KnownBuild {
   std::uint64_t emap;         // je_arena_emap_global
   std::uint64_t bin_infos;    // je_bin_infos
   std::uint64_t size_table;   // je_sz_index2size_tab
+  std::uint64_t opt_prof;     // je_opt_prof (bool): profiling on (MALLOC_CONF=prof:true)
+  std::uint64_t lg_prof_sample;  // je_lg_prof_sample (size_t): log2 of the mean bytes between samples
 };
 std::optional<KnownBuild> known_build(std::string_view build_id);
 

@@ -201,6 +201,8 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
                               place(symbols, module, kArenasSymbol, known, &KnownBuild::arenas),
                               place(symbols, module, kEmapSymbol, known, &KnownBuild::emap)};
   if (!find_globals(image, module, writable_ranges(module, *syms), placements, rt, error)) return std::nullopt;
+  rt.opt_prof = place(symbols, module, "je_opt_prof", known, &KnownBuild::opt_prof).at.value_or(0);
+  rt.lg_prof_sample = place(symbols, module, "je_lg_prof_sample", known, &KnownBuild::lg_prof_sample).at.value_or(0);
   return rt;
 }
 

@@ -36,6 +36,10 @@ struct Runtime {
   Address emap = 0;          // &je_arena_emap_global (its radix tree)
   std::vector<std::uint64_t> sizes;  // size class index → usable size (kSizeClasses entries)
   std::vector<BinInfo> bins;         // small size class index → slab geometry (kSmallClasses entries)
+  // Heap profiling's switches (je_opt_prof, je_lg_prof_sample) where symbols or a known build place them;
+  // 0 when unknown (then samples are still read, each checked, but the rate is unknown).
+  Address opt_prof = 0;
+  Address lg_prof_sample = 0;
   std::vector<Discovery> discovery;
   std::vector<std::string> warnings;
 };

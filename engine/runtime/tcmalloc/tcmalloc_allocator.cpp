@@ -10,14 +10,30 @@ namespace {
 
 class TcmallocAllocator final : public LocatedAllocator {
  public:
-  TcmallocAllocator(const Image& image, Runtime runtime) : image_(image), runtime_(std::move(runtime)) {}
+  TcmallocAllocator(const Image& image, Runtime runtime, bool full)
+      : image_(image), runtime_(std::move(runtime)), full_(full) {}
 
   std::string name() const override { return "tcmalloc"; }
   std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
 
+  // gperftools keeps a stack per sampled allocation (a span of its own whose `objects` is a StackTrace)
+  // only where it is built with sampling: libtcmalloc_minimal, what Debian's programs link, is built with
+  // NO_TCMALLOC_SAMPLES and records none, whatever TCMALLOC_SAMPLE_PARAMETER says.
+  AllocationSamples allocation_samples(const HeapModel&) const override {
+    AllocationSamples s;
+    s.source = "tcmalloc";
+    s.how_to_enable =
+        full_ ? "gperftools' full tcmalloc keeps stacks of sampled allocations (TCMALLOC_SAMPLE_PARAMETER), which "
+                "heapscope does not read yet"
+              : "libtcmalloc_minimal is built without sampling (NO_TCMALLOC_SAMPLES) and records no allocation "
+                "stacks, whatever TCMALLOC_SAMPLE_PARAMETER says";
+    return s;
+  }
+
  private:
   const Image& image_;
   const Runtime runtime_;
+  const bool full_;  // gperftools' full libtcmalloc (with the heap profiler), not libtcmalloc_minimal
 };
 
 class TcmallocPlugin final : public AllocatorPlugin {
@@ -31,7 +47,9 @@ class TcmallocPlugin final : public AllocatorPlugin {
     if (!module) return nullptr;
     std::optional<Runtime> runtime = locate_runtime(image, symbols, *module, why_not);
     if (!runtime) return nullptr;
-    return std::make_unique<TcmallocAllocator>(image, std::move(*runtime));
+    // Only the full library has the heap profiler.
+    const bool full = symbols.address_of(*module, "HeapProfilerStart").has_value();
+    return std::make_unique<TcmallocAllocator>(image, std::move(*runtime), full);
   }
 
   bool claims(const MallocProvider& provider, const SymbolIndex& symbols) const override {
