@@ -11,11 +11,21 @@ starts it: `heapscope record [--every BYTES] [--slots N] -- PROGRAM`.
 - The recorder changes no verdict: leak_shapes recorded at every allocation has the leaks of its plain run
   (the table keeps its block addresses complemented, so that it holds no pointer into the heap; before,
   every sampled block was reachable from it), and the recorder is not taken for the program's allocator.
+- The sites it records, read by heapscope (glibc's allocation_samples): the four-site fixture
+  (allocation_sites.c) recorded at every allocation has every block at its site, exact counts in
+  `histogram --by site`, the leaking site alone in `leaks --by site`, "allocated at" in `describe`, the
+  recorder named in `summary`, the same in LLDB and GDB, and live (attach) as from the core; four threads
+  allocating at four sites and freeing each other's blocks (allocation_sites_threads.c) leave every live
+  block at its site.
+- heaptrack as the oracle: troff run under heaptrack and under `record --every 1` (each stopped at exit,
+  address randomisation off): per allocating return address in troff, the blocks heaptrack saw allocated
+  and never freed are the blocks heapscope finds at that site.
 - `record` refuses, saying why and what to do instead, a program that would never call the recorder: one
   statically linked, one linking jemalloc (redis-server), one that defines malloc itself; a program that
   does not exist exits 127, as a shell says it.
 """
 
+import collections
 import glob
 import os
 import shutil
@@ -23,7 +33,11 @@ import subprocess
 import tempfile
 import unittest
 
-from heapscope_e2e import build_dir, capture_program, fixture_path, heapscope_json, run_heapscope, work_dir
+from heapscope_e2e import (build_dir, capture_program, fixture_path, heapscope_json, heapscope_path, parse_ledger,
+                            run_heapscope, work_dir)
+from lldb_session import require_lldb_and_gdb, run_lldb
+from test_attach import ParkedProgram
+from test_gdb import json_between_markers, marked, run_gdb
 from test_leaks import capture_leak_fixture, leak_fixture_path
 
 CHECK_TIMEOUT_SECONDS = 120
@@ -82,6 +96,109 @@ class VerdictsUnchanged(unittest.TestCase):
             self.assertEqual(recorded["totals"][verdict], plain["totals"][verdict], verdict)
         self.assertEqual([(g["type"], g["count"]) for g in recorded["groups"]],
                          [(g["type"], g["count"]) for g in plain["groups"]])
+
+
+EVERY_ALLOCATION = {"HEAPSCOPE_SAMPLE_BYTES": "1"}
+SITES = {"make_sessions": 40, "make_buffers": 12, "make_images": 3, "lose_records": 25}
+LEAKING_SITE = "lose_records"
+
+
+def recorded(key, fixture, args=()):
+    """`fixture`'s core and ledger, recorded at every allocation."""
+    core, ledger = capture_program(key, fixture_path(fixture), [recorder_library()],
+                                   env=dict(EVERY_ALLOCATION, LD_PRELOAD=recorder_library()), args=args)
+    return core, parse_ledger(ledger)
+
+
+def top_function(site):
+    return site["frames"][0]["function"] if site and site["frames"] else None
+
+
+def by_function(histogram):
+    return {top_function(row["site"]): row for row in histogram["sites"] if row["site"]}
+
+
+def expected_examples(ledger):
+    expected = collections.defaultdict(set)
+    for allocation in ledger.live:
+        expected[allocation.how].add(allocation.address)
+    return expected
+
+
+class RecordedSites(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.core, cls.ledger = recorded("allocation_sites-recorded", "allocation_sites")
+        cls.histogram = heapscope_json("histogram", cls.core, "--by", "site", "--examples", "1000")
+
+    def test_every_block_is_at_its_site(self):
+        rows = by_function(self.histogram)
+        for function, addresses in expected_examples(self.ledger).items():
+            self.assertEqual(set(rows[function]["examples"]), addresses, function)
+
+    def test_counts_are_exact(self):
+        rows = by_function(self.histogram)
+        for function, count in SITES.items():
+            self.assertEqual(rows[function]["count"], count, function)
+            self.assertEqual(rows[function]["leaked_count"], count if function == LEAKING_SITE else 0, function)
+        self.assertTrue(self.histogram["sites_note"]["exact"])
+
+    def test_leaks_by_site_name_the_leaking_function(self):
+        leaks = heapscope_json("leaks", self.core, "--by", "site")
+        groups = [g for g in leaks["groups"] if g["site"]]
+        self.assertEqual([top_function(g["site"]) for g in groups], [LEAKING_SITE])
+        self.assertEqual(groups[0]["count"], SITES[LEAKING_SITE])
+        self.assertEqual(leaks["totals"]["blocks"], SITES[LEAKING_SITE])
+
+    def test_describe_says_where_each_block_was_allocated(self):
+        for function in SITES:
+            allocation = next(a for a in self.ledger.live if a.how == function)
+            site = heapscope_json("describe", self.core, hex(allocation.address))["allocated_at"]
+            self.assertEqual(top_function(site), function)
+            self.assertEqual(site["frames"][1]["function"], "main")
+            self.assertEqual(site["requested"], allocation.size)
+
+    def test_summary_names_the_recorder(self):
+        text = run_heapscope("summary", self.core).stdout
+        self.assertRegex(text, r"Sites: +heapscope's recorder \(libheapscope_sites\.so\), every allocation sampled: "
+                               r"\d+ blocks at \d+ allocation sites")
+
+    def test_lldb_and_gdb_say_what_the_cli_says(self):
+        require_lldb_and_gdb()
+        executable = fixture_path("allocation_sites")
+        cli = heapscope_json("histogram", self.core, "--by", "site")
+        lldb = run_lldb([f"target create {executable} --core {self.core}", "heap histogram --by site --json"])
+        self.assertEqual(lldb.json_of("heap histogram --by site --json")["sites"], cli["sites"])
+        gdb = run_gdb(marked("sites", "heap histogram --by site --json"), executable, self.core)
+        self.assertEqual(json_between_markers(gdb, "sites")["sites"], cli["sites"])
+
+    def test_attach_gives_the_sites_of_the_core(self):
+        with ParkedProgram(heapscope_path(), "record", "--every", "1", "--", fixture_path("allocation_sites")) as program:
+            live = heapscope_json("attach", program.pid, "histogram", "--by", "site")
+
+        def tally(report):
+            return {function: (row["count"], row["bytes"], row["leaked_count"])
+                    for function, row in by_function(report).items() if function in SITES}
+        self.assertEqual(tally(live), tally(self.histogram))
+
+
+class RecordedSitesFromFourThreads(unittest.TestCase):
+    def test_every_live_block_is_at_its_site(self):
+        core, ledger = recorded("allocation_sites_threads-recorded", "allocation_sites_threads")
+        histogram = heapscope_json("histogram", core, "--by", "site", "--examples", "1000")
+        # Each site function allocates on two lines (the kept blocks, the lost ones): two sites, one function.
+        examples, counts, leaked = collections.defaultdict(set), collections.Counter(), collections.Counter()
+        for row in histogram["sites"]:
+            function = top_function(row["site"])
+            examples[function].update(row["examples"])
+            counts[function] += row["count"]
+            leaked[function] += row["leaked_count"]
+        expected = expected_examples(ledger)
+        self.assertEqual(set(expected), {"site_parser", "site_indexer", "site_cache", "site_writer"})
+        for function, addresses in expected.items():
+            self.assertEqual(examples[function], addresses, function)
+            self.assertEqual(counts[function], 35, function)  # 60 kept, 30 of them freed by another thread, 5 lost
+            self.assertEqual(leaked[function], 5, function)
 
 
 class RecordRefuses(unittest.TestCase):

@@ -7,6 +7,7 @@
 #include "runtime/glibc/glibc_runtime.h"
 #include "runtime/glibc/glibc_trim.h"
 #include "runtime/glibc/glibc_verify.h"
+#include "runtime/glibc/sites_recorder.h"
 
 namespace heapscope::glibc {
 
@@ -25,6 +26,8 @@ class GlibcAllocator final : public LocatedAllocator {
                                       std::uint64_t page_bytes) const override {
     return glibc::arena_trim(model, arena, model.trim, max_blockers, page_bytes);
   }
+  // glibc records no allocation stacks; heapscope's recorder, preloaded, keeps them in the process.
+  AllocationSamples allocation_samples(const HeapModel&) const override { return read_sites_recorder(image_); }
 
  private:
   const Image& image_;
