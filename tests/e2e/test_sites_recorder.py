@@ -36,6 +36,7 @@ import unittest
 from heapscope_e2e import (build_dir, capture_program, fixture_path, heapscope_json, heapscope_path, parse_ledger,
                             run_heapscope, work_dir)
 from lldb_session import require_lldb_and_gdb, run_lldb
+from test_allocation_sites import LEAKING_SITE, SITES, by_function, top_function
 from test_attach import ParkedProgram
 from test_gdb import json_between_markers, marked, run_gdb
 from test_leaks import capture_leak_fixture, leak_fixture_path
@@ -99,8 +100,6 @@ class VerdictsUnchanged(unittest.TestCase):
 
 
 EVERY_ALLOCATION = {"HEAPSCOPE_SAMPLE_BYTES": "1"}
-SITES = {"make_sessions": 40, "make_buffers": 12, "make_images": 3, "lose_records": 25}
-LEAKING_SITE = "lose_records"
 
 
 def recorded(key, fixture, args=()):
@@ -108,14 +107,6 @@ def recorded(key, fixture, args=()):
     core, ledger = capture_program(key, fixture_path(fixture), [recorder_library()],
                                    env=dict(EVERY_ALLOCATION, LD_PRELOAD=recorder_library()), args=args)
     return core, parse_ledger(ledger)
-
-
-def top_function(site):
-    return site["frames"][0]["function"] if site and site["frames"] else None
-
-
-def by_function(histogram):
-    return {top_function(row["site"]): row for row in histogram["sites"] if row["site"]}
 
 
 def expected_examples(ledger):
