@@ -134,6 +134,13 @@ TEST_CASE("sites recorder: a table of another version or with offsets that disag
     REQUIRE(s.warnings.size() == 1);
     CHECK_THAT(s.warnings[0], Catch::Contains("do not agree"));
   }
+  SECTION("a slot count whose size wraps around") {
+    t.header.sample_slots = std::uint64_t{1} << 62;
+    const AllocationSamples s = t.read();
+    CHECK(s.samples.empty());
+    REQUIRE(s.warnings.size() == 1);
+    CHECK_THAT(s.warnings[0], Catch::Contains("do not agree"));
+  }
   SECTION("sample slots not a power of two") {
     t.header.sample_slots = 15;
     CHECK(t.read().samples.empty());

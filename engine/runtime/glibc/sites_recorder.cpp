@@ -27,6 +27,8 @@ std::optional<std::pair<Address, hs_sites_header>> find_table(const Image& image
       continue;
     hs_sites_header header;
     if (image.read(r.start, &header, sizeof header) != sizeof header) continue;
+    // A table bigger than its mapping is damaged: its counts must not size what heapscope reads.
+    if (header.mapping_bytes > r.size()) header.mapping_bytes = 0;
     return std::pair{r.start, header};
   }
   return std::nullopt;
@@ -40,6 +42,9 @@ std::string header_problem(const hs_sites_header& h) {
   const bool sizes_agree =
       h.header_bytes == sizeof(hs_sites_header) && h.max_frames == HS_SITES_MAX_FRAMES &&
       power_of_two(h.sample_slots) && power_of_two(h.stack_slots) && h.stack_slots <= HS_SITES_NO_STACK &&
+      // Bounded before they are multiplied: a damaged count must not wrap the checks below.
+      h.sample_slots <= h.mapping_bytes / sizeof(hs_sites_sample) &&
+      h.stack_slots <= h.mapping_bytes / sizeof(hs_sites_stack) &&
       h.samples_offset >= sizeof(hs_sites_header) &&
       h.samples_offset + h.sample_slots * sizeof(hs_sites_sample) <= h.stacks_offset &&
       h.stacks_offset + h.stack_slots * sizeof(hs_sites_stack) <= h.mapping_bytes && h.mean_interval > 0;
