@@ -97,6 +97,19 @@ std::string why_not(const std::string& file) {
   return {};
 }
 
+// Why the user's own LD_PRELOAD (`preloads`, as ld.so reads it: colon- or space-separated) leaves the
+// recorder nothing to sample, or empty.
+std::string why_not_with(const std::string& preloads) {
+  for (std::size_t start = 0; start < preloads.size();) {
+    const std::size_t end = std::min(preloads.find_first_of(": ", start), preloads.size());
+    const std::string library = fs::path(preloads.substr(start, end - start)).filename().string();
+    for (const auto& [prefix, instead] : kOwnAllocators)
+      if (library.starts_with(prefix)) return fmt::format("LD_PRELOAD has {}: {}", library, instead);
+    start = end + 1;
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string recorder_library(std::string* error) {
@@ -148,8 +161,11 @@ int run_record(const RecordOptions& options) {
   if (library.empty()) return fail(error);
   const std::string program = options.program.front();
   if (const std::string problem = why_not(program_file(program)); !problem.empty()) return fail(problem);
+  // The user's own preloads stay first, where they asked for them (the ASan runtime must be first of all);
+  // the recorder still comes before libc, whose malloc it wraps.
   const char* preload = std::getenv("LD_PRELOAD");
-  const std::string preloads = preload && *preload ? library + ":" + preload : library;
+  if (const std::string problem = why_not_with(preload ? preload : ""); !problem.empty()) return fail(problem);
+  const std::string preloads = preload && *preload ? std::string(preload) + ":" + library : library;
   ::setenv("LD_PRELOAD", preloads.c_str(), 1);
   if (options.every) ::setenv("HEAPSCOPE_SAMPLE_BYTES", std::to_string(options.every).c_str(), 1);
   if (options.slots) ::setenv("HEAPSCOPE_SITES_SLOTS", std::to_string(options.slots).c_str(), 1);

@@ -192,6 +192,13 @@ class RecordedSitesFromFourThreads(unittest.TestCase):
             self.assertEqual(leaked[function], 5, function)
 
 
+def users_preload(*libraries):
+    """LD_PRELOAD naming `libraries`, as a user sets it for `heapscope record`. A sanitizer build's heapscope
+    sees it too, and its ASan runtime must come first of all."""
+    asan = os.environ.get("HEAPSCOPE_DEBUGGER_PRELOAD")
+    return ":".join(([asan] if asan else []) + list(libraries))
+
+
 class RecordRefuses(unittest.TestCase):
     def assert_refused(self, program, reason):
         result = record("--", program)
@@ -215,6 +222,19 @@ class RecordRefuses(unittest.TestCase):
 
     def test_a_program_defining_malloc(self):
         self.assert_refused(fixture_path("allocator_fixture_jemalloc_static"), "defines malloc itself")
+
+    def test_a_preloaded_allocator(self):
+        result = record("--", "true", env={"LD_PRELOAD": users_preload("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")})
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("LD_PRELOAD has libjemalloc.so.2", result.stderr)
+
+    def test_the_users_preloads_stay_first(self):
+        """ld.so takes the first definition: a preload that must come first (the ASan runtime) stays there."""
+        preload = users_preload("libm.so.6")
+        result = record("--", "env", env={"LD_PRELOAD": preload})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(f"LD_PRELOAD={preload}:/", result.stdout)
+        self.assertIn("libheapscope_sites.so\n", result.stdout)
 
     def test_a_program_that_does_not_exist(self):
         result = record("--", "/nonexistent/program")
