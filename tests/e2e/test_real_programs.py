@@ -1,10 +1,12 @@
 """Real Debian programs nobody here wrote, each against an oracle that the program or its allocator gives:
 redis-server (jemalloc) with a million keys loaded by DEBUG POPULATE against INFO memory, SWI-Prolog (linked
 with tcmalloc) holding asserted clauses against its own malloc_property/1, groff's troff (stripped C++)
-at its exit against valgrind's memcheck. Python's is tests/e2e/test_python_live.py (gc.get_objects()).
+at its exit against valgrind's memcheck, and troff recorded by heapscope's allocation-site recorder against
+heaptrack's record of every allocation. Python's is tests/e2e/test_python_live.py (gc.get_objects()).
 
 A program whose package is not installed skips with a line saying which; nothing else skips."""
 
+import collections
 import contextlib
 import os
 import shutil
@@ -18,12 +20,15 @@ from heapscope_e2e import RemovesItsCore, heapscope_json, run_heapscope, work_di
 from lldb_session import require_lldb_and_gdb, run_lldb
 from test_attach import take_core
 from test_gdb import json_between_markers, marked, run_gdb
+from test_sites_recorder import recorder_library
 
 REDIS = "/usr/bin/redis-server"
 REDIS_CLI = "/usr/bin/redis-cli"
 SWIPL = "/usr/bin/swipl"
 TROFF = "/usr/bin/troff"
 VALGRIND = shutil.which("valgrind")
+HEAPTRACK = shutil.which("heaptrack")
+RECORDER_MAX_FRAMES = 32  # HS_SITES_MAX_FRAMES, recorder/sites_table.h
 START_TIMEOUT_SECONDS = 60
 GCORE_TIMEOUT_SECONDS = 300
 REDIS_KEYS = 1_000_000
@@ -285,6 +290,121 @@ class TroffAtExitBesideValgrind(unittest.TestCase):
         self.assertEqual(self.leaks["bytes_counted"], "usable")
         self.assertIn("Bytes are usable sizes (what the allocator gave each block); valgrind counts the sizes asked for",
                       self.text)
+
+
+def heaptrack_unfreed(path):
+    """What heaptrack 1.4's data file `path` (zstd text, as heaptrack_interpret writes it) says was never
+    freed: {(stack of (module, return address), innermost first): blocks}. Its lines: `s` strings (module
+    paths among them), `i ip module-string …` instruction pointers, `t ip parent` traces (ips and traces
+    1-based, 0 ends a trace), `a size trace` allocation kinds (0-based), `+ kind` and `- kind` each
+    allocation and free. heaptrack writes a call's address, one before the return address."""
+    text = subprocess.run(["zstdcat", path], capture_output=True, text=True, check=True).stdout
+    strings, ips, traces, kinds = [], [], [], []
+    unfreed = collections.Counter()
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        tag, numbers = fields[0], fields[1:]
+        if tag == "s":
+            strings.append(line.split(" ", 2)[2])
+        elif tag == "i":
+            ips.append((library_name(strings[int(numbers[1], 16) - 1]), int(numbers[0], 16) + 1))
+        elif tag == "t":
+            traces.append((int(numbers[0], 16), int(numbers[1], 16)))
+        elif tag == "a":
+            kinds.append(int(numbers[1], 16))
+        elif tag in "+-":
+            unfreed[kinds[int(numbers[0], 16)]] += 1 if tag == "+" else -1
+    stacks = collections.Counter()
+    for trace, blocks in unfreed.items():
+        stack = []
+        while trace:
+            ip, trace = traces[trace - 1]
+            stack.append(ips[ip - 1])
+        if blocks > 0:
+            stacks[tuple(stack)] += blocks
+    return stacks
+
+
+def library_name(path):
+    """libstdc++ for /usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30 and /lib/x86_64-linux-gnu/libstdc++.so.6."""
+    return os.path.basename(path).split(".so")[0]
+
+
+def module_of(address, modules):
+    """The module of `modules` (summary's JSON) whose load bias is nearest below `address`."""
+    below = [m for m in modules if m["load_bias"] <= address]
+    return library_name(max(below, key=lambda m: m["load_bias"])["path"]) if below else "?"
+
+
+def comparable(stack):
+    """A stack as both sides can name it: troff's own frames by address (a PIE placed alike in both runs,
+    with ASLR off), a library's frames by the library alone (heaptrack's and heapscope's preloads can move
+    the libraries differently); at most the frames the recorder keeps."""
+    return tuple((module, address if module == "troff" else 0) for module, address in stack[:RECORDER_MAX_FRAMES])
+
+
+@unittest.skipUnless(os.access(TROFF, os.X_OK), "groff's troff is not installed (apt-get install groff-base)")
+@unittest.skipIf(HEAPTRACK is None, "heaptrack is not installed (scripts/install-deps installs it)")
+class TroffSitesBesideHeaptrack(unittest.TestCase):
+    """One troff run recorded by heaptrack (every allocation, to a file) and one recorded by heapscope's
+    recorder at every allocation, stopped as it exits (gcore): each stack's blocks not freed by then are
+    heaptrack's "leaked" and heapscope's blocks at that site, and `leaks --by site` names sites among them.
+
+    Two blocks differ by design: glibc's thread cache (allocated inside malloc, through no call heaptrack or
+    the recorder sees: heapscope has it without a site) and libstdc++'s emergency exception pool, which
+    heaptrack frees itself at exit (it calls __gnu_cxx::__freeres)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.scratch = tempfile.mkdtemp(prefix="heapscope-troff-sites-")
+        page = os.path.join(cls.scratch, "demo.1")
+        with open(page, "w", encoding="ascii") as f:
+            f.write(TROFF_PAGE)
+        arguments = f"-man -Tutf8 {page}"
+        subprocess.run(["setarch", "-R", HEAPTRACK, "-o", os.path.join(cls.scratch, "troff"), TROFF, *arguments.split()],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=GCORE_TIMEOUT_SECONDS)
+        cls.heaptrack = heaptrack_unfreed(os.path.join(cls.scratch, "troff.zst"))
+        cls.core = os.path.join(cls.scratch, "troff.core")
+        subprocess.run(["gdb", "-batch", "-nx", "-ex", f"set environment LD_PRELOAD {recorder_library()}",
+                        "-ex", "set environment HEAPSCOPE_SAMPLE_BYTES 1", "-ex", "catch syscall exit_group",
+                        "-ex", f"run {arguments} > /dev/null", "-ex", f"gcore {cls.core}", "-ex", "kill", TROFF],
+                       capture_output=True, text=True, timeout=GCORE_TIMEOUT_SECONDS)
+        cls.modules = heapscope_json("summary", cls.core)["modules"]
+        cls.histogram = heapscope_json("histogram", cls.core, "--by", "site")
+        cls.leaks = heapscope_json("leaks", cls.core, "--by", "site")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.scratch, ignore_errors=True)
+
+    def named(self, stack):
+        return comparable([(module_of(address, self.modules), address) for address in stack])
+
+    def test_every_site_has_heaptracks_count(self):
+        self.assertTrue(self.histogram["sites_note"]["exact"])
+        ours = collections.Counter()
+        for row in self.histogram["sites"]:
+            ours[self.named(row["site"]["stack"]) if row["site"] else None] += row["count"]
+        theirs = collections.Counter()
+        for stack, blocks in self.heaptrack.items():
+            theirs[comparable(stack)] += blocks
+        self.assertEqual(ours.pop(None), 1, "glibc's thread cache, allocated inside malloc")
+        pool = [key for key in ours if key not in theirs and key[0][0].startswith("libstdc++")]
+        self.assertEqual(len(pool), 1, "libstdc++'s emergency pool, which heaptrack frees at exit")
+        self.assertEqual(ours.pop(pool[0]), 1)
+        self.assertGreater(len(theirs), 100)
+        self.assertEqual(ours, theirs)
+
+    def test_leaked_sites_are_among_heaptracks(self):
+        self.assertGreater(self.leaks["totals"]["blocks"], 0)
+        theirs = collections.Counter()
+        for stack, blocks in self.heaptrack.items():
+            theirs[comparable(stack)] += blocks
+        for group in self.leaks["groups"]:
+            with self.subTest(site=group["site"]["frames"][0]["text"]):
+                self.assertLessEqual(group["count"], theirs[self.named(group["site"]["stack"])])
 
 
 if __name__ == "__main__":
