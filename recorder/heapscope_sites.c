@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <unwind.h>
 
+#include "cfa_unwind.h"
 #include "sites_table.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -61,6 +62,7 @@ THREAD_LOCAL int recording;              /* this thread is inside the recorder: 
 THREAD_LOCAL int64_t bytes_until_sample; /* counts down; a sample when it drops to 0 or below */
 THREAD_LOCAL uint64_t random_state;      /* xorshift64*, seeded per thread */
 THREAD_LOCAL int thread_started;
+THREAD_LOCAL uint32_t thread_id;         /* this thread's id, once asked (a system call); 0 before */
 
 /* ---- configuration ---- */
 
@@ -118,10 +120,15 @@ static uint64_t now_ns(clockid_t clock) {
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+static uint32_t this_thread(void) {
+  if (!thread_id) thread_id = (uint32_t)syscall(SYS_gettid);
+  return thread_id;
+}
+
 /* ---- sampling: exponentially distributed gaps with the mean interval, as the allocators' profilers ---- */
 
 static uint64_t next_random(void) {
-  if (!random_state) random_state = now_ns(CLOCK_MONOTONIC) ^ ((uint64_t)syscall(SYS_gettid) << 32) ^ 0x9e3779b97f4a7c15u;
+  if (!random_state) random_state = now_ns(CLOCK_MONOTONIC) ^ ((uint64_t)this_thread() << 32) ^ 0x9e3779b97f4a7c15u;
   random_state ^= random_state >> 12;
   random_state ^= random_state << 25;
   random_state ^= random_state >> 27;
@@ -149,12 +156,12 @@ __attribute__((noinline)) static int sample_due(void) {
   return 1;
 }
 
-/* True when this allocation of `bytes` is to be sampled: on the path of every allocation, one
- * thread-local subtraction and a test. */
-static inline int take_sample(size_t bytes) {
+/* Counts an allocation of `bytes` down: true while no sample is due. This is all the recorder does on the
+ * path of almost every allocation — one thread-local subtraction and a test, before glibc's own function
+ * is jumped to (a tail call: no frame of the recorder's stays). */
+static inline int counts_down(size_t bytes) {
   bytes_until_sample -= (int64_t)(bytes ? bytes : 1);
-  if (__builtin_expect(bytes_until_sample > 0, 1)) return 0;
-  return sample_due();
+  return __builtin_expect(bytes_until_sample > 0, 1);
 }
 
 /* ---- the table ---- */
@@ -261,7 +268,7 @@ static void store_sample(uint64_t hidden, uint64_t requested, const uint64_t* fr
   s->requested = requested;
   s->time_ns = now_ns(CLOCK_MONOTONIC) - start_monotonic_ns;
   s->stack = store_stack(frames, depth);
-  s->thread = (uint32_t)syscall(SYS_gettid);
+  s->thread = this_thread();
   s->hidden_address = hidden;
   const uint64_t bit = hash_address(hidden) & (table->filter_bits - 1);
   __atomic_fetch_or(&filter()[bit / 64], (uint64_t)1 << (bit % 64), __ATOMIC_RELAXED);
@@ -293,6 +300,13 @@ static void forget_sample(uint64_t hidden) {
 
 /* ---- stacks ---- */
 
+/* The recorder's exported functions keep a frame pointer (-fno-omit-frame-pointer): at their %rbp are the
+ * caller's %rbp and the return address into it, and the caller's %rsp is just above. That is where the
+ * walk starts, so none of the recorder's own frames is walked. */
+static struct hs_frame caller_frame(const uint64_t* frame_pointer) {
+  return (struct hs_frame){frame_pointer[1], (uint64_t)(uintptr_t)(frame_pointer + 2), frame_pointer[0]};
+}
+
 struct unwind_state {
   uint64_t* frames;
   uint32_t depth;
@@ -316,21 +330,32 @@ static _Unwind_Reason_Code collect_frame(struct _Unwind_Context* context, void* 
   return state->depth == HS_SITES_MAX_FRAMES ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
-/* The allocation of `bytes` at `block`, made by the function that `caller` returns into: sampled or not. */
-__attribute__((noinline)) static void record_sample(void* block, size_t bytes, void* caller) {
+/* The stack from the allocating function out: the rules walker's, or libgcc's for a stack it declines (a
+ * signal frame on it, a frame described by a DWARF expression). */
+static uint32_t walk_stack(const uint64_t* frame_pointer, uint64_t* frames) {
+  const int depth = hs_cfa_backtrace(caller_frame(frame_pointer), frames, HS_SITES_MAX_FRAMES);
+  if (depth >= 0) return (uint32_t)depth;
+  struct unwind_state state = {frames, 0, 0, frame_pointer[1]};
+  _Unwind_Backtrace(collect_frame, &state);
+  return state.depth;
+}
+
+/* The allocation of `bytes` at `block`, by the function the exported function at `frame_pointer` returns
+ * into, when its sample is due. */
+__attribute__((noinline)) static void record_sample(void* block, size_t bytes, const uint64_t* frame_pointer) {
   recording = 1;
   uint64_t frames[HS_SITES_MAX_FRAMES];
-  struct unwind_state state = {frames, 0, 0, (uint64_t)caller};
-  _Unwind_Backtrace(collect_frame, &state);
+  const uint32_t depth = walk_stack(frame_pointer, frames);
   pthread_mutex_lock(&lock);
   make_table();
-  if (table) store_sample(~(uint64_t)block, bytes, frames, state.depth);
+  if (table) store_sample(~(uint64_t)block, bytes, frames, depth);
   pthread_mutex_unlock(&lock);
   recording = 0;
 }
 
-static inline void note_allocation(void* block, size_t bytes, void* caller) {
-  if (__builtin_expect(block != NULL && !recording && take_sample(bytes), 0)) record_sample(block, bytes, caller);
+/* An allocation whose countdown ran out. */
+static inline void note_allocation(void* block, size_t bytes, const uint64_t* frame_pointer) {
+  if (block != NULL && !recording && sample_due()) record_sample(block, bytes, frame_pointer);
 }
 
 static inline void note_free(void* block) {
@@ -343,21 +368,27 @@ static inline void note_free(void* block) {
 /* ---- fork ---- */
 
 static void before_fork(void) { pthread_mutex_lock(&lock); }
-static void after_fork(void) { pthread_mutex_unlock(&lock); }
+static void after_fork_in_parent(void) { pthread_mutex_unlock(&lock); }
+static void after_fork_in_child(void) {
+  thread_id = 0;  /* the forking thread goes on in the child under another id */
+  pthread_mutex_unlock(&lock);
+}
 
 __attribute__((constructor)) static void start(void) {
   recording = 1;  /* pthread_atfork may allocate */
-  pthread_atfork(before_fork, after_fork, after_fork);
+  pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
   recording = 0;
 }
 
-/* ---- the allocation functions ---- */
+/* ---- the allocation functions ----
+ * Each counts its bytes down first and, while no sample is due, jumps straight to glibc's function. */
 
-#define CALLER __builtin_extract_return_addr(__builtin_return_address(0))
+#define FRAME ((const uint64_t*)__builtin_frame_address(0))
 
 EXPORT void* malloc(size_t bytes) {
+  if (counts_down(bytes)) return __libc_malloc(bytes);
   void* block = __libc_malloc(bytes);
-  note_allocation(block, bytes, CALLER);
+  note_allocation(block, bytes, FRAME);
   return block;
 }
 
@@ -367,15 +398,17 @@ EXPORT void free(void* block) {
 }
 
 EXPORT void* calloc(size_t count, size_t bytes) {
+  if (counts_down(count * bytes)) return __libc_calloc(count, bytes);
   void* block = __libc_calloc(count, bytes);
-  note_allocation(block, count * bytes, CALLER);  /* calloc failed on an overflow: block is null */
+  note_allocation(block, count * bytes, FRAME);  /* calloc failed on an overflow: block is null */
   return block;
 }
 
 EXPORT void* realloc(void* old, size_t bytes) {
   if (old) note_free(old);
+  if (counts_down(bytes)) return __libc_realloc(old, bytes);
   void* block = __libc_realloc(old, bytes);
-  if (block) note_allocation(block, bytes, CALLER);
+  note_allocation(block, bytes, FRAME);
   return block;
 }
 
@@ -387,20 +420,23 @@ EXPORT void* reallocarray(void* old, size_t count, size_t bytes) {
     return NULL;
   }
   if (old) note_free(old);
+  if (counts_down(total)) return __libc_realloc(old, total);
   void* block = __libc_realloc(old, total);
-  if (block) note_allocation(block, total, CALLER);
+  note_allocation(block, total, FRAME);
   return block;
 }
 
 EXPORT void* memalign(size_t alignment, size_t bytes) {
+  if (counts_down(bytes)) return __libc_memalign(alignment, bytes);
   void* block = __libc_memalign(alignment, bytes);
-  note_allocation(block, bytes, CALLER);
+  note_allocation(block, bytes, FRAME);
   return block;
 }
 
 EXPORT void* aligned_alloc(size_t alignment, size_t bytes) {
+  if (counts_down(bytes)) return __libc_memalign(alignment, bytes);
   void* block = __libc_memalign(alignment, bytes);
-  note_allocation(block, bytes, CALLER);
+  note_allocation(block, bytes, FRAME);
   return block;
 }
 
@@ -408,19 +444,21 @@ EXPORT int posix_memalign(void** out, size_t alignment, size_t bytes) {
   if (alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0) return EINVAL;
   void* block = __libc_memalign(alignment, bytes);
   if (!block) return ENOMEM;
-  note_allocation(block, bytes, CALLER);
+  if (!counts_down(bytes)) note_allocation(block, bytes, FRAME);
   *out = block;
   return 0;
 }
 
 EXPORT void* valloc(size_t bytes) {
+  if (counts_down(bytes)) return __libc_valloc(bytes);
   void* block = __libc_valloc(bytes);
-  note_allocation(block, bytes, CALLER);
+  note_allocation(block, bytes, FRAME);
   return block;
 }
 
 EXPORT void* pvalloc(size_t bytes) {
+  if (counts_down(bytes)) return __libc_pvalloc(bytes);
   void* block = __libc_pvalloc(bytes);
-  note_allocation(block, bytes, CALLER);
+  note_allocation(block, bytes, FRAME);
   return block;
 }

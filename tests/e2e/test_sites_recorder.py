@@ -7,7 +7,9 @@ starts it: `heapscope record [--every BYTES] [--slots N] -- PROGRAM`.
   the table; four threads freeing each other's blocks leave exactly the live ones; 50 forks while a thread
   allocates never hang a child, and each child records; a block allocated from .preinit_array (before every
   constructor, the recorder's and libc's) is recorded; a table of 64 slots drops what does not fit, counts
-  it, and records again once blocks are freed. Without the recorder the same program finds no table.
+  it, and records again once blocks are freed; a block allocated in a signal handler has a stack that goes
+  on through the signal frame; one allocated 40 calls deep keeps its 32 innermost frames, each the right
+  return address. Without the recorder the same program finds no table.
 - The recorder changes no verdict: leak_shapes recorded at every allocation has the leaks of its plain run
   (the table keeps its block addresses complemented, so that it holds no pointer into the heap; before,
   every sampled block was reachable from it), and the recorder is not taken for the program's allocator.
@@ -17,9 +19,7 @@ starts it: `heapscope record [--every BYTES] [--slots N] -- PROGRAM`.
   recorder named in `summary`, the same in LLDB and GDB, and live (attach) as from the core; four threads
   allocating at four sites and freeing each other's blocks (allocation_sites_threads.c) leave every live
   block at its site.
-- heaptrack as the oracle: troff run under heaptrack and under `record --every 1` (each stopped at exit,
-  address randomisation off): per allocating return address in troff, the blocks heaptrack saw allocated
-  and never freed are the blocks heapscope finds at that site.
+- heaptrack as the oracle is test_real_programs.TroffSitesBesideHeaptrack (troff, a real program).
 - `record` refuses, saying why and what to do instead, a program that would never call the recorder: one
   statically linked, one linking jemalloc (redis-server), one that defines malloc itself; a program that
   does not exist exits 127, as a shell says it.
@@ -72,6 +72,12 @@ class RecorderInItsOwnProcess(unittest.TestCase):
 
     def test_a_full_table(self):
         self.check("full", "--slots", "64")
+
+    def test_an_allocation_in_a_signal_handler(self):
+        self.check("signal")
+
+    def test_a_deep_stack_keeps_its_innermost_frames_in_order(self):
+        self.check("deep")
 
     def test_without_the_recorder_there_is_no_table(self):
         result = subprocess.run([fixture_path("recorder_checks"), "functions"], capture_output=True, text=True,
