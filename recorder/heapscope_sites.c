@@ -168,7 +168,31 @@ static inline int counts_down(size_t bytes) {
 
 static struct hs_sites_sample* samples(void) { return (struct hs_sites_sample*)((char*)table + table->samples_offset); }
 static struct hs_sites_stack* stacks(void) { return (struct hs_sites_stack*)((char*)table + table->stacks_offset); }
-static uint64_t* filter(void) { return (uint64_t*)((char*)table + table->filter_offset); }
+
+/* The filter free() asks before it takes the lock: two arrays of counts of the live samples per hash
+ * bucket, a near one small enough to stay in the first-level cache and a far one sized to the table.
+ * A block is maybe sampled when both its buckets count some; at the default rate few samples are live and
+ * the near array alone answers almost every free(). Counts, not bits, so that a freed sample leaves no
+ * mark behind (bits would fill up over a long run until every free() took the lock); a count that reaches
+ * 255 stays there. Set before the table is published, read after it. */
+enum { kNearBuckets = 4096 };
+static uint8_t* near_counts;
+static uint8_t* far_counts;
+static uint64_t far_mask;
+
+/* One multiplication: the filter is asked on every free(). The near bucket takes the product's top 12 bits,
+ * the far one bits below them. */
+static uint64_t filter_hash(uint64_t hidden) { return hidden * 0x9e3779b97f4a7c15u; }
+static uint8_t* near_bucket(uint64_t hash) { return &near_counts[hash >> 52]; }
+static uint8_t* far_bucket(uint64_t hash) { return &far_counts[(hash >> 16) & far_mask]; }
+
+/* Under the lock. */
+static void count_in(uint8_t* bucket) {
+  if (*bucket != UINT8_MAX) __atomic_store_n(bucket, (uint8_t)(*bucket + 1), __ATOMIC_RELAXED);
+}
+static void count_out(uint8_t* bucket) {
+  if (*bucket != UINT8_MAX && *bucket != 0) __atomic_store_n(bucket, (uint8_t)(*bucket - 1), __ATOMIC_RELAXED);
+}
 
 static uint64_t hash_address(uint64_t a) {
   a ^= a >> 33;
@@ -184,12 +208,12 @@ static void make_table(void) {
   const uint64_t slots = round_up_to_power_of_two(
       environment_number("HEAPSCOPE_SITES_SLOTS", mean == 1 ? kEverySampleSlots : kDefaultSlots));
   const uint64_t stack_slots = slots / 16 < 4096 ? 4096 : slots / 16;  /* stacks repeat: far fewer */
-  const uint64_t filter_bits = slots * 16;
+  const uint64_t far_buckets = slots * 2;
   const uint64_t page = 4096;
   const uint64_t header = (sizeof(struct hs_sites_header) + 63) & ~(uint64_t)63;
   const uint64_t samples_bytes = slots * sizeof(struct hs_sites_sample);
   const uint64_t stacks_bytes = stack_slots * sizeof(struct hs_sites_stack);
-  const uint64_t filter_bytes = filter_bits / 8;
+  const uint64_t filter_bytes = kNearBuckets + far_buckets;
   const uint64_t total = (header + samples_bytes + stacks_bytes + filter_bytes + page - 1) & ~(page - 1);
   /* Between two inaccessible pages: the kernel merges adjacent anonymous mappings of the same protection
    * into one, and the table must start a mapping of its own, which is how a reader finds it. */
@@ -206,7 +230,7 @@ static void make_table(void) {
   h->mean_interval = mean;
   h->sample_slots = slots;
   h->stack_slots = stack_slots;
-  h->filter_bits = filter_bits;
+  h->filter_bytes = filter_bytes;
   h->samples_offset = header;
   h->stacks_offset = header + samples_bytes;
   h->filter_offset = header + samples_bytes + stacks_bytes;
@@ -214,16 +238,19 @@ static void make_table(void) {
   h->pid = (uint32_t)getpid();
   h->max_frames = HS_SITES_MAX_FRAMES;
   start_monotonic_ns = now_ns(CLOCK_MONOTONIC);
+  near_counts = (uint8_t*)h + h->filter_offset;
+  far_counts = near_counts + kNearBuckets;
+  far_mask = far_buckets - 1;
   __atomic_store_n(&table, h, __ATOMIC_RELEASE);
 }
 
-/* The filter bit of an address, read without the lock: a stale 0 only means a block sampled by another
- * thread at this very moment is freed before its sample is stored, which cannot happen to one block. */
+/* Whether the block `hidden` may have a sample, read without the lock: a stale 0 would only mean that a
+ * block sampled by another thread at this very moment is freed before its sample is stored, which cannot
+ * happen to one block. */
 static inline int maybe_sampled(uint64_t hidden) {
-  const struct hs_sites_header* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-  if (!t) return 0;
-  const uint64_t bit = hash_address(hidden) & (t->filter_bits - 1);
-  return (__atomic_load_n(&filter()[bit / 64], __ATOMIC_RELAXED) >> (bit % 64)) & 1;
+  if (!__atomic_load_n(&table, __ATOMIC_ACQUIRE)) return 0;
+  const uint64_t hash = filter_hash(hidden);
+  return __atomic_load_n(near_bucket(hash), __ATOMIC_RELAXED) && __atomic_load_n(far_bucket(hash), __ATOMIC_RELAXED);
 }
 
 /* Under the lock: the stack's slot, stored once; HS_SITES_NO_STACK when the set is full. */
@@ -264,14 +291,17 @@ static void store_sample(uint64_t hidden, uint64_t requested, const uint64_t* fr
   uint64_t i = hash_address(hidden) & mask;
   while (samples()[i].hidden_address != HS_SITES_EMPTY && samples()[i].hidden_address != hidden) i = (i + 1) & mask;
   struct hs_sites_sample* s = &samples()[i];
-  if (s->hidden_address == HS_SITES_EMPTY) ++table->samples_live;
+  if (s->hidden_address == HS_SITES_EMPTY) {
+    ++table->samples_live;
+    const uint64_t hash = filter_hash(hidden);
+    count_in(near_bucket(hash));
+    count_in(far_bucket(hash));
+  }
   s->requested = requested;
   s->time_ns = now_ns(CLOCK_MONOTONIC) - start_monotonic_ns;
   s->stack = store_stack(frames, depth);
   s->thread = this_thread();
   s->hidden_address = hidden;
-  const uint64_t bit = hash_address(hidden) & (table->filter_bits - 1);
-  __atomic_fetch_or(&filter()[bit / 64], (uint64_t)1 << (bit % 64), __ATOMIC_RELAXED);
 }
 
 /* Under the lock: removes the sample of the block `hidden` (complemented, as stored), if it has one,
@@ -283,6 +313,8 @@ static void forget_sample(uint64_t hidden) {
     if (samples()[i].hidden_address == HS_SITES_EMPTY) return;
     i = (i + 1) & mask;
   }
+  count_out(near_bucket(filter_hash(hidden)));
+  count_out(far_bucket(filter_hash(hidden)));
   for (uint64_t j = (i + 1) & mask;; j = (j + 1) & mask) {
     const uint64_t here = samples()[j].hidden_address;
     if (here == HS_SITES_EMPTY) break;
@@ -358,11 +390,15 @@ static inline void note_allocation(void* block, size_t bytes, const uint64_t* fr
   if (block != NULL && !recording && sample_due()) record_sample(block, bytes, frame_pointer);
 }
 
-static inline void note_free(void* block) {
-  if (__builtin_expect(!block || !maybe_sampled(~(uint64_t)block), 1)) return;
+/* Apart from the filter's test, so that free() saves no register on its way to glibc's. */
+__attribute__((noinline)) static void forget_sample_locked(uint64_t hidden) {
   pthread_mutex_lock(&lock);
-  forget_sample(~(uint64_t)block);
+  forget_sample(hidden);
   pthread_mutex_unlock(&lock);
+}
+
+static inline void note_free(void* block) {
+  if (__builtin_expect(block != NULL && maybe_sampled(~(uint64_t)block), 0)) forget_sample_locked(~(uint64_t)block);
 }
 
 /* ---- fork ---- */
@@ -392,8 +428,14 @@ EXPORT void* malloc(size_t bytes) {
   return block;
 }
 
+/* Apart from free(), so that free() keeps no register across a call: both of its ways are jumps. */
+__attribute__((noinline)) static void free_sampled(void* block) {
+  forget_sample_locked(~(uint64_t)block);
+  __libc_free(block);
+}
+
 EXPORT void free(void* block) {
-  note_free(block);
+  if (__builtin_expect(block != NULL && maybe_sampled(~(uint64_t)block), 0)) return free_sampled(block);
   __libc_free(block);
 }
 

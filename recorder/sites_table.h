@@ -8,8 +8,8 @@
  * no symbols needed); then the samples, an open-addressing hash set of the sampled blocks that are still
  * allocated (linear probing by hidden block address; a freed block's slot is emptied by shifting its followers
  * back, so there are no tombstones); then the stacks, another hash set, each stack stored once and shared
- * by every sample allocated there; then the filter, a bit per hash bucket of addresses that says "maybe
- * sampled", so that free() on a block never sampled costs a bit test and no lock.
+ * by every sample allocated there; then the filter, counts of live samples per hash bucket of addresses
+ * that say "maybe sampled", so that free() on a block never sampled costs a load and no lock.
  *
  * Written under one lock in the process; read without it (a core is a stop, and attach stops the
  * process), so a reader may see a sample whose stack is being written: it checks each stack index and
@@ -34,7 +34,7 @@ struct hs_sites_header {
   uint64_t mean_interval;      /* mean bytes allocated between two samples; 1: every allocation */
   uint64_t sample_slots;       /* capacity of the samples set (a power of two) */
   uint64_t stack_slots;        /* capacity of the stacks set (a power of two) */
-  uint64_t filter_bits;        /* a power of two */
+  uint64_t filter_bytes;       /* the recorder's own filter (heapscope_sites.c): counts, read by no reader */
   uint64_t samples_offset;     /* from the mapping's start */
   uint64_t stacks_offset;
   uint64_t filter_offset;

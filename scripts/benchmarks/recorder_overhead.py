@@ -7,7 +7,7 @@ under heaptrack. Not a test: it prints a table for docs/performance.md ("The all
 Workloads: python3 with PYTHONMALLOC=malloc building and dropping strings and dicts; troff formatting
 bash(1); malloc_churn.c, two threads allocating and freeing 8M blocks of random sizes (a worst case: all
 the program does is call malloc and free). Times are the best of --runs (wall and CPU, user + system; CPU
-is what a shared machine disturbs least).
+is what a shared machine disturbs least); the plain runs and the default-rate runs alternate.
 
     scripts/benchmarks/recorder_overhead.py [--build build] [--runs 5]
 """
@@ -54,6 +54,16 @@ def best(cmd, env, runs):
     return min(r.wall for r in results), min(r.cpu for r in results)
 
 
+def best_alternating(cmd, environments, runs):
+    """Best wall and CPU time of each environment, their runs taken in turn (A B A B …) so that a shared
+    machine's load, which drifts, weighs on each alike."""
+    results = [[] for _ in environments]
+    for _ in range(runs):
+        for i, env in enumerate(environments):
+            results[i].append(measure(cmd, env=env, sample=False)[0])
+    return [(min(r.wall for r in runs_of), min(r.cpu for r in runs_of)) for runs_of in results]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -67,13 +77,13 @@ def main():
         print("|---|---|---|---|---|")
         for name, cmd, extra in workloads(scratch):
             base = dict(os.environ, **extra)
-            plain = best(cmd, base, args.runs)
+            plain, default_rate = best_alternating(cmd, [base, dict(base, LD_PRELOAD=library)], args.runs)
             cells = [f"{plain[0]:.3f} s wall, {plain[1]:.3f} s CPU"]
 
             def relative(figures):
                 return (f"{figures[0]:.3f} s ({figures[0] / plain[0] - 1:+.0%}), "
                         f"CPU {figures[1]:.3f} s ({figures[1] / plain[1] - 1:+.0%})")
-            cells.append(relative(best(cmd, dict(base, LD_PRELOAD=library), args.runs)))
+            cells.append(relative(default_rate))
             cells.append(relative(best(cmd, dict(base, LD_PRELOAD=library, HEAPSCOPE_SAMPLE_BYTES="1",
                                                  HEAPSCOPE_SITES_SLOTS="4194304"), max(1, args.runs // 2))))
             if heaptrack:

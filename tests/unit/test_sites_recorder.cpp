@@ -29,7 +29,7 @@ struct TableBuilder {
     header.mean_interval = 1;
     header.sample_slots = kSampleSlots;
     header.stack_slots = kStackSlots;
-    header.filter_bits = 64;
+    header.filter_bytes = 8;
     header.samples_offset = 192;
     header.stacks_offset = header.samples_offset + kSampleSlots * sizeof(hs_sites_sample);
     header.filter_offset = header.stacks_offset + kStackSlots * sizeof(hs_sites_stack);
