@@ -9,7 +9,7 @@ bash(1); malloc_churn.c, two threads allocating and freeing 8M blocks of random 
 the program does is call malloc and free). Times are the best of --runs (wall and CPU, user + system; CPU
 is what a shared machine disturbs least); the plain runs and the default-rate runs alternate.
 
-    scripts/benchmarks/recorder_overhead.py [--build build] [--runs 5]
+    scripts/benchmarks/recorder_overhead.py [--build build] [--runs 5] [--instructions]
 """
 import argparse
 import gzip
@@ -44,7 +44,8 @@ def workloads(scratch):
         dst.write(src.read())
     churn = os.path.join(scratch, "malloc_churn")
     subprocess.run(["cc", "-O2", "-pthread", "-o", churn, os.path.join(HERE, "malloc_churn.c")], check=True)
-    return [("python3 strings and dicts", ["/usr/bin/python3", script], {"PYTHONMALLOC": "malloc"}),
+    # A fixed hash seed: the same dictionaries, so the same allocations, in every run.
+    return [("python3 strings and dicts", ["/usr/bin/python3", script], {"PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"}),
             ("troff bash(1)", ["troff", "-man", "-Tutf8", page], {}),
             ("malloc_churn (2 threads, 16M calls)", [churn], {})]
 
@@ -52,6 +53,13 @@ def workloads(scratch):
 def best(cmd, env, runs):
     results = [measure(cmd, env=env, sample=False)[0] for _ in range(runs)]
     return min(r.wall for r in results), min(r.cpu for r in results)
+
+
+def instructions(cmd, env):
+    """Instructions the program runs (callgrind's count: the same whatever else the machine does)."""
+    result = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    return int(result.stderr.rsplit("Collected :", 1)[1].split()[0])
 
 
 def best_alternating(cmd, environments, runs):
@@ -68,13 +76,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count the instructions of the plain and default-rate runs under callgrind")
     args = parser.parse_args()
     library = os.path.join(args.build, "recorder", "libheapscope_sites.so")
     heaptrack = shutil.which("heaptrack")
     scratch = tempfile.mkdtemp(prefix="recorder-overhead-")
     try:
-        print("| workload | plain | recorder, default rate | recorder, every allocation | heaptrack |")
-        print("|---|---|---|---|---|")
+        columns = ["workload", "plain", "recorder, default rate", "recorder, every allocation", "heaptrack"]
+        if args.instructions:
+            columns.append("instructions, default rate over plain")
+        print("| " + " | ".join(columns) + " |")
+        print("|" + "---|" * len(columns))
         for name, cmd, extra in workloads(scratch):
             base = dict(os.environ, **extra)
             plain, default_rate = best_alternating(cmd, [base, dict(base, LD_PRELOAD=library)], args.runs)
@@ -91,6 +104,10 @@ def main():
                 cells.append(relative(best([heaptrack, "-o", output, *cmd], base, max(1, args.runs // 2))))
             else:
                 cells.append("not installed")
+            if args.instructions:
+                counted = instructions(cmd, base)
+                recorded = instructions(cmd, dict(base, LD_PRELOAD=library))
+                cells.append(f"{counted / 1e6:,.0f}M → {recorded / 1e6:,.0f}M ({recorded / counted - 1:+.1%})")
             print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

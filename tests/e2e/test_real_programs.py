@@ -249,20 +249,33 @@ An option.
 """
 
 
+def scratch_with_page(prefix):
+    """A scratch directory and TROFF_PAGE written in it."""
+    scratch = tempfile.mkdtemp(prefix=prefix)
+    page = os.path.join(scratch, "demo.1")
+    with open(page, "w", encoding="ascii") as f:
+        f.write(TROFF_PAGE)
+    return scratch, page
+
+
+def troff_core_at_exit(scratch, page, **environment):
+    """troff formatting `page`, stopped as it exits (its exit handlers have run, where memcheck and heaptrack
+    look for leaks too), under gdb (address randomisation off) with `environment`: its core's path."""
+    core = os.path.join(scratch, "troff.core")
+    settings = [arg for name, value in environment.items() for arg in ("-ex", f"set environment {name} {value}")]
+    subprocess.run(["gdb", "-batch", "-nx", *settings, "-ex", "catch syscall exit_group",
+                    "-ex", f"run -man -Tutf8 {page} > /dev/null", "-ex", f"gcore {core}", "-ex", "kill", TROFF],
+                   capture_output=True, text=True, timeout=GCORE_TIMEOUT_SECONDS)
+    return core
+
+
 @unittest.skipUnless(os.access(TROFF, os.X_OK), "groff's troff is not installed (apt-get install groff-base)")
 @unittest.skipIf(VALGRIND is None, "valgrind is not installed (scripts/install-deps installs it)")
 class TroffAtExitBesideValgrind(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.scratch = tempfile.mkdtemp(prefix="heapscope-troff-")
-        page = os.path.join(cls.scratch, "demo.1")
-        with open(page, "w", encoding="ascii") as f:
-            f.write(TROFF_PAGE)
-        cls.core = os.path.join(cls.scratch, "troff.core")
-        # Stopped as it exits (its exit handlers have run), where memcheck looks for leaks too.
-        subprocess.run(["gdb", "-batch", "-nx", "-ex", "catch syscall exit_group",
-                        "-ex", f"run -man -Tutf8 {page} > /dev/null", "-ex", f"gcore {cls.core}", "-ex", "kill",
-                        TROFF], capture_output=True, text=True, timeout=GCORE_TIMEOUT_SECONDS)
+        cls.scratch, page = scratch_with_page("heapscope-troff-")
+        cls.core = troff_core_at_exit(cls.scratch, page)
         valgrind = subprocess.run([VALGRIND, "--leak-check=full", TROFF, "-man", "-Tutf8", page],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                   timeout=GCORE_TIMEOUT_SECONDS)
@@ -358,19 +371,12 @@ class TroffSitesBesideHeaptrack(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.scratch = tempfile.mkdtemp(prefix="heapscope-troff-sites-")
-        page = os.path.join(cls.scratch, "demo.1")
-        with open(page, "w", encoding="ascii") as f:
-            f.write(TROFF_PAGE)
-        arguments = f"-man -Tutf8 {page}"
-        subprocess.run(["setarch", "-R", HEAPTRACK, "-o", os.path.join(cls.scratch, "troff"), TROFF, *arguments.split()],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=GCORE_TIMEOUT_SECONDS)
+        cls.scratch, page = scratch_with_page("heapscope-troff-sites-")
+        subprocess.run(["setarch", "-R", HEAPTRACK, "-o", os.path.join(cls.scratch, "troff"), TROFF, "-man", "-Tutf8",
+                        page], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
+                       timeout=GCORE_TIMEOUT_SECONDS)
         cls.heaptrack = heaptrack_unfreed(os.path.join(cls.scratch, "troff.zst"))
-        cls.core = os.path.join(cls.scratch, "troff.core")
-        subprocess.run(["gdb", "-batch", "-nx", "-ex", f"set environment LD_PRELOAD {recorder_library()}",
-                        "-ex", "set environment HEAPSCOPE_SAMPLE_BYTES 1", "-ex", "catch syscall exit_group",
-                        "-ex", f"run {arguments} > /dev/null", "-ex", f"gcore {cls.core}", "-ex", "kill", TROFF],
-                       capture_output=True, text=True, timeout=GCORE_TIMEOUT_SECONDS)
+        cls.core = troff_core_at_exit(cls.scratch, page, LD_PRELOAD=recorder_library(), HEAPSCOPE_SAMPLE_BYTES="1")
         cls.modules = heapscope_json("summary", cls.core)["modules"]
         cls.histogram = heapscope_json("histogram", cls.core, "--by", "site")
         cls.leaks = heapscope_json("leaks", cls.core, "--by", "site")
