@@ -137,7 +137,7 @@ static uint64_t next_random(void) {
 
 static int64_t next_gap(void) {
   const uint64_t mean = interval();
-  if (mean == 1) return 1;
+  if (mean == 1) return 0;  /* every allocation: the countdown is not above 0 after any, malloc(0) included */
   /* A uniform in (0, 1], then -ln(u) * mean. */
   const double u = ((double)(next_random() >> 11) + 1.0) / 9007199254740992.0;
   const double gap = -log(u) * (double)mean;
@@ -160,7 +160,7 @@ __attribute__((noinline)) static int sample_due(void) {
  * path of almost every allocation — one thread-local subtraction and a test, before glibc's own function
  * is jumped to (a tail call: no frame of the recorder's stays). */
 static inline int counts_down(size_t bytes) {
-  bytes_until_sample -= (int64_t)(bytes ? bytes : 1);
+  bytes_until_sample -= (int64_t)bytes;
   return __builtin_expect(bytes_until_sample > 0, 1);
 }
 
@@ -176,13 +176,14 @@ static struct hs_sites_stack* stacks(void) { return (struct hs_sites_stack*)((ch
  * mark behind (bits would fill up over a long run until every free() took the lock); a count that reaches
  * 255 stays there. Set before the table is published, read after it. */
 enum { kNearBuckets = 4096 };
-static uint8_t* near_counts;
+static uint8_t no_samples[kNearBuckets];  /* the near counts before the table is made: free() asks no more */
+static uint8_t* near_counts = no_samples;
 static uint8_t* far_counts;
 static uint64_t far_mask;
 
 /* One multiplication: the filter is asked on every free(). The near bucket takes the product's top 12 bits,
  * the far one bits below them. */
-static uint64_t filter_hash(uint64_t hidden) { return hidden * 0x9e3779b97f4a7c15u; }
+static uint64_t filter_hash(uint64_t block) { return block * 0x9e3779b97f4a7c15u; }
 static uint8_t* near_bucket(uint64_t hash) { return &near_counts[hash >> 52]; }
 static uint8_t* far_bucket(uint64_t hash) { return &far_counts[(hash >> 16) & far_mask]; }
 
@@ -244,12 +245,11 @@ static void make_table(void) {
   __atomic_store_n(&table, h, __ATOMIC_RELEASE);
 }
 
-/* Whether the block `hidden` may have a sample, read without the lock: a stale 0 would only mean that a
- * block sampled by another thread at this very moment is freed before its sample is stored, which cannot
- * happen to one block. */
-static inline int maybe_sampled(uint64_t hidden) {
-  if (!__atomic_load_n(&table, __ATOMIC_ACQUIRE)) return 0;
-  const uint64_t hash = filter_hash(hidden);
+/* Whether the block at `block` may have a sample, read without the lock (before the table is made, from
+ * no_samples): a stale 0 would only mean that a block sampled by another thread at this very moment is
+ * freed before its sample is stored, which cannot happen to one block. */
+static inline int maybe_sampled(uint64_t block) {
+  const uint64_t hash = filter_hash(block);
   return __atomic_load_n(near_bucket(hash), __ATOMIC_RELAXED) && __atomic_load_n(far_bucket(hash), __ATOMIC_RELAXED);
 }
 
@@ -293,7 +293,7 @@ static void store_sample(uint64_t hidden, uint64_t requested, const uint64_t* fr
   struct hs_sites_sample* s = &samples()[i];
   if (s->hidden_address == HS_SITES_EMPTY) {
     ++table->samples_live;
-    const uint64_t hash = filter_hash(hidden);
+    const uint64_t hash = filter_hash(~hidden);
     count_in(near_bucket(hash));
     count_in(far_bucket(hash));
   }
@@ -313,8 +313,8 @@ static void forget_sample(uint64_t hidden) {
     if (samples()[i].hidden_address == HS_SITES_EMPTY) return;
     i = (i + 1) & mask;
   }
-  count_out(near_bucket(filter_hash(hidden)));
-  count_out(far_bucket(filter_hash(hidden)));
+  count_out(near_bucket(filter_hash(~hidden)));
+  count_out(far_bucket(filter_hash(~hidden)));
   for (uint64_t j = (i + 1) & mask;; j = (j + 1) & mask) {
     const uint64_t here = samples()[j].hidden_address;
     if (here == HS_SITES_EMPTY) break;
@@ -398,7 +398,7 @@ __attribute__((noinline)) static void forget_sample_locked(uint64_t hidden) {
 }
 
 static inline void note_free(void* block) {
-  if (__builtin_expect(block != NULL && maybe_sampled(~(uint64_t)block), 0)) forget_sample_locked(~(uint64_t)block);
+  if (__builtin_expect(block != NULL && maybe_sampled((uint64_t)block), 0)) forget_sample_locked(~(uint64_t)block);
 }
 
 /* ---- fork ---- */
@@ -430,12 +430,12 @@ EXPORT void* malloc(size_t bytes) {
 
 /* Apart from free(), so that free() keeps no register across a call: both of its ways are jumps. */
 __attribute__((noinline)) static void free_sampled(void* block) {
-  forget_sample_locked(~(uint64_t)block);
+  if (block) forget_sample_locked(~(uint64_t)block);
   __libc_free(block);
 }
 
 EXPORT void free(void* block) {
-  if (__builtin_expect(block != NULL && maybe_sampled(~(uint64_t)block), 0)) return free_sampled(block);
+  if (__builtin_expect(maybe_sampled((uint64_t)block), 0)) return free_sampled(block);  /* null too, rarely */
   __libc_free(block);
 }
 
