@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/json_text.h"
 #include "session/session.h"
 
 namespace heapscope {
@@ -72,7 +73,7 @@ HeapSnapshot from_json(const json& j) {
 
 void write_snapshot_file(const std::string& path, const HeapSnapshot& snapshot) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (out) out << to_json(snapshot).dump() << "\n";
+  if (out) out << json_text(to_json(snapshot)) << "\n";
   if (!out) throw AnalysisError("cannot write " + path + ": " + std::strerror(errno));
 }
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
+
 namespace heapscope {
 
 // A field added to one of these structures must be saved below (and the index format version bumped):
@@ -72,7 +74,7 @@ std::string heap_meta_to_json(const HeapModel& heap) {
       {"trim", optional_to_json(heap.trim)},
       {"complete", heap.complete},
   };
-  return j.dump();
+  return json_text(j);
 }
 
 bool heap_meta_from_json(const std::string& text, HeapModel& heap) {

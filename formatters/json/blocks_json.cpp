@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
 #include "formatters/render.h"
 
 namespace heapscope {
@@ -9,7 +10,7 @@ namespace heapscope {
 std::string render_json(const BlocksReport& r) {
   // Built as text: a large core lists millions of blocks, and a json tree of them would cost several
   // hundred bytes per block.
-  std::string out = "{\n  \"command\": \"blocks\",\n  \"selection\": " + nlohmann::json(r.selection).dump() +
+  std::string out = "{\n  \"command\": \"blocks\",\n  \"selection\": " + json_text(nlohmann::json(r.selection)) +
                     ",\n  \"blocks\": [";
   std::uint64_t bytes = 0;
   for (std::size_t i = 0; i < r.blocks.size(); ++i) {
@@ -24,16 +25,16 @@ std::string render_json(const BlocksReport& r) {
             ? ", \"type\": " + nlohmann::json(r.type_ids[i] ? r.type_names[r.type_ids[i]]
                                                               : fmt::format("unknown ({} bytes)", b.usable_size()))
                                      .dump() +
-                  ", \"naming\": " + nlohmann::json(r.type_namings[r.type_ids[i]]).dump()
+                  ", \"naming\": " + json_text(nlohmann::json(r.type_namings[r.type_ids[i]]))
             : std::string();
-    if (i < r.texts.size() && !r.texts[i].empty()) type += ", \"text\": " + nlohmann::json(r.texts[i]).dump();
+    if (i < r.texts.size() && !r.texts[i].empty()) type += ", \"text\": " + json_text(nlohmann::json(r.texts[i]));
     out += fmt::format("{}\n    {{\"address\": {}, \"chunk\": {}, \"usable_size\": {}, \"chunk_size\": {}, "
                        "\"state\": \"{}\", \"arena\": {}{}{}}}",
                        i ? "," : "", b.address(), b.chunk, b.usable_size(), b.chunk_size(),
                        block_state_name(b.state), r.arena_of(b), verdict, type);
   }
   out += fmt::format("\n  ],\n  \"count\": {},\n  \"matched\": {},\n  \"bytes\": {},\n  \"warnings\": {}\n}}\n",
-                     r.blocks.size(), r.matched, bytes, nlohmann::json(r.warnings).dump());
+                     r.blocks.size(), r.matched, bytes, json_text(nlohmann::json(r.warnings)));
   return out;
 }
 

@@ -1,6 +1,7 @@
 // JSON renderer of the coroutines report (schema: docs/json.md).
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
 #include "formatters/render.h"
 
 namespace heapscope {
@@ -37,7 +38,7 @@ std::string render_json(const CoroutinesReport& r) {
     out["stacks"] = stacks;
   }
   out["warnings"] = r.warnings;
-  return out.dump(2) + "\n";
+  return json_text(out, 2) + "\n";
 }
 
 }  // namespace heapscope

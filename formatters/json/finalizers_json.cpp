@@ -1,6 +1,7 @@
 // JSON renderer of the finalizers report (schema: docs/json.md).
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
 #include "formatters/json/json_parts.h"
 #include "formatters/render.h"
 
@@ -48,7 +49,7 @@ std::string render_json(const FinalizersReport& r) {
                       {"total", total},          {"kinds", kinds},
                       {"functions", functions},  {"registrations_total", r.registrations_total},
                       {"registrations", registrations}, {"warnings", r.warnings}};
-  return out.dump(2) + "\n";
+  return json_text(out, 2) + "\n";
 }
 
 }  // namespace heapscope

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/json_text.h"
 #include "reports/graph_reports.h"
 #include "reports/retention_reports.h"
 
@@ -76,7 +77,7 @@ inline ordered_json path(const std::optional<RetainerPath>& p) { return p ? path
 // A report's JSON with its warnings last, as every command prints it.
 inline std::string finish(ordered_json out, const std::vector<std::string>& warnings) {
   out["warnings"] = warnings;
-  return out.dump(2) + "\n";
+  return json_text(out, 2) + "\n";
 }
 
 inline double rounded_percent(double p) { return std::round(p * 1000.0) / 1000.0; }

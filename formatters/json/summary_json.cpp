@@ -1,5 +1,6 @@
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
 #include "formatters/json/json_parts.h"
 #include "formatters/render.h"
 
@@ -105,7 +106,7 @@ std::string render_json(const SummaryReport& r) {
         {"bytes", r.outside_malloc->bytes}, {"mappings", r.outside_malloc->mappings}, {"largest", largest}};
   }
   out["warnings"] = r.warnings;
-  return out.dump(2) + "\n";
+  return json_text(out, 2) + "\n";
 }
 
 }  // namespace heapscope

@@ -1,6 +1,7 @@
 // JSON renderer of the threads report (schema: docs/json.md).
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
 #include "formatters/json/json_parts.h"
 #include "formatters/render.h"
 
@@ -78,7 +79,7 @@ std::string render_json(const ThreadsReport& r) {
                          {"holders", holders},
                          {"holder_groups", groups}};
   ordered_json out = {{"command", "threads"}, {"threads", threads}, {"exited", exited}, {"warnings", r.warnings}};
-  return out.dump(2) + "\n";
+  return json_text(out, 2) + "\n";
 }
 
 }  // namespace heapscope

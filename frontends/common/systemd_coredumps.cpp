@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
 #include "base/program_output.h"
 
 namespace heapscope {
@@ -142,7 +143,7 @@ std::optional<std::vector<JournalCore>> journal_cores(const CoredumpSource& sour
   for (const nlohmann::json& entry : list) {
     if (!entry.is_object() || !entry.contains("pid") || !entry.contains("time") || !entry["time"].is_number_integer() ||
         !entry["pid"].is_number_integer()) {
-      *error = fmt::format("{} holds an entry without a pid and a time: {}", from, entry.dump());
+      *error = fmt::format("{} holds an entry without a pid and a time: {}", from, json_text(entry));
       return std::nullopt;
     }
     JournalCore core;
@@ -199,7 +200,7 @@ std::string coredumps_json(const std::vector<JournalCore>& cores) {
     list.push_back({{"time_us", c.time_us}, {"pid", c.pid}, {"uid", c.uid}, {"signal", c.signal},
                     {"corefile", c.state}, {"exe", c.exe}, {"size", c.size}, {"comm", c.comm},
                     {"file", c.path.empty() ? nlohmann::json() : nlohmann::json(c.path)}});
-  return list.dump(2) + "\n";
+  return json_text(list, 2) + "\n";
 }
 
 }  // namespace heapscope
