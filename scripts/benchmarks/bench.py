@@ -41,11 +41,22 @@ from measure import CommandFailed, best_of, read_floor  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-def build_generator(work):
-    exe = os.path.join(work, "heap_generator")
-    src = os.path.join(ROOT, "scripts", "benchmarks", "heap_generator.c")
+# The heap kinds a generator makes: its source and how it is built. Both take BLOCKS LEAK_PERCENT LEAK_FILE.
+GENERATORS = {
+    # chains of 50 small blocks, half in a second thread's arena
+    "chains": ("heap_generator.c", ["cc", "-O2", "-g", "-pthread"]),
+    # a C++ server's heap: std::map of strings, vectors of strings, polymorphic objects, trees, rings,
+    # half-freed temporaries; most blocks in the main arena, two workers' arenas
+    "mixed": ("mixed_heap.cpp", ["c++", "-std=c++20", "-O2", "-g", "-pthread"]),
+}
+
+
+def build_generator(work, heap="chains"):
+    source_name, compile_command = GENERATORS[heap]
+    exe = os.path.join(work, os.path.splitext(source_name)[0])
+    src = os.path.join(ROOT, "scripts", "benchmarks", source_name)
     if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
-        subprocess.check_call(["cc", "-O2", "-g", "-pthread", "-o", exe, src])
+        subprocess.check_call(compile_command + ["-o", exe, src])
     return exe
 
 
@@ -68,8 +79,9 @@ def make_core(work, generator, blocks, leak_percent, preload=None):
     """The generator's core (reused while newer than the generator); with `preload`, run under that
     allocator library (LD_PRELOAD), into a core named after it."""
     suffix = "-" + os.path.basename(preload).split(".so")[0] if preload else ""
-    core = os.path.join(work, f"heap-{blocks}{suffix}.core")
-    leaks = os.path.join(work, f"heap-{blocks}{suffix}.leaked")
+    kind = "" if os.path.basename(generator) == "heap_generator" else os.path.basename(generator) + "-"
+    core = os.path.join(work, f"heap-{kind}{blocks}{suffix}.core")
+    leaks = os.path.join(work, f"heap-{kind}{blocks}{suffix}.leaked")
     if stale(core, generator):
         program = ["env", f"LD_PRELOAD={preload}"] if preload else []
         capture(core, program + [generator, str(blocks), str(leak_percent), leaks])
@@ -377,6 +389,8 @@ def plot(path, results, loads, floors, runs):
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--blocks", type=int, nargs="+", default=[5_000_000], help="live blocks per core")
+    ap.add_argument("--heap", choices=sorted(GENERATORS), default="chains",
+                    help="the generator: chains (heap_generator.c) or mixed (mixed_heap.cpp, a C++ server's heap)")
     ap.add_argument("--commands", nargs="+", default=["summary"],
                     help="heapscope commands to time (summary, leaks, top, roots, threads, ...)")
     ap.add_argument("--runs", type=int, default=3)
@@ -428,7 +442,7 @@ def main():
     args = parse_args()
     heapscope = args.heapscope
     os.makedirs(args.work, exist_ok=True)
-    generator = build_generator(args.work)
+    generator = build_generator(args.work, args.heap)
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; heapscope: {heapscope}")
     chap = reference.reference_binary()
     print("| core | blocks | command | wall (best of {}) | CPU user+sys | peak anon RSS | bytes/block | "
