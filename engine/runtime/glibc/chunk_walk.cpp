@@ -20,7 +20,7 @@ Block make_block(Address chunk, std::uint64_t size, BlockState state, std::uint1
 }  // namespace
 
 SegmentWalk walk_segment(MemoryCursor& mem, Address first_chunk, Address end, Address top, std::uint16_t arena,
-                         BlockSink& sink) {
+                         BlockSink& sink, Address limit) {
   SegmentWalk out;
   auto emit = [&](Block b) {
     sink.push(b);  // cannot overflow: the sink holds max_chunks(first_chunk, end)
@@ -43,6 +43,10 @@ SegmentWalk walk_segment(MemoryCursor& mem, Address first_chunk, Address end, Ad
   Address told = first_chunk;
   Address c = first_chunk;
   while (c + 16 <= end) {
+    if (limit && c >= limit) {
+      out.next_chunk = c;
+      return out;
+    }
     if (++chunks_since == kProgressChunks) {
       progress_step(c - told);
       told = c;

@@ -34,6 +34,7 @@ struct SegmentWalk {
   bool reached_end = false;          // the walk accounted for every byte up to the segment end
   Address stopped_at = 0;            // the damaged chunk where the walk stopped (0: it did not stop at damage)
   Address last_good = 0;             // the last chunk walked before stopped_at (0: none)
+  Address next_chunk = 0;            // with a limit: the first chunk at or past it, where the walk stopped
   std::vector<std::string> warnings;
 };
 
@@ -41,8 +42,10 @@ struct SegmentWalk {
 // set; the chunk at `top` is the top chunk and ends the walk. In a heap that is not its arena's newest,
 // the walk ends at the fencepost glibc writes when it moves on to a new heap. Damage (a size that is not
 // a multiple of 16, too small, or running past the end) stops the walk with a warning naming the last
-// good chunk; it never loops: every step moves forward by at least the minimum chunk size.
+// good chunk; it never loops: every step moves forward by at least the minimum chunk size. With a `limit`,
+// the walk stops at the first chunk that starts at or past it (next_chunk): a slice of a heap walked
+// beside the others (sliced_walk.h).
 SegmentWalk walk_segment(MemoryCursor& mem, Address first_chunk, Address end, Address top, std::uint16_t arena,
-                         BlockSink& sink);
+                         BlockSink& sink, Address limit = 0);
 
 }  // namespace heapscope::glibc

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "runtime/glibc/chunk_walk.h"
+#include "runtime/glibc/sliced_walk.h"
 #include "runtime/glibc/free_lists.h"
 #include "runtime/glibc/glibc_runtime.h"
 #include "runtime/glibc/mmapped_chunks.h"
@@ -19,14 +20,14 @@ namespace heapscope::glibc {
 
 namespace {
 
-// One contiguous piece of an arena to walk.
+// One contiguous piece of an arena to walk: in slices walked at once when it is big (sliced_walk.h).
 struct SegmentJob {
   std::uint16_t arena = 0;
   HeapSegment range;
   Address first_chunk = 0;
-  Address top = 0;  // when the arena's top chunk is in this segment
-  BlockSink sink;   // its slice of the model's block array
-  SegmentWalk result;
+  Address top = 0;                // when the arena's top chunk is in this segment
+  std::vector<SliceWalk> slices;  // each with its part of the model's block array
+  SegmentWalk result;             // the slices joined
 };
 
 Address align16(Address a) { return (a + 15) & ~Address{15}; }
@@ -93,20 +94,42 @@ void plan_heap_arena(const Image& image, const Runtime& rt, Address arena_addr, 
   }
 }
 
-// Progress counts the segments' bytes; an interrupt (or any failure) in one worker is rethrown here once
-// every worker has stopped.
+// Cuts each segment into the slices its walk takes (one unless it is big and there are cores to share).
+void slice_segments(std::vector<SegmentJob>& jobs) {
+  const unsigned cores = worker_count(~std::size_t{0} >> 1, 1);
+  for (SegmentJob& j : jobs)
+    for (const HeapSlice& slice : slices_of(j.first_chunk, j.range.end, cores)) j.slices.push_back({slice, {}, {}, 0});
+}
+
+// Every slice of every segment on the pool; then each segment's slices joined, in order. Progress counts
+// the segments' bytes; an interrupt (or any failure) in one worker is rethrown here once every worker has
+// stopped.
 void run_in_parallel(std::vector<SegmentJob>& jobs, const Image& image) {
   std::uint64_t total = 0;
-  for (const SegmentJob& j : jobs) total += j.range.end - j.first_chunk;
+  struct Work {
+    SegmentJob* job;
+    std::size_t slice;
+  };
+  std::vector<Work> work;
+  for (SegmentJob& j : jobs) {
+    total += j.range.end - j.first_chunk;
+    for (std::size_t s = 0; s < j.slices.size(); ++s) work.push_back({&j, s});
+  }
   progress_total(total);
   std::atomic<std::size_t> next{0};
-  run_workers(worker_count(jobs.size(), 1), [&](unsigned) {
+  run_workers(worker_count(work.size(), 1), [&](unsigned) {
     MemoryCursor mem(image);
-    for (std::size_t i = next++; i < jobs.size(); i = next++) {
-      SegmentJob& j = jobs[i];
-      j.result = walk_segment(mem, j.first_chunk, j.range.end, j.top, j.arena, j.sink);
+    for (std::size_t i = next++; i < work.size(); i = next++) {
+      SegmentJob& j = *work[i].job;
+      walk_slice(mem, j.slices[work[i].slice], work[i].slice, j.range.end, j.top, j.arena);
     }
   });
+  MemoryCursor mem(image);
+  for (SegmentJob& j : jobs) {
+    std::vector<SliceWalk*> slices;
+    for (SliceWalk& s : j.slices) slices.push_back(&s);
+    j.result = join_slices(mem, slices, j.range.end, j.top, j.arena);
+  }
 }
 
 // List entries that lie in the part of a heap its walk skipped after damage: consequences of that one
@@ -243,14 +266,19 @@ void add_mmapped_chunks(const Image& image, const Runtime& rt, std::vector<Segme
 // copied between buffers, and untouched slack never becomes resident.
 struct Piece {
   Address start = 0;
-  SegmentJob* job = nullptr;  // or a single mmapped block
+  SliceWalk* slice = nullptr;  // or a single mmapped block
   Block mmapped;
   std::size_t capacity = 1;
 };
 
 BlockArray lay_out_blocks(std::vector<SegmentJob>& jobs, const std::vector<Block>& mmapped,
                           std::vector<Piece>& pieces) {
-  for (SegmentJob& j : jobs) pieces.push_back({j.range.start, &j, {}, max_chunks(j.first_chunk, j.range.end)});
+  for (SegmentJob& j : jobs)
+    for (std::size_t s = 0; s < j.slices.size(); ++s) {
+      SliceWalk& slice = j.slices[s];
+      const Address end = slice.slice.limit ? slice.slice.limit : j.range.end;
+      pieces.push_back({s == 0 ? j.range.start : slice.slice.start, &slice, {}, max_chunks(slice.slice.start, end)});
+    }
   for (const Block& b : mmapped) pieces.push_back({b.chunk, nullptr, b, 1});
   std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.start < b.start; });
   std::size_t total = 0;
@@ -258,8 +286,8 @@ BlockArray lay_out_blocks(std::vector<SegmentJob>& jobs, const std::vector<Block
   BlockArray blocks(total);
   std::size_t offset = 0;
   for (Piece& p : pieces) {
-    if (p.job)
-      p.job->sink = {blocks.data() + offset, p.capacity, 0};
+    if (p.slice)
+      p.slice->sink = {blocks.data() + offset, p.capacity, 0};
     else
       blocks.data()[offset] = p.mmapped;
     offset += p.capacity;
@@ -271,7 +299,8 @@ void compact_blocks(const std::vector<Piece>& pieces, BlockArray& blocks) {
   std::vector<BlockArray::Slice> slices;
   std::size_t offset = 0;
   for (const Piece& p : pieces) {
-    slices.push_back({offset, p.job ? p.job->sink.count : 1});
+    slices.push_back(p.slice ? BlockArray::Slice{offset + p.slice->skip, p.slice->sink.count - p.slice->skip}
+                             : BlockArray::Slice{offset, 1});
     offset += p.capacity;
   }
   blocks.compact(slices);
@@ -359,6 +388,7 @@ HeapModel walk_heap(const Image& image, const Runtime& runtime) {
     PhaseTimer t("walk: mmapped chunks");
     add_mmapped_chunks(image, runtime, jobs, model, mmapped);
   }
+  slice_segments(jobs);
   std::vector<Piece> pieces;
   BlockArray blocks = lay_out_blocks(jobs, mmapped, pieces);
   {
