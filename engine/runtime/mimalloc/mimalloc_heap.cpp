@@ -55,8 +55,11 @@ class Walker {
     model_.allocator = "mimalloc";
     model_.version = rt_.version;
     model_.state_labels = {"in use", "", "free", "deferred free", "", ""};
+    model_.terms = {"thread", "segments", "page", "deferred",
+                    "deferred ones are freed but not yet back on their page's free list"};
     model_.discovery = rt_.discovery;
     model_.warnings = rt_.warnings;
+    model_.complete = !rt_.segments_missing;
     {
       PhaseTimer timer("walk: mimalloc heaps");
       read_slices();
@@ -85,6 +88,12 @@ class Walker {
     verification_.checked.arenas = model_.arenas.size();
     verification_.checked.chunks = model_.blocks.size();
     verification_.checked.tcaches = heaps_.size();
+    const HeapCheckCounts& c = verification_.checked;
+    verification_.object_word = "block";
+    verification_.checked_text = fmt::format(
+        "{} segments of {} threads, {} blocks; list entries: {} on pages' free lists, {} deferred (local-free, "
+        "thread-free and {} heaps' thread-delayed lists)",
+        c.heaps, c.arenas, c.chunks, c.bin_entries, c.tcache_entries, c.tcaches);
     return std::move(model_);
   }
 

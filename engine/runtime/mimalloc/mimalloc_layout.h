@@ -85,7 +85,6 @@ struct StatsLayout {
   std::uint64_t reserved = 2 * kCountBytes;
   std::uint64_t committed = 3 * kCountBytes;
   std::uint64_t segments_abandoned = 6 * kCountBytes;
-  std::uint64_t threads = 8 * kCountBytes;
   std::uint64_t size = kCounts * kCountBytes + 8 * 16;
 };
 

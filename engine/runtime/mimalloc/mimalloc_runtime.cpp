@@ -117,8 +117,9 @@ bool is_main_stats(const Image& image, const Layout& layout, Address at) {
   for (const auto& c : counts)
     if (c[0] < 0 || c[1] < 0 || c[0] - c[1] != c[3] || c[2] < c[3]) return false;
   auto current = [&](std::uint64_t offset) { return counts[offset / StatsLayout::kCountBytes][3]; };
-  return current(st.threads) >= 1 && current(st.reserved) > 0 && current(st.committed) > 0 &&
-         current(st.committed) <= current(st.reserved) && current(st.segments) >= 0;
+  // (Not the thread count: mimalloc 2.0.9 uncounts a thread twice when it ends, so it can read 0 with
+  // threads alive.)
+  return current(st.reserved) > 0 && current(st.committed) > 0 && current(st.committed) <= current(st.reserved);
 }
 
 std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& symbols, const Module& module,
@@ -168,6 +169,7 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
     }
     rt.segments.push_back(segment);
   }
+  rt.segments_missing = strangers != 0;
   if (strangers)
     rt.warnings.push_back(fmt::format("{} places look like mimalloc segment headers but do not carry this process's "
                                       "cookie; they are not walked (another mimalloc instance, or stale memory)",

@@ -46,6 +46,8 @@ struct Runtime {
   Address stats_main = 0;         // _mi_stats_main, 0 when not found
   std::vector<Discovery> discovery;
   std::vector<std::string> warnings;
+  // Segment headers were found that are not this process's (a damaged cookie): what they hold is missing.
+  bool segments_missing = false;
 };
 
 // Whether `module` is mimalloc by its symbols: it exports mi_version and mi_malloc.
@@ -62,7 +64,8 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
 std::optional<Segment> read_segment_header(const Image& image, const Layout& layout, Address at, std::uint64_t* cookie);
 
 // Whether `at` looks like _mi_stats_main: every count consistent (current = allocated - freed, peak at
-// least current), memory reserved and committed, at least one thread.
+// least current), memory reserved and committed (a thread's own statistics reserve and commit nothing: the
+// OS layer counts in _mi_stats_main alone).
 bool is_main_stats(const Image& image, const Layout& layout, Address at);
 
 }  // namespace heapscope::mimalloc
