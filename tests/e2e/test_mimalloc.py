@@ -10,13 +10,12 @@ reconcile is in docs/architecture.md ("How the mimalloc walker finds things").
 """
 
 import collections
-import json
 import struct
 import unittest
 
-from allocator_walk import (Allocator, AttachChecks, DebuggerChecks, WalkChecks, capture, damaged_copy,
-                            discovered_addresses, read_core)
-from heapscope_e2e import heapscope_json, run_heapscope
+from allocator_walk import (LEAK_TAGS, Allocator, AttachChecks, DebuggerChecks, WalkChecks, capture, damaged_copy,
+                            discovered_addresses, leak_signature, read_core)
+from heapscope_e2e import capture_program, fixture_path, heapscope_json, parse_ledger, run_heapscope
 
 LIBRARY = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"
 STRUCTURES = ("segments", "_mi_stats_main", "_mi_heap_main", "heaps")
@@ -27,12 +26,19 @@ LINKED = Allocator(name="mimalloc", version="2.0.9", preload="", fixture="alloca
 STRIPPED = Allocator(name="mimalloc", version="2.0.9", preload="", fixture="allocator_fixture_mimalloc_stripped",
                      allocated_figure="segments", structures=STRUCTURES)
 
+# allocator_threads.c: three threads freeing each other's blocks, one of them ended.
+THREADS = Allocator(name="mimalloc", version="2.0.9", preload=LIBRARY, fixture="allocator_threads",
+                    allocated_figure="", structures=STRUCTURES)
+KEEPER_BLOCK = 1000   # the keeper's blocks, the first FREED_BY_MAIN of them freed by the main thread
+FREED_BY_MAIN = 5
+
 SEGMENT_BYTES = 32 << 20
 SLICES = 264      # mi_segment_t.slices: the first mi_page_t
 PAGE_BYTES = 80   # sizeof(mi_page_t)
 PAGE_FREE = 16    # mi_page_t.free
 PAGE_USED = 24    # mi_page_t.used
 SEGMENT_COOKIE = 216
+HEAP_THREAD_DELAYED_FREE = 2840  # mi_heap_t.thread_delayed_free
 
 
 def pages(core, segment):
@@ -160,6 +166,75 @@ class MimallocDamage(unittest.TestCase):
         result = run_heapscope("summary", core)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("mimalloc", result.stdout)
+
+
+class MimallocThreads(unittest.TestCase):
+    """allocator_threads: blocks freed by another thread (the keeper heap's thread-delayed list, its full
+    page's thread-free list) and a thread that ended (its segment abandoned, its blocks freed into it by the
+    main thread) — the same leaks as under glibc's malloc, every kept block, mimalloc's figures."""
+
+    @classmethod
+    def setUpClass(cls):
+        THREADS.require()
+        _, cls.core, cls.ledger = capture(THREADS)
+        glibc_core, glibc_ledger = capture_program("allocator_threads-glibc", fixture_path("allocator_threads"))
+        cls.glibc_core, cls.glibc_ledger = glibc_core, parse_ledger(glibc_ledger)
+        cls.summary = heapscope_json("summary", cls.core)
+        cls.blocks = {b["address"]: b for b in heapscope_json("blocks", cls.core, "--state", "all")["blocks"]}
+
+    def test_the_leaks_are_glibcs(self):
+        expected = sorted((a.how, a.size, LEAK_TAGS[a.how]) for a in self.ledger.live if a.how in LEAK_TAGS)
+        self.assertEqual(len(expected), 9)  # a chain and a lone block from each thread
+        ours, others = leak_signature(self.core, self.ledger)
+        glibc_ours, glibc_others = leak_signature(self.glibc_core, self.glibc_ledger)
+        self.assertEqual(ours, expected)
+        self.assertEqual(glibc_ours, expected)
+        self.assertEqual(others, glibc_others)
+
+    def test_every_kept_block_is_in_use_with_room(self):
+        for allocation in self.ledger.live:
+            with self.subTest(address=hex(allocation.address)):
+                block = self.blocks.get(allocation.address)
+                self.assertIsNotNone(block)
+                self.assertEqual(block["state"], "in_use")
+                self.assertGreaterEqual(block["usable_size"], allocation.size)
+
+    def test_blocks_freed_by_another_thread_are_deferred(self):
+        freed = self.ledger.freed_and_not_live()
+        self.assertEqual(len(freed), FREED_BY_MAIN + 40)
+        for allocation in freed:
+            with self.subTest(address=hex(allocation.address), size=allocation.size):
+                self.assertEqual(self.blocks[allocation.address]["state"], "tcache")
+        # The first block the main thread freed into the keeper's full page is on the keeper heap's
+        # thread-delayed list (mi_heap_t.thread_delayed_free), the rest on the page's thread-free list.
+        keeper_heap, = [a["address"] for a in self.summary["heap"]["arenas"] if a["address"] and not a["main"]]
+        delayed, = struct.unpack("<Q", read_core(self.core, keeper_heap + HEAP_THREAD_DELAYED_FREE, 8))
+        self.assertIn(delayed, {a.address for a in freed if a.size == KEEPER_BLOCK})
+
+    def test_the_ended_threads_segment_is_abandoned(self):
+        heap = self.summary["heap"]
+        figures = {f["name"]: f for f in heap["figures"]}
+        self.assertEqual((figures["segments_abandoned"]["own"], figures["segments_abandoned"]["walk"]), (1, 1))
+        self.assertEqual(figures["segments"]["own"], figures["segments"]["walk"])
+        owners = [a["address"] for a in heap["arenas"]]
+        self.assertEqual(len(owners), 3)
+        self.assertIn(0, owners)  # the abandoned segment has no owner
+        self.assertEqual([w for w in self.summary["warnings"] if "glibc's malloc also holds" not in w], [])
+
+    def test_verify_counts_every_deferred_block(self):
+        report = heapscope_json("verify", self.core)
+        self.assertEqual(report["findings"], [])
+        deferred = sum(1 for b in self.blocks.values() if b["state"] == "tcache")
+        self.assertEqual(report["checked"]["tcache_entries"], deferred)
+        self.assertEqual(report["checked"]["arenas"], 3)
+
+
+class MimallocThreadsInDebuggers(DebuggerChecks, unittest.TestCase):
+    ALLOCATOR = THREADS
+
+
+class MimallocThreadsAttach(AttachChecks, unittest.TestCase):
+    ALLOCATOR = THREADS
 
 
 class MimallocInDebuggers(DebuggerChecks, unittest.TestCase):
