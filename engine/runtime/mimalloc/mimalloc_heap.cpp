@@ -163,6 +163,12 @@ class Walker {
         continue;
       }
       info = {*tld, *backing, *thread, true};
+      // A thread's backing heap and its thread data (mi_thread_data_t, mapped for it; the main thread's are
+      // the library's statics) are mimalloc's own: their pointers lead to pages and free blocks, not roots.
+      if (heap == *backing) {
+        model_.metadata.push_back({heap, heap + l_.heap.size});
+        model_.metadata.push_back({*tld, *tld + l_.tld.stats + l_.stats.size});
+      }
       if (*thread == 0)
         problem("heap", heap, "the id of the thread it belongs to", "thread id 0", "heap",
                 "none (the heap's pages are walked all the same)", false);

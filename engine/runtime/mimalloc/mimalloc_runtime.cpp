@@ -51,7 +51,7 @@ std::vector<std::pair<Segment, std::uint64_t>> scan_segments(const Image& image,
         return found;
       }
       found.emplace_back(*segment, key);
-      next = segment->end();
+      next = (segment->end() + kSegmentBytes - 1) & ~(kSegmentBytes - 1);  // a huge segment ends off the grid
       if (next <= at) break;  // wrapped: a damaged size
     }
   }
