@@ -22,22 +22,6 @@ constexpr std::size_t kMaxWarningsOfAKind = 8;
 constexpr std::uint64_t kMediumBlockMax = 128 * 1024;
 constexpr std::uint64_t kMinBlock = 8;
 
-std::uint32_t u32_at(const std::uint8_t* bytes, std::uint64_t offset) {
-  std::uint32_t v;
-  std::memcpy(&v, bytes + offset, 4);
-  return v;
-}
-std::uint16_t u16_at(const std::uint8_t* bytes, std::uint64_t offset) {
-  std::uint16_t v;
-  std::memcpy(&v, bytes + offset, 2);
-  return v;
-}
-std::uint64_t u64_at(const std::uint8_t* bytes, std::uint64_t offset) {
-  std::uint64_t v;
-  std::memcpy(&v, bytes + offset, 8);
-  return v;
-}
-
 // What the walk knows of one mi_heap_t.
 struct HeapInfo {
   Address tld = 0, backing = 0, thread_id = 0;

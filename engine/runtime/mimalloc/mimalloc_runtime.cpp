@@ -18,18 +18,6 @@ constexpr const char* kStatsMainSymbol = "_mi_stats_main";
 // A process's segments: beyond this many the scan stops (2 TiB of 32 MiB segments).
 constexpr std::size_t kMaxSegments = std::size_t{1} << 16;
 
-std::uint64_t word_at(const std::uint8_t* bytes, std::uint64_t offset) {
-  std::uint64_t v;
-  std::memcpy(&v, bytes + offset, 8);
-  return v;
-}
-
-std::uint32_t u32_at(const std::uint8_t* bytes, std::uint64_t offset) {
-  std::uint32_t v;
-  std::memcpy(&v, bytes + offset, 4);
-  return v;
-}
-
 std::string version_text(unsigned v) { return fmt::format("{}.{}.{}", v / 100, v / 10 % 10, v % 10); }
 
 // Every 32 MiB boundary of readable memory whose header looks like a segment's, with its cookie key
@@ -79,13 +67,13 @@ std::optional<Segment> read_segment_header(const Image& image, const Layout& lay
   if (!image.read_exact(at, header, sl.slices + layout.page.size)) return std::nullopt;
   Segment s;
   s.address = at;
-  s.used = word_at(header, sl.used);
-  s.abandoned = word_at(header, sl.abandoned);
-  s.slices = word_at(header, sl.segment_slices);
-  s.info_slices = word_at(header, sl.segment_info_slices);
+  s.used = u64_at(header, sl.used);
+  s.abandoned = u64_at(header, sl.abandoned);
+  s.slices = u64_at(header, sl.segment_slices);
+  s.info_slices = u64_at(header, sl.segment_info_slices);
   s.kind = u32_at(header, sl.kind);
-  s.slice_entries = word_at(header, sl.slice_entries);
-  s.thread_id = word_at(header, sl.thread_id);
+  s.slice_entries = u64_at(header, sl.slice_entries);
+  s.thread_id = u64_at(header, sl.thread_id);
   if (s.info_slices == 0 || s.info_slices > SegmentLayout::kMaxInfoSlices) return std::nullopt;
   if (s.kind == SegmentLayout::kNormal) {
     if (s.slices != kSlicesPerSegment) return std::nullopt;
@@ -106,7 +94,7 @@ std::optional<Segment> read_segment_header(const Image& image, const Layout& lay
   std::uint64_t mask[SegmentLayout::kCommitMaskWords];
   std::memcpy(mask, header + sl.commit_mask, sizeof mask);
   for (std::uint64_t w : mask) s.committed_bytes += std::uint64_t(std::popcount(w)) * kSliceBytes;
-  *cookie = word_at(header, sl.cookie) ^ at;
+  *cookie = u64_at(header, sl.cookie) ^ at;
   return s;
 }
 
