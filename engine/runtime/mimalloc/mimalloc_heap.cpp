@@ -224,10 +224,12 @@ class Walker {
     const std::vector<std::uint8_t>& bytes = slices_[index];
     std::uint64_t k = 0;  // slice index
     std::uint64_t pages = 0;
+    bool stopped = false;  // damage stopped the walk of the slices
     while (k < s.slice_entries) {
       if ((k + 1) * l_.page.size > bytes.size()) {
         problem("segment", s.address, "readable slice entries", fmt::format("slice {} unreadable", k), "segment",
                 "the rest of the segment is not walked", true, s.address);
+        stopped = true;
         break;
       }
       const std::uint8_t* p = bytes.data() + k * l_.page.size;
@@ -236,8 +238,18 @@ class Walker {
       if (count == 0 || offset != 0 || k + count > s.slices) {
         problem("slice", s.address + l_.segment.slices + k * l_.page.size,
                 "the first slice of a page or span, within its segment",
-                fmt::format("slice {}: {} slices, back offset {}", k, count, offset), "segment",
-                "the rest of the segment is not walked", true, s.address);
+                fmt::format("slice {}: {} slices, back offset {}", k, count, offset),
+                fmt::format("slice entries of segment 0x{:x}", s.address), "the rest of the segment is not walked",
+                true, s.address);
+        if (k == s.info_slices && !layout_hint_given_) {
+          // Not even the first page after the header: the slices are not 80 bytes apart.
+          layout_hint_given_ = true;
+          model_.warnings.push_back(
+              "mimalloc's page entries are not where a release build keeps them: a debug or secure build "
+              "(MI_DEBUG, MI_SECURE: encoded free lists, padded blocks) lays its pages out otherwise, and heapscope "
+              "reads release builds only (Debian's libmimalloc2.0 is one)");
+        }
+        stopped = true;
         break;
       }
       const Address start = s.address + k * kSliceBytes;
@@ -257,7 +269,7 @@ class Walker {
     }
     const std::uint64_t covered = std::min(k, s.slices) * kSliceBytes;
     current_arena_->overhead_bytes += s.bytes() - covered;  // a guard slice; or what damage left unwalked
-    if (pages < s.used)
+    if (!stopped && pages < s.used)
       problem("segment", s.address, fmt::format("{} pages in use (its `used`)", s.used),
               fmt::format("{} pages", pages), "segment", "none", false, s.address);
   }
@@ -403,6 +415,7 @@ class Walker {
   std::unordered_map<Address, bool> delayed_;  // block on a thread-delayed list → matched to a page
   std::size_t delayed_matched_ = 0;
   Address main_heap_ = 0;
+  bool layout_hint_given_ = false;
   std::vector<ArenaInfo> arenas_;
   std::unordered_map<Address, std::uint16_t> arena_index_;
   std::uint16_t arena_ = 0;
