@@ -111,6 +111,12 @@ inline StateLabels glibc_state_labels() { return {"in use", "mmapped", "free (bi
 // A state's label where a table or a list names the states side by side: glibc's free chunks are "bins".
 inline std::string state_heading(const std::string& label) { return label == "free (bins)" ? "bins" : label; }
 
+// `word` with its first letter in capitals (a heading made of an allocator's word).
+inline std::string capitalized(std::string word) {
+  if (!word.empty() && word[0] >= 'a' && word[0] <= 'z') word[0] = static_cast<char>(word[0] - 'a' + 'A');
+  return word;
+}
+
 // What an allocator calls its arenas, their pieces, its slabs and its cached objects where a table or a
 // heading names them (fragmentation): glibc's words by default, which tcmalloc and jemalloc share.
 struct AllocatorTerms {
@@ -120,6 +126,8 @@ struct AllocatorTerms {
   std::string cached = "cached";  // objects in the tcache state, and what that means
   std::string cached_meaning = "cached ones are free to their thread";
   bool operator==(const AllocatorTerms&) const = default;
+  // "Slab utilisation per size class": fragmentation's heading of its size classes.
+  std::string size_class_heading() const { return capitalized(slab) + " utilisation per size class"; }
 };
 
 struct HeapModel {

@@ -1,6 +1,5 @@
 // Text renderer of the fragmentation report.
 #include <algorithm>
-#include <cctype>
 
 #include "formatters/render.h"
 #include "formatters/text/text_util.h"
@@ -86,9 +85,7 @@ void append_type_rows(std::string& out, const std::vector<FragmentationTypeRow>&
 void append_size_classes(std::string& out, const FragmentationReport& r) {
   if (!r.size_classes.empty()) {
     const AllocatorTerms& t = r.terms;
-    std::string title = t.slab;
-    if (!title.empty()) title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(title[0])));
-    out += fmt::format("\n{} utilisation per size class (objects in use of all the {}s' objects; {}):\n", title, t.slab,
+    out += fmt::format("\n{} (objects in use of all the {}s' objects; {}):\n", t.size_class_heading(), t.slab,
                        t.cached_meaning);
     out += fmt::format("  {:>9} {:>7} {:>10} {:>9} {:>9} {:>9}  {}\n", "size", t.slab + "s", "bytes", "in use", t.cached,
                        "free", "used");

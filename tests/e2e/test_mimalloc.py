@@ -95,6 +95,11 @@ class MimallocChecks(WalkChecks):
         self.assertIn("segments", text)
         self.assertNotIn("fastbins", text)
 
+    def test_summary_speaks_of_threads_and_segments(self):
+        text = run_heapscope("summary", self.core).stdout
+        self.assertRegex(text, r"\nThread +segments +system +in use +free +deferred free")
+        self.assertNotRegex(text, r"\nArena ")
+
     def test_fragmentation_speaks_of_threads_segments_and_pages(self):
         text = run_heapscope("fragmentation", self.core).stdout
         header = next(line for line in text.splitlines() if line.startswith("thread "))
