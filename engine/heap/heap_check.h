@@ -42,6 +42,10 @@ struct HeapVerification {
   std::uint64_t findings_dropped = 0;  // beyond the listing bound, on heaps full of garbage
   HeapCheckCounts checked;
   std::vector<std::string> notes;      // what could not be checked, and why
+  // What was checked in the allocator's own words, when they are not glibc's arenas, heaps, chunks and
+  // lists (the text's "Checked:" line; `checked` keeps the counts for JSON); empty: glibc's words.
+  std::string checked_text;
+  std::string object_word = "chunk";   // what a finding's address is ("chunk" for glibc, "block")
 };
 
 }  // namespace heapscope

@@ -111,6 +111,25 @@ inline StateLabels glibc_state_labels() { return {"in use", "mmapped", "free (bi
 // A state's label where a table or a list names the states side by side: glibc's free chunks are "bins".
 inline std::string state_heading(const std::string& label) { return label == "free (bins)" ? "bins" : label; }
 
+// `word` with its first letter in capitals (a heading made of an allocator's word).
+inline std::string capitalized(std::string word) {
+  if (!word.empty() && word[0] >= 'a' && word[0] <= 'z') word[0] = static_cast<char>(word[0] - 'a' + 'A');
+  return word;
+}
+
+// What an allocator calls its arenas, their pieces, its slabs and its cached objects where a table or a
+// heading names them (fragmentation): glibc's words by default, which tcmalloc and jemalloc share.
+struct AllocatorTerms {
+  std::string arena = "arena";    // a row of the arena table (mimalloc: a thread's segments)
+  std::string heaps = "heaps";    // an arena's contiguous pieces (mimalloc: segments)
+  std::string slab = "slab";      // memory carved into objects of one size class (mimalloc: a page)
+  std::string cached = "cached";  // objects in the tcache state, and what that means
+  std::string cached_meaning = "cached ones are free to their thread";
+  bool operator==(const AllocatorTerms&) const = default;
+  // "Slab utilisation per size class": fragmentation's heading of its size classes.
+  std::string size_class_heading() const { return capitalized(slab) + " utilisation per size class"; }
+};
+
 struct HeapModel {
   std::string allocator;       // "glibc", "tcmalloc"
   std::string version;         // the allocator's release ("2.36", "2.10"), or empty when unknown
@@ -129,6 +148,7 @@ struct HeapModel {
   std::vector<std::string> warnings;
   std::optional<MallInfo> mallinfo;
   StateLabels state_labels = glibc_state_labels();
+  AllocatorTerms terms;
   std::vector<AllocatorFigure> figures;  // the allocator's own counters beside the walk's (summary)
   std::vector<SizeClassUse> size_classes;  // slab allocators only, smallest objects first
   std::vector<FreePages> free_pages;       // likewise

@@ -230,6 +230,7 @@ FragmentationReport build_fragmentation_report(Session& s, std::size_t type_rows
   FragmentationReport out;
   out.page_bytes = kFragmentationPageBytes;
   out.state_labels = heap.state_labels;
+  out.terms = heap.terms;
   out.region_bytes = kFragmentationRegionBytes;
   if (!heap.complete) {
     out.partial = true;

@@ -139,6 +139,7 @@ SummaryReport build_summary_report(Session& s, bool count_names) {
     r.totals = heap.totals();
     r.mallinfo = heap.mallinfo;
     r.state_labels = heap.state_labels;
+    r.terms = heap.terms;
     r.figures = heap.figures;
     if (count_names) r.typed = typed_share(heap, s.types());
     r.outside_malloc = outside_malloc(s);

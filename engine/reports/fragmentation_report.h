@@ -91,6 +91,7 @@ struct FragmentationReport {
   std::uint64_t skipped_bytes = 0;
   // What the allocator calls each block state (HeapModel::state_labels): the arena table's columns.
   StateLabels state_labels = glibc_state_labels();
+  AllocatorTerms terms;  // HeapModel::terms: the arena table's and the size classes' words
   std::vector<std::string> warnings;
 };
 

@@ -72,6 +72,7 @@ struct SummaryReport {
   StateTotals totals{};
   std::optional<MallInfo> mallinfo;  // glibc's only
   StateLabels state_labels = glibc_state_labels();
+  AllocatorTerms terms;  // the arena table's words (HeapModel::terms)
   std::vector<AllocatorFigure> figures;
   std::optional<TypedShare> typed;  // absent when the heap was not walked or the names were not counted
   std::optional<OutsideMalloc> outside_malloc;  // likewise

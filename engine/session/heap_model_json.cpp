@@ -8,7 +8,7 @@ namespace heapscope {
 
 // A field added to one of these structures must be saved below (and the index format version bumped):
 // these sizes fail to compile until then.
-static_assert(sizeof(HeapModel) == 624 && sizeof(HeapSegment) == 16);
+static_assert(sizeof(HeapModel) == 784 && sizeof(HeapSegment) == 16);
 static_assert(sizeof(ArenaInfo) == 184 && sizeof(StateTotal) == 16 && sizeof(WalkStop) == 24);
 static_assert(sizeof(Discovery) == 72 && sizeof(MallInfo) == 80 && sizeof(TrimSettings) == 16);
 static_assert(sizeof(AllocatorFigure) == 96 && sizeof(SizeClassUse) == 48 && sizeof(FreePages) == 80);
@@ -68,6 +68,8 @@ std::string heap_meta_to_json(const HeapModel& heap) {
       {"warnings", heap.warnings},
       {"mallinfo", optional_to_json(heap.mallinfo)},
       {"state_labels", heap.state_labels},
+      {"terms", {{"arena", heap.terms.arena}, {"heaps", heap.terms.heaps}, {"slab", heap.terms.slab},
+                 {"cached", heap.terms.cached}, {"cached_meaning", heap.terms.cached_meaning}}},
       {"figures", figures},
       {"size_classes", heap.size_classes},
       {"free_pages", heap.free_pages},
@@ -91,6 +93,10 @@ bool heap_meta_from_json(const std::string& text, HeapModel& heap) {
     heap.warnings = j.at("warnings").get<std::vector<std::string>>();
     heap.mallinfo = optional_from_json<MallInfo>(j.at("mallinfo"));
     heap.state_labels = j.at("state_labels").get<StateLabels>();
+    const json& terms = j.at("terms");
+    heap.terms = {terms.at("arena").get<std::string>(), terms.at("heaps").get<std::string>(),
+                  terms.at("slab").get<std::string>(), terms.at("cached").get<std::string>(),
+                  terms.at("cached_meaning").get<std::string>()};
     heap.figures.clear();
     for (const json& f : j.at("figures")) heap.figures.push_back(figure_from_json(f));
     heap.size_classes = j.at("size_classes").get<std::vector<SizeClassUse>>();

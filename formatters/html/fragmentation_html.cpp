@@ -73,10 +73,10 @@ void add_type_rows(Page& page, const std::vector<FragmentationTypeRow>& rows, co
 // A slab allocator's size classes and the free pages it keeps (nothing for glibc).
 void add_size_classes(Page& page, const FragmentationReport& r, int level) {
   if (!r.size_classes.empty()) {
-    page.section("Slab utilisation per size class", level);
+    page.section(r.terms.size_class_heading(), level);
     Table classes("fragmentation.size_classes");
-    classes.column("size", Table::Kind::number).column("slabs", Table::Kind::number).column("bytes", Table::Kind::number);
-    classes.column("in use", Table::Kind::number).column("cached", Table::Kind::number).column("free", Table::Kind::number);
+    classes.column("size", Table::Kind::number).column(r.terms.slab + "s", Table::Kind::number).column("bytes", Table::Kind::number);
+    classes.column("in use", Table::Kind::number).column(r.terms.cached, Table::Kind::number).column("free", Table::Kind::number);
     for (const SizeClassUse& c : r.size_classes)
       classes.row({number_cell(c.object_bytes), number_cell(c.slabs), bytes_cell(c.slab_bytes), number_cell(c.in_use),
                    number_cell(c.cached), number_cell(c.free)});

@@ -1,4 +1,6 @@
 // Text renderer of the fragmentation report.
+#include <algorithm>
+
 #include "formatters/render.h"
 #include "formatters/text/text_util.h"
 
@@ -14,11 +16,13 @@ void append_arena_table(std::string& out, const FragmentationReport& r) {
   const std::vector<ArenaStateColumn> states = arena_state_columns(r);
   std::size_t width = 10;  // an allocator's own heading ("thread/transfer caches") widens its column
   for (const ArenaStateColumn& c : states) width = std::max(width, c.heading.size());
-  out += fmt::format("\n{:<22} {:>5} {:>10}", "arena", "heaps", "system");
+  out += fmt::format("\n{:<22} {:>{}} {:>10}", r.terms.arena, r.terms.heaps, std::max<std::size_t>(5, r.terms.heaps.size()),
+                     "system");
   for (const ArenaStateColumn& c : states) out += fmt::format(" {:>{}}", c.heading, width);
   out += fmt::format(" {:>10} {:>12}\n", "overhead", "largest free");
   for (const ArenaFragmentation& a : r.arenas) {
-    out += fmt::format("{:<22} {:>5} {:>10}", arena_name(a), a.heaps, text::bytes(a.system_bytes));
+    out += fmt::format("{:<22} {:>{}} {:>10}", arena_name(a), a.heaps, std::max<std::size_t>(5, r.terms.heaps.size()),
+                       text::bytes(a.system_bytes));
     for (const ArenaStateColumn& c : states) out += fmt::format(" {:>{}}", text::bytes(a.*c.bytes), width);
     out += fmt::format(" {:>10} {:>12}\n", text::bytes(a.overhead_bytes), text::bytes(a.largest_free_chunk));
   }
@@ -80,9 +84,10 @@ void append_type_rows(std::string& out, const std::vector<FragmentationTypeRow>&
 // A slab allocator's classes: how full their slabs are, and the free pages it keeps for reuse.
 void append_size_classes(std::string& out, const FragmentationReport& r) {
   if (!r.size_classes.empty()) {
-    out += "\nSlab utilisation per size class (objects in use of all the slabs' objects; cached ones are free to "
-           "their thread):\n";
-    out += fmt::format("  {:>9} {:>7} {:>10} {:>9} {:>9} {:>9}  {}\n", "size", "slabs", "bytes", "in use", "cached",
+    const AllocatorTerms& t = r.terms;
+    out += fmt::format("\n{} (objects in use of all the {}s' objects; {}):\n", t.size_class_heading(), t.slab,
+                       t.cached_meaning);
+    out += fmt::format("  {:>9} {:>7} {:>10} {:>9} {:>9} {:>9}  {}\n", "size", t.slab + "s", "bytes", "in use", t.cached,
                        "free", "used");
     for (const SizeClassUse& c : r.size_classes) {
       const double used = c.objects() ? 100.0 * static_cast<double>(c.in_use) / static_cast<double>(c.objects()) : 0;

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "formatters/render.h"
 #include "formatters/text/text_util.h"
 
@@ -71,14 +73,16 @@ void append_heap(std::string& out, const SummaryReport& r) {
   const StateLabels& label = r.state_labels;
   auto has = [&](BlockState s) { return !label[static_cast<int>(s)].empty(); };
   constexpr BlockState kColumns[] = {BlockState::in_use, BlockState::free, BlockState::tcache, BlockState::fastbin};
-  std::string heading = fmt::format("\n{:<22} {:>5} {:>10} ", "Arena", "heaps", "system");
+  const std::string arena = capitalized(r.terms.arena);
+  const std::size_t heaps_width = std::max<std::size_t>(5, r.terms.heaps.size());
+  std::string heading = fmt::format("\n{:<22} {:>{}} {:>10} ", arena, r.terms.heaps, heaps_width, "system");
   for (BlockState s : kColumns)
     if (has(s)) heading += fmt::format(" {:<20}", label[static_cast<int>(s)]);
   if (has(BlockState::top)) heading += " " + label[static_cast<int>(BlockState::top)];
   out += heading + "\n";
   for (const ArenaInfo& a : r.arenas) {
-    std::string row = fmt::format("{:<22} {:>5} {:>10} ", (a.is_main ? "main " : "") + text::hex(a.address),
-                                  a.heaps.size(), text::bytes(a.system_bytes));
+    std::string row = fmt::format("{:<22} {:>{}} {:>10} ", (a.is_main ? "main " : "") + text::hex(a.address),
+                                  a.heaps.size(), heaps_width, text::bytes(a.system_bytes));
     for (BlockState s : kColumns)
       if (has(s)) row += fmt::format(" {:<20}", state_cell(a.totals[static_cast<int>(s)]));
     if (has(BlockState::top)) row += " " + text::bytes(a.totals[static_cast<int>(BlockState::top)].bytes);

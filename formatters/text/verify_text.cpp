@@ -19,8 +19,8 @@ std::string checked_line(const HeapCheckCounts& c) {
                      c.fastbin_entries, c.tcache_entries, plural(c.tcaches, "thread cache", "thread caches"));
 }
 
-void append_finding(std::string& out, std::size_t number, const HeapFinding& f) {
-  out += fmt::format("{:>3}. {} at {}\n", number, f.kind, f.chunk ? "chunk " + text::hex(f.chunk) : "the list head");
+void append_finding(std::string& out, std::size_t number, const HeapFinding& f, const std::string& object) {
+  out += fmt::format("{:>3}. {} at {}\n", number, f.kind, f.chunk ? object + " " + text::hex(f.chunk) : "the list head");
   // "in: heap 0x…, arena 0x…" for damage in a heap; "in: <list>; heap 0x…, arena 0x…" for a list entry.
   std::vector<std::string> places;
   if (f.heap) places.push_back("heap " + text::hex(f.heap));
@@ -29,7 +29,7 @@ void append_finding(std::string& out, std::size_t number, const HeapFinding& f) 
   if (f.where == "heap") out += "     in:       " + (place.empty() ? f.where : place) + "\n";
   else out += "     in:       " + f.where + (place.empty() ? "" : "; " + place) + "\n";
   out += fmt::format("     expected: {}\n     found:    {}\n", f.expected, f.found);
-  out += fmt::format("     last good chunk: {}\n", f.last_good ? text::hex(f.last_good) : "none");
+  out += fmt::format("     last good {}: {}\n", object, f.last_good ? text::hex(f.last_good) : "none");
   out += fmt::format("     affects:  {}\n", f.affects);
 }
 
@@ -40,10 +40,10 @@ std::string render_text(const VerifyReport& r) {
   const std::uint64_t problems = v.findings.size() + v.findings_dropped;
   std::string out = fmt::format("Heap verification ({} {}): {}\n", r.allocator, r.version.empty() ? "unknown" : r.version,
                                 problems == 0 ? "no problems found" : plural(problems, "problem", "problems"));
-  out += "Checked: " + checked_line(v.checked) + "\n";
+  out += "Checked: " + (v.checked_text.empty() ? checked_line(v.checked) : v.checked_text) + "\n";
   for (const std::string& n : v.notes) out += "Not checked: " + n + "\n";
   if (!v.findings.empty()) out += "\n";
-  for (std::size_t i = 0; i < v.findings.size(); ++i) append_finding(out, i + 1, v.findings[i]);
+  for (std::size_t i = 0; i < v.findings.size(); ++i) append_finding(out, i + 1, v.findings[i], v.object_word);
   if (v.findings_dropped) out += fmt::format("  … and {} more not listed\n", v.findings_dropped);
   text::append_warnings(out, r.warnings);
   return out;

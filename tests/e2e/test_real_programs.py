@@ -1,8 +1,10 @@
 """Real Debian programs nobody here wrote, each against an oracle that the program or its allocator gives:
 redis-server (jemalloc) with a million keys loaded by DEBUG POPULATE against INFO memory, SWI-Prolog (linked
-with tcmalloc) holding asserted clauses against its own malloc_property/1, groff's troff (stripped C++)
-at its exit against valgrind's memcheck, and troff recorded by heapscope's allocation-site recorder against
-heaptrack's record of every allocation. Python's is tests/e2e/test_python_live.py (gc.get_objects()).
+with tcmalloc) holding asserted clauses against its own malloc_property/1, Python under mimalloc (Debian's
+libmimalloc.so.2 preloaded) against mimalloc's own mi_stats_print_out and the addresses of Python's objects,
+groff's troff (stripped C++) at its exit against valgrind's memcheck, and troff recorded by heapscope's
+allocation-site recorder against heaptrack's record of every allocation. Python's is
+tests/e2e/test_python_live.py (gc.get_objects()).
 
 A program whose package is not installed skips with a line saying which; nothing else skips."""
 
@@ -236,6 +238,89 @@ class SwiPrologWithTcmalloc(RemovesItsCore, unittest.TestCase):
 
     def test_the_clauses_are_the_largest_retained(self):
         self.assertGreaterEqual(self.top["rows"][0]["retained_blocks"], SWIPL_CLAUSES, self.top["rows"][0])
+
+
+MIMALLOC = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"
+PYTHON = "/usr/bin/python3"
+# Under mimalloc: 100,000 bytes objects of 700 bytes (larger than pymalloc's 512-byte objects: each is one
+# malloc'ed block, and id() is its address), then 20,000 of 600 bytes from a thread that ends (its segment is
+# abandoned: the main thread allocates too little after it to reclaim it). mimalloc's statistics as mi_stats_print_out prints them,
+# and every 100th object's address, go to the ledger before READY.
+PYTHON_MIMALLOC_PROGRAM = r"""
+import ctypes, os, signal, sys, threading, time
+kept = [bytes([i % 256]) * 700 for i in range(100000)]
+def worker():
+    kept.extend(bytes([i % 256]) * 600 for i in range(20000))
+thread = threading.Thread(target=worker)
+thread.start()
+thread.join()
+# join() returns once the Python thread is done; mimalloc abandons its segment when the thread itself ends.
+while len(os.listdir("/proc/self/task")) > 1:
+    time.sleep(0.01)
+mimalloc = ctypes.CDLL(None)
+lines = []
+printer = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)(lambda text, arg: lines.append(text.decode()))
+mimalloc.mi_stats_merge()
+mimalloc.mi_stats_print_out(printer, None)
+counts = {}
+for line in lines:
+    label, _, rest = line.partition(":")
+    label = label.strip()
+    if label in ("segments", "-abandoned") and label not in counts and (label == "segments" or "segments" in counts):
+        counts[label] = int(rest.split()[3])
+with open(sys.argv[1], "w") as ledger:
+    ledger.write(f"{counts['segments'] + counts['-abandoned']} {counts['-abandoned']}\n")
+    ledger.write(" ".join(str(id(b)) + ":" + str(len(b)) for b in kept[::100]) + "\n")
+print("READY", flush=True)
+signal.pause()
+"""
+
+
+@unittest.skipUnless(os.path.exists(MIMALLOC), "libmimalloc2.0 is not installed (scripts/install-deps installs it)")
+class PythonWithMimalloc(RemovesItsCore, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        directory = work_dir()
+        ledger = os.path.join(directory, "python-mimalloc.ledger")
+        cls.core = os.path.join(directory, "python-mimalloc.core")
+        python = subprocess.Popen([PYTHON, "-c", PYTHON_MIMALLOC_PROGRAM, ledger], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                  env=dict(os.environ, LD_PRELOAD=MIMALLOC))
+        try:
+            if python.stdout.readline().strip() != b"READY":
+                raise AssertionError(f"python3 did not print READY (exit status {python.poll()})")
+            with open(ledger, encoding="ascii") as f:
+                counts, objects = f.read().splitlines()
+            cls.segments, cls.abandoned = map(int, counts.split())
+            cls.objects = [tuple(map(int, o.split(":"))) for o in objects.split()]
+            take_core(python.pid, cls.core)
+        finally:
+            python.kill()
+            python.wait()
+            python.stdout.close()
+        cls.summary = heapscope_json("summary", cls.core)
+
+    def test_the_walk_is_mimallocs_own_count(self):
+        self.assertEqual(self.summary["heap"]["allocator"], "mimalloc")
+        self.assertTrue(self.summary["heap"]["complete"])
+        self.assertEqual([w for w in self.summary["warnings"] if "glibc's malloc also holds" not in w], [])
+        self.assertEqual((figure(self.summary, "segments")["own"], figure(self.summary, "segments")["walk"]),
+                         (self.segments, self.segments))
+        self.assertGreaterEqual(self.abandoned, 1, "the ended thread's segment was reclaimed: nothing abandoned to walk")
+        abandoned = figure(self.summary, "segments_abandoned")
+        self.assertEqual((abandoned["own"], abandoned["walk"]), (self.abandoned, self.abandoned))
+
+    def test_pythons_objects_are_blocks_in_use(self):
+        used = {b["address"]: b for b in heapscope_json("blocks", self.core, "--state", "used")["blocks"]}
+        self.assertEqual(len(self.objects), 1200)
+        for address, length in self.objects:
+            block = used.get(address)
+            self.assertIsNotNone(block, hex(address))
+            self.assertGreaterEqual(block["usable_size"], length + 33)  # PyBytesObject's header and its NUL
+
+    def test_verify_finds_the_heap_sound(self):
+        report = heapscope_json("verify", self.core)
+        self.assertEqual(report["findings"], [])
 
 
 TROFF_PAGE = r""".TH DEMO 1

@@ -4,13 +4,14 @@
 #include "runtime/glibc/glibc_finalizers.h"
 #include "runtime/glibc/glibc_threads.h"
 #include "runtime/jemalloc/jemalloc_allocator.h"
+#include "runtime/mimalloc/mimalloc_allocator.h"
 #include "runtime/tcmalloc/tcmalloc_allocator.h"
 
 namespace heapscope {
 
 const std::vector<const AllocatorPlugin*>& builtin_allocator_plugins() {
   static const std::vector<const AllocatorPlugin*> plugins{&glibc::allocator_plugin(), &tcmalloc::allocator_plugin(),
-                                                           &jemalloc::allocator_plugin()};
+                                                           &jemalloc::allocator_plugin(), &mimalloc::allocator_plugin()};
   return plugins;
 }
 
