@@ -41,6 +41,7 @@ std::string render_text(const VerifyReport& r) {
   std::string out = fmt::format("Heap verification ({} {}): {}\n", r.allocator, r.version.empty() ? "unknown" : r.version,
                                 problems == 0 ? "no problems found" : plural(problems, "problem", "problems"));
   out += "Checked: " + checked_line(v.checked) + "\n";
+  for (const std::string& c : v.checked_also) out += "Checked: " + c + "\n";
   for (const std::string& n : v.notes) out += "Not checked: " + n + "\n";
   if (!v.findings.empty()) out += "\n";
   for (std::size_t i = 0; i < v.findings.size(); ++i) append_finding(out, i + 1, v.findings[i]);
