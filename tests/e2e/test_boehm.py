@@ -18,10 +18,11 @@ finalizers.
 """
 
 import collections
+import struct
 import unittest
 
-from allocator_walk import (Allocator, AttachChecks, DebuggerChecks, LEAK_TAGS, capture, leak_signature,
-                            leaked_ledger_blocks)
+from allocator_walk import (Allocator, AttachChecks, DebuggerChecks, LEAK_TAGS, capture, damaged_copy,
+                            discovered_addresses, leak_signature, leaked_ledger_blocks)
 from heapscope_e2e import heapscope_json, run_heapscope
 
 BOEHM = Allocator(
@@ -232,6 +233,50 @@ class BoehmFinalizers(unittest.TestCase):
         self.assertEqual(first["retained_types"][0]["count"], first["retained_blocks"] - RESOURCES)
         text = run_heapscope("top", self.core).stdout
         self.assertIn("values with finalizers", text)
+
+
+class BoehmDamage(unittest.TestCase):
+    """Damaged collector structures give warnings, findings and a partial model, never a crash or a hang
+    (Debian 12's 8.2.2 layout of GC_arrays: the heap sections' array pointer at +0x169e8, the normal kind's
+    free list heads at +0x5b8, the finalizer table at +0x148)."""
+
+    @classmethod
+    def setUpClass(cls):
+        BOEHM.require()
+        _, cls.core, cls.ledger = capture(BOEHM)
+        cls.arrays = discovered_addresses(cls.core)["GC_arrays"]
+
+    def test_a_lost_section_array_leaves_the_collectors_heap_unwalked_with_a_warning(self):
+        core = damaged_copy(self.core, "boehm-no-sections", {self.arrays + 0x169e8: struct.pack("<Q", 0x4141414141414141)})
+        summary = heapscope_json("summary", core)
+        self.assertFalse(summary["heap"]["complete"])
+        self.assertTrue(any(w.startswith("Boehm GC heap_section") for w in summary["warnings"]), summary["warnings"])
+        for command in ("leaks", "top", "verify"):
+            with self.subTest(command=command):
+                result = run_heapscope(command, core)
+                self.assertEqual(result.returncode, 0, result.stderr)
+        findings = heapscope_json("verify", core)["findings"]
+        self.assertEqual([f["kind"] for f in findings], ["heap_section"])
+
+    def test_a_damaged_free_list_is_a_finding_and_the_rest_is_walked(self):
+        head_of_48_bytes = self.arrays + 0x5b8 + 3 * 8
+        core = damaged_copy(self.core, "boehm-bad-free-list", {head_of_48_bytes: struct.pack("<Q", 0x12345)})
+        report = heapscope_json("verify", core)
+        (finding,) = report["findings"]
+        self.assertEqual(finding["kind"], "free_list_link")
+        self.assertEqual(finding["where"], "free list of 48-byte normal objects")
+        used = {b["address"] for b in heapscope_json("blocks", core, "--state", "used")["blocks"]}
+        self.assertTrue({a.address for a in self.ledger.live} <= used)
+
+    def test_a_damaged_finalizer_table_is_a_warning(self):
+        _, core, _ = capture(FINALIZERS)
+        arrays = discovered_addresses(core)["GC_arrays"]
+        damaged = damaged_copy(core, "boehm-bad-finalizer-table", {arrays + 0x148: struct.pack("<Q", 0x4141414141414141)})
+        result = run_heapscope("finalizers", damaged)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        report = heapscope_json("finalizers", damaged)
+        self.assertEqual([r for r in report["registrations"] if r["kind"] == "gc_finalizer"], [])
+        self.assertTrue(any("Boehm GC's finalizer table" in w for w in report["warnings"]), report["warnings"])
 
 
 if __name__ == "__main__":

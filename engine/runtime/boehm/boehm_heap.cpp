@@ -358,6 +358,7 @@ class Walker {
   }
 
   void report_unmatched_free_objects() {
+    if (sections_.empty()) return;  // nothing was walked to match them against: the sections' damage says so
     const std::size_t listed = free_.size() + cached_.size();
     if (matched_ < listed)
       damage("free_list_object", 0, "free list entries that are objects of small-object blocks",
