@@ -159,8 +159,14 @@ class BoehmWalk(unittest.TestCase):
         kinds = {f["kind"]: f for f in report["free_pages"]}
         self.assertEqual(kinds["free blocks"]["bytes"], self.ledger.properties["GC_get_free_bytes"])
         self.assertEqual(kinds["unmapped blocks"]["bytes"], self.ledger.properties["GC_get_unmapped_bytes"])
+        # glibc's trimming rules for glibc's arena; none for the collector's.
+        trim = {a["address"]: a["trim_known"] for a in report["arenas"]}
+        self.assertEqual(sorted(trim.values()), [False, True])
+        self.assertFalse(trim[self.arena["address"]])
         text = run_heapscope("fragmentation", self.core).stdout
         self.assertIn("free blocks", text)
+        self.assertIn("malloc_trim(0) returned", text)
+        self.assertIn("not available: heapscope knows no trimming rules of this heap's allocator", text)
 
     def test_every_command_runs(self):
         for command in (["leaks"], ["histogram"], ["top"], ["roots"], ["threads"], ["chains"], ["finalizers"],

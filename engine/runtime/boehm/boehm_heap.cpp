@@ -42,7 +42,7 @@ class Walker {
     model_.discovery = rt_.discovery;
     model_.warnings = rt_.warnings;
     arena_.address = rt_.arrays;
-    arena_.is_main = true;
+    arena_.is_main = false;  // beside malloc's arenas, whose main arena is malloc's
     arena_.system_bytes = read(rt_.arrays + ArraysLayout::heap_size);
     {
       PhaseTimer timer("walk: Boehm GC index");
