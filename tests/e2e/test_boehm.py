@@ -18,12 +18,15 @@ finalizers.
 """
 
 import collections
+import json
 import struct
 import unittest
 
 from allocator_walk import (Allocator, AttachChecks, DebuggerChecks, LEAK_TAGS, capture, damaged_copy,
                             discovered_addresses, leak_signature, leaked_ledger_blocks)
 from heapscope_e2e import heapscope_json, run_heapscope
+from lldb_session import require_lldb_and_gdb, run_lldb
+from test_gdb import between_markers, marked, run_gdb
 
 BOEHM = Allocator(
     name="glibc + Boehm GC", version="2.36 + 8.2.2", preload="", fixture="boehm_fixture",
@@ -239,6 +242,27 @@ class BoehmFinalizers(unittest.TestCase):
         self.assertEqual(first["retained_types"][0]["count"], first["retained_blocks"] - RESOURCES)
         text = run_heapscope("top", self.core).stdout
         self.assertIn("values with finalizers", text)
+
+
+class BoehmFinalizersInDebuggers(unittest.TestCase):
+    """LLDB's and GDB's `heap finalizers` and `heap top` on the finalizers core say what the CLI says."""
+
+    def test_lldb_and_gdb_list_the_registrations_and_the_suspect(self):
+        FINALIZERS.require()
+        require_lldb_and_gdb()
+        executable, core, _ = capture(FINALIZERS)
+        cli_finalizers = heapscope_json("finalizers", core)
+        cli_top = heapscope_json("top", core)
+        lldb = run_lldb([f"target create {executable} --core {core}", "heap finalizers --json", "heap top --json"])
+        gdb = run_gdb(marked("finalizers", "heap finalizers --json") + marked("top", "heap top --json"), executable, core)
+        for name, finalizers, top in (
+                ("lldb", lldb.json_of("heap finalizers --json"), lldb.json_of("heap top --json")),
+                ("gdb", json.loads(between_markers(gdb, "finalizers")), json.loads(between_markers(gdb, "top")))):
+            with self.subTest(debugger=name):
+                self.assertEqual(finalizers["kinds"], cli_finalizers["kinds"])
+                self.assertEqual(finalizers["functions"], cli_finalizers["functions"])
+                self.assertEqual(top["suspects"][0]["holder"]["label"], "values with finalizers")
+                self.assertEqual(top["suspects"][0]["retained_bytes"], cli_top["suspects"][0]["retained_bytes"])
 
 
 class BoehmDamage(unittest.TestCase):
