@@ -70,7 +70,7 @@ FinalizersReport build_finalizers_report(Session& s, std::size_t count) {
   std::stable_sort(out.registrations.begin(), out.registrations.end(),
                    [](const FinalizerRow& a, const FinalizerRow& b) { return a.retained.bytes > b.retained.bytes; });
   for (auto kind : {FinalizerKind::atexit, FinalizerKind::on_exit, FinalizerKind::cxa_atexit, FinalizerKind::tls_dtor,
-                    FinalizerKind::pthread_key}) {
+                    FinalizerKind::pthread_key, FinalizerKind::gc_finalizer}) {
     FinalizerKindTotal total{finalizer_kind_name(kind)};
     for (const FinalizerRow& row : out.registrations)
       if (row.kind == total.kind) ++total.registrations, total.retained_bytes += row.retained.bytes;

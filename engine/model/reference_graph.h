@@ -241,6 +241,12 @@ void ReferenceGraph::for_each_block_pointer(MemoryCursor& memory, BlockId b, Fn&
 
 template <typename Fn>
 void ReferenceGraph::for_each_root_pointer(const RootRange& root, Fn&& fn) const {
+  if (root.hidden_pointer) {  // a collector's disguised addresses: each word complemented
+    for (Address at = root.start; at + 8 <= root.end; at += 8)
+      if (const WordRead w = image_.read_u64(at))
+        if (const BlockId b = index_.find(~*w); b != kNoBlock) fn(at, ~*w, b);
+    return;
+  }
   if (root.kind != RootKind::registers) return for_each_pointer(root.start, root.end, fn);
   const ThreadState& t = image_.threads()[root.thread];
   for (const RegisterWord& w : register_words(t))

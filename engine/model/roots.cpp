@@ -237,6 +237,7 @@ void add_finalizer_roots(const Image& image, RootSet& roots) {
     r.end = reg.slot_end;
     r.thread = reg.thread;
     r.anchor = i;
+    r.hidden_pointer = reg.hidden_pointer;
     r.label = finalizer_label(image, reg);
     finalizers.push_back(std::move(r));
     slots.push_back({reg.slot_start, reg.slot_end});
@@ -262,6 +263,9 @@ std::string finalizer_label(const Image& image, const FinalizerRegistration& reg
                          reg.variable.empty() ? fmt::format("0x{:x}", reg.object) : reg.variable, thread);
     case FinalizerKind::pthread_key:
       return fmt::format("pthread key {} destructor {} data ({})", reg.key, reg.function_name, thread);
+    case FinalizerKind::gc_finalizer:
+      return fmt::format("GC finalizer {} of object 0x{:x}{}", reg.function_name, reg.object,
+                         reg.ready_to_run ? " (ready to run)" : "");
     default:
       return fmt::format("exit handler {} ({}) argument", reg.function_name, finalizer_kind_name(reg.kind));
   }

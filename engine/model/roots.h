@@ -55,6 +55,8 @@ struct RootRange {
   // registration (index into RootSet::finalizers)
   Address anchor = 0;
   bool in_stack_cache = false;  // exited_thread: detached or joined, its stack kept by glibc for reuse
+  // finalizer: the range's words are addresses complemented (FinalizerRegistration::hidden_pointer)
+  bool hidden_pointer = false;
   std::string label;  // finalizer: "exit handler close_channel(void*) (cxa_atexit) argument"; global: see module
 };
 

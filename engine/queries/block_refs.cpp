@@ -50,12 +50,13 @@ std::optional<std::uint64_t> pointer_offset(Session& s, BlockId from, BlockId to
   return sites.front() - s.heap().blocks[from].address();
 }
 
-std::uint64_t landing_offset(Session& s, Address site, BlockId to, const RootRange* registers) {
+std::uint64_t landing_offset(Session& s, Address site, BlockId to, const RootRange* root) {
   std::optional<std::uint64_t> value;
-  if (!registers) value = s.image().read_u64(site);
+  if (!root || root->kind != RootKind::registers) value = s.image().read_u64(site);
   else
-    for (const RegisterWord& w : register_words(s.image().threads()[registers->thread]))
+    for (const RegisterWord& w : register_words(s.image().threads()[root->thread]))
       if (w.slot == site) value = w.value;
+  if (value && root && root->hidden_pointer) value = ~*value;
   const Address start = s.heap().blocks[to].address();
   return value && *value > start ? *value - start : 0;
 }

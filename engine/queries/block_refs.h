@@ -35,9 +35,10 @@ class RetainedBytes {
   std::uint64_t budget_;  // edges and blocks removal may visit, over all its calls
 };
 
-// How far into block `to` the pointer held at `site` lands: a word in memory, or for a registers root
-// (`root`, else null) the register slot ReferenceGraph::root_edge_sites gives. 0 when it cannot be read.
-std::uint64_t landing_offset(Session& s, Address site, BlockId to, const RootRange* registers = nullptr);
+// How far into block `to` the pointer held at `site` lands: a word in memory (of root `root`, when given: a
+// registers root's site is the register slot ReferenceGraph::root_edge_sites gives, a hidden-pointer root's
+// word is complemented). 0 when it cannot be read.
+std::uint64_t landing_offset(Session& s, Address site, BlockId to, const RootRange* root = nullptr);
 
 // Offset of the first word of block `from` that points into block `to` (ReferenceGraph::edge_sites).
 std::optional<std::uint64_t> pointer_offset(Session& s, BlockId from, BlockId to);

@@ -248,22 +248,24 @@ FragmentationReport build_fragmentation_report(Session& s, std::size_t type_rows
   const LocatedAllocator& allocator = s.allocator();
 
   TypeTallies blockers(groups, heap, samples);
+  bool any_trim = false;
   for (std::size_t a = 0; a < heap.arenas.size(); ++a) {
     std::vector<BlockId> ids;
     const std::optional<ArenaTrim> trim = allocator.arena_trim(heap, a, max_blockers, kFragmentationPageBytes);
-    if (!trim)
-      out.trim_unavailable = fmt::format("not available for {}: heapscope knows no trimming rules of it",
-                                         allocator.name());
+    any_trim = any_trim || trim.has_value();
     if (trim)
       for (const std::string& w : trim->warnings)
         if (std::find(out.warnings.begin(), out.warnings.end(), w) == out.warnings.end()) out.warnings.push_back(w);
     ArenaFragmentation arena = arena_fragmentation(heap, a, trim, &ids);
+    arena.trim_known = trim.has_value();
     for (std::size_t i = 0; i < ids.size(); ++i) {
       arena.blockers[i].block = block_ref(s, ids[i]);
       if (heap.blocks[ids[i]].state == BlockState::in_use) blockers.add(ids[i]);
     }
     out.arenas.push_back(std::move(arena));
   }
+  if (!any_trim)  // else the arenas without trimming rules say so one by one (trim_known)
+    out.trim_unavailable = fmt::format("not available for {}: heapscope knows no trimming rules of it", allocator.name());
 
   TypeTallies sparse(groups, heap, samples);
   OccupancyCounter pages(kFragmentationPageBytes, [&](BlockId b) {

@@ -54,7 +54,7 @@ RetainerPath make_path(Session& s, const BlockNames& names, RetainedBytes& retai
   for (BlockId b = first;; b = toward[b]) {
     PathStep step;
     step.block = block_ref(s, names, b);
-    if (site) step.into = landing_offset(s, site, b);
+    if (site) step.into = landing_offset(s, site, b, b == first ? &s.roots().ranges[root] : nullptr);
     step.retained = retained(b);
     const BlockId next = toward[b];
     if (next != kNoBlock) step.offset = pointer_offset(s, b, next);
@@ -144,8 +144,8 @@ RetainersReport search_retainers(Session& s, const BlockNames& names, RetainedSi
 // How far into `target` root `root`'s pointer lands: through the word root_ref found, or for registers
 // (no word in memory) through the register's slot.
 std::uint64_t root_landing_offset(Session& s, std::size_t root, const RootRef& ref, BlockId target) {
-  if (ref.address) return landing_offset(s, ref.address, target);
   const RootRange& range = s.roots().ranges[root];
+  if (ref.address) return landing_offset(s, ref.address, target, &range);
   if (range.kind != RootKind::registers) return 0;
   const std::vector<Address> sites = s.graph().root_edge_sites(root, target);
   return sites.empty() ? 0 : landing_offset(s, sites.front(), target, &range);

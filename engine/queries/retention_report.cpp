@@ -43,10 +43,19 @@ RootNodeRef root_node_ref(Session& s, const Retention& r, const RootNode& n) {
   return ref;
 }
 
+// What the registrations of finalizers hold between them, as a suspect names it.
+constexpr const char* kValuesWithFinalizers = "values with finalizers";
+
 Holder holder_of(Session& s, const BlockNames& names, const Retention& r, std::uint32_t node) {
   Holder h;
-  if (r.is_block(node)) h.block = block_ref(s, names, node);
-  else if (r.is_holder(node)) h.root = root_node_ref(s, r, r.root(node));
+  if (r.is_block(node)) {
+    h.block = block_ref(s, names, node);
+  } else if (r.is_holder(node)) {
+    h.root = root_node_ref(s, r, r.root(node));
+  } else if (node == r.owner_kind_node(OwnerKind::finalizer)) {
+    h.root = root_node_ref(s, r, r.root(node));
+    h.root->label = kValuesWithFinalizers;
+  }
   return h;
 }
 
@@ -257,6 +266,14 @@ std::vector<std::uint32_t> big_retainers(const Retention& r, std::span<const std
     if (r.is_root(node) && r.root(node).level == RootNode::Level::owner) out.push_back(explaining_part(r, children, node));
     else if (r.is_block(node) && !r.is_holder(r.dominator(node))) out.push_back(node);
   }
+  // Finalizers are registered one per object (a garbage collector's), so what they keep alive is spread
+  // over many small owners none of which is a big retainer: when together they are, they are the suspect.
+  const std::uint32_t finalizers = r.owner_kind_node(OwnerKind::finalizer);
+  if (finalizers != kNoNode && r.retained_bytes(finalizers) >= threshold &&
+      std::none_of(out.begin(), out.end(), [&](std::uint32_t node) {
+        return r.is_root(node) && r.root(node).owner_kind == OwnerKind::finalizer;
+      }))
+    out.push_back(finalizers);
   std::stable_sort(out.begin(), out.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return r.retained_bytes(a) > r.retained_bytes(b); });
   return out;

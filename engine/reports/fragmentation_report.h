@@ -33,6 +33,9 @@ struct TrimBlocker {
 struct ArenaFragmentation {
   Address address = 0;  // the malloc_state
   bool is_main = false;
+  // Whether heapscope knows its allocator's trimming rules: false for an arena of a heap beside malloc's (a
+  // collector's) in a process whose malloc arenas have them; its trim figures are then 0 and not shown.
+  bool trim_known = true;
   std::uint64_t heaps = 0;
   // Chunk bytes, headers included, as mallinfo2() counts them.
   std::uint64_t system_bytes = 0;

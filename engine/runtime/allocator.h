@@ -48,6 +48,9 @@ class LocatedAllocator {
   // only when a command asks where blocks were allocated. The default: this allocator keeps none that
   // heapscope can read (`supported` false).
   virtual AllocationSamples allocation_samples(const HeapModel&) const { return {}; }
+  // For an allocator whose heap lives beside malloc's (AllocatorPlugin::beside_malloc): whether `arena` of
+  // a model that holds both heaps is its own.
+  virtual bool owns_arena(const ArenaInfo& /*arena*/) const { return false; }
 };
 
 class AllocatorPlugin {
@@ -73,6 +76,10 @@ class AllocatorPlugin {
     (void)symbols;
     return std::nullopt;
   }
+  // Whether this allocator's heap lives beside whatever serves malloc rather than serving it (a garbage
+  // collector's, Boehm GC's): located in addition to malloc's allocator, its blocks and arenas join the
+  // same model, after malloc's, and its checks run on its own arenas (LocatedAllocator::owns_arena).
+  virtual bool beside_malloc() const { return false; }
 };
 
 // For a plug-in whose allocator serves malloc from a module of its own (an interposer such as tcmalloc or
@@ -81,7 +88,8 @@ class AllocatorPlugin {
 const Module* claimed_provider(const AllocatorPlugin& plugin, std::string_view allocator, const MallocProvider& provider,
                                const SymbolIndex& symbols, std::string* why_not);
 
-// The first of `plugins` whose allocator is in the image. When none is, *error says why: the reason of a
+// The first of `plugins` whose allocator is in the image (with every beside_malloc plug-in whose heap is there
+// too: one LocatedAllocator over both, named "glibc + Boehm GC", whose model holds both). When none is, *error says why: the reason of a
 // plug-in that claims the module serving malloc, else which module serves malloc and that no plug-in walks
 // it ("unsupported allocator: …"), or why each plug-in declined. With `others`, what the other plug-ins'
 // allocators still hold in the image (also_holds_memory) is added there.

@@ -9,6 +9,7 @@ const char* finalizer_kind_name(FinalizerKind kind) {
     case FinalizerKind::cxa_atexit: return "cxa_atexit";
     case FinalizerKind::tls_dtor: return "tls_dtor";
     case FinalizerKind::pthread_key: return "pthread_key";
+    case FinalizerKind::gc_finalizer: return "gc_finalizer";
   }
   return "?";
 }

@@ -35,9 +35,11 @@ struct LibcThreads {
   std::vector<std::string> warnings;
 };
 
-enum class FinalizerKind : std::uint8_t { atexit, on_exit, cxa_atexit, tls_dtor, pthread_key };
+// The C library's exit-time registrations, and a garbage collector's registered finalizers (gc_finalizer:
+// Boehm GC's GC_register_finalizer*, which keep their object and what it points to until they have run).
+enum class FinalizerKind : std::uint8_t { atexit, on_exit, cxa_atexit, tls_dtor, pthread_key, gc_finalizer };
 
-// "atexit", "on_exit", "cxa_atexit", "tls_dtor", "pthread_key"
+// "atexit", "on_exit", "cxa_atexit", "tls_dtor", "pthread_key", "gc_finalizer"
 const char* finalizer_kind_name(FinalizerKind kind);
 
 struct FinalizerRegistration {
@@ -56,6 +58,10 @@ struct FinalizerRegistration {
   Address exited_thread = 0;         // pthread_key of an exited thread glibc still keeps: its pthread_t
   std::uint32_t key = 0;             // pthread_key: the key
   std::string variable;              // tls_dtor: "t_feed in app", when a TLS symbol covers the object
+  // gc_finalizer: the slot holds the object's address complemented (Boehm GC's GC_HIDE_POINTER, which keeps
+  // its own scan from seeing it); the root reads the object's address back from it.
+  bool hidden_pointer = false;
+  bool ready_to_run = false;  // gc_finalizer: its object is unreachable, queued for the finalizer to run
 };
 
 struct LibcFinalizers {

@@ -23,7 +23,7 @@ std::vector<StaticTlsBlock> static_tls_blocks(const Image& image, const SymbolIn
         tls_offset = static_cast<std::int64_t>((ph.p_memsz + align - 1) / align * align);
       } else {
         for (const TlsRelocation& r : syms->tls_relocations()) {
-          if (!r.symbol.empty()) continue;
+          if (!r.symbol.empty() || r.module_id) continue;
           if (const auto slot = image.read_u64(m.load_bias + r.got_offset)) {
             tls_offset = static_cast<std::int64_t>(r.addend) - static_cast<std::int64_t>(*slot);
             break;

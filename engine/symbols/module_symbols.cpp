@@ -343,8 +343,9 @@ void read_rela(std::span<const std::byte> table, const RelocationTables& tables,
     const std::uint32_t type = ELF64_R_TYPE(rela->r_info);
     if (type == R_X86_64_RELATIVE) {
       relative.push_back({rela->r_offset, static_cast<Address>(rela->r_addend)});
-    } else if (type == R_X86_64_TPOFF64) {
+    } else if (type == R_X86_64_TPOFF64 || type == R_X86_64_DTPMOD64) {
       TlsRelocation r;
+      r.module_id = type == R_X86_64_DTPMOD64;
       r.got_offset = rela->r_offset;
       r.addend = static_cast<std::uint64_t>(rela->r_addend);
       const std::uint32_t symbol = ELF64_R_SYM(rela->r_info);

@@ -38,6 +38,9 @@ struct TlsRelocation {
   Address got_offset = 0;
   std::uint64_t addend = 0;
   std::string symbol;  // empty for module-local TLS variables (symbol index 0)
+  // R_X86_64_DTPMOD64 (local- and general-dynamic TLS): the slot holds the module's TLS id, its index in
+  // each thread's DTV, rather than an offset from the thread pointer (R_X86_64_TPOFF64).
+  bool module_id = false;
 };
 
 struct SymbolSearchOptions {

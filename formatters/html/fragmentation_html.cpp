@@ -27,8 +27,8 @@ Table arena_table(const FragmentationReport& r) {
   for (const char* c : {"largest free", "trim on free", "malloc_trim returns", "malloc_trim madvises"})
     t.column(c, Table::Kind::number);
   const bool trim = r.trim_unavailable.empty();  // else the trim figures are "n/a", not 0
-  auto trim_cell = [&](std::uint64_t bytes) { return trim ? bytes_cell(bytes) : text_cell("n/a"); };
   for (const ArenaFragmentation& a : r.arenas) {
+    auto trim_cell = [&](std::uint64_t bytes) { return trim && a.trim_known ? bytes_cell(bytes) : text_cell("n/a"); };
     std::vector<Cell> cells{html_cell(escape(text::hex(a.address)) + (a.is_main ? " (main)" : ""), std::to_string(a.address)),
                             number_cell(a.heaps), bytes_cell(a.system_bytes)};
     for (const ArenaStateColumn& c : states) cells.push_back(bytes_cell(a.*c.bytes));

@@ -27,7 +27,7 @@ ordered_json arena_json(const ArenaFragmentation& a) {
           {"in_use_bytes", a.in_use_bytes}, {"in_use_blocks", a.in_use_blocks}, {"free_bytes", a.free_bytes},
           {"tcache_bytes", a.tcache_bytes}, {"fastbin_bytes", a.fastbin_bytes}, {"top_bytes", a.top_bytes},
           {"overhead_bytes", a.overhead_bytes}, {"largest_free_chunk", a.largest_free_chunk},
-          {"trim_on_free", a.trim_on_free}, {"malloc_trim_returned", a.malloc_trim_returned},
+          {"trim_known", a.trim_known}, {"trim_on_free", a.trim_on_free}, {"malloc_trim_returned", a.malloc_trim_returned},
           {"malloc_trim_madvised", a.malloc_trim_madvised}, {"blockers", blockers}};
 }
 

@@ -30,7 +30,8 @@ std::string render_json(const VerifyReport& r) {
   for (const HeapFinding& f : r.result.findings) findings.push_back(finding_json(f));
   ordered_json out = {{"command", "verify"}, {"allocator", r.allocator}, {"version", r.version},
                       {"problems", r.result.findings.size() + r.result.findings_dropped},
-                      {"checked", checked_json(r.result.checked)}, {"findings", findings},
+                      {"checked", checked_json(r.result.checked)},
+                      {"checked_in_own_words", r.result.checked_in_own_words}, {"findings", findings},
                       {"findings_not_listed", r.result.findings_dropped}, {"not_checked", r.result.notes}};
   return json::finish(std::move(out), r.warnings);
 }

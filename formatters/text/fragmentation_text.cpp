@@ -34,8 +34,12 @@ void append_release_table(std::string& out, const FragmentationReport& r) {
   out += fmt::format("{:<22} {:>16} {:>24} {:>24}\n", "arena", "free() trim now", "malloc_trim(0) returned",
                      "malloc_trim(0) madvised");
   for (const ArenaFragmentation& a : r.arenas)
-    out += fmt::format("{:<22} {:>16} {:>24} {:>24}\n", arena_name(a), text::bytes(a.trim_on_free),
-                       text::bytes(a.malloc_trim_returned), text::bytes(a.malloc_trim_madvised));
+    if (a.trim_known)
+      out += fmt::format("{:<22} {:>16} {:>24} {:>24}\n", arena_name(a), text::bytes(a.trim_on_free),
+                         text::bytes(a.malloc_trim_returned), text::bytes(a.malloc_trim_madvised));
+    else
+      out += fmt::format("{:<22} not available: heapscope knows no trimming rules of this heap's allocator\n",
+                         arena_name(a));
 }
 
 void append_blockers(std::string& out, const ArenaFragmentation& a) {

@@ -40,7 +40,8 @@ std::string render_text(const VerifyReport& r) {
   const std::uint64_t problems = v.findings.size() + v.findings_dropped;
   std::string out = fmt::format("Heap verification ({} {}): {}\n", r.allocator, r.version.empty() ? "unknown" : r.version,
                                 problems == 0 ? "no problems found" : plural(problems, "problem", "problems"));
-  out += "Checked: " + (v.checked_text.empty() ? checked_line(v.checked) : v.checked_text) + "\n";
+  if (v.counts_in_glibc_words) out += "Checked: " + checked_line(v.checked) + "\n";
+  for (const std::string& c : v.checked_in_own_words) out += "Checked: " + c + "\n";
   for (const std::string& n : v.notes) out += "Not checked: " + n + "\n";
   if (!v.findings.empty()) out += "\n";
   for (std::size_t i = 0; i < v.findings.size(); ++i) append_finding(out, i + 1, v.findings[i], v.object_word);

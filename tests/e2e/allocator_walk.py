@@ -11,6 +11,7 @@ import collections
 import dataclasses
 import json
 import os
+import re
 import shutil
 import struct
 import unittest
@@ -39,7 +40,8 @@ class Allocator:
 
     @property
     def key(self):
-        return f"{self.fixture}-{self.name}" + ("-preloaded" if self.preload else "")
+        """A file name for its captures: no spaces (a debugger's command line takes the core's path)."""
+        return re.sub(r"[^\w.-]+", "_", f"{self.fixture}-{self.name}") + ("-preloaded" if self.preload else "")
 
     def environment(self):
         return {"LD_PRELOAD": self.preload} if self.preload else {}

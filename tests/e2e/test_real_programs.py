@@ -2,9 +2,9 @@
 redis-server (jemalloc) with a million keys loaded by DEBUG POPULATE against INFO memory, SWI-Prolog (linked
 with tcmalloc) holding asserted clauses against its own malloc_property/1, Python under mimalloc (Debian's
 libmimalloc.so.2 preloaded) against mimalloc's own mi_stats_print_out and the addresses of Python's objects,
-groff's troff (stripped C++) at its exit against valgrind's memcheck, and troff recorded by heapscope's
-allocation-site recorder against heaptrack's record of every allocation. Python's is
-tests/e2e/test_python_live.py (gc.get_objects()).
+groff's troff (stripped C++) at its exit against valgrind's memcheck, troff recorded by heapscope's
+allocation-site recorder against heaptrack's record of every allocation, and Guile (Boehm GC, libgc1)
+holding a long list against its own (gc-stats). Python's is tests/e2e/test_python_live.py (gc.get_objects()).
 
 A program whose package is not installed skips with a line saying which; nothing else skips."""
 
@@ -27,6 +27,7 @@ from test_sites_recorder import recorder_library
 REDIS = "/usr/bin/redis-server"
 REDIS_CLI = "/usr/bin/redis-cli"
 SWIPL = "/usr/bin/swipl"
+GUILE = "/usr/bin/guile-3.0"
 TROFF = "/usr/bin/troff"
 VALGRIND = shutil.which("valgrind")
 HEAPTRACK = shutil.which("heaptrack")
@@ -35,6 +36,18 @@ START_TIMEOUT_SECONDS = 60
 GCORE_TIMEOUT_SECONDS = 300
 REDIS_KEYS = 1_000_000
 SWIPL_CLAUSES = 200_000
+GUILE_PAIRS = 200_000
+# Guile 3.0 on Boehm GC: a list of GUILE_PAIRS pairs and 2,000 vectors held by globals; after a collection
+# it prints the collector's heap size as Guile's own (gc-stats) reports it, then READY, and sleeps.
+GUILE_PROGRAM = """
+(define kept (make-list {pairs} "x"))
+(define vecs (map (lambda (i) (make-vector 100 i)) (iota 2000)))
+(gc)
+(format #t "heap-size ~a~%" (assq-ref (gc-stats) 'heap-size))
+(display "READY\\n")
+(force-output)
+(sleep 100000)
+"""
 
 
 def free_port():
@@ -321,6 +334,48 @@ class PythonWithMimalloc(RemovesItsCore, unittest.TestCase):
     def test_verify_finds_the_heap_sound(self):
         report = heapscope_json("verify", self.core)
         self.assertEqual(report["findings"], [])
+
+
+@unittest.skipUnless(os.access(GUILE, os.X_OK), "Guile 3.0 is not installed (apt-get install guile-3.0)")
+class GuileWithBoehmGc(RemovesItsCore, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        directory = work_dir()
+        program = os.path.join(directory, "guile-list.scm")
+        cls.core = os.path.join(directory, "guile-list.core")
+        with open(program, "w", encoding="ascii") as f:
+            f.write(GUILE_PROGRAM.replace("{pairs}", str(GUILE_PAIRS)))
+        guile = subprocess.Popen([GUILE, "--no-auto-compile", program], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        try:
+            heap_line = guile.stdout.readline().split()
+            if guile.stdout.readline().strip() != b"READY" or heap_line[:1] != [b"heap-size"]:
+                raise AssertionError(f"guile did not print its heap size and READY (exit status {guile.poll()})")
+            cls.heap_size = int(heap_line[1])
+            take_core(guile.pid, cls.core)
+        finally:
+            guile.kill()
+            guile.wait()
+            guile.stdout.close()
+        cls.summary = heapscope_json("summary", cls.core)
+
+    def test_the_collectors_heap_is_walked_and_its_figures_are_the_walks(self):
+        self.assertTrue(self.summary["heap"]["allocator"].endswith("+ Boehm GC"), self.summary["heap"]["allocator"])
+        self.assertTrue(self.summary["heap"]["complete"])
+        for name in ("GC_get_heap_size()", "GC_get_free_bytes()", "GC_get_unmapped_bytes()"):
+            own = figure(self.summary, name)
+            self.assertEqual(own["own"], own["walk"], name)
+        # Guile's own (gc-stats) just before READY: the heap's size never goes down, and printing READY
+        # allocates too little to grow it.
+        self.assertEqual(figure(self.summary, "GC_get_heap_size()")["own"], self.heap_size)
+
+    def test_the_list_is_the_largest_retained(self):
+        # The list's pairs are 16-byte objects; Guile's own stacks and registers may also point into its
+        # middle (conservatively scanned, as the collector scans them), so its head retains most of it, not
+        # always all.
+        top = heapscope_json("top", self.core, "-n", "5")
+        self.assertGreaterEqual(top["rows"][0]["retained_blocks"], GUILE_PAIRS // 2, top["rows"][0])
+        self.assertEqual(heapscope_json("verify", self.core)["findings"], [])
 
 
 TROFF_PAGE = r""".TH DEMO 1

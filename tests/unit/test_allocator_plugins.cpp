@@ -186,3 +186,112 @@ TEST_CASE("session products: allocation sites are read only by the commands that
   CHECK(by_site.error.find("no allocation sites") != std::string::npos);
   CHECK(computed.count("provenance") == 1);
 }
+
+namespace {
+
+// A stand-in collector whose heap lives beside the toy malloc's (AllocatorPlugin::beside_malloc): a region
+// starting with its magic word, then three headerless 32-byte objects from +64. Its verify counts the
+// arenas and blocks it is given, so that a test sees which part of the model it got.
+constexpr Address kCollectorHeap = 0x7e0000000000;
+constexpr std::uint64_t kCollectorMagic = 0x31434759584f54;  // "TOYXGC1"
+
+Address collector_object(int i) { return kCollectorHeap + 64 + 32 * i; }
+
+class ToyCollector final : public LocatedAllocator {
+ public:
+  std::string name() const override { return "toy collector"; }
+  std::optional<HeapModel> walk(std::string*) const override {
+    HeapModel model;
+    model.allocator = "toy collector";
+    model.version = "1.0";
+    for (int i = 0; i < 3; ++i) model.blocks.push_back(Block::bare(collector_object(i), 32, BlockState::in_use, 0));
+    ArenaInfo arena;
+    arena.address = kCollectorHeap;
+    arena.heaps.push_back({kCollectorHeap, kCollectorHeap + 64 + 96});
+    model.arenas.push_back(arena);
+    model.metadata.push_back({kCollectorHeap, kCollectorHeap + 64});
+    model.figures.push_back({"toy_heap_size()", "its heap", 160, 160});
+    return model;
+  }
+  std::optional<HeapVerification> verify(const HeapModel& part) const override {
+    HeapVerification v;
+    v.checked_in_own_words.push_back(fmt::format("toy collector: {} arena, {} blocks, arena 0 at {:#x}", part.arenas.size(),
+                                         part.blocks.size(), part.arenas.at(0).address));
+    for (const Block& b : part.blocks)
+      if (b.arena != 0) v.notes.push_back("a block of another arena");
+    return v;
+  }
+  bool owns_arena(const ArenaInfo& arena) const override { return arena.address == kCollectorHeap; }
+};
+
+class ToyCollectorPlugin final : public AllocatorPlugin {
+ public:
+  std::string_view name() const override { return "toy collector"; }
+  bool beside_malloc() const override { return true; }
+  std::unique_ptr<LocatedAllocator> locate(const Image& image, const SymbolIndex&, const MallocProvider&,
+                                           std::string* why_not) const override {
+    if (image.read_u64(kCollectorHeap) != kCollectorMagic) {
+      *why_not = "no toy collector";
+      return nullptr;
+    }
+    return std::make_unique<ToyCollector>();
+  }
+};
+
+// The toy heap, and the collector's: toy block 0 points to object 1; nothing points to objects 0 and 2.
+std::shared_ptr<FakeImage> toy_image_with_collector() {
+  std::shared_ptr<FakeImage> image = toy_image();
+  image->add_region(kCollectorHeap, 0x1000);
+  image->put(kCollectorHeap, kCollectorMagic);
+  image->put(toy_user(0) + 8, collector_object(1));
+  return image;
+}
+
+}  // namespace
+
+TEST_CASE("allocator plug-ins: a heap beside malloc's joins the same model, and its checks see only its arenas") {
+  const ToyPlugin toy;
+  const ToyCollectorPlugin collector;
+  SessionOptions options;
+  options.allocators = {&collector, &toy};  // a beside_malloc plug-in is never the malloc allocator, whatever its place
+  Session s(toy_image_with_collector(), options);
+  CHECK(s.allocator().name() == "toy + toy collector");
+
+  const HeapModel& heap = s.heap();
+  CHECK(heap.allocator == "toy + toy collector");
+  CHECK(heap.version == "1.0");
+  REQUIRE(heap.arenas.size() == 2);
+  CHECK(heap.arenas[1].address == kCollectorHeap);
+  REQUIRE(heap.blocks.size() == 8);
+  for (std::size_t i = 1; i < heap.blocks.size(); ++i) CHECK(heap.blocks[i - 1].chunk < heap.blocks[i].chunk);
+  CHECK(heap.blocks[0].chunk == collector_object(0));  // the collector's heap lies lower: merged in order
+  CHECK(heap.blocks[0].arena == 1);
+  CHECK(heap.blocks[3].arena == 0);
+  REQUIRE(heap.figures.size() == 1);
+  CHECK(heap.figures[0].name == "toy_heap_size()");
+
+  // Objects 0 and 2 are unreachable; object 1 is held by a toy block; the toy heap's leaks stay its own.
+  const nlohmann::json leaked = run_json(s, {"blocks", "--state", "leaked"});
+  std::vector<Address> addresses;
+  for (const auto& b : leaked["blocks"]) addresses.push_back(b["address"].get<Address>());
+  CHECK(std::count(addresses.begin(), addresses.end(), collector_object(0)) == 1);
+  CHECK(std::count(addresses.begin(), addresses.end(), collector_object(1)) == 0);
+  CHECK(std::count(addresses.begin(), addresses.end(), collector_object(2)) == 1);
+  CHECK(std::count(addresses.begin(), addresses.end(), toy_user(2)) == 1);
+
+  // verify: the toy malloc has no checks (said), the collector's ran over its own arena alone.
+  const nlohmann::json verify = run_json(s, {"verify"});
+  REQUIRE(verify["checked_in_own_words"].size() == 1);
+  CHECK(verify["checked_in_own_words"][0] == fmt::format("toy collector: 1 arena, 3 blocks, arena 0 at {:#x}", kCollectorHeap));
+  CHECK(verify["not_checked"][0] == "toy has no checks of its own structures");
+}
+
+TEST_CASE("allocator plug-ins: without its heap in the image, a beside-malloc plug-in leaves malloc's allocator alone") {
+  const ToyPlugin toy;
+  const ToyCollectorPlugin collector;
+  SessionOptions options;
+  options.allocators = {&toy, &collector};
+  Session s(toy_image(), options);
+  CHECK(s.allocator().name() == "toy");
+  CHECK(s.heap().arenas.size() == 1);
+}

@@ -169,7 +169,9 @@ TEST_CASE("mimalloc verify: a sound heap has no findings, and says what it check
   CHECK(v.checked.heaps == 1);
   CHECK(v.checked.bin_entries == 2);
   CHECK(v.checked.tcache_entries == 3);
-  CHECK(v.checked_text.find("1 segments of 1 threads") != std::string::npos);
+  REQUIRE(v.checked_in_own_words.size() == 1);
+  CHECK(v.checked_in_own_words[0].find("1 segments of 1 threads") != std::string::npos);
+  CHECK_FALSE(v.counts_in_glibc_words);
   CHECK(v.object_word == "block");
 }
 

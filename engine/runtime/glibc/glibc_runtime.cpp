@@ -162,7 +162,7 @@ void locate_tcache(const Image& image, const ModuleSymbols* syms, Runtime& rt) {
   const Symbol* sym = syms->find("tcache");
   if (sym && sym->kind == SymbolKind::tls) {
     for (const TlsRelocation& r : syms->tls_relocations()) {
-      if (r.addend != sym->value || !(r.symbol.empty() || r.symbol == "tcache")) continue;
+      if (r.module_id || r.addend != sym->value || !(r.symbol.empty() || r.symbol == "tcache")) continue;
       if (auto off = read_tp_offset(image, *rt.libc, r)) {
         rt.tcache_tp_offset = off;
         rt.discovery.push_back({"tcache", rt.libc->load_bias + r.got_offset, "debug-symbol"});
@@ -172,7 +172,7 @@ void locate_tcache(const Image& image, const ModuleSymbols* syms, Runtime& rt) {
   }
   std::vector<std::pair<std::int64_t, Address>> fits;
   for (const TlsRelocation& r : syms->tls_relocations()) {
-    if (!r.symbol.empty()) continue;
+    if (!r.symbol.empty() || r.module_id) continue;
     auto off = read_tp_offset(image, *rt.libc, r);
     if (off && tcache_offset_fits(image, rt.layout, *off)) fits.emplace_back(*off, rt.libc->load_bias + r.got_offset);
   }

@@ -74,10 +74,11 @@ class Walker {
     verification_.checked.tcaches = heaps_.size();
     const HeapCheckCounts& c = verification_.checked;
     verification_.object_word = "block";
-    verification_.checked_text = fmt::format(
+    verification_.counts_in_glibc_words = false;
+    verification_.checked_in_own_words.push_back(fmt::format(
         "{} segments of {} threads, {} blocks; list entries: {} on pages' free lists, {} deferred (local-free, "
         "thread-free and {} heaps' thread-delayed lists)",
-        c.heaps, c.arenas, c.chunks, c.bin_entries, c.tcache_entries, c.tcaches);
+        c.heaps, c.arenas, c.chunks, c.bin_entries, c.tcache_entries, c.tcaches));
     return std::move(model_);
   }
 

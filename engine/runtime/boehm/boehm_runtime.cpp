@@ -1,0 +1,125 @@
+#include "runtime/boehm/boehm_runtime.h"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "runtime/boehm/boehm_layout.h"
+#include "runtime/module_data.h"
+
+namespace heapscope::boehm {
+
+namespace {
+
+// GC_get_version() is `mov $version, %eax; ret` with version = major << 16 | minor << 8 | micro.
+std::string collector_version(const Image& image, const SymbolIndex& symbols, const Module& module) {
+  const std::optional<Address> at = symbols.address_of(module, "GC_get_version");
+  if (!at) return {};
+  std::array<std::uint8_t, 6> code{};
+  if (image.read(*at, code.data(), code.size()) != code.size() || code[0] != 0xb8 || code[5] != 0xc3) return {};
+  const std::uint32_t v = code[1] | code[2] << 8 | code[3] << 16 | static_cast<std::uint32_t>(code[4]) << 24;
+  return fmt::format("{}.{}.{}", v >> 16, (v >> 8) & 0xff, v & 0xff);
+}
+
+// GC_obj_kinds: its first three entries' free lists are the atomic, normal and uncollectable heads inside
+// GC_arrays. The kinds after the built-in ones (gcj's, typed, disclaim) follow until an empty entry.
+void find_kinds(const Image& image, const Module& module, const ModuleSymbols& syms, Runtime& rt) {
+  const Address atomic = rt.arrays + ArraysLayout::atomic_free_lists;
+  const Address normal = rt.arrays + ArraysLayout::normal_free_lists;
+  const Address uncollectable = rt.arrays + ArraysLayout::uncollectable_free_lists;
+  const auto kinds = scan_writable(
+      image, writable_ranges(module, syms), [&](Address, std::uint64_t word) { return word == atomic; },
+      [&](Address at) {
+        return image.read_u64(at + ObjKindLayout::size).value_or(0) == normal &&
+               image.read_u64(at + 2 * ObjKindLayout::size).value_or(0) == uncollectable;
+      });
+  if (!kinds) {
+    rt.kind_free_lists = {atomic, normal, uncollectable, rt.arrays + ArraysLayout::atomic_uncollectable_free_lists};
+    rt.kind_reclaim_lists.assign(rt.kind_free_lists.size(), 0);
+    rt.warnings.push_back(
+        "Boehm GC's object kinds (GC_obj_kinds) were not found: only the four built-in kinds' free lists are read, "
+        "so free objects of other kinds (gcj, typed) count as in use");
+    return;
+  }
+  for (unsigned k = 0; k < ObjKindLayout::max_kinds; ++k) {
+    const Address entry = *kinds + k * ObjKindLayout::size;
+    const Address heads = image.read_u64(entry + ObjKindLayout::free_lists).value_or(0);
+    if (heads == 0) break;
+    rt.kind_free_lists.push_back(heads);
+    rt.kind_reclaim_lists.push_back(image.read_u64(entry + ObjKindLayout::reclaim_lists).value_or(0));
+  }
+  rt.discovery.push_back({"GC_obj_kinds", *kinds, "scan, checked"});
+}
+
+// Each thread's GC_thread_key, the only variable of libgc's TLS, which the library reaches through its
+// module id (local-dynamic TLS: a DTPMOD64 slot the dynamic linker fills) and each thread's DTV
+// (tcbhead_t.dtv at tp+8, entries {block, to_free} of 16 bytes). Threads the collector does not know (never
+// registered) hold null there.
+void find_thread_free_lists(const Image& image, const Module& module, const ModuleSymbols& syms, Runtime& rt) {
+  constexpr std::uint64_t kMaxModuleId = 1 << 16;
+  std::optional<std::uint64_t> module_id;
+  for (const TlsRelocation& r : syms.tls_relocations())
+    if (r.module_id && r.symbol.empty()) {
+      module_id = image.read_u64(module.load_bias + r.got_offset);
+      if (module_id) break;
+    }
+  if (!module_id || *module_id == 0 || *module_id > kMaxModuleId) {
+    rt.warnings.push_back(
+        "libgc's TLS module id was not found: objects on threads' local free lists count as in use");
+    return;
+  }
+  for (std::uint32_t t = 0; t < image.threads().size(); ++t) {
+    const Address tp = image.threads()[t].fs_base();
+    const Address dtv = tp ? image.read_u64(tp + 8).value_or(0) : 0;
+    const Address block = dtv ? image.read_u64(dtv + 16 * *module_id).value_or(0) : 0;
+    // An unallocated dynamic TLS block is all ones (TLS_DTV_UNALLOCATED).
+    if (block == 0 || block == ~Address{0}) continue;
+    if (const Address lists = image.read_u64(block).value_or(0)) rt.thread_free_lists.emplace_back(t, lists);
+  }
+  rt.discovery.push_back({"GC_thread_key", module.load_bias, fmt::format("TLS module {}", *module_id)});
+}
+
+}  // namespace
+
+const Module* find_collector(const Image& image, const SymbolIndex& symbols) {
+  for (const Module& m : image.modules())
+    if (symbols.address_of(m, "GC_arrays") && symbols.address_of(m, "GC_malloc")) return &m;
+  return nullptr;
+}
+
+std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& symbols, const Module& module,
+                                      std::string* why_not) {
+  const ModuleSymbols* syms = symbols.symbols_for(module);
+  const Symbol* arrays = syms ? syms->find("GC_arrays") : nullptr;
+  const std::optional<Address> at = symbols.address_of(module, "GC_arrays");
+  if (!arrays || !at) {
+    *why_not = fmt::format("{} has no GC_arrays symbol", module.name());
+    return std::nullopt;
+  }
+  Runtime rt;
+  rt.module = &module;
+  rt.arrays = *at;
+  rt.version = collector_version(image, symbols, module);
+  if (arrays->size != ArraysLayout::size) {
+    *why_not = fmt::format(
+        "{}'s GC_arrays is {} bytes, not the {} of Boehm GC 8.2 as Debian 12 builds it (release {}): an unknown "
+        "build of Boehm GC, whose structures heapscope does not know",
+        module.name(), arrays->size, ArraysLayout::size, rt.version.empty() ? "unknown" : rt.version);
+    return std::nullopt;
+  }
+  const std::optional<std::uint64_t> sections = image.read_u64(rt.arrays + ArraysLayout::n_heap_sects);
+  if (!sections) {
+    *why_not = fmt::format("Boehm GC's GC_arrays at {:#x} is not in the image", rt.arrays);
+    return std::nullopt;
+  }
+  if (*sections == 0) {
+    *why_not = "Boehm GC is loaded but has no heap yet (never initialised)";
+    return std::nullopt;
+  }
+  rt.discovery.push_back({"GC_arrays", rt.arrays, "symbol, size checked"});
+  find_kinds(image, module, *syms, rt);
+  find_thread_free_lists(image, module, *syms, rt);
+  return rt;
+}
+
+}  // namespace heapscope::boehm
