@@ -1,0 +1,71 @@
+"""The Session of a debugger's current target (heapscope.current()), shared by the GDB and LLDB adapters.
+
+Commands go through the debugger's own `heap` command, so they run on the session the user's `heap`
+commands use — the same products computed once per stop, the same snapshots, the debugger's Ctrl-C and
+expressions as address arguments (`s.retainers("node->next")`). Columns (`blocks`) need the engine's
+data rather than a rendered report: they come from a session of this module opened over the same target
+(the core file, or the stopped process's memory and the registers the debugger shows), kept until the
+target changes.
+"""
+
+import json
+import shlex
+
+from . import Error, Session, Blocks, _heapscope
+
+
+class DebuggerSession(Session):
+    """A Session whose commands are the debugger's `heap` commands. `run(...)` raises Error with the
+    debugger's message, and KeyboardInterrupt when Ctrl-C stopped the command."""
+
+    def __init__(self, execute, open_engine, key):
+        super().__init__(None)
+        self._execute = execute          # words -> the heap command's output, raising Error
+        self._open_engine = open_engine  # () -> an engine session over the same target
+        self.key = key
+        self._closed = False
+
+    def run(self, command, progress=None):
+        del progress  # the debugger shows its own progress line
+        if self._closed:
+            raise Error("the target has changed since heapscope.current() gave this session; ask it again")
+        words = _heapscope.split_command(command) if isinstance(command, str) else [str(w) for w in command]
+        if not words:
+            raise ValueError("no command given; heapscope.commands() lists them")
+        outputs = ("--json", "--format", "-o", "--output", "--help", "-h")
+        as_json = not any(w == o or w.startswith(o + "=") for w in words[1:] for o in outputs)
+        output = self._execute(words + ["--json"] if as_json else words)
+        return json.loads(output) if as_json else output
+
+    def blocks(self, state="used", type=None, min_size=0, limit=0, progress=None):  # pylint: disable=redefined-builtin
+        if self._closed:
+            raise Error("the target has changed since heapscope.current() gave this session; ask it again")
+        if self._engine is None:
+            self._engine = self._open_engine()
+        return Session.blocks(self, state, type, min_size, limit, progress)
+
+    def save_index(self):
+        return False
+
+    def close(self):
+        if self._engine is not None and not self._engine.closed:
+            self._engine.close()
+        self._engine = None
+        self._closed = True
+
+    @property
+    def closed(self):
+        return self._closed
+
+
+def interrupted(message):
+    """Whether a heap command's error says Ctrl-C stopped it."""
+    return ": interrupted" in message
+
+
+def command_line(words):
+    """Words as one `heap` command's argument string, quoted as split_command reads it back."""
+    return " ".join(shlex.quote(w) for w in words)
+
+
+__all__ = ["DebuggerSession", "Blocks", "interrupted", "command_line"]
