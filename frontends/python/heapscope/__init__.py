@@ -19,6 +19,11 @@ KeyboardInterrupt, and what the session had finished is kept; `progress=callable
 
 import json
 import os
+import re
+
+# numpy first: the columns are numpy arrays (and LLDB's `script` loses what a command prints while numpy
+# is first imported, so it is imported with heapscope, not during a later call).
+import numpy
 
 from . import _heapscope
 
@@ -27,6 +32,7 @@ __all__ = ["Error", "Session", "Blocks", "open", "attach", "current", "commands"
 Error = _heapscope.Error
 Error.__doc__ = "A heapscope failure: the message the CLI would print (a bad core, an address in no block, ...)."
 
+_UNKNOWN_TYPE = re.compile(r"unknown \((\d+) bytes\)")
 _OUTPUT_OPTIONS = ("--json", "--format", "-o", "--output")
 
 
@@ -82,7 +88,6 @@ class Blocks:
         self.warnings = columns["warnings"]
         self.verdict = self.possibly = self.verdict_names = None
         if "verdict_names" in columns:
-            import numpy
             self.verdict_names = sorted(set(columns["verdict_names"]))
             codes = {name: i for i, name in enumerate(self.verdict_names)}
             self.verdict = numpy.fromiter((codes[v] for v in columns["verdict_names"]), dtype=numpy.uint8,
@@ -133,11 +138,18 @@ class Blocks:
         return self.state == self.state_names.index(name)
 
     def where_type(self, name):
-        """A boolean mask of the blocks of type `name` (as `types` spells it)."""
-        import numpy
-        if name not in self.types:
+        """A boolean mask of the blocks of type `name`, spelt as `blocks`, `histogram` and `leaks` spell it
+        (an untyped block's is "unknown (N bytes)", N its usable size)."""
+        unknown = _UNKNOWN_TYPE.fullmatch(name)
+        if unknown:
+            return (self.type_id == 0) & (self.size == int(unknown.group(1))) & self.allocated()
+        if name not in self.types[1:]:
             return numpy.zeros(len(self), dtype=bool)
-        return self.type_id == self.types.index(name)
+        return self.type_id == self.types.index(name, 1)
+
+    def allocated(self):
+        """A boolean mask of the allocated blocks (in_use, mmapped)."""
+        return (self.state == self.state_names.index("in_use")) | (self.state == self.state_names.index("mmapped"))
 
     def __repr__(self):
         return f"<heapscope.Blocks: {len(self)} blocks of {self.matched} matched>"

@@ -1,0 +1,288 @@
+"""The Python module (frontends/python): `import heapscope` against the CLI's JSON.
+
+ctest runs this file with Debian's python3 (HEAPSCOPE_PYTHON: the interpreter the module is built for,
+which gdb and LLDB embed) and the build tree's package on PYTHONPATH.
+
+- On leak_shapes' core: Session.run equals `heapscope COMMAND CORE --json` for every command of the table
+  (those taking an address given one); blocks() columns equal `blocks --json` (used and leaked, types
+  too); referrers, referents, retainers, describe, snapshot and diff equal the commands they stand for;
+  errors are heapscope.Error with the CLI's message; the progress callback is called; Ctrl-C during a
+  command is a KeyboardInterrupt and the session goes on.
+- leak_shapes parked: attach() as a context manager — its leaks are the designed ones, and the process is
+  let go when the block ends, also when it ends with an exception.
+- Inside gdb -batch and LLDB's `script`: heapscope.current() on the core equals the CLI.
+"""
+
+import _thread
+import json
+import os
+import subprocess
+import unittest
+
+from heapscope_e2e import heapscope_json, run_heapscope, work_dir, debugger_environment
+from lldb_session import LLDB, parked_fixture, plugin_path
+from test_leaks import capture_leak_fixture, leak_fixture_path
+from test_lldb import comparable, leaked_addresses
+
+# Progress from a command's start (the engine reads this once per process): the tests of the callback
+# need lines from commands that take well under a second on a fixture's core.
+os.environ["HEAPSCOPE_PROGRESS_DELAY_MS"] = "0"
+
+try:
+    import heapscope
+except ImportError as e:  # a test of the module must not skip for want of it
+    raise AssertionError(f"import heapscope failed ({e}): run through ctest, which puts the build's package on "
+                         f"PYTHONPATH and uses {os.environ.get('HEAPSCOPE_PYTHON', 'Debian python3')}") from None
+
+FIXTURE = "leak_shapes"
+# Commands that need more than the core: an address, earlier cores, a name, or a file to write.
+ADDRESS_COMMANDS = ("retainers", "refs", "describe")
+SKIPPED_COMMANDS = ("snapshot", "diff", "evolution", "report")
+DEBUGGER_TIMEOUT_SECONDS = 300
+
+
+def python_path():
+    return os.path.dirname(os.path.dirname(heapscope.__file__))
+
+
+def without_volatile(report):
+    """The report without what depends on the run (the warnings name the image source)."""
+    return comparable(report)
+
+
+class OnACore(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.capture = capture_leak_fixture(FIXTURE)
+        cls.session = heapscope.open(cls.capture.core, cache=False)
+        cls.kept = next(e.address for e in cls.capture.expectations if e.verdict == "reachable")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.session.close()
+
+    def cli(self, *args):
+        return heapscope_json(args[0], self.capture.core, *args[1:])
+
+    def test_run_equals_the_cli_for_every_command(self):
+        for name in heapscope.commands():
+            if name in SKIPPED_COMMANDS:
+                continue
+            args = [name, hex(self.kept)] if name in ADDRESS_COMMANDS else [name]
+            with self.subTest(command=name):
+                self.assertEqual(without_volatile(self.session.run(" ".join(args))), without_volatile(self.cli(*args)))
+
+    def test_run_takes_options_and_words(self):
+        self.assertEqual(without_volatile(self.session.run(["top", "-n", "3", "--by", "type"])),
+                         without_volatile(self.cli("top", "-n", "3", "--by", "type")))
+        self.assertIn("Leaked", self.session.run("leaks --format text"))
+
+    def test_blocks_columns_equal_the_clis_blocks(self):
+        for state in ("used", "leaked", "all"):
+            with self.subTest(state=state):
+                blocks = self.session.blocks(state=state)
+                listed = self.cli("blocks", "--state", state)["blocks"]
+                self.assertEqual(len(blocks), len(listed))
+                self.assertEqual(blocks.address.tolist(), [b["address"] for b in listed])
+                self.assertEqual(blocks.size.tolist(), [b["usable_size"] for b in listed])
+                self.assertEqual(blocks.chunk_size.tolist(), [b["chunk_size"] for b in listed])
+                self.assertEqual([blocks.state_names[s] for s in blocks.state], [b["state"] for b in listed])
+                names = [blocks.types[t] for t in blocks.type_id]
+                self.assertEqual([n for n, b in zip(names, listed) if "type" in b and n],
+                                 [b["type"] for b in listed if "type" in b and not b["type"].startswith("unknown (")])
+                self.assertEqual(blocks.site_id.tolist(), [-1] * len(listed))  # leak_shapes is not sampled
+
+    def test_blocks_are_numpy_columns(self):
+        import numpy
+        blocks = self.session.blocks(min_size=64)
+        for column in (blocks.address, blocks.size, blocks.chunk_size, blocks.state, blocks.type_id):
+            self.assertIsInstance(column, numpy.ndarray)
+            self.assertNotEqual(column.dtype, numpy.dtype(object))
+        self.assertTrue((blocks.size >= 64).all())
+        self.assertEqual(blocks.address.tolist(),
+                         [b["address"] for b in self.cli("blocks", "--min-size", "64")["blocks"]])
+
+    def test_blocks_of_a_type_equal_the_clis(self):
+        name = self.cli("histogram")["types"][0]["type"]
+        blocks = self.session.blocks(type=name)
+        self.assertEqual(blocks.address.tolist(), [b["address"] for b in self.cli("blocks", "--type", name)["blocks"]])
+        self.assertTrue(blocks.where_type(name).all())
+
+    def test_leaked_blocks_are_the_designed_ones(self):
+        blocks = self.session.blocks(state="leaked")
+        expected = {e.address for e in self.capture.expectations if e.verdict == "leaked"}
+        self.assertEqual(set(blocks.address.tolist()), expected)
+        self.assertEqual(set(blocks.address.tolist()), leaked_addresses(self.cli("blocks", "--state", "leaked")))
+        self.assertTrue(set(blocks.verdict_names) <= {"direct", "indirect", "cycle"})
+
+    def test_block_methods_equal_their_commands(self):
+        address = self.kept
+        self.assertEqual(without_volatile(self.session.referrers(address)), without_volatile(self.cli("refs", hex(address))))
+        self.assertEqual(without_volatile(self.session.retainers(address, paths=3)),
+                         without_volatile(self.cli("retainers", hex(address), "--paths", "3")))
+        self.assertEqual(without_volatile(self.session.describe(address)), without_volatile(self.cli("describe", hex(address))))
+        self.assertEqual(self.session.referents(address),
+                         self.cli("describe", hex(address), "--bytes", "0", "--fields", "0")["pointers"])
+
+    def test_snapshots_and_diffs_are_data(self):
+        saved = self.session.snapshot("before")
+        self.assertEqual(saved["command"], "snapshot")
+        diff = self.session.diff(snapshot="before")
+        self.assertEqual(without_volatile(diff), without_volatile(self.session.run("snapshot diff before")))
+        earlier = self.session.diff(core=self.capture.core)
+        cli = heapscope_json("diff", self.capture.core, self.capture.core)
+        self.assertEqual(without_volatile(earlier), without_volatile(cli))
+
+    def test_errors_are_exceptions_with_the_clis_message(self):
+        cli = run_heapscope("describe", self.capture.core, "0x10")
+        self.assertEqual(cli.returncode, 1)
+        with self.assertRaises(heapscope.Error) as raised:
+            self.session.describe(0x10)
+        self.assertIn(str(raised.exception), cli.stderr)
+        with self.assertRaises(heapscope.Error):
+            self.session.blocks(state="nonsense")
+        with self.assertRaises(heapscope.Error):
+            self.session.run("leak")
+        with self.assertRaises(heapscope.Error) as missing:
+            heapscope.open(os.path.join(work_dir(), "no-such.core"))
+        self.assertIn("no-such.core", str(missing.exception))
+        self.assertIsInstance(missing.exception, RuntimeError)
+
+    def test_progress_reaches_the_callback(self):
+        seen = []
+        with heapscope.open(self.capture.core, cache=False) as session:
+            report = session.run("top", progress=lambda line, fraction, done: seen.append((line, fraction, done)))
+        self.assertEqual(without_volatile(report), without_volatile(self.cli("top")))
+        self.assertTrue(any(line and line.startswith("heapscope: ") for line, _, done in seen if not done), seen)
+        self.assertEqual(seen[-1], (None, None, True))
+
+    def test_ctrl_c_is_a_keyboard_interrupt_and_the_session_goes_on(self):
+        pressed = []
+
+        def press_ctrl_c(_line, _fraction, done):
+            if not done and not pressed:  # while the command runs
+                pressed.append(True)
+                _thread.interrupt_main()  # what SIGINT does: Python's handler marks KeyboardInterrupt pending
+
+        with heapscope.open(self.capture.core, cache=False) as session:
+            with self.assertRaises(KeyboardInterrupt):
+                session.run("top", progress=press_ctrl_c)
+            self.assertEqual(pressed, [True])
+            self.assertEqual(without_volatile(session.run("top")), without_volatile(self.cli("top")))
+
+    def test_a_closed_session_says_so(self):
+        session = heapscope.open(self.capture.core, cache=False)
+        session.close()
+        with self.assertRaises(heapscope.Error):
+            session.run("summary")
+
+
+def tracer_of(pid):
+    with open(f"/proc/{pid}/status", encoding="utf-8") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("TracerPid:"))
+
+
+class Attached(unittest.TestCase):
+    def test_attach_stops_analyses_and_always_detaches(self):
+        ledger_file = os.path.join(work_dir(), "python-attach.ledger")
+        with parked_fixture(leak_fixture_path(FIXTURE), ledger_file, FIXTURE) as process:
+            from test_leaks import parse_leak_ledger
+            _, expectations = parse_leak_ledger(ledger_file)
+            with heapscope.attach(process.pid) as session:
+                self.assertEqual(tracer_of(process.pid), os.getpid())
+                leaked = set(session.blocks(state="leaked").address.tolist())
+                leaks = session.run("leaks")
+            self.assertEqual(tracer_of(process.pid), 0)
+            self.assertEqual(leaked, {e.address for e in expectations if e.verdict == "leaked"})
+            cli = heapscope_json("attach", process.pid, "leaks")
+            self.assertEqual(without_volatile(leaks), without_volatile(cli))
+            with self.assertRaises(ZeroDivisionError):
+                with heapscope.attach(process.pid):
+                    raise ZeroDivisionError()
+            self.assertEqual(tracer_of(process.pid), 0)
+            self.assertIsNone(process.poll())  # it runs on
+
+    def test_attach_to_no_process_is_an_error(self):
+        with self.assertRaises(heapscope.Error):
+            heapscope.attach(2 ** 22 + 1)
+
+
+# What the debuggers run: the core's leaks, used blocks and the retainers of a kept block, as JSON lines.
+DEBUGGER_SCRIPT = """
+import json, heapscope
+s = heapscope.current()
+b = s.blocks()
+print("PY-LEAKS " + json.dumps(s.run("leaks")))
+print("PY-BLOCKS " + json.dumps([b.address.tolist(), b.size.tolist()]))
+print("PY-RETAINERS " + json.dumps(s.retainers({kept}, paths=3)))
+print("PY-SAME " + json.dumps(s is heapscope.current()))
+"""
+
+
+def tagged_json(output, tag):
+    for line in output.splitlines():
+        if line.startswith(tag + " "):
+            return json.loads(line[len(tag) + 1:])
+    raise AssertionError(f"no {tag} line in:\n{output[-3000:]}")
+
+
+class InsideDebuggers(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.capture = capture_leak_fixture(FIXTURE)
+        cls.kept = next(e.address for e in cls.capture.expectations if e.verdict == "reachable")
+        cls.script = os.path.join(work_dir(), "python-api-in-debugger.py")
+        with open(cls.script, "w", encoding="utf-8") as f:
+            f.write(DEBUGGER_SCRIPT.format(kept=cls.kept))
+
+    def environment(self):
+        env = debugger_environment()
+        env["PYTHONPATH"] = python_path()
+        env["HEAPSCOPE_LLDB_PLUGIN"] = plugin_path()
+        return env
+
+    def check(self, output):
+        cli_blocks = heapscope_json("blocks", self.capture.core)["blocks"]
+        self.assertEqual(without_volatile(tagged_json(output, "PY-LEAKS")),
+                         without_volatile(heapscope_json("leaks", self.capture.core)))
+        self.assertEqual(tagged_json(output, "PY-BLOCKS"),
+                         [[b["address"] for b in cli_blocks], [b["usable_size"] for b in cli_blocks]])
+        self.assertEqual(without_volatile(tagged_json(output, "PY-RETAINERS")),
+                         without_volatile(heapscope_json("retainers", self.capture.core, hex(self.kept), "--paths", "3")))
+        self.assertTrue(tagged_json(output, "PY-SAME"))
+
+    def test_in_gdb(self):
+        if os.environ.get("HEAPSCOPE_DEBUGGER_PRELOAD"):
+            raise unittest.SkipTest("gdb cannot start with the ASan runtime preloaded (sanitizer build)")
+        result = subprocess.run(["gdb", "-batch", "-nx", "-ex", "set pagination off", "-ex",
+                                 f"python exec(open({self.script!r}).read())", self.capture.executable,
+                                 self.capture.core],
+                                capture_output=True, text=True, env=self.environment(), timeout=DEBUGGER_TIMEOUT_SECONDS)
+        self.check(result.stdout + result.stderr)
+
+    def test_gdb_heap_commands_come_with_it(self):
+        if os.environ.get("HEAPSCOPE_DEBUGGER_PRELOAD"):
+            raise unittest.SkipTest("gdb cannot start with the ASan runtime preloaded (sanitizer build)")
+        result = subprocess.run(["gdb", "-batch", "-nx", "-ex", "python import heapscope; heapscope.current()",
+                                 "-ex", "heap leaks --json", self.capture.executable, self.capture.core],
+                                capture_output=True, text=True, env=self.environment(), timeout=DEBUGGER_TIMEOUT_SECONDS)
+        start = result.stdout.index("{")
+        self.assertEqual(without_volatile(json.loads(result.stdout[start:])),
+                         without_volatile(heapscope_json("leaks", self.capture.core)))
+
+    def test_in_lldb_script(self):
+        result = subprocess.run([LLDB, "--batch", "--no-lldbinit", "-o",
+                                 f"target create {self.capture.executable} --core {self.capture.core}",
+                                 "-o", "script import heapscope",
+                                 "-o", f"script exec(open({self.script!r}).read())"],
+                                capture_output=True, text=True, env=self.environment(), timeout=DEBUGGER_TIMEOUT_SECONDS,
+                                stdin=subprocess.DEVNULL)
+        self.check(result.stdout + result.stderr)
+
+    def test_outside_a_debugger_current_is_an_error(self):
+        with self.assertRaises(heapscope.Error):
+            heapscope.current()
+
+
+if __name__ == "__main__":
+    unittest.main()
