@@ -25,6 +25,7 @@
 #include "frontends/common/cache_settings.h"
 #include "frontends/common/target_keys.h"
 #include "frontends/common/target_options.h"
+#include "frontends/common/thread_pointers.h"
 #include "sources/elf_core_image.h"
 #include "sources/live_process_image.h"
 #include "sources/ptrace_attach.h"
@@ -47,7 +48,9 @@ py::array_t<T> column(std::vector<T>&& values) {
   return py::array_t<T>(static_cast<py::ssize_t>(owned->size()), owned->data(), release);
 }
 
-std::span<const BlockId> block_ids(const py::array_t<BlockId, py::array::c_style | py::array::forcecast>& ids) {
+using BlockIdArray = py::array_t<BlockId, py::array::c_style | py::array::forcecast>;
+
+std::span<const BlockId> block_ids(const BlockIdArray& ids) {
   return {ids.data(), static_cast<std::size_t>(ids.size())};
 }
 
@@ -192,21 +195,15 @@ class PySession {
     return out;
   }
 
-  py::tuple types(const py::array_t<BlockId, py::array::c_style | py::array::forcecast>& ids, py::object on_progress) {
-    Session& s = live();
-    check_ids(ids);
-    PythonServing serving(s.progress(), std::move(on_progress));
-    TypeColumn types;
-    serving.run([&] { guarded([&] { in_phase(s, serving, [&] { types = block_type_column(s, block_ids(ids)); }); }); });
+  // The type names of blocks `ids` (block_type_column): (type ids, names, namings).
+  py::tuple types(const BlockIdArray& ids, py::object on_progress) {
+    TypeColumn types = per_block(ids, std::move(on_progress), block_type_column);
     return py::make_tuple(column(std::move(types.ids)), types.names, types.namings);
   }
 
-  py::tuple sites(const py::array_t<BlockId, py::array::c_style | py::array::forcecast>& ids, py::object on_progress) {
-    Session& s = live();
-    check_ids(ids);
-    PythonServing serving(s.progress(), std::move(on_progress));
-    SiteColumn sites;
-    serving.run([&] { guarded([&] { in_phase(s, serving, [&] { sites = block_site_column(s, block_ids(ids)); }); }); });
+  // The allocation sites of blocks `ids` (block_site_column): (site ids, labels).
+  py::tuple sites(const BlockIdArray& ids, py::object on_progress) {
+    SiteColumn sites = per_block(ids, std::move(on_progress), block_site_column);
     return py::make_tuple(column(std::move(sites.ids)), sites.labels);
   }
 
@@ -234,7 +231,18 @@ class PySession {
     return *session_;
   }
 
-  void check_ids(const py::array_t<BlockId, py::array::c_style | py::array::forcecast>& ids) {
+  // A column of blocks `ids`, computed as a command computes (progress, Ctrl-C, errors).
+  template <class Column>
+  Column per_block(const BlockIdArray& ids, py::object on_progress, Column (*compute)(Session&, std::span<const BlockId>)) {
+    Session& s = live();
+    check_ids(ids);
+    PythonServing serving(s.progress(), std::move(on_progress));
+    Column result;
+    serving.run([&] { guarded([&] { in_phase(s, serving, [&] { result = compute(s, block_ids(ids)); }); }); });
+    return result;
+  }
+
+  void check_ids(const BlockIdArray& ids) {
     const std::size_t count = live().heap().blocks.size();
     for (BlockId id : block_ids(ids))
       if (id >= count) throw py::index_error("block id " + std::to_string(id) + " is not one of this heap's blocks");
@@ -329,7 +337,8 @@ PySession attach(int pid, const std::vector<std::string>& option_words) {
 }
 
 // One thread of a process a debugger keeps stopped: (tid, general registers in register_names() order,
-// vector lanes read (0, 2 or 4), sixteen vector registers of four 8-byte lanes each).
+// vector lanes read (0, 2 or 4), sixteen vector registers of four 8-byte lanes each). An fs_base of 0 is
+// one the debugger does not show: it is read from glibc's thread list.
 using DebuggerThread = std::tuple<std::uint32_t, std::vector<std::uint64_t>, int, std::vector<std::vector<std::uint64_t>>>;
 
 PySession open_stopped(int pid, const std::vector<DebuggerThread>& threads, const std::vector<std::string>& option_words) {
@@ -355,6 +364,10 @@ PySession open_stopped(int pid, const std::vector<DebuggerThread>& threads, cons
   std::string error;
   std::shared_ptr<LiveProcessImage> image = LiveProcessImage::open(pid, std::move(states), open_options, &error);
   if (!image) throw HeapscopeError(error);
+  {
+    py::gil_scoped_release unlocked;
+    complete_thread_pointers(*image, session_options(target).symbols);  // LLDB shows no fs_base
+  }
   return PySession(new_session(std::move(image), target, process_target_key(pid)));
 }
 

@@ -8,9 +8,11 @@ which gdb and LLDB embed) and the build tree's package on PYTHONPATH.
   too); referrers, referents, retainers, describe, snapshot and diff equal the commands they stand for;
   errors are heapscope.Error with the CLI's message; the progress callback is called; Ctrl-C during a
   command is a KeyboardInterrupt and the session goes on.
-- leak_shapes parked: attach() as a context manager — its leaks are the designed ones, and the process is
-  let go when the block ends, also when it ends with an exception.
-- Inside gdb -batch and LLDB's `script`: heapscope.current() on the core equals the CLI.
+- leak_shapes parked: attach() as a context manager — its leaks are the designed ones, every method equals
+  `heapscope attach PID …`, and the process is let go when the block ends, also when it ends with an
+  exception.
+- Inside gdb -batch and LLDB's `script`: heapscope.current() equals the CLI on the core, and `heapscope
+  attach` on the parked fixture the debugger attached to.
 """
 
 import _thread
@@ -188,14 +190,28 @@ class Attached(unittest.TestCase):
         with parked_fixture(leak_fixture_path(FIXTURE), ledger_file, FIXTURE) as process:
             from test_leaks import parse_leak_ledger
             _, expectations = parse_leak_ledger(ledger_file)
+            kept = next(e.address for e in expectations if e.verdict == "reachable")
             with heapscope.attach(process.pid) as session:
                 self.assertEqual(tracer_of(process.pid), os.getpid())
+                blocks = session.blocks()
                 leaked = set(session.blocks(state="leaked").address.tolist())
-                leaks = session.run("leaks")
+                reports = {"leaks": session.run("leaks"), "top": session.run("top -n 5"),
+                           "refs": session.referrers(kept), "retainers": session.retainers(kept, paths=3),
+                           "describe": session.describe(kept)}
+                referents = session.referents(kept)
             self.assertEqual(tracer_of(process.pid), 0)
             self.assertEqual(leaked, {e.address for e in expectations if e.verdict == "leaked"})
-            cli = heapscope_json("attach", process.pid, "leaks")
-            self.assertEqual(without_volatile(leaks), without_volatile(cli))
+            # The parked fixture's heap does not change: heapscope attach sees what the session saw.
+            for command, args in (("leaks", ()), ("top", ("-n", "5")), ("refs", (hex(kept),)),
+                                  ("retainers", (hex(kept), "--paths", "3")), ("describe", (hex(kept),))):
+                with self.subTest(command=command):
+                    cli = heapscope_json("attach", process.pid, command, *args)
+                    self.assertEqual(without_volatile(reports[command]), without_volatile(cli))
+            cli_blocks = heapscope_json("attach", process.pid, "blocks")["blocks"]
+            self.assertEqual(blocks.address.tolist(), [b["address"] for b in cli_blocks])
+            self.assertEqual([blocks.state_names[s] for s in blocks.state], [b["state"] for b in cli_blocks])
+            self.assertEqual(referents, heapscope_json("attach", process.pid, "describe", hex(kept), "--bytes", "0",
+                                                       "--fields", "0")["pointers"])
             with self.assertRaises(ZeroDivisionError):
                 with heapscope.attach(process.pid):
                     raise ZeroDivisionError()
@@ -278,6 +294,50 @@ class InsideDebuggers(unittest.TestCase):
                                 capture_output=True, text=True, env=self.environment(), timeout=DEBUGGER_TIMEOUT_SECONDS,
                                 stdin=subprocess.DEVNULL)
         self.check(result.stdout + result.stderr)
+
+    def check_live(self, run_debugger):
+        """heapscope.current() in a debugger attached to the parked fixture, against heapscope attach once the
+        debugger has let it go (the parked heap does not change)."""
+        ledger_file = os.path.join(work_dir(), "python-debugger-live.ledger")
+        with parked_fixture(leak_fixture_path(FIXTURE), ledger_file, FIXTURE) as process:
+            from test_leaks import parse_leak_ledger
+            _, expectations = parse_leak_ledger(ledger_file)
+            kept = next(e.address for e in expectations if e.verdict == "reachable")
+            script = os.path.join(work_dir(), "python-api-in-live-debugger.py")
+            with open(script, "w", encoding="utf-8") as f:
+                f.write(DEBUGGER_SCRIPT.format(kept=kept))
+            output = run_debugger(process.pid, script)
+            cli_blocks = heapscope_json("attach", process.pid, "blocks")["blocks"]
+            self.assertEqual(without_volatile(tagged_json(output, "PY-LEAKS")),
+                             without_volatile(heapscope_json("attach", process.pid, "leaks")))
+            self.assertEqual(tagged_json(output, "PY-BLOCKS"),
+                             [[b["address"] for b in cli_blocks], [b["usable_size"] for b in cli_blocks]])
+            self.assertEqual(without_volatile(tagged_json(output, "PY-RETAINERS")),
+                             without_volatile(heapscope_json("attach", process.pid, "retainers", hex(kept), "--paths", "3")))
+            self.assertIsNone(process.poll())
+
+    def test_in_gdb_on_a_live_process(self):
+        if os.environ.get("HEAPSCOPE_DEBUGGER_PRELOAD"):
+            raise unittest.SkipTest("gdb cannot start with the ASan runtime preloaded (sanitizer build)")
+
+        def gdb(pid, script):
+            result = subprocess.run(["gdb", "-batch", "-nx", "-ex", "set pagination off", "-p", str(pid), "-ex",
+                                     f"python exec(open({script!r}).read())", "-ex", "detach"],
+                                    capture_output=True, text=True, env=self.environment(),
+                                    timeout=DEBUGGER_TIMEOUT_SECONDS)
+            return result.stdout + result.stderr
+
+        self.check_live(gdb)
+
+    def test_in_lldb_script_on_a_live_process(self):
+        def lldb(pid, script):
+            result = subprocess.run([LLDB, "--batch", "--no-lldbinit", "-p", str(pid), "-o", "script import heapscope",
+                                     "-o", f"script exec(open({script!r}).read())", "-o", "process detach"],
+                                    capture_output=True, text=True, env=self.environment(),
+                                    timeout=DEBUGGER_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)
+            return result.stdout + result.stderr
+
+        self.check_live(lldb)
 
     def test_outside_a_debugger_current_is_an_error(self):
         with self.assertRaises(heapscope.Error):

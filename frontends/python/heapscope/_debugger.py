@@ -9,6 +9,7 @@ target changes.
 """
 
 import json
+import os
 import shlex
 
 from . import Error, Session, Blocks, _heapscope
@@ -58,6 +59,22 @@ class DebuggerSession(Session):
         return self._closed
 
 
+def frontend_candidates(variable, in_build_tree, installed_name):
+    """Where a debugger frontend of this build may be: $variable alone when it is set, else its place in the
+    build tree (relative to the package's folder there), then where cmake --install put it."""
+    configured = os.environ.get(variable)
+    if configured:
+        yield configured
+        return
+    here = os.path.dirname(os.path.realpath(__file__))
+    yield os.path.join(here, "..", "..", *in_build_tree)
+    try:
+        from . import _installed  # written by cmake --install
+        yield getattr(_installed, installed_name)
+    except ImportError:
+        pass
+
+
 def interrupted(message):
     """Whether a heap command's error says Ctrl-C stopped it."""
     return ": interrupted" in message
@@ -68,4 +85,4 @@ def command_line(words):
     return " ".join(shlex.quote(w) for w in words)
 
 
-__all__ = ["DebuggerSession", "Blocks", "interrupted", "command_line"]
+__all__ = ["DebuggerSession", "Blocks", "frontend_candidates", "interrupted", "command_line"]

@@ -11,23 +11,9 @@ import sys
 import gdb  # pylint: disable=import-error
 
 from . import Error, _heapscope
-from ._debugger import DebuggerSession, command_line, interrupted
+from ._debugger import DebuggerSession, command_line, frontend_candidates, interrupted
 
 _current = None
-
-
-def _script_candidates():
-    configured = os.environ.get("HEAPSCOPE_GDB_SCRIPT")
-    if configured:
-        yield configured
-        return
-    here = os.path.dirname(os.path.realpath(__file__))
-    yield os.path.join(here, "..", "..", "capi", "heapscope_gdb.py")  # the build tree
-    try:
-        from . import _installed  # written by cmake --install
-        yield _installed.GDB_SCRIPT
-    except ImportError:
-        pass
 
 
 def _frontend():
@@ -35,7 +21,7 @@ def _frontend():
     if module is not None:
         return module
     tried = []
-    for path in _script_candidates():
+    for path in frontend_candidates("HEAPSCOPE_GDB_SCRIPT", ("capi", "heapscope_gdb.py"), "GDB_SCRIPT"):
         path = os.path.normpath(path)
         tried.append(path)
         if os.path.isfile(path):

@@ -9,25 +9,11 @@ import os
 import lldb  # pylint: disable=import-error
 
 from . import Error, _heapscope
-from ._debugger import DebuggerSession, command_line, interrupted
+from ._debugger import DebuggerSession, command_line, frontend_candidates, interrupted
 
 _current = None
 _STOPPED = (lldb.eStateStopped, lldb.eStateCrashed, lldb.eStateSuspended)
 _NO_PROCESS = "no process; load a core (target create --core) or run/attach first"
-
-
-def _plugin_candidates():
-    configured = os.environ.get("HEAPSCOPE_LLDB_PLUGIN")
-    if configured:
-        yield configured
-        return
-    here = os.path.dirname(os.path.realpath(__file__))
-    yield os.path.join(here, "..", "..", "lldb", "libheapscope_lldb.so")  # the build tree
-    try:
-        from . import _installed  # written by cmake --install
-        yield _installed.LLDB_PLUGIN
-    except ImportError:
-        pass
 
 
 def _handle(debugger, line):
@@ -40,7 +26,7 @@ def _ensure_plugin(debugger):
     if debugger.GetCommandInterpreter().CommandExists("heap"):
         return
     tried = []
-    for path in _plugin_candidates():
+    for path in frontend_candidates("HEAPSCOPE_LLDB_PLUGIN", ("lldb", "libheapscope_lldb.so"), "LLDB_PLUGIN"):
         path = os.path.normpath(path)
         tried.append(path)
         if os.path.isfile(path):
