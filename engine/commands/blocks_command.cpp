@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <unordered_map>
 
 #include "commands/block_columns.h"
@@ -18,17 +19,27 @@ bool by_verdict(const std::string& wanted) {
   return std::find(kVerdictSelections.begin(), kVerdictSelections.end(), wanted) != kVerdictSelections.end();
 }
 
-bool matches_verdict(Verdict v, bool possibly, const std::string& wanted) {
-  if (wanted == "leaked") return is_leaked(v);
-  if (wanted == "possibly") return possibly;
-  return wanted == verdict_name(v);
-}
+// What a selection keeps, decided once per command rather than by comparing names at every block (at 5M
+// blocks those comparisons cost more than the walk's copy of the heap).
+struct Wanted {
+  std::array<bool, kBlockStateCount> states{};
+  std::array<bool, 5> verdicts{};  // by Verdict
+  bool possibly_only = false;      // --state possibly: reachable only through interior pointers
+};
 
-bool matches(BlockState state, const std::string& wanted) {
-  if (wanted == "all") return true;
-  if (wanted == "used") return is_allocated(state);
-  if (wanted == "free") return !is_allocated(state);
-  return wanted == block_state_name(state);
+Wanted wanted_blocks(const std::string& wanted) {
+  Wanted w;
+  for (int i = 0; i < kBlockStateCount; ++i) {
+    const auto state = static_cast<BlockState>(i);
+    w.states[i] = wanted == "all" || (wanted == "used" && is_allocated(state)) ||
+                  (wanted == "free" && !is_allocated(state)) || wanted == block_state_name(state);
+  }
+  for (std::size_t i = 0; i < w.verdicts.size(); ++i) {
+    const auto verdict = static_cast<Verdict>(i);
+    w.verdicts[i] = (wanted == "leaked" && is_leaked(verdict)) || wanted == verdict_name(verdict);
+  }
+  w.possibly_only = wanted == "possibly";
+  return w;
 }
 
 // Types only matter, and are only worth computing, when allocated blocks are listed.
@@ -84,18 +95,24 @@ class BlocksCommand final : public Command {
     const HeapModel& heap = s.heap();
     BlockSelection r;
     std::vector<BlockId>& selected = r.blocks;
+    const Wanted wanted = wanted_blocks(state_);
+    selected.reserve(heap.blocks.size());  // an id per block at most: pages are only touched as ids are written
     if (by_verdict(state_)) {
       const LeakVerdicts& v = s.verdicts();
-      for (std::size_t i = 0; i < heap.blocks.size(); ++i)
-        if (matches_verdict(v.verdict[i], v.possibly[i], state_) && heap.blocks[i].usable_size() >= min_size_) {
+      for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+        const bool chosen = wanted.possibly_only ? v.possibly[i] != 0 : wanted.verdicts[static_cast<std::size_t>(v.verdict[i])];
+        if (chosen && heap.blocks[i].usable_size() >= min_size_) {
           selected.push_back(static_cast<BlockId>(i));
           r.verdicts.push_back(verdict_name(v.verdict[i]));
           r.possibly.push_back(v.possibly[i] != 0);
         }
+      }
     } else {
-      for (std::size_t i = 0; i < heap.blocks.size(); ++i)
-        if (matches(heap.blocks[i].state, state_) && heap.blocks[i].usable_size() >= min_size_)
+      for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+        const Block& b = heap.blocks[i];
+        if (wanted.states[static_cast<std::size_t>(b.state)] && b.usable_size() >= min_size_)
           selected.push_back(static_cast<BlockId>(i));
+      }
     }
     if (!type_.empty()) keep_type(s, selected, r.verdicts, r.possibly);
     r.matched = selected.size();
