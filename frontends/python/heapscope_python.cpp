@@ -11,7 +11,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -20,6 +24,7 @@
 
 #include "base/progress.h"
 #include "base/serving_thread.h"
+#include "base/workers.h"
 #include "commands/block_columns.h"
 #include "commands/command_line.h"
 #include "frontends/common/cache_settings.h"
@@ -47,6 +52,62 @@ py::array_t<T> column(std::vector<T>&& values) {
   py::capsule release(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
   return py::array_t<T>(static_cast<py::ssize_t>(owned->size()), owned->data(), release);
 }
+
+// A column of `n` values filled by the caller, owned by the numpy array it becomes. Left uninitialised
+// until then (zeroing 5M entries first would cost as much again as writing them); a large one is mapped
+// with transparent huge pages asked for, since at 5M blocks most of the columns' time is otherwise the
+// kernel's, handing out and zeroing a 4 KiB page at a time.
+template <class T>
+class RawColumn {
+ public:
+  explicit RawColumn(std::size_t n) : size_(n), bytes_(std::max<std::size_t>(n * sizeof(T), sizeof(T))) {
+    if (bytes_ >= kHugePage) {
+      bytes_ = (bytes_ + kHugePage - 1) / kHugePage * kHugePage;
+      void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      ::madvise(p, bytes_, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
+      values_ = static_cast<T*>(p);
+      mapped_ = true;
+    } else {
+      values_ = new T[n ? n : 1];
+    }
+  }
+  ~RawColumn() { free(values_, bytes_, mapped_); }
+  RawColumn(const RawColumn&) = delete;
+  RawColumn& operator=(const RawColumn&) = delete;
+
+  T& operator[](std::size_t i) { return values_[i]; }
+  py::array_t<T> release() {
+    auto* owned = new Owned{values_, bytes_, mapped_};
+    values_ = nullptr;
+    py::capsule owner(owned, [](void* p) {
+      const Owned* o = static_cast<Owned*>(p);
+      free(o->values, o->bytes, o->mapped);
+      delete o;
+    });
+    return py::array_t<T>(static_cast<py::ssize_t>(size_), owned->values, owner);
+  }
+
+ private:
+  static constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  struct Owned {
+    T* values;
+    std::size_t bytes;
+    bool mapped;
+  };
+  static void free(T* values, std::size_t bytes, bool mapped) {
+    if (!values) return;
+    if (mapped)
+      ::munmap(values, bytes);
+    else
+      delete[] values;
+  }
+
+  T* values_ = nullptr;
+  std::size_t size_;
+  std::size_t bytes_;
+  bool mapped_ = false;
+};
 
 using BlockIdArray = py::array_t<BlockId, py::array::c_style | py::array::forcecast>;
 
@@ -148,41 +209,43 @@ class PySession {
     return result.output;
   }
 
-  // The `blocks` selection (words as after "blocks") as columns.
+  // The `blocks` selection (words as after "blocks") as columns: address, usable size and state (the
+  // rest — chunks, types, sites — on demand, from the block ids).
   py::dict blocks(const std::vector<std::string>& words, py::object on_progress) {
     Session& s = live();
     PythonServing serving(s.progress(), std::move(on_progress));
     BlockSelection selection;
-    std::vector<Address> address, chunk;
-    std::vector<std::uint64_t> size, chunk_size;
-    std::vector<std::uint8_t> state, verdict;
+    std::optional<RawColumn<Address>> address;
+    std::optional<RawColumn<std::uint64_t>> size;
+    std::optional<RawColumn<std::uint8_t>> state;
     std::vector<std::string> warnings;
     serving.run([&] {
       guarded([&] {
         in_phase(s, serving, [&] {
-        selection = select_blocks(s, words);
-        const auto& blocks = s.heap().blocks;
-        const std::size_t n = selection.blocks.size();
-        address.resize(n), chunk.resize(n), size.resize(n), chunk_size.resize(n), state.resize(n);
-        for (std::size_t k = 0; k < n; ++k) {
-          const Block& b = blocks[selection.blocks[k]];
-          address[k] = b.address();
-          chunk[k] = b.chunk;
-          size[k] = b.usable_size();
-          chunk_size[k] = b.chunk_size();
-          state[k] = static_cast<std::uint8_t>(b.state);
-        }
-        warnings = s.warnings_with({});
+          selection = select_blocks(s, words);
+          const auto& blocks = s.heap().blocks;
+          const std::size_t n = selection.blocks.size();
+          address.emplace(n), size.emplace(n), state.emplace(n);
+          // On all cores: at 5M blocks most of the time is the kernel handing out the columns' fresh pages.
+          const unsigned workers = worker_count(n, kBlocksPerWorker);
+          run_workers(workers, [&](unsigned w) {
+            const auto [first, last] = slice_of(n, workers, w);
+            for (std::size_t k = first; k < last; ++k) {
+              const Block& b = blocks[selection.blocks[k]];
+              (*address)[k] = b.address();
+              (*size)[k] = b.usable_size();
+              (*state)[k] = static_cast<std::uint8_t>(b.state);
+            }
+          });
+          warnings = s.warnings_with({});
         });
       });
     });
     py::dict out;
     out["matched"] = selection.matched;
-    out["address"] = column(std::move(address));
-    out["chunk"] = column(std::move(chunk));
-    out["size"] = column(std::move(size));
-    out["chunk_size"] = column(std::move(chunk_size));
-    out["state"] = column(std::move(state));
+    out["address"] = address->release();
+    out["size"] = size->release();
+    out["state"] = state->release();
     if (!selection.verdicts.empty()) {
       std::vector<std::uint8_t> possibly(selection.possibly.begin(), selection.possibly.end());
       py::list names;
@@ -193,6 +256,21 @@ class PySession {
     out["ids"] = column(std::move(selection.blocks));
     out["warnings"] = warnings;
     return out;
+  }
+
+  // The chunks of blocks `ids`: (chunk addresses, chunk sizes), headers included.
+  py::tuple chunks(const BlockIdArray& ids) {
+    Session& s = live();
+    check_ids(ids);
+    const std::span<const BlockId> wanted = block_ids(ids);
+    RawColumn<Address> chunk(wanted.size());
+    RawColumn<std::uint64_t> chunk_size(wanted.size());
+    const auto& blocks = s.heap().blocks;
+    for (std::size_t k = 0; k < wanted.size(); ++k) {
+      chunk[k] = blocks[wanted[k]].chunk;
+      chunk_size[k] = blocks[wanted[k]].chunk_size();
+    }
+    return py::make_tuple(chunk.release(), chunk_size.release());
   }
 
   // The type names of blocks `ids` (block_type_column): (type ids, names, namings).
@@ -399,6 +477,7 @@ PYBIND11_MODULE(_heapscope, m) {
       .def("blocks", &PySession::blocks, py::arg("words"), py::arg("progress") = py::none())
       .def("types", &PySession::types, py::arg("ids"), py::arg("progress") = py::none())
       .def("sites", &PySession::sites, py::arg("ids"), py::arg("progress") = py::none())
+      .def("chunks", &PySession::chunks, py::arg("ids"))
       .def("save_index", &PySession::save_index)
       .def("close", &PySession::close)
       .def_property_readonly("closed", &PySession::closed)

@@ -67,11 +67,11 @@ def _address(addr):
 class Blocks:
     """Blocks as columns (numpy arrays, one entry per block, in address order): what `blocks` lists.
 
-    address, chunk, size (usable bytes), chunk_size (numpy uint64), state (uint8, an index into
-    state_names), and for a selection by leak verdict verdict (uint8, into verdict_names) and possibly
-    (bool). type_id (uint32, into types; 0 is "unknown") and site_id (int32, into sites; -1: not sampled)
-    are computed on first use: naming the heap costs what `histogram` costs, and the other columns arrive
-    in about the time of `summary`. `ids` are the blocks' indices in the session's heap.
+    address and size (usable bytes; numpy uint64), state (uint8, an index into state_names), and for a
+    selection by leak verdict verdict (uint8, into verdict_names) and possibly (bool) arrive with the
+    selection, in about the time of `summary`. chunk and chunk_size (uint64), type_id (uint32, into types;
+    0 is "unknown") and site_id (int32, into sites; -1: not sampled) are computed on first use: naming
+    the heap costs what `histogram` costs. `ids` are the blocks' indices in the session's heap.
     """
 
     def __init__(self, session, columns, progress):
@@ -80,9 +80,7 @@ class Blocks:
         self.matched = columns["matched"]
         self.ids = columns["ids"]
         self.address = columns["address"]
-        self.chunk = columns["chunk"]
         self.size = columns["size"]
-        self.chunk_size = columns["chunk_size"]
         self.state = columns["state"]
         self.state_names = _heapscope.state_names()
         self.warnings = columns["warnings"]
@@ -93,7 +91,7 @@ class Blocks:
             self.verdict = numpy.fromiter((codes[v] for v in columns["verdict_names"]), dtype=numpy.uint8,
                                           count=len(columns["verdict_names"]))
             self.possibly = columns["possibly"].astype(bool)
-        self._types = self._sites = None
+        self._types = self._sites = self._chunks = None
 
     def __len__(self):
         return len(self.address)
@@ -107,6 +105,19 @@ class Blocks:
         if self._sites is None:
             self._sites = self._session.sites(self.ids, self._progress)
         return self._sites
+
+    @property
+    def chunk(self):
+        """Per block, where its chunk starts (the malloc header 16 bytes before a glibc block's address)."""
+        if self._chunks is None:
+            self._chunks = self._session.chunks(self.ids)
+        return self._chunks[0]
+
+    @property
+    def chunk_size(self):
+        """Per block, its chunk's bytes, header included (what `blocks` calls chunk_size)."""
+        self.chunk  # pylint: disable=pointless-statement
+        return self._chunks[1]
 
     @property
     def type_id(self):
