@@ -19,9 +19,10 @@ import _thread
 import json
 import os
 import subprocess
+import sys
 import unittest
 
-from heapscope_e2e import heapscope_json, run_heapscope, work_dir, debugger_environment
+from heapscope_e2e import build_dir, debugger_environment, heapscope_json, run_heapscope, work_dir
 from lldb_session import LLDB, parked_fixture, plugin_path
 from test_leaks import capture_leak_fixture, leak_fixture_path
 from test_lldb import comparable, leaked_addresses
@@ -172,6 +173,11 @@ class OnACore(unittest.TestCase):
             self.assertEqual(pressed, [True])
             self.assertEqual(without_volatile(session.run("top")), without_volatile(self.cli("top")))
 
+    def test_the_api_reference_is_the_docstrings(self):
+        script = os.path.join(os.environ["HEAPSCOPE_SOURCE_DIR"], "scripts", "python-api-docs")
+        checked = subprocess.run([sys.executable, script, build_dir(), "--check"], capture_output=True, text=True)
+        self.assertEqual(checked.returncode, 0, checked.stderr)
+
     def test_a_closed_session_says_so(self):
         session = heapscope.open(self.capture.core, cache=False)
         session.close()
@@ -223,6 +229,11 @@ class Attached(unittest.TestCase):
             heapscope.attach(2 ** 22 + 1)
 
 
+# After the debugger changed the process (a register set, a function called in it): the session kept from
+# before refuses to answer for the new state.
+STALE_CHECK = ("import heapscope, json\ntry:\n    kept.run('leaks')\nexcept heapscope.Error as e:\n"
+               "    print('PY-STALE ' + json.dumps(str(e)))")
+
 # What the debuggers run: the core's leaks, used blocks and the retainers of a kept block, as JSON lines.
 DEBUGGER_SCRIPT = """
 import json, heapscope
@@ -232,6 +243,7 @@ print("PY-LEAKS " + json.dumps(s.run("leaks")))
 print("PY-BLOCKS " + json.dumps([b.address.tolist(), b.size.tolist()]))
 print("PY-RETAINERS " + json.dumps(s.retainers({kept}, paths=3)))
 print("PY-SAME " + json.dumps(s is heapscope.current()))
+kept = s
 """
 
 
@@ -314,6 +326,8 @@ class InsideDebuggers(unittest.TestCase):
                              [[b["address"] for b in cli_blocks], [b["usable_size"] for b in cli_blocks]])
             self.assertEqual(without_volatile(tagged_json(output, "PY-RETAINERS")),
                              without_volatile(heapscope_json("attach", process.pid, "retainers", hex(kept), "--paths", "3")))
+            self.assertEqual(tagged_json(output, "PY-STALE"), "the target has changed since heapscope.current() gave "
+                                                               "this session; ask it again")
             self.assertIsNone(process.poll())
 
     def test_in_gdb_on_a_live_process(self):
@@ -322,7 +336,8 @@ class InsideDebuggers(unittest.TestCase):
 
         def gdb(pid, script):
             result = subprocess.run(["gdb", "-batch", "-nx", "-ex", "set pagination off", "-p", str(pid), "-ex",
-                                     f"python exec(open({script!r}).read())", "-ex", "detach"],
+                                     f"python exec(open({script!r}).read())", "-ex", "set var $rax = $rax",
+                                     "-ex", f"python exec({STALE_CHECK!r})", "-ex", "detach"],
                                     capture_output=True, text=True, env=self.environment(),
                                     timeout=DEBUGGER_TIMEOUT_SECONDS)
             return result.stdout + result.stderr
@@ -332,7 +347,8 @@ class InsideDebuggers(unittest.TestCase):
     def test_in_lldb_script_on_a_live_process(self):
         def lldb(pid, script):
             result = subprocess.run([LLDB, "--batch", "--no-lldbinit", "-p", str(pid), "-o", "script import heapscope",
-                                     "-o", f"script exec(open({script!r}).read())", "-o", "process detach"],
+                                     "-o", f"script exec(open({script!r}).read())", "-o", "expr (int)getpid()",
+                                     "-o", f"script exec({STALE_CHECK!r})", "-o", "process detach"],
                                     capture_output=True, text=True, env=self.environment(),
                                     timeout=DEBUGGER_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)
             return result.stdout + result.stderr

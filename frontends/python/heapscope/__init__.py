@@ -6,7 +6,7 @@ you look (`heapscope.attach`), or, inside GDB or LLDB, the debugger's current ta
 
     import heapscope
     with heapscope.open("core.1234") as s:
-        s.run("leaks -n 5")                  # the dict `heapscope leaks core.1234 -n 5 --json` prints
+        s.run("top -n 5")                    # the dict `heapscope top core.1234 -n 5 --json` prints
         blocks = s.blocks(state="used")      # numpy columns: address, size, state, type_id, site_id
         s.retainers(0x5581e2a4c2b0, paths=3)
 
@@ -178,7 +178,7 @@ class Session:
     # ---- commands ----
 
     def run(self, command, progress=None):
-        """Runs one command line (a string as typed after the core, or a list of words): `run("leaks -n 5")`.
+        """Runs one command line (a string as typed after the core, or a list of words): `run("top -n 5")`.
 
         Returns the dict its `--json` prints (docs/json.md); with `--format text|html|dot` or `-o FILE` the
         command's output as a string instead. Raises Error, or KeyboardInterrupt on Ctrl-C."""

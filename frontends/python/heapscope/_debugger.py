@@ -19,17 +19,29 @@ class DebuggerSession(Session):
     """A Session whose commands are the debugger's `heap` commands. `run(...)` raises Error with the
     debugger's message, and KeyboardInterrupt when Ctrl-C stopped the command."""
 
-    def __init__(self, execute, open_engine, key):
+    def __init__(self, execute, open_engine, key, current_key):
         super().__init__(None)
         self._execute = execute          # words -> the heap command's output, raising Error
         self._open_engine = open_engine  # () -> an engine session over the same target
+        self._current_key = current_key  # () -> the key of what the debugger holds now
         self.key = key
         self._closed = False
 
+    def _check_current(self):
+        """A session kept after the process ran (or another core was loaded) must not answer for the new
+        state: the debugger's `heap` command would."""
+        if not self._closed:
+            try:
+                self._closed = self._current_key() != self.key
+            except Error:
+                self._closed = True
+        if self._closed:
+            self.close()
+            raise Error("the target has changed since heapscope.current() gave this session; ask it again")
+
     def run(self, command, progress=None):
         del progress  # the debugger shows its own progress line
-        if self._closed:
-            raise Error("the target has changed since heapscope.current() gave this session; ask it again")
+        self._check_current()
         words = _heapscope.split_command(command) if isinstance(command, str) else [str(w) for w in command]
         if not words:
             raise ValueError("no command given; heapscope.commands() lists them")
@@ -39,8 +51,7 @@ class DebuggerSession(Session):
         return json.loads(output) if as_json else output
 
     def blocks(self, state="used", type=None, min_size=0, limit=0, progress=None):  # pylint: disable=redefined-builtin
-        if self._closed:
-            raise Error("the target has changed since heapscope.current() gave this session; ask it again")
+        self._check_current()
         if self._engine is None:
             self._engine = self._open_engine()
         return Session.blocks(self, state, type, min_size, limit, progress)

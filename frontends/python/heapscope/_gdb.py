@@ -84,8 +84,15 @@ def current_session(progress=None):
         kind, key = frontend.target_key(inferior)
     except gdb.GdbError as e:
         raise Error(str(e)) from None
-    if _current is not None and _current.key == key:
+    if _current is not None and _current.key == key and not _current.closed:
         return _current
     _invalidate()
-    _current = DebuggerSession(_execute, _opener(frontend, kind, key, inferior), key)
+    _current = DebuggerSession(_execute, _opener(frontend, kind, key, inferior), key, lambda: _key(frontend))
     return _current
+
+
+def _key(frontend):
+    try:
+        return frontend.target_key(gdb.selected_inferior())[1]
+    except gdb.GdbError as e:
+        raise Error(str(e)) from None

@@ -127,10 +127,16 @@ def current_session(progress=None):
     if process.GetState() not in _STOPPED:
         raise Error("the process is running; stop it first (process interrupt)")
     _ensure_plugin(debugger)
-    key = (process.GetUniqueID(), process.GetStopID(True))
-    if _current is not None and _current.key == key:
+    key = _key(process)
+    if _current is not None and _current.key == key and not _current.closed:
         return _current
     if _current is not None:
         _current.close()
-    _current = DebuggerSession(_executor(debugger), _opener(target, process), key)
+    _current = DebuggerSession(_executor(debugger), _opener(target, process), key,
+                               lambda: _key(debugger.GetSelectedTarget().GetProcess()))
     return _current
+
+
+def _key(process):
+    """The process and its stop: stops after expressions that ran code count too (`expr free(p)`)."""
+    return (process.GetUniqueID(), process.GetStopID(True)) if process.IsValid() else None
