@@ -193,6 +193,8 @@ class PythonServing {
   std::optional<py::error_already_set> raised_;
 };
 
+std::vector<std::string> verdict_names();
+
 // One Python Session: the engine's Session, and for attach() the process it keeps stopped.
 class PySession {
  public:
@@ -246,10 +248,13 @@ class PySession {
     out["address"] = address->release();
     out["size"] = size->release();
     out["state"] = state->release();
-    if (!selection.verdicts.empty()) {
+    if (!selection.verdicts.empty()) {  // by leak verdict: each block's, as an index into verdict_names
+      std::vector<std::string> names = verdict_names();
+      std::vector<std::uint8_t> verdict(selection.verdicts.size());
+      for (std::size_t k = 0; k < verdict.size(); ++k)
+        verdict[k] = static_cast<std::uint8_t>(std::find(names.begin(), names.end(), selection.verdicts[k]) - names.begin());
       std::vector<std::uint8_t> possibly(selection.possibly.begin(), selection.possibly.end());
-      py::list names;
-      for (const char* name : selection.verdicts) names.append(name);
+      out["verdict"] = column(std::move(verdict));
       out["verdict_names"] = names;
       out["possibly"] = column(std::move(possibly));
     }
@@ -452,6 +457,12 @@ PySession open_stopped(int pid, const std::vector<DebuggerThread>& threads, cons
 std::vector<std::string> register_names() {
   std::vector<std::string> names;
   for (int r = 0; r < static_cast<int>(Reg::count); ++r) names.emplace_back(register_name(static_cast<Reg>(r)));
+  return names;
+}
+
+std::vector<std::string> verdict_names() {
+  std::vector<std::string> names;
+  for (int v = 0; v <= static_cast<int>(Verdict::cycle_leak); ++v) names.emplace_back(verdict_name(static_cast<Verdict>(v)));
   return names;
 }
 

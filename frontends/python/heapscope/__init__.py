@@ -85,11 +85,9 @@ class Blocks:
         self.state_names = _heapscope.state_names()
         self.warnings = columns["warnings"]
         self.verdict = self.possibly = self.verdict_names = None
-        if "verdict_names" in columns:
-            self.verdict_names = sorted(set(columns["verdict_names"]))
-            codes = {name: i for i, name in enumerate(self.verdict_names)}
-            self.verdict = numpy.fromiter((codes[v] for v in columns["verdict_names"]), dtype=numpy.uint8,
-                                          count=len(columns["verdict_names"]))
+        if "verdict" in columns:
+            self.verdict = columns["verdict"]
+            self.verdict_names = columns["verdict_names"]
             self.possibly = columns["possibly"].astype(bool)
         self._types = self._sites = self._chunks = None
 
