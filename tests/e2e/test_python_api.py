@@ -83,6 +83,12 @@ class OnACore(unittest.TestCase):
         self.assertEqual(without_volatile(self.session.run(["top", "-n", "3", "--by", "type"])),
                          without_volatile(self.cli("top", "-n", "3", "--by", "type")))
         self.assertIn("Leaked", self.session.run("leaks --format text"))
+        self.assertEqual(without_volatile(self.session.run("summary --json")), without_volatile(self.cli("summary")))
+        self.assertEqual(without_volatile(self.session.run("summary --format=json")), without_volatile(self.cli("summary")))
+        page = os.path.join(work_dir(), "python-api-leaks.html")
+        self.assertIn(page, self.session.run(["leaks", "-o", page]))
+        self.assertTrue(os.path.getsize(page) > 0)
+        self.assertIn("--examples", self.session.run("leaks --help"))
 
     def test_blocks_columns_equal_the_clis_blocks(self):
         for state in ("used", "leaked", "all"):

@@ -33,7 +33,34 @@ Error = _heapscope.Error
 Error.__doc__ = "A heapscope failure: the message the CLI would print (a bad core, an address in no block, ...)."
 
 _UNKNOWN_TYPE = re.compile(r"unknown \((\d+) bytes\)")
-_OUTPUT_OPTIONS = ("--json", "--format", "-o", "--output")
+
+
+def _option_value(words, names):
+    """The value of the last of options `names` among `words` (`--format json` or `--format=json`), or None."""
+    value = None
+    for i, word in enumerate(words):
+        for name in names:
+            if word == name and i + 1 < len(words):
+                value = words[i + 1]
+            elif word.startswith(name + "="):
+                value = word[len(name) + 1:]
+    return value
+
+
+def _command_words(command):
+    """A command line's words, with --json added when it names no output of its own, and whether its
+    output is JSON (then run() returns it parsed): not with --format text|html|dot|svg, -o FILE or help."""
+    words = _heapscope.split_command(command) if isinstance(command, str) else [str(w) for w in command]
+    if not words:
+        raise ValueError("no command given; heapscope.commands() lists them")
+    if words[0] in ("help", "--help", "-h") or any(w in ("--help", "-h") for w in words[1:]):
+        return words, False
+    if _option_value(words[1:], ("-o", "--output")) is not None:
+        return words, False
+    output_format = _option_value(words[1:], ("--format",))
+    if output_format is not None:
+        return words, output_format == "json"
+    return (words if "--json" in words[1:] else words + ["--json"]), True
 
 
 def _target_options(exe=None, sysroot=None, debug_dirs=None, debuginfod=True, debug_files=True,
@@ -180,12 +207,8 @@ class Session:
 
         Returns the dict its `--json` prints (docs/json.md); with `--format text|html|dot` or `-o FILE` the
         command's output as a string instead. Raises Error, or KeyboardInterrupt on Ctrl-C."""
-        words = _heapscope.split_command(command) if isinstance(command, str) else [str(w) for w in command]
-        if not words:
-            raise ValueError("no command given; heapscope.commands() lists them")
-        as_json = not any(w == o or w.startswith(o + "=") for w in words[1:] for o in _OUTPUT_OPTIONS) and \
-            words[0] not in ("help", "--help", "-h") and not any(w in ("--help", "-h") for w in words[1:])
-        output = self._engine.run(words + ["--json"] if as_json else words, self._pick(progress))
+        words, as_json = _command_words(command)
+        output = self._engine.run(words, self._pick(progress))
         return json.loads(output) if as_json else output
 
     def blocks(self, state="used", type=None, min_size=0, limit=0, progress=None):  # pylint: disable=redefined-builtin

@@ -12,7 +12,7 @@ import json
 import os
 import shlex
 
-from . import Error, Session, Blocks, _heapscope
+from . import Error, Session, Blocks, _command_words
 
 
 class DebuggerSession(Session):
@@ -42,12 +42,8 @@ class DebuggerSession(Session):
     def run(self, command, progress=None):
         del progress  # the debugger shows its own progress line
         self._check_current()
-        words = _heapscope.split_command(command) if isinstance(command, str) else [str(w) for w in command]
-        if not words:
-            raise ValueError("no command given; heapscope.commands() lists them")
-        outputs = ("--json", "--format", "-o", "--output", "--help", "-h")
-        as_json = not any(w == o or w.startswith(o + "=") for w in words[1:] for o in outputs)
-        output = self._execute(words + ["--json"] if as_json else words)
+        words, as_json = _command_words(command)
+        output = self._execute(words)
         return json.loads(output) if as_json else output
 
     def blocks(self, state="used", type=None, min_size=0, limit=0, progress=None):  # pylint: disable=redefined-builtin
