@@ -1,6 +1,6 @@
 """The Python module (frontends/python): `import heapscope` against the CLI's JSON.
 
-ctest runs this file with Debian's python3 (HEAPSCOPE_PYTHON: the interpreter the module is built for,
+ctest runs this file (unittest; pytest runs it as well) with Debian's python3 (HEAPSCOPE_PYTHON: the interpreter the module is built for,
 which gdb and LLDB embed) and the build tree's package on PYTHONPATH.
 
 - On leak_shapes' core: Session.run equals `heapscope COMMAND CORE --json` for every command of the table
@@ -8,6 +8,8 @@ which gdb and LLDB embed) and the build tree's package on PYTHONPATH.
   too); referrers, referents, retainers, describe, snapshot and diff equal the commands they stand for;
   errors are heapscope.Error with the CLI's message; the progress callback is called; Ctrl-C during a
   command is a KeyboardInterrupt and the session goes on.
+- growing_cache's three cores: diff and evolution over earlier cores equal the CLI's; the allocation_sites
+  fixture under jemalloc sampling: each block's site_id is the site `describe` names.
 - leak_shapes parked: attach() as a context manager — its leaks are the designed ones, every method equals
   `heapscope attach PID …`, and the process is let go when the block ends, also when it ends with an
   exception.
@@ -195,6 +197,61 @@ class OnACore(unittest.TestCase):
         session.close()
         with self.assertRaises(heapscope.Error):
             session.run("summary")
+
+
+class OverTime(unittest.TestCase):
+    """growing_cache cored at its three stops (test_snapshots' capture): the commands over earlier cores,
+    run on a session of the last one, equal the CLI's, which lists the current core last."""
+
+    @classmethod
+    def setUpClass(cls):
+        from test_snapshots import capture_stops
+        cls.cores, _ = capture_stops("python-api-stops")
+
+    def test_diff_and_evolution_equal_the_clis(self):
+        first, second, last = self.cores
+        with heapscope.open(last, cache=False) as session:
+            self.assertEqual(without_volatile(session.diff(core=first, count=5)),
+                             without_volatile(heapscope_json("diff", first, last, "-n", "5")))
+            self.assertEqual(without_volatile(session.run(["evolution", first, second])),
+                             without_volatile(heapscope_json("evolution", first, second, last)))
+            self.assertEqual(without_volatile(session.run(["diff", second, "--by", "type"])),
+                             without_volatile(heapscope_json("diff", second, last, "--by", "type")))
+
+
+class WithAllocationSites(unittest.TestCase):
+    """The allocation_sites fixture under jemalloc sampling every allocation (test_allocation_sites'
+    capture): each block's site_id is the site `describe` says it was allocated at, and its label that
+    site's innermost frame of the program."""
+
+    @classmethod
+    def setUpClass(cls):
+        from test_allocation_sites import capture_with_dump, require_fixture
+        require_fixture()
+        _, cls.core, _, _ = capture_with_dump()
+        cls.session = heapscope.open(cls.core, cache=False)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.session.close()
+
+    def test_site_ids_are_describes_sites(self):
+        import numpy
+        blocks = self.session.blocks(min_size=1000)
+        sampled = numpy.flatnonzero(blocks.site_id >= 0)
+        unsampled = numpy.flatnonzero(blocks.site_id < 0)
+        self.assertGreater(len(sampled), 10)
+        for k in list(sampled[:: max(1, len(sampled) // 12)]) + list(unsampled[:3]):
+            address = int(blocks.address[k])
+            with self.subTest(address=hex(address)):
+                described = heapscope_json("describe", self.core, hex(address))
+                self.assertEqual(without_volatile(self.session.describe(address)), without_volatile(described))
+                site = described["allocated_at"]
+                if blocks.site_id[k] < 0:
+                    self.assertIsNone(site)
+                    continue
+                self.assertEqual(site["site"], blocks.site_id[k])
+                self.assertEqual(blocks.sites[blocks.site_id[k]], site["frames"][0]["text"])
 
 
 def tracer_of(pid):
