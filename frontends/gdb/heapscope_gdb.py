@@ -502,11 +502,19 @@ def _register_commands():
         subcommand(name)
 
 
-def _connect_events():
-    for registry in ("cont", "exited", "memory_changed", "register_changed", "new_objfile", "clear_objfiles"):
+# The events after which a session no longer describes the target (the Python module's sessions too).
+INVALIDATING_EVENTS = ("cont", "exited", "memory_changed", "register_changed", "new_objfile", "clear_objfiles")
+
+
+def connect_invalidating_events(callback):
+    for registry in INVALIDATING_EVENTS:
         events = getattr(gdb.events, registry, None)
         if events is not None:
-            events.connect(_sessions.invalidate)
+            events.connect(callback)
+
+
+def _connect_events():
+    connect_invalidating_events(_sessions.invalidate)
 
 
 _register_commands()

@@ -27,14 +27,11 @@ def _frontend():
         if os.path.isfile(path):
             spec = importlib.util.spec_from_file_location("heapscope_gdb", path)
             module = importlib.util.module_from_spec(spec)
-            sys.modules["heapscope_gdb"] = module
             spec.loader.exec_module(module)
             if module._lib is None:  # pylint: disable=protected-access
                 raise Error(module._load_error)  # pylint: disable=protected-access
-            for event in ("cont", "exited", "memory_changed", "register_changed", "new_objfile", "clear_objfiles"):
-                registry = getattr(gdb.events, event, None)
-                if registry is not None:
-                    registry.connect(_invalidate)
+            sys.modules["heapscope_gdb"] = module  # loaded once: its `heap` command and its sessions stay
+            module.connect_invalidating_events(_invalidate)
             return module
     raise Error(f"heapscope's GDB frontend was not found (looked in: {', '.join(tried)}); set HEAPSCOPE_GDB_SCRIPT "
                 f"to heapscope_gdb.py")
