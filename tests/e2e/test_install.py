@@ -198,6 +198,24 @@ class InstalledFromTheReadme(unittest.TestCase):
         self.assertNotIn("error:", result.stderr)
 
 
+    def test_the_python_module_in_lldb_finds_the_installed_plugin(self):
+        # No `plugin load`: heapscope.current() loads the plugin from where cmake --install put it.
+        arguments = ["lldb-16", "--batch", "--no-lldbinit", "-o",
+                     f"target create {self.capture.executable} --core {self.capture.core}",
+                     "-o", "script import heapscope",
+                     "-o", "script print('PY-LEAKED', len(heapscope.current().blocks(state='leaked')))",
+                     "-o", "script print('PY-TOTALS', heapscope.current().run('leaks')['totals']['blocks'])"]
+        # LLDB's Python takes its prefix from the first python3 on PATH: Debian's, on a fresh machine (a
+        # pyenv on PATH, as this test may run under, would give it that interpreter's library, without numpy).
+        env = self.environment()
+        env["PATH"] = os.pathsep.join([os.path.join(self.prefix, "bin"), os.path.dirname(DEBIAN_PYTHON), env["PATH"]])
+        result = subprocess.run(arguments, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                                env=env, timeout=TIMEOUT_SECONDS)
+        leaked = len([e for e in self.capture.expectations if e.verdict == "leaked"])
+        self.assertIn(f"PY-LEAKED {leaked}", result.stdout, result.stderr[-2000:])
+        self.assertIn(f"PY-TOTALS {leaked}", result.stdout, result.stderr[-2000:])
+
+
 class DebianPackage(unittest.TestCase):
     def test_the_packages_have_the_installed_layout_and_the_debug_files_apart(self):
         out = os.path.join(work_dir(), "package")

@@ -23,7 +23,14 @@ import re
 
 # numpy first: the columns are numpy arrays (and LLDB's `script` loses what a command prints while numpy
 # is first imported, so it is imported with heapscope, not during a later call).
-import numpy
+try:
+    import numpy
+except ImportError as _missing:
+    import sys as _sys
+    raise ImportError(f"heapscope needs numpy (Debian's python3-numpy), which this Python ({_sys.version.split()[0]}, "
+                      f"prefix {_sys.prefix}) cannot import: {_missing}. heapscope is built for Debian's "
+                      f"/usr/bin/python3; inside LLDB, whose Python takes its prefix from the first python3 on PATH, "
+                      f"put /usr/bin before another Python's directory (pyenv, a venv)") from None
 
 from . import _heapscope
 
