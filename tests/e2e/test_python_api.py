@@ -164,6 +164,15 @@ class OnACore(unittest.TestCase):
             heapscope.open(os.path.join(work_dir(), "no-such.core"))
         self.assertIn("no-such.core", str(missing.exception))
         self.assertIsInstance(missing.exception, RuntimeError)
+        not_a_core = os.path.join(work_dir(), "python-api-not-a-core.txt")
+        with open(not_a_core, "w", encoding="utf-8") as f:
+            f.write("not a core\n" * 100)
+        cli = run_heapscope("summary", not_a_core)
+        with self.assertRaises(heapscope.Error) as refused:
+            heapscope.open(not_a_core)
+        self.assertIn(str(refused.exception), cli.stderr)
+        with self.assertRaises(heapscope.Error):
+            heapscope.open(self.capture.core, debug_dirs=["/nonexistent"], leak_check_heuristics="sideways")
 
     def test_progress_reaches_the_callback(self):
         seen = []
