@@ -1,8 +1,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <unordered_map>
 
+#include "commands/block_columns.h"
 #include "commands/command.h"
 #include "commands/option_checks.h"
 #include "types/content_naming.h"
@@ -17,47 +19,40 @@ bool by_verdict(const std::string& wanted) {
   return std::find(kVerdictSelections.begin(), kVerdictSelections.end(), wanted) != kVerdictSelections.end();
 }
 
-bool matches_verdict(Verdict v, bool possibly, const std::string& wanted) {
-  if (wanted == "leaked") return is_leaked(v);
-  if (wanted == "possibly") return possibly;
-  return wanted == verdict_name(v);
-}
+// What a selection keeps, decided once per command rather than by comparing names at every block (at 5M
+// blocks those comparisons cost more than the walk's copy of the heap).
+struct Wanted {
+  std::array<bool, kBlockStateCount> states{};
+  std::array<bool, 5> verdicts{};  // by Verdict
+  bool possibly_only = false;      // --state possibly: reachable only through interior pointers
+};
 
-bool matches(BlockState state, const std::string& wanted) {
-  if (wanted == "all") return true;
-  if (wanted == "used") return is_allocated(state);
-  if (wanted == "free") return !is_allocated(state);
-  return wanted == block_state_name(state);
+Wanted wanted_blocks(const std::string& wanted) {
+  Wanted w;
+  for (int i = 0; i < kBlockStateCount; ++i) {
+    const auto state = static_cast<BlockState>(i);
+    w.states[i] = wanted == "all" || (wanted == "used" && is_allocated(state)) ||
+                  (wanted == "free" && !is_allocated(state)) || wanted == block_state_name(state);
+  }
+  for (std::size_t i = 0; i < w.verdicts.size(); ++i) {
+    const auto verdict = static_cast<Verdict>(i);
+    w.verdicts[i] = (wanted == "leaked" && is_leaked(verdict)) || wanted == verdict_name(verdict);
+  }
+  w.possibly_only = wanted == "possibly";
+  return w;
 }
 
 // Types only matter, and are only worth computing, when allocated blocks are listed.
-void add_types(Session& s, const std::vector<std::size_t>& selected, BlocksReport& r) {
+void add_types(Session& s, std::span<const BlockId> selected, BlocksReport& r) {
   const auto& blocks = s.heap().blocks;
-  if (std::none_of(selected.begin(), selected.end(), [&](std::size_t i) { return is_allocated(blocks[i].state); }))
+  if (std::none_of(selected.begin(), selected.end(), [&](BlockId i) { return is_allocated(blocks[i].state); }))
     return;
-  // Leaked blocks alone are named at the cost of the leaks (Session::leak_names).
-  const bool only_leaks = std::all_of(selected.begin(), selected.end(), [&](std::size_t i) {
-    return !is_allocated(blocks[i].state) || is_leaked(s.verdicts().verdict[i]);
-  });
-  const BlockTypes& types = only_leaks ? s.leak_names().types : s.types();
-  std::unordered_map<std::uint32_t, std::uint32_t> index;  // BlockTypes id → type_names index
-  r.type_names.push_back("");
-  r.type_namings.emplace_back(naming_name(Naming::none));
-  for (std::size_t i : selected) {
-    const bool allocated = is_allocated(blocks[i].state);
-    r.texts.push_back(allocated ? text_preview(s.image(), blocks[i]).value_or("") : "");
-    const std::uint32_t id = allocated ? types.type_id(i) : BlockTypes::kUnknown;
-    if (id == BlockTypes::kUnknown) {
-      r.type_ids.push_back(0);
-      continue;
-    }
-    auto [it, fresh] = index.try_emplace(id, static_cast<std::uint32_t>(r.type_names.size()));
-    if (fresh) {
-      r.type_names.push_back(types.name(i, blocks[i]));
-      r.type_namings.emplace_back(naming_name(types.naming_of(id)));
-    }
-    r.type_ids.push_back(it->second);
-  }
+  TypeColumn column = block_type_column(s, selected);
+  r.type_ids = std::move(column.ids);
+  r.type_names = std::move(column.names);
+  r.type_namings = std::move(column.namings);
+  for (BlockId i : selected)
+    r.texts.push_back(is_allocated(blocks[i].state) ? text_preview(s.image(), blocks[i]).value_or("") : "");
 }
 
 class BlocksCommand final : public Command {
@@ -81,20 +76,43 @@ class BlocksCommand final : public Command {
   }
 
   Report run(Session& s) override {
+    BlockSelection selected = select(s);
     const HeapModel& heap = s.heap();
     BlocksReport r;
-    std::vector<std::size_t> selected;
+    r.matched = selected.matched;
+    r.verdicts = std::move(selected.verdicts);
+    r.possibly = std::move(selected.possibly);
+    for (BlockId i : selected.blocks) r.blocks.push_back(heap.blocks[i]);
+    add_types(s, selected.blocks, r);
+    for (const ArenaInfo& a : heap.arenas) r.arena_addresses.push_back(a.address);
+    r.selection = fmt::format("{} blocks{}{}", state_, type_.empty() ? "" : " of type " + type_,
+                              min_size_ ? fmt::format(" of at least {} bytes", min_size_) : "");
+    return r;
+  }
+
+  // The blocks the options select, cut to --limit.
+  BlockSelection select(Session& s) const {
+    const HeapModel& heap = s.heap();
+    BlockSelection r;
+    std::vector<BlockId>& selected = r.blocks;
+    const Wanted wanted = wanted_blocks(state_);
+    selected.reserve(heap.blocks.size());  // an id per block at most: pages are only touched as ids are written
     if (by_verdict(state_)) {
       const LeakVerdicts& v = s.verdicts();
-      for (std::size_t i = 0; i < heap.blocks.size(); ++i)
-        if (matches_verdict(v.verdict[i], v.possibly[i], state_) && heap.blocks[i].usable_size() >= min_size_) {
-          selected.push_back(i);
+      for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+        const bool chosen = wanted.possibly_only ? v.possibly[i] != 0 : wanted.verdicts[static_cast<std::size_t>(v.verdict[i])];
+        if (chosen && heap.blocks[i].usable_size() >= min_size_) {
+          selected.push_back(static_cast<BlockId>(i));
           r.verdicts.push_back(verdict_name(v.verdict[i]));
           r.possibly.push_back(v.possibly[i] != 0);
         }
+      }
     } else {
-      for (std::size_t i = 0; i < heap.blocks.size(); ++i)
-        if (matches(heap.blocks[i].state, state_) && heap.blocks[i].usable_size() >= min_size_) selected.push_back(i);
+      for (std::size_t i = 0; i < heap.blocks.size(); ++i) {
+        const Block& b = heap.blocks[i];
+        if (wanted.states[static_cast<std::size_t>(b.state)] && b.usable_size() >= min_size_)
+          selected.push_back(static_cast<BlockId>(i));
+      }
     }
     if (!type_.empty()) keep_type(s, selected, r.verdicts, r.possibly);
     r.matched = selected.size();
@@ -102,23 +120,18 @@ class BlocksCommand final : public Command {
       selected.resize(limit_);
       if (!r.verdicts.empty()) r.verdicts.resize(limit_), r.possibly.resize(limit_);
     }
-    for (std::size_t i : selected) r.blocks.push_back(heap.blocks[i]);
-    add_types(s, selected, r);
-    for (const ArenaInfo& a : heap.arenas) r.arena_addresses.push_back(a.address);
-    r.selection = fmt::format("{} blocks{}{}", state_, type_.empty() ? "" : " of type " + type_,
-                              min_size_ ? fmt::format(" of at least {} bytes", min_size_) : "");
     return r;
   }
 
  private:
   // Keeps the allocated blocks named type_ (and their verdicts, when listed by verdict).
-  void keep_type(Session& s, std::vector<std::size_t>& selected, std::vector<const char*>& verdicts,
+  void keep_type(Session& s, std::vector<BlockId>& selected, std::vector<const char*>& verdicts,
                  std::vector<bool>& possibly) const {
     const auto& blocks = s.heap().blocks;
     const BlockTypes& types = s.types();
     std::size_t kept = 0;
     for (std::size_t k = 0; k < selected.size(); ++k) {
-      const std::size_t i = selected[k];
+      const BlockId i = selected[k];
       if (!is_allocated(blocks[i].state) || types.name(i, blocks[i]) != type_) continue;
       selected[kept] = i;
       if (!verdicts.empty()) verdicts[kept] = verdicts[k], possibly[kept] = possibly[k];
@@ -137,5 +150,60 @@ class BlocksCommand final : public Command {
 }  // namespace
 
 std::unique_ptr<Command> make_blocks_command() { return std::make_unique<BlocksCommand>(); }
+
+BlockSelection select_blocks(Session& session, const std::vector<std::string>& options) {
+  BlocksCommand command;
+  CLI::App app("blocks", "blocks");
+  command.add_options(app);
+  std::vector<std::string> args(options.rbegin(), options.rend());  // CLI11 takes the words last-first
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    throw AnalysisError(fmt::format("blocks: {}", e.what()));
+  }
+  return command.select(session);
+}
+
+TypeColumn block_type_column(Session& s, std::span<const BlockId> selected) {
+  const auto& blocks = s.heap().blocks;
+  TypeColumn column;
+  column.namings.emplace_back(naming_name(Naming::none));
+  column.ids.reserve(selected.size());
+  if (std::none_of(selected.begin(), selected.end(), [&](BlockId i) { return is_allocated(blocks[i].state); })) {
+    column.ids.assign(selected.size(), 0);
+    return column;
+  }
+  // Leaked blocks alone are named at the cost of the leaks (Session::leak_names).
+  const bool only_leaks = std::all_of(selected.begin(), selected.end(), [&](BlockId i) {
+    return !is_allocated(blocks[i].state) || is_leaked(s.verdicts().verdict[i]);
+  });
+  const BlockTypes& types = only_leaks ? s.leak_names().types : s.types();
+  std::unordered_map<std::uint32_t, std::uint32_t> index;  // BlockTypes id → names index
+  for (BlockId i : selected) {
+    const std::uint32_t id = is_allocated(blocks[i].state) ? types.type_id(i) : BlockTypes::kUnknown;
+    if (id == BlockTypes::kUnknown) {
+      column.ids.push_back(0);
+      continue;
+    }
+    auto [it, fresh] = index.try_emplace(id, static_cast<std::uint32_t>(column.names.size()));
+    if (fresh) {
+      column.names.push_back(types.name(i, blocks[i]));
+      column.namings.emplace_back(naming_name(types.naming_of(id)));
+    }
+    column.ids.push_back(it->second);
+  }
+  return column;
+}
+
+SiteColumn block_site_column(Session& s, std::span<const BlockId> selected) {
+  SiteColumn column;
+  column.ids.assign(selected.size(), -1);
+  const Provenance& provenance = s.provenance();
+  if (!provenance.present()) return column;
+  for (const AllocationSite& site : provenance.sites) column.labels.push_back(site.label());
+  for (std::size_t k = 0; k < selected.size(); ++k)
+    if (const SampledBlock* sampled = provenance.of(selected[k])) column.ids[k] = static_cast<std::int32_t>(sampled->site);
+  return column;
+}
 
 }  // namespace heapscope

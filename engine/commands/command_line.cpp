@@ -39,7 +39,7 @@ std::string command_help(const std::string& name, const std::string& prefix) {
   return make_app(*entry, prefix).app->help();
 }
 
-CommandResult execute_command_line(Session& session, const std::vector<std::string>& words) {
+CommandResult execute_command_line(Session& session, const std::vector<std::string>& words, bool progress_with_json) {
   CommandResult result;
   if (words.empty() || words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
     result.output = words.size() > 1 ? command_help(words[1]) : overview("heap");
@@ -66,6 +66,7 @@ CommandResult execute_command_line(Session& session, const std::vector<std::stri
     result.error = fmt::format("{}: {}", entry->name, e.what());
     return result;
   }
+  p.output.progress_with_json = progress_with_json;
   result = run_command(session, *p.command, p.output);
   if (result.exit_code != 0) result.error = fmt::format("{}: {}", entry->name, result.error);
   return result;

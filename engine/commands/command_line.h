@@ -12,7 +12,9 @@ namespace heapscope {
 
 // words[0] is the command name; the rest are its options. "help" or an empty list list the commands;
 // `--help` after a command prints its help. Parse errors and analysis failures come back as errors.
-CommandResult execute_command_line(Session& session, const std::vector<std::string>& words);
+// progress_with_json: show progress for JSON output too (OutputOptions::progress_with_json).
+CommandResult execute_command_line(Session& session, const std::vector<std::string>& words,
+                                   bool progress_with_json = false);
 
 // Help text of one command (its options, as CLI11 prints them), or of all commands for an empty name.
 std::string command_help(const std::string& name, const std::string& prefix = "heap");

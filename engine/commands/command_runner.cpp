@@ -138,7 +138,7 @@ CommandResult run_command(Session& session, Command& command, const OutputOption
   CommandResult result;
   try {
     const OutputFormat format = options.effective_format();
-    CommandProgress progress(session.progress(), format != OutputFormat::json);
+    CommandProgress progress(session.progress(), format != OutputFormat::json || options.progress_with_json);
     if (CoreSeries* series = command.core_series()) save_earlier_cores(session, *series);
     Report report = command.run(session);
     std::visit([&](auto& r) { r.warnings = session.warnings_with(std::move(r.warnings)); }, report);

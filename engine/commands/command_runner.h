@@ -22,6 +22,9 @@ struct CommandResult {
 struct OutputOptions {
   std::optional<OutputFormat> format;  // unset: from the output file's extension (.json, .html, .dot, .svg), else text
   std::string path;                    // empty: the rendered report is the command's output
+  // Progress is not shown for JSON output (a program reads it), unless the frontend's caller asked for
+  // it: the Python module, whose callers get JSON and pass a progress callback.
+  bool progress_with_json = false;
   OutputFormat effective_format() const;
 };
 void add_output_options(CLI::App& app, OutputOptions& options);

@@ -68,7 +68,10 @@ const T& Session::product(Slot<T>& slot, const char* name, Compute&& compute) {
     } catch (const Interrupted&) {
       throw AnalysisError("interrupted");
     } catch (const AnalysisError& e) {
-      if (progress.stop_requested()) throw;  // not this product's failure: the next command retries
+      // Not this product's failure when a stop was requested: the next command retries. A product computed
+      // beside the command's thread (Ahead, compute_side_by_side) may learn of the command's stop from a
+      // product it needs, which checks the session's Progress, before its own Progress has polled it.
+      if (progress.stop_requested() || progress_.stop_requested()) throw;
       slot.error = e.what();
     }
     if constexpr (requires(const T& t) { t.warnings; })

@@ -24,6 +24,7 @@
 #include "sources/elf_core_image.h"
 #include "sources/live_process_image.h"
 #include "frontends/common/cache_settings.h"
+#include "frontends/common/target_keys.h"
 #include "frontends/common/target_options.h"
 
 using namespace heapscope;
@@ -54,18 +55,7 @@ void clear(char** where) {
 
 // The CLI's target options (frontends/common/target_options.h), given as one string by a frontend.
 bool parse_target_options(const char* text, TargetOptions* options, std::string* error) {
-  if (!text || !*text) return true;
-  CLI::App app("target options", "heapscope");
-  add_target_options(app, *options);
-  std::vector<std::string> args = split_command_words(text);
-  std::reverse(args.begin(), args.end());  // CLI11 takes the words last-first
-  try {
-    app.parse(args);
-  } catch (const CLI::ParseError& e) {
-    *error = std::string("bad options '") + text + "': " + e.what();
-    return false;
-  }
-  return true;
+  return !text || parse_target_options(split_command_words(text), options, error);
 }
 
 // Installs a frontend's evaluator for one run and removes it afterwards, also when the run throws.
@@ -146,40 +136,11 @@ class ScopedCallbacks {
   bool has_pending_ = false;
 };
 
-// Named snapshots outlive each stop's session: GDB opens a new session whenever the process has run, so
-// the store is kept per target — a core by its canonical path, a live process by its pid and start time
-// (so a later process that reuses the pid starts empty).
-std::shared_ptr<SnapshotStore> snapshot_store_for(const std::string& target_key) {
-  static auto* registry = new SnapshotRegistry();  // never destroyed: GDB may unload us at any time
-  return registry->store_for(target_key);
-}
-
-std::string core_key(const std::string& core) {
-  std::error_code ignored;
-  const std::filesystem::path canonical = std::filesystem::weakly_canonical(core, ignored);
-  return "core " + (canonical.empty() ? core : canonical.string());
-}
-
-// Field 22 of /proc/PID/stat, the process's start time: the command name before it may hold spaces, so
-// the fields are counted from the last ')'.
-std::string process_key(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::string start_time;
-  if (const std::size_t close = text.rfind(')'); close != std::string::npos) {
-    std::istringstream fields(text.substr(close + 1));
-    std::string field;
-    for (int i = 3; i <= 22 && fields >> field; ++i)
-      if (i == 22) start_time = field;
-  }
-  return "pid " + std::to_string(pid) + " started " + start_time;
-}
-
 // A session over `image` with the target's options and the snapshot store kept for `target_key`.
 hs_session* new_session(std::shared_ptr<const Image> image, const TargetOptions& target, const std::string& target_key) {
   auto session = std::make_unique<hs_session>();
   SessionOptions options = session_options(target);
-  options.snapshots = snapshot_store_for(target_key);
+  options.snapshots = snapshot_store_for(target_key);  // named snapshots outlive each stop's session
   session->session = std::make_unique<Session>(std::move(image), options);
   return session.release();
 }
@@ -237,7 +198,7 @@ hs_session* hs_open_core(const char* core, const char* exe_or_null, const char* 
       set_string(error, message);
       return nullptr;
     }
-    return new_session(std::move(image), target, core_key(core));
+    return new_session(std::move(image), target, core_target_key(core));
   } catch (const std::exception& e) {
     set_string(error, std::string("cannot open the core: ") + e.what());
   } catch (...) {
@@ -303,7 +264,7 @@ hs_session* hs_open_live_with_vector_registers(int pid, const hs_thread* threads
       set_string(error, message);
       return nullptr;
     }
-    return new_session(std::move(image), target, process_key(pid));
+    return new_session(std::move(image), target, process_target_key(pid));
   } catch (const std::exception& e) {
     set_string(error, std::string("cannot open the process: ") + e.what());
   } catch (...) {

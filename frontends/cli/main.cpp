@@ -178,14 +178,6 @@ std::shared_ptr<ElfCoreImage> open_core(const std::string& core, const TargetOpt
   return image;
 }
 
-// The index cache of a core, unless told not to use one (--no-cache, HEAPSCOPE_NO_CACHE=1, or no cache
-// directory can be made out).
-std::shared_ptr<IndexCache> index_cache_for(const CoreTarget& t) {
-  const std::string dir = default_cache_dir();
-  if (t.no_cache || turned_off("HEAPSCOPE_NO_CACHE") || dir.empty()) return nullptr;
-  return std::make_shared<IndexCache>(t.core, dir);
-}
-
 // Writes the index in this process. Failing to write it is worth a note, not a failed command.
 int write_index(Session& session, int exit_code) {
   try {
@@ -225,7 +217,7 @@ int run(const CommandEntry& entry, Command& command, const CoreTarget& t, const 
   if (!image) return g_interrupted ? interrupted() : fail(error);
   SessionOptions options = session_options(t);
   options.state_name = std::filesystem::path(t.core).filename().string();
-  options.index_cache = index_cache_for(t);
+  options.index_cache = index_cache_for(t.core, !t.no_cache);
   Session session(std::move(image), options);
   adapt(session);
   return save_index(session, report(entry, run_command(session, command, output)));

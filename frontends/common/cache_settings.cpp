@@ -9,6 +9,7 @@
 
 #include "base/cache_directory.h"
 #include "dwarf/debug_file_cache.h"
+#include "session/index_cache.h"
 #include "sources/compressed_core.h"
 
 #include <fmt/format.h>
@@ -40,6 +41,12 @@ bool use_file_caches(std::string* error) {
   });
   if (error) *error = size_error;
   return size_error.empty();
+}
+
+std::shared_ptr<IndexCache> index_cache_for(const std::string& core, bool wanted) {
+  const std::string dir = default_cache_dir();
+  if (!wanted || turned_off("HEAPSCOPE_NO_CACHE") || dir.empty()) return nullptr;
+  return std::make_shared<IndexCache>(core, dir);
 }
 
 }  // namespace heapscope

@@ -1,6 +1,7 @@
 // The environment's say over heapscope's caches, the same in every frontend.
 #pragma once
 
+#include <memory>
 #include <string>
 
 namespace heapscope {
@@ -17,5 +18,10 @@ bool turned_off(const char* name);
 // session); the first call decides for the process. False with *error when HEAPSCOPE_CORE_CACHE_SIZE is
 // no size (the caches are set up as without it).
 bool use_file_caches(std::string* error = nullptr);
+
+class IndexCache;
+// The index cache of a core (docs/usage.md, "Index cache"), unless the frontend was told not to use one
+// (`wanted` false: --no-cache, cache=False), HEAPSCOPE_NO_CACHE=1, or no cache directory can be made out.
+std::shared_ptr<IndexCache> index_cache_for(const std::string& core, bool wanted);
 
 }  // namespace heapscope

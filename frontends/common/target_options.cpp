@@ -1,5 +1,6 @@
 #include "frontends/common/target_options.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -80,6 +81,22 @@ std::function<std::unique_ptr<Session>(const std::string&, std::string*)> core_o
     if (!image) return nullptr;
     return std::make_unique<Session>(std::move(image), session);
   };
+}
+
+bool parse_target_options(const std::vector<std::string>& words, TargetOptions* options, std::string* error) {
+  if (words.empty()) return true;
+  CLI::App app("target options", "heapscope");
+  add_target_options(app, *options);
+  std::vector<std::string> args(words.rbegin(), words.rend());  // CLI11 takes the words last-first
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    std::string given;
+    for (const std::string& word : words) given += (given.empty() ? "" : " ") + word;
+    *error = "bad options '" + given + "': " + e.what();
+    return false;
+  }
+  return true;
 }
 
 }  // namespace heapscope

@@ -28,6 +28,10 @@ struct TargetOptions {
 // Adds --exe, --debug-dir, --no-debug-files, --no-debuginfod, --sysroot and --leak-check-heuristics to `app`.
 void add_target_options(CLI::App& app, TargetOptions& options);
 
+// The target options given as words by a frontend that takes them in one piece (the C API's option string,
+// the Python module's keyword arguments, GDB's settings turned into words). False with *error naming them.
+bool parse_target_options(const std::vector<std::string>& words, TargetOptions* options, std::string* error);
+
 // How modules are opened for a core, and how their symbols are searched, under these options (with an
 // open_core that opens earlier cores the same way).
 CoreOpenOptions core_open_options(const TargetOptions& options);

@@ -356,6 +356,21 @@ def _target_options():
 
 # ---- sessions ----
 
+def target_key(inferior):
+    """('core', (…, core path, program, options)) or ('native', (…, inferior, pid, options)) for what GDB
+    debugs: a session opened for one key serves every command while the key stays the same. The Python
+    module (frontends/python/heapscope/_gdb.py) keys its sessions the same way."""
+    kind = _target_kind(inferior)
+    if kind is None:
+        raise gdb.GdbError(NO_TARGET_MESSAGE)
+    if kind == "core":
+        return kind, ("core", _core_path(), gdb.current_progspace().filename, _target_options())
+    if kind == "native":
+        return kind, ("live", inferior.num, inferior.pid, _target_options())
+    raise gdb.GdbError(f"heap: GDB's target is a {kind} connection; heapscope reads a local live process "
+                       f"or a core file (for a remote program, take a core with gcore and load it)")
+
+
 class _Sessions:
     """One engine session for the current target, dropped when the process runs or is changed."""
 
@@ -402,16 +417,7 @@ class _Sessions:
 
     def _current(self):
         inferior = gdb.selected_inferior()
-        kind = _target_kind(inferior)
-        if kind is None:
-            raise gdb.GdbError(NO_TARGET_MESSAGE)
-        if kind == "core":
-            key = ("core", _core_path(), gdb.current_progspace().filename, _target_options())
-        elif kind == "native":
-            key = ("live", inferior.num, inferior.pid, _target_options())
-        else:
-            raise gdb.GdbError(f"heap: GDB's target is a {kind} connection; heapscope reads a local live process "
-                               f"or a core file (for a remote program, take a core with gcore and load it)")
+        kind, key = target_key(inferior)
         if self._handle and key == self._key:
             return self._handle
         self._close()
@@ -496,11 +502,19 @@ def _register_commands():
         subcommand(name)
 
 
-def _connect_events():
-    for registry in ("cont", "exited", "memory_changed", "register_changed", "new_objfile", "clear_objfiles"):
+# The events after which a session no longer describes the target (the Python module's sessions too).
+INVALIDATING_EVENTS = ("cont", "exited", "memory_changed", "register_changed", "new_objfile", "clear_objfiles")
+
+
+def connect_invalidating_events(callback):
+    for registry in INVALIDATING_EVENTS:
         events = getattr(gdb.events, registry, None)
         if events is not None:
-            events.connect(_sessions.invalidate)
+            events.connect(callback)
+
+
+def _connect_events():
+    connect_invalidating_events(_sessions.invalidate)
 
 
 _register_commands()

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "elf/elf_file.h"
+#include "frontends/common/thread_pointers.h"
 #include "frontends/lldb/thread_pointers.h"
 #include "image/process_arguments.h"
 #include "sources/live_process_image.h"
@@ -495,9 +496,7 @@ void LldbImage::complete_thread_pointers() {
       thread_pointer_known_[i] = true;
       continue;
     }
-    warnings_.push_back(fmt::format(
-        "the thread pointer (fs_base) of thread {} (tid {}) is unknown ({}), so its tcache and TLS are not read",
-        i + 1, threads_[i].tid, error.empty() ? "LLDB does not show it and glibc's thread list lacks the thread" : error));
+    warnings_.push_back(unknown_thread_pointer(i, threads_[i].tid, error));
   }
 }
 

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string_view>
 
+#include "frontends/common/thread_pointers.h"
 #include "runtime/builtin/builtin_runtimes.h"
 
 namespace heapscope::lldb_plugin {
@@ -24,11 +25,6 @@ std::optional<Address> symbol_address(lldb::SBTarget& target, std::string_view m
   return std::nullopt;
 }
 
-std::optional<std::uint64_t> u64(const MemoryReader& read, Address a) {
-  std::uint64_t v = 0;
-  return read(a, &v, sizeof v) == sizeof v ? std::optional(v) : std::nullopt;
-}
-
 }  // namespace
 
 std::map<std::uint32_t, Address> glibc_thread_pointers(lldb::SBTarget target, const MemoryReader& read,
@@ -36,16 +32,7 @@ std::map<std::uint32_t, Address> glibc_thread_pointers(lldb::SBTarget target, co
   const LibcThreads threads = read_libc_threads(read, [&](std::string_view module, std::string_view name) {
     return symbol_address(target, module, name);
   });
-  std::map<std::uint32_t, Address> pointers;
-  for (const LibcThread& t : threads.threads) {
-    // tid 0: a thread that has exited. On x86-64 the descriptor starts with two pointers to itself
-    // (tcbhead_t.tcb and .self), which confirms each entry is a live thread's.
-    const bool self_pointing = u64(read, t.descriptor) == t.descriptor && u64(read, t.descriptor + 16) == t.descriptor;
-    if (t.tid != 0 && self_pointing) pointers.emplace(t.tid, t.descriptor);
-  }
-  if (pointers.empty())
-    *error = !threads.warnings.empty() ? threads.warnings.front() : "glibc's thread lists hold no live thread";
-  return pointers;
+  return heapscope::glibc_thread_pointers(threads, read, error);
 }
 
 }  // namespace heapscope::lldb_plugin

@@ -1,7 +1,8 @@
 """End-to-end checks of the installed heapscope: `cmake --install` into a scratch prefix (what scripts/setup
 does for /usr/local), then every example line of the README run against the installed files — the CLI
 from <prefix>/bin on PATH, the GDB frontend sourced from <prefix>/share/heapscope, the LLDB plugin loaded
-from <prefix>/lib/heapscope — with the README's placeholders (core.1234, addresses, PID 4242, node->next)
+from <prefix>/lib/heapscope — with the README's placeholders (core.1234, addresses, PID 4242, node->next) — and the Python module
+from <prefix>/lib/python3.11/dist-packages in Debian's python3 and in gdb —
 replaced by a real core of leak_shapes, a block it holds, a parked process and an expression of its own.
 The installed binaries are stripped, their DWARF installed where gdb finds it by build-id. The Debian
 packages (cpack -G DEB, scripts/package-deb) must hold the same files at the same places under /usr/local,
@@ -24,7 +25,11 @@ TIMEOUT_SECONDS = 300
 BINARIES = ("bin/heapscope", "lib/heapscope/libheapscope_lldb.so", "lib/heapscope/libheapscope_capi.so")
 # The recorder, preloaded into the programs `heapscope record` starts; small, so not among BINARIES' size checks.
 RECORDER = "lib/heapscope/libheapscope_sites.so"
-INSTALLED = BINARIES + ("share/heapscope/heapscope_gdb.py", RECORDER)
+# The Python module for Debian's python3 (the README's `python3` and gdb's), and its engine.
+PYTHON_PACKAGE = "lib/python3.11/dist-packages/heapscope"
+PYTHON_MODULE = PYTHON_PACKAGE + "/_heapscope.cpython-311-x86_64-linux-gnu.so"
+DEBIAN_PYTHON = "/usr/bin/python3"
+INSTALLED = BINARIES + ("share/heapscope/heapscope_gdb.py", RECORDER, PYTHON_PACKAGE + "/__init__.py", PYTHON_MODULE)
 # Stripped of their DWARF, the binaries are a few MB each; with it, about 150.
 STRIPPED_BINARY_MAX_BYTES = 30 * 1024 * 1024
 # Where each installed binary is built: the installed one is that file without its debug information.
@@ -61,7 +66,7 @@ def readme_examples():
     lines = []
     for block in re.findall(r"^```\n(.*?)^```", text, re.S | re.M):
         for line in block.splitlines():
-            if line.startswith(("$ heapscope ", "(gdb) ", "(lldb) ")):
+            if line.startswith(("$ heapscope ", "$ python3 ", "(gdb) ", "(lldb) ")):
                 lines.append(line.split("  #")[0].rstrip())
     return lines
 
@@ -87,6 +92,10 @@ class InstalledFromTheReadme(unittest.TestCase):
         env = debugger_environment()
         env["PATH"] = os.path.join(self.prefix, "bin") + os.pathsep + env.get("PATH", "")
         env.pop("HEAPSCOPE_CAPI", None)  # the GDB frontend must find its library by itself
+        # What /usr/local/lib/python3.11/dist-packages is to Debian's python3, the scratch prefix's is here.
+        env["PYTHONPATH"] = os.path.dirname(os.path.join(self.prefix, PYTHON_PACKAGE))
+        for variable in ("HEAPSCOPE_GDB_SCRIPT", "HEAPSCOPE_LLDB_PLUGIN"):  # the module finds them by itself
+            env.pop(variable, None)
         return env
 
     def substituted(self, line, pid=None):
@@ -96,12 +105,15 @@ class InstalledFromTheReadme(unittest.TestCase):
         line = line.replace("node->next", "g_kept_list->next")
         if pid is not None:
             line = line.replace("attach 4242", f"attach {pid}")
+        if line.startswith("python3 "):  # a fresh Debian's python3, not one found earlier on this PATH
+            line = DEBIAN_PYTHON + line[len("python3"):]
         return line.replace(README_PREFIX + "/", self.prefix + "/")
 
     def test_the_readme_has_examples_of_every_frontend(self):
         self.assertTrue(any(line.startswith("$ heapscope ") for line in self.examples), self.examples)
         self.assertTrue(any(line.startswith("(gdb) source ") for line in self.examples), self.examples)
         self.assertTrue(any(line.startswith("(lldb) plugin load ") for line in self.examples), self.examples)
+        self.assertTrue(any(line.startswith("$ python3 -c 'import heapscope") for line in self.examples), self.examples)
 
     def test_every_path_the_readme_names_is_installed(self):
         with open(os.path.join(source_dir(), "README.md"), encoding="utf-8") as f:
@@ -137,7 +149,7 @@ class InstalledFromTheReadme(unittest.TestCase):
         self.assertRegex(found.stdout, r'Line \d+ of "[^"]*frontends/cli/main\.cpp"', found.stderr[-2000:])
 
     def test_the_cli_examples_run_from_path(self):
-        cli = [line[2:] for line in self.examples if line.startswith("$ heapscope ")]
+        cli = [line[2:] for line in self.examples if line.startswith(("$ heapscope ", "$ python3 "))]
         self.assertGreater(len(cli), 3)
         with parked_fixture(leak_fixture_path("leak_shapes"), os.path.join(work_dir(), "install-attach.ledger"),
                             "leak_shapes") as process:
@@ -171,6 +183,8 @@ class InstalledFromTheReadme(unittest.TestCase):
                                 text=True, env=self.environment(), timeout=TIMEOUT_SECONDS)
         self.assertIn("Path 1", result.stdout, result.stderr[-2000:])
         self.assertNotIn("Traceback", result.stdout + result.stderr)
+        leaked = len([e for e in self.capture.expectations if e.verdict == "leaked"])
+        self.assertIn(f"\n{leaked}\n", "\n" + result.stdout, "the Python line's count of leaked blocks")
 
     def test_the_lldb_examples_with_the_installed_plugin(self):
         lines = [self.substituted(line[len("(lldb) "):]) for line in self.examples if line.startswith("(lldb) ")]
@@ -183,6 +197,24 @@ class InstalledFromTheReadme(unittest.TestCase):
                                 env=self.environment(), timeout=TIMEOUT_SECONDS)
         self.assertIn("Leaked:", result.stdout, result.stderr[-2000:])
         self.assertNotIn("error:", result.stderr)
+
+
+    def test_the_python_module_in_lldb_finds_the_installed_plugin(self):
+        # No `plugin load`: heapscope.current() loads the plugin from where cmake --install put it.
+        arguments = ["lldb-16", "--batch", "--no-lldbinit", "-o",
+                     f"target create {self.capture.executable} --core {self.capture.core}",
+                     "-o", "script import heapscope",
+                     "-o", "script print('PY-LEAKED', len(heapscope.current().blocks(state='leaked')))",
+                     "-o", "script print('PY-TOTALS', heapscope.current().run('leaks')['totals']['blocks'])"]
+        # LLDB's Python takes its prefix from the first python3 on PATH: Debian's, on a fresh machine (a
+        # pyenv on PATH, as this test may run under, would give it that interpreter's library, without numpy).
+        env = self.environment()
+        env["PATH"] = os.pathsep.join([os.path.join(self.prefix, "bin"), os.path.dirname(DEBIAN_PYTHON), env["PATH"]])
+        result = subprocess.run(arguments, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                                env=env, timeout=TIMEOUT_SECONDS)
+        leaked = len([e for e in self.capture.expectations if e.verdict == "leaked"])
+        self.assertIn(f"PY-LEAKED {leaked}", result.stdout, result.stderr[-2000:])
+        self.assertIn(f"PY-TOTALS {leaked}", result.stdout, result.stderr[-2000:])
 
 
 class DebianPackage(unittest.TestCase):
@@ -207,13 +239,14 @@ class DebianPackage(unittest.TestCase):
         self.assertIn("Package: heapscope", fields)
         self.assertIn("libdw1", fields)
         self.assertIn("libdebuginfod1", fields)  # loaded at run time, so named by hand
+        self.assertIn("python3-numpy", fields)  # imported by the Python module
         for decompressor in ("libzstd1", "liblz4-1", "liblzma5", "zlib1g"):  # compressed cores
             self.assertIn(decompressor, fields)
         # The debug files where gdb and lldb look by default, named by the built binaries' build-ids (which
         # stripping keeps).
         debug_contents = self.contents(packages["heapscope-dbg"])
         for target in ("frontends/cli/heapscope", "frontends/lldb/libheapscope_lldb.so",
-                       "frontends/capi/libheapscope_capi.so"):
+                       "frontends/capi/libheapscope_capi.so", "frontends/python/heapscope/" + os.path.basename(PYTHON_MODULE)):
             self.assertIn("./usr/lib/debug/" + build_id_path(os.path.join(build_dir(), target)), debug_contents)
         self.assertIn("Depends: heapscope (= ", self.fields(packages["heapscope-dbg"], "Package", "Depends"))
 

@@ -1,6 +1,8 @@
 // The shared command grammar as the debugger frontends use it.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+
 #include "commands/command_line.h"
 #include "fake_image.h"
 
@@ -50,6 +52,19 @@ TEST_CASE("an interrupted analysis stops with an error and keeps nothing half-do
   interrupt = false;  // the next command starts afresh (and here finds no libc, as a real walk would)
   const CommandResult again = execute_command_line(session, {"leaks"});
   CHECK_THAT(again.error, Catch::Contains("libc"));
+}
+
+TEST_CASE("a product computed beside the command's thread keeps no 'interrupted' it learnt from a product it needs") {
+  auto image = std::make_shared<testing::FakeImage>();
+  Session session(image, {});
+  // The stop comes after the walk has begun, as it asks for the allocator: the beside thread's own Progress
+  // has not polled it yet, the session's has.
+  std::atomic<int> checks{0};
+  session.set_interrupt_check([&checks] { return ++checks > 1; });
+  CHECK_THROWS_WITH(session.compute_side_by_side([] {}, [&session] { session.heap(); }), Catch::Contains("interrupted"));
+  session.set_interrupt_check({});
+  const CommandResult again = execute_command_line(session, {"leaks"});
+  CHECK_THAT(again.error, Catch::Contains("libc"));  // walked again (the fake image has no libc)
 }
 
 TEST_CASE("the output format comes from --format, else from the -o file's extension, else text") {
