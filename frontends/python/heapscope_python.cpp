@@ -126,7 +126,8 @@ class PythonServing {
     if (!on_progress_.is_none())
       progress_.set_display([this](const ProgressStatus& status) {
         std::lock_guard lock(mutex_);
-        pending_ = status;
+        if (status.done) done_ = true;
+        else pending_ = status;
       });
   }
   ~PythonServing() {
@@ -163,18 +164,20 @@ class PythonServing {
   void serve() {
     py::gil_scoped_acquire locked;
     if (!raised_ && PyErr_CheckSignals() != 0) stop_with(py::error_already_set());
+    // The newest line, then "done" if the command has ended: a command quicker than one serving still has
+    // its last line told before its end.
     std::optional<ProgressStatus> status;
+    bool done = false;
     {
       std::lock_guard lock(mutex_);
       status.swap(pending_);
+      std::swap(done, done_);
     }
-    if (!status || raised_) return;
     try {
-      if (status->done)
-        on_progress_(py::none(), py::none(), true);
-      else
+      if (status && !raised_)
         on_progress_(status->text(), status->fraction < 0 ? py::object(py::none()) : py::float_(status->fraction),
                      false);
+      if (done && !raised_) on_progress_(py::none(), py::none(), true);
     } catch (py::error_already_set& e) {
       stop_with(std::move(e));
     }
@@ -189,7 +192,8 @@ class PythonServing {
   py::object on_progress_;
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
-  std::optional<ProgressStatus> pending_;
+  std::optional<ProgressStatus> pending_;  // the newest line not yet told
+  bool done_ = false;                      // the command has ended, not yet told
   std::optional<py::error_already_set> raised_;
 };
 
