@@ -64,7 +64,9 @@ AllocationSamples read_sites_recorder(const Image& image) {
     out.enabled = recorder_loaded(image);
     return out;
   }
-  const auto& [at, h] = *found;
+  // Named, not bound: clang 14 cannot capture structured bindings in the lambda below.
+  const Address at = found->first;
+  const hs_sites_header& h = found->second;
   out.enabled = true;
   if (const std::string problem = header_problem(h); !problem.empty()) {
     out.warnings.push_back(fmt::format("the allocation-site table at {:#x} is not read: {}", at, problem));
