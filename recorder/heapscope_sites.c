@@ -313,8 +313,9 @@ static void forget_sample(uint64_t hidden) {
     if (samples()[i].hidden_address == HS_SITES_EMPTY) return;
     i = (i + 1) & mask;
   }
-  count_out(near_bucket(filter_hash(~hidden)));
-  count_out(far_bucket(filter_hash(~hidden)));
+  const uint64_t hash = filter_hash(~hidden);
+  count_out(near_bucket(hash));
+  count_out(far_bucket(hash));
   for (uint64_t j = (i + 1) & mask;; j = (j + 1) & mask) {
     const uint64_t here = samples()[j].hidden_address;
     if (here == HS_SITES_EMPTY) break;
