@@ -34,9 +34,11 @@ sys.path.insert(0, HERE)
 import debugger_reuse  # noqa: E402
 import compressed_core_bench  # noqa: E402
 import index_cache_bench  # noqa: E402
+import program_heaps  # noqa: E402
 import reference  # noqa: E402
 from loglog_svg import write_loglog_svg  # noqa: E402
 from measure import CommandFailed, best_of, read_floor  # noqa: E402
+from collections import namedtuple  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -49,6 +51,16 @@ GENERATORS = {
     # half-freed temporaries; most blocks in the main arena, two workers' arenas
     "mixed": ("mixed_heap.cpp", ["c++", "-std=c++20", "-O2", "-g", "-pthread"]),
 }
+
+
+# One core the bench measures: its heap kind (a generator's or a program's), its live blocks (the generator's
+# count; for a program, the walk's), the file, and the generator's record of what it leaked (None for a program).
+HeapCore = namedtuple("HeapCore", "kind blocks core leaked")
+HEAP_KINDS = sorted(GENERATORS) + sorted(program_heaps.DEFAULT_SCALES)
+
+
+def label(heap_core):
+    return f"{heap_core.kind} {heap_core.blocks:,}"
 
 
 def build_generator(work, heap="chains"):
@@ -157,7 +169,9 @@ def fixture_cores(work):
 REFERENCE_SPEEDUP, REFERENCE_SIZES = 10.0, (5_000_000, 20_000_000)
 LEAKS_SECONDS_20M, SUMMARY_SECONDS_20M = 4.0, 1.5
 LEAKS_BYTES_PER_BLOCK, LEAKS_BYTES_PER_EDGE, OTHERS_BYTES_PER_BLOCK = 32, 4, 56
-TOP_OVER_LEAKS = 2.0
+TOP_OVER_LEAKS, SUMMARY_OVER_LEAKS = 2.0, 0.5
+# redis (jemalloc, interior pointers everywhere): its `leaks` per block at most this times the mixed heap's.
+REDIS_OVER_MIXED = 1.2
 # Growth counts as linear up to this log-log exponent: best-of-3 timings on a shared machine move the
 # exponent between two sizes by a few hundredths from run to run.
 LINEAR_EXPONENT = 1.05
@@ -206,24 +220,24 @@ def graph_edge_count(heapscope, core):
         return None
 
 
-def verdict_line(blocks, expected, found, false_pos, false_neg):
-    return (f"{blocks:,} blocks: generator leaked {expected:,}, heapscope found {found:,}: "
+def verdict_line(heap_core, expected, found, false_pos, false_neg):
+    return (f"{label(heap_core)} blocks: generator leaked {expected:,}, heapscope found {found:,}: "
             f"{len(false_pos)} false positives, {len(false_neg)} false negatives"
             + (f" (e.g. {', '.join(hex(a) for a in sorted(false_neg)[:3])})" if false_neg else ""))
 
 
-def print_read_floors(cores, floors, results, runs):
+def print_read_floors(floors, results, runs):
     print()
     print(f"Read floor: the whole core file read once, sequentially in 64 MiB reads, page cache warm "
           f"(best of {runs}):")
-    print("| blocks | core | read floor | GiB/s | fastest command | its time / read floor |")
-    print("|---|---|---|---|---|---|")
-    for blocks, core in cores:
-        size = os.path.getsize(core)
-        fastest = min(results[blocks].items(), key=lambda item: item[1].wall, default=None)
-        ratio = f"{fastest[0]}: {fastest[1].wall:.3f} s | {fastest[1].wall / floors[blocks]:.1f}×" if fastest else "— | —"
-        print(f"| {blocks:,} | {size / 2**20:.0f} MiB | {floors[blocks]:.3f} s | "
-              f"{size / 2**30 / floors[blocks]:.2f} | {ratio} |")
+    print("| heap | blocks | core | read floor | GiB/s | fastest command | its time / read floor |")
+    print("|---|---|---|---|---|---|---|")
+    for heap_core, floor in floors.items():
+        size = os.path.getsize(heap_core.core)
+        fastest = min(results[heap_core].items(), key=lambda item: item[1].wall, default=None)
+        ratio = f"{fastest[0]}: {fastest[1].wall:.3f} s | {fastest[1].wall / floor:.1f}×" if fastest else "— | —"
+        print(f"| {heap_core.kind} | {heap_core.blocks:,} | {size / 2**20:.0f} MiB | {floor:.3f} s | "
+              f"{size / 2**30 / floor:.2f} | {ratio} |")
 
 
 def reference_load(chap, core, runs):
@@ -236,22 +250,23 @@ def reference_load(chap, core, runs):
 def print_reference(loads, results, expected_leaks, runs):
     print()
     print(f"Against the reference (chap's load with no commands, stdin at end of file; best of {runs}):")
-    print("| blocks | chap load | chap CPU | chap peak anon RSS | chap: leaked (generator's record) | heapscope leaks | "
-          f"leaks CPU | leaks peak anon RSS | chap load / leaks | ≥ {REFERENCE_SPEEDUP:g}× | CPU ratio |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for blocks, (load, failure, count) in loads.items():
+    print("| heap | blocks | chap load | chap CPU | chap peak anon RSS | chap: leaked (generator's record) | "
+          f"heapscope leaks | leaks CPU | leaks peak anon RSS | chap load / leaks | ≥ {REFERENCE_SPEEDUP:g}× | CPU ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for heap_core, (load, failure, count) in loads.items():
         if load is None:
-            print(f"| {blocks:,} | failed: {failure} | | | | | | | | | |")
+            print(f"| {heap_core.kind} | {heap_core.blocks:,} | failed: {failure} | | | | | | | | | |")
             continue
-        leaks = results[blocks].get("leaks")
-        counted = f"{count:,} ({expected_leaks.get(blocks, 0):,})" if count is not None else f"? ({failure})"
+        leaks = results[heap_core].get("leaks")
+        record = f"{expected_leaks[heap_core]:,}" if heap_core in expected_leaks else "no record"
+        counted = f"{count:,} ({record})" if count is not None else f"? ({failure})"
         leaks_cells = f"{leaks.wall:.3f} s | {leaks.cpu:.3f} s | {mib(leaks.anon)}" if leaks else "not measured | — | —"
         ratio = load.wall / leaks.wall if leaks else None
         status = ("PASS" if ratio >= REFERENCE_SPEEDUP else "FAIL") if ratio else "—"
         ratio_text = f"{ratio:.1f}×" if ratio else "—"
         cpu_ratio = f"{load.cpu / leaks.cpu:.1f}×" if leaks else "—"
-        print(f"| {blocks:,} | {load.wall:.3f} s | {load.cpu:.3f} s | {mib(load.anon)} | {counted} | {leaks_cells} | "
-              f"{ratio_text} | {status} | {cpu_ratio} |", flush=True)
+        print(f"| {heap_core.kind} | {heap_core.blocks:,} | {load.wall:.3f} s | {load.cpu:.3f} s | {mib(load.anon)} | "
+              f"{counted} | {leaks_cells} | {ratio_text} | {status} | {cpu_ratio} |", flush=True)
 
 
 class Targets:
@@ -273,47 +288,69 @@ class Targets:
             print(f"| {target} | {blocks:,} | {measured} | {status} |")
 
 
-def check_speed_targets(targets, blocks, measured, loads):
+
+def check_speed_targets(targets, heap_core, measured, loads):
     leaks, summary, top = (measured.get(c) for c in ("leaks", "summary", "top"))
-    if blocks in REFERENCE_SIZES:
-        load = loads.get(blocks, (None,))[0]
+    name, blocks = heap_core.kind, heap_core.blocks
+    if name in GENERATORS and blocks in REFERENCE_SIZES:
+        load = loads.get(heap_core, (None,))[0]
+        target = f"{name}: leaks ≥ {REFERENCE_SPEEDUP:g}× faster than chap's load"
         if leaks and load:
             ratio = load.wall / leaks.wall
-            targets.check(f"leaks ≥ {REFERENCE_SPEEDUP:g}× faster than chap's load", blocks,
-                          f"{ratio:.1f}× ({load.wall:.2f} s / {leaks.wall:.3f} s)", ratio >= REFERENCE_SPEEDUP)
+            targets.check(target, blocks, f"{ratio:.1f}× ({load.wall:.2f} s / {leaks.wall:.3f} s)",
+                          ratio >= REFERENCE_SPEEDUP)
         else:
-            targets.check(f"leaks ≥ {REFERENCE_SPEEDUP:g}× faster than chap's load", blocks,
-                          "no reference load" if leaks else "leaks not measured", None)
-    if blocks == 20_000_000:
+            targets.check(target, blocks, "no reference load" if leaks else "leaks not measured", None)
+    if name == "chains" and blocks == 20_000_000:
         if leaks:
-            targets.check(f"leaks ≤ {LEAKS_SECONDS_20M:g} s", blocks, f"{leaks.wall:.3f} s",
+            targets.check(f"chains: leaks ≤ {LEAKS_SECONDS_20M:g} s", blocks, f"{leaks.wall:.3f} s",
                           leaks.wall <= LEAKS_SECONDS_20M)
         if summary:
-            targets.check(f"summary ≤ {SUMMARY_SECONDS_20M:g} s", blocks, f"{summary.wall:.3f} s",
+            targets.check(f"chains: summary ≤ {SUMMARY_SECONDS_20M:g} s", blocks, f"{summary.wall:.3f} s",
                           summary.wall <= SUMMARY_SECONDS_20M)
+    if summary and leaks:
+        targets.check(f"{name}: summary ≤ {SUMMARY_OVER_LEAKS:g}× leaks", blocks,
+                      f"{summary.wall / leaks.wall:.2f}× ({summary.wall:.3f} s / {leaks.wall:.3f} s)",
+                      summary.wall <= SUMMARY_OVER_LEAKS * leaks.wall)
     if top and leaks:
-        targets.check(f"top ≤ {TOP_OVER_LEAKS:g}× leaks", blocks,
+        targets.check(f"{name}: top ≤ {TOP_OVER_LEAKS:g}× leaks", blocks,
                       f"{top.wall / leaks.wall:.2f}× ({top.wall:.3f} s / {leaks.wall:.3f} s)",
                       top.wall <= TOP_OVER_LEAKS * leaks.wall)
 
 
-def check_memory_targets(targets, blocks, measured, edges):
+def check_redis_per_block(targets, results):
+    """redis' leaks per block against the mixed heap's at the nearest size (the interior-pointer-heavy real heap
+    beside the synthetic one)."""
+    mixed = [(hc, m["leaks"]) for hc, m in results.items() if hc.kind == "mixed" and "leaks" in m]
+    for heap_core, measured in results.items():
+        if heap_core.kind != "redis" or "leaks" not in measured or not mixed:
+            continue
+        nearest, mixed_leaks = min(mixed, key=lambda item: abs(math.log(item[0].blocks / heap_core.blocks)))
+        redis_ns = measured["leaks"].wall / heap_core.blocks * 1e9
+        mixed_ns = mixed_leaks.wall / nearest.blocks * 1e9
+        targets.check(f"redis: leaks per block ≤ {REDIS_OVER_MIXED:g}× mixed's ({nearest.blocks:,} blocks)",
+                      heap_core.blocks, f"{redis_ns:.0f} ns / {mixed_ns:.0f} ns = {redis_ns / mixed_ns:.2f}×",
+                      redis_ns <= REDIS_OVER_MIXED * mixed_ns)
+
+
+def check_memory_targets(targets, heap_core, measured, edges):
+    name, blocks = heap_core.kind, heap_core.blocks
     leaks = measured.get("leaks")
     if leaks:
-        name = f"leaks anon ≤ {LEAKS_BYTES_PER_BLOCK} B/block + {LEAKS_BYTES_PER_EDGE} B/edge"
+        target = f"{name}: leaks anon ≤ {LEAKS_BYTES_PER_BLOCK} B/block + {LEAKS_BYTES_PER_EDGE} B/edge"
         if edges is not None:
             budget = LEAKS_BYTES_PER_BLOCK * blocks + LEAKS_BYTES_PER_EDGE * edges
-            targets.check(name, blocks, f"{mib(leaks.anon)} of {mib(budget)} ({edges:,} edges)", leaks.anon <= budget)
+            targets.check(target, blocks, f"{mib(leaks.anon)} of {mib(budget)} ({edges:,} edges)", leaks.anon <= budget)
         elif leaks.anon <= LEAKS_BYTES_PER_BLOCK * blocks:  # within budget whatever the edge count
-            targets.check(name, blocks, f"{leaks.anon / blocks:.1f} B/block (edges not reported)", True)
+            targets.check(target, blocks, f"{leaks.anon / blocks:.1f} B/block (edges not reported)", True)
         else:
-            targets.check(name, blocks, f"{leaks.anon / blocks:.1f} B/block; needs the edge count, which "
+            targets.check(target, blocks, f"{leaks.anon / blocks:.1f} B/block; needs the edge count, which "
                           "heapscope does not report", None)
     for command in ("top", "roots", "threads"):
         if command in measured:
             per_block = measured[command].anon / blocks
-            targets.check(f"{command} anon ≤ {OTHERS_BYTES_PER_BLOCK} B/block", blocks, f"{per_block:.1f} B/block",
-                          per_block <= OTHERS_BYTES_PER_BLOCK)
+            targets.check(f"{name}: {command} anon ≤ {OTHERS_BYTES_PER_BLOCK} B/block", blocks,
+                          f"{per_block:.1f} B/block", per_block <= OTHERS_BYTES_PER_BLOCK)
 
 
 def growth_exponent(small, large):
@@ -322,46 +359,39 @@ def growth_exponent(small, large):
 
 
 def scaling_series(results, loads):
-    """{name: {blocks: Measurement}} for each heapscope command and chap's load (where it loaded)."""
+    """{name: {blocks: Measurement}} for each heap kind's commands and chap's load (where it loaded)."""
     series = {}
-    for blocks, measured in results.items():
+    for heap_core, measured in results.items():
         for command, m in measured.items():
-            series.setdefault(command, {})[blocks] = m
-        load = loads.get(blocks, (None,))[0]
+            series.setdefault(f"{heap_core.kind} {command}", {})[heap_core.blocks] = m
+        load = loads.get(heap_core, (None,))[0]
         if load:
-            series.setdefault("chap load", {})[blocks] = load
+            series.setdefault(f"{heap_core.kind} chap load", {})[heap_core.blocks] = load
     return series
 
 
 def print_scaling(results, loads, targets):
-    """Time per block at each size and the growth exponents (time and memory) between sizes; the
+    """Time per block at each size of a heap kind and the growth exponents (time and memory) between sizes; the
     heapscope commands' whole-range exponents are targets (linear or better: ≤ LINEAR_EXPONENT). The CPU
     time's exponent is shown beside the wall time's: when they differ, the machine's other work made the
     difference."""
-    sizes = sorted(results)
-    if len(sizes) < 2:
+    series = {name: by_size for name, by_size in scaling_series(results, loads).items() if len(by_size) >= 2}
+    if not series:
         return
-    steps = list(zip(sizes, sizes[1:]))
     print()
-    print("Scaling: wall time per block, and growth exponents (log-log slope; 1 = linear, below 1 better):")
-    print("| command | " + " | ".join(f"ns/block at {b:,}" for b in sizes) + " | "
-          + " | ".join(f"time {a:,} → {b:,}" for a, b in steps) + " | time, whole range | CPU time, whole range | "
-          "anon memory, whole range |")
-    print("|---" * (1 + len(sizes) + len(steps) + 3) + "|")
-    for name, by_size in scaling_series(results, loads).items():
-        points = sorted((b, m) for b, m in by_size.items())
-        if len(points) < 2:
-            continue
-        per_block = [f"{by_size[b].wall / b * 1e9:.0f}" if b in by_size else "—" for b in sizes]
-        step_exponents = [f"{growth_exponent((a, by_size[a].wall), (b, by_size[b].wall)):.2f}"
-                          if a in by_size and b in by_size else "—" for a, b in steps]
+    print("Scaling: wall time per block at each size, and growth exponents over the whole range (log-log slope; "
+          "1 = linear, below 1 better):")
+    print("| heap and command | ns/block at each size | time | CPU time | anon memory |")
+    print("|---|---|---|---|---|")
+    for name, by_size in series.items():
+        points = sorted(by_size.items())
+        per_block = "; ".join(f"{b:,}: {m.wall / b * 1e9:.0f}" for b, m in points)
         first, last = points[0], points[-1]
         time_exponent = growth_exponent((first[0], first[1].wall), (last[0], last[1].wall))
         cpu_exponent = growth_exponent((first[0], first[1].cpu), (last[0], last[1].cpu))
-        anon_exponent = growth_exponent((first[0], first[1].anon), (last[0], last[1].anon))
-        print(f"| {name} | " + " | ".join(per_block) + " | " + " | ".join(step_exponents)
-              + f" | {time_exponent:.2f} | {cpu_exponent:.2f} | {anon_exponent:.2f} |")
-        if name != "chap load":
+        anon_exponent = growth_exponent((first[0], max(first[1].anon, 1)), (last[0], max(last[1].anon, 1)))
+        print(f"| {name} | {per_block} | {time_exponent:.2f} | {cpu_exponent:.2f} | {anon_exponent:.2f} |")
+        if not name.endswith("chap load"):
             span = f"{first[0]:,} → {last[0]:,}"
             targets.check(f"{name} time grows linearly or better ({span}; exponent ≤ {LINEAR_EXPONENT})", last[0],
                           f"exponent {time_exponent:.2f}", time_exponent <= LINEAR_EXPONENT)
@@ -371,26 +401,40 @@ def print_scaling(results, loads, targets):
 
 def plot(path, results, loads, floors, runs):
     times, memory = {}, {}
-    for blocks, measured in results.items():
+    for heap_core, measured in results.items():
         for command, m in measured.items():
-            times.setdefault(f"heapscope {command}", []).append((blocks, m.wall))
-            memory.setdefault(f"heapscope {command}", []).append((blocks, m.anon / 2**20))
-        load = loads.get(blocks, (None,))[0]
+            times.setdefault(f"{heap_core.kind} {command}", []).append((heap_core.blocks, m.wall))
+            memory.setdefault(f"{heap_core.kind} {command}", []).append((heap_core.blocks, m.anon / 2**20))
+        load = loads.get(heap_core, (None,))[0]
         if load:
-            times.setdefault("chap load", []).append((blocks, load.wall))
-            memory.setdefault("chap load", []).append((blocks, load.anon / 2**20))
-        times.setdefault("read floor", []).append((blocks, floors[blocks]))
+            times.setdefault(f"{heap_core.kind} chap load", []).append((heap_core.blocks, load.wall))
+            memory.setdefault(f"{heap_core.kind} chap load", []).append((heap_core.blocks, load.anon / 2**20))
+        times.setdefault(f"{heap_core.kind} read floor", []).append((heap_core.blocks, floors[heap_core]))
     write_loglog_svg(path, f"scripts/bench: wall time (best of {runs}) and peak anonymous RSS against live blocks, "
                            f"{time.strftime('%Y-%m-%d')}",
                      [("wall time", "s", times), ("peak anonymous RSS", "MiB", memory)])
     print(f"\nplot: {path}")
 
 
+def parse_scale(text):
+    kind, _, number = text.partition("=")
+    if kind not in program_heaps.DEFAULT_SCALES or not number.isdigit():
+        raise argparse.ArgumentTypeError(f"expected KIND=N with KIND one of {', '.join(program_heaps.DEFAULT_SCALES)}")
+    return kind, int(number)
+
+
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--blocks", type=int, nargs="+", default=[5_000_000], help="live blocks per core")
-    ap.add_argument("--heap", choices=sorted(GENERATORS), default="chains",
-                    help="the generator: chains (heap_generator.c) or mixed (mixed_heap.cpp, a C++ server's heap)")
+    ap.add_argument("--blocks", type=int, nargs="+", default=[5_000_000],
+                    help="live blocks per core of each generator (chains, mixed)")
+    ap.add_argument("--heap", choices=HEAP_KINDS, nargs="+", default=["chains"],
+                    help="heap kinds: generators (chains: heap_generator.c; mixed: mixed_heap.cpp, a C++ server's "
+                         "heap) and real programs (redis: redis-server with jemalloc; python: python3 with "
+                         "PYTHONMALLOC=malloc; swipl: SWI-Prolog with tcmalloc); scripts/benchmarks/program_heaps.py "
+                         "says how each program's heap is made")
+    ap.add_argument("--scale", type=parse_scale, action="append", default=[], metavar="KIND=N",
+                    help="a program's scale: redis keys, python objects, swipl clauses (defaults: "
+                         + ", ".join(f"{k}={v}" for k, v in program_heaps.DEFAULT_SCALES.items()) + ")")
     ap.add_argument("--commands", nargs="+", default=["summary"],
                     help="heapscope commands to time (summary, leaks, top, roots, threads, ...)")
     ap.add_argument("--runs", type=int, default=3)
@@ -399,18 +443,18 @@ def parse_args():
     ap.add_argument("--heapscope", default=os.path.join(ROOT, "build", "frontends", "cli", "heapscope"))
     ap.add_argument("--phases", action="store_true", help="also print per-phase times (HEAPSCOPE_TIMING)")
     ap.add_argument("--preload", metavar="LIB",
-                    help="run the generator with this allocator preloaded (libtcmalloc_minimal.so.4, say)")
+                    help="run the generators with this allocator preloaded (libtcmalloc_minimal.so.4, say)")
     ap.add_argument("--types", action="store_true",
                     help="also time DWARF typing (its load and its propagation) and report the typed share "
-                         "of bytes, on each core, the demo's core and the typed_containers fixture")
+                         "of bytes, on each generator core, the demo's core and the typed_containers fixture")
     ap.add_argument("--debugger-reuse", action="store_true",
                     help="time two heap commands at one stop in lldb-16 and in gdb (the second reuses the "
-                         "first's products), on the --reuse-blocks core")
+                         "first's products), on the first generator's --reuse-blocks core")
     ap.add_argument("--reuse-blocks", type=int, default=5_000_000)
     ap.add_argument("--reuse-commands", nargs=2, default=["leaks", "leaks"], metavar=("FIRST", "SECOND"))
     ap.add_argument("--cache", action="store_true",
-                    help="also time a second command in a new process with the index cache: `retainers CORE "
-                         "ADDR` after `leaks`, with and without the index")
+                    help="also time one-block commands (describe, retainers, refs) in new processes after a first "
+                         "`leaks` that leaves the index cache, with the index and without it")
     ap.add_argument("--compressed", action="store_true",
                     help="also time the first and the second command on each core compressed with zstd, lz4, xz "
                          "and gzip (the first decompresses it into the core copy cache, the second reads the copy)")
@@ -422,88 +466,121 @@ def parse_args():
     return args
 
 
-def print_types(heapscope, generator, args):
+def print_types(heapscope, generator_cores, args):
     print()
-    print(f"| core | blocks | dwarf types (best of {args.runs}) | of which indexes and block index (≈ load) | "
+    print(f"| heap | blocks | dwarf types (best of {args.runs}) | of which indexes and block index (≈ load) | "
           "propagation | typed share of bytes | typed blocks |")
     print("|---|---|---|---|---|---|---|")
-    for blocks in args.blocks:
-        core, _ = make_core(args.work, generator, blocks, args.leak_percent)
+    for heap_core in generator_cores:
+        total, load, typed = dwarf_typing(heapscope, heap_core.core, args.runs)
+        print(f"| {heap_core.kind}, {os.path.getsize(heap_core.core) / 2**20:.0f} MiB | {heap_core.blocks:,} | "
+              f"{total:.3f} s | {load:.3f} s | {total - load:.3f} s | {typed_share(typed)} |", flush=True)
+    for fixture_label, core in fixture_cores(args.work):
         total, load, typed = dwarf_typing(heapscope, core, args.runs)
-        print(f"| {os.path.getsize(core) / 2**20:.0f} MiB | {blocks:,} | {total:.3f} s | {load:.3f} s | "
-              f"{total - load:.3f} s | {typed_share(typed)} |", flush=True)
-    for label, core in fixture_cores(args.work):
-        total, load, typed = dwarf_typing(heapscope, core, args.runs)
-        print(f"| {label} | | {total:.3f} s | {load:.3f} s | {total - load:.3f} s | {typed_share(typed)} |",
+        print(f"| {fixture_label} | | {total:.3f} s | {load:.3f} s | {total - load:.3f} s | {typed_share(typed)} |",
               flush=True)
+
+
+def walked_blocks(heapscope, core):
+    """The blocks in use the walk finds (a program's core has no generator count)."""
+    out = subprocess.run([heapscope, "summary", core, "--json"], capture_output=True, text=True, check=True).stdout
+    totals = json.loads(out)["heap"]["totals"]
+    return totals["in_use"]["blocks"] + totals["mmapped"]["blocks"]
+
+
+def heap_cores(args, heapscope):
+    """Every core the run measures, generators' first (each at every --blocks), then programs' (each at its scale)."""
+    scales = dict(program_heaps.DEFAULT_SCALES, **dict(args.scale))
+    cores = []
+    for kind in args.heap:
+        if kind in GENERATORS:
+            generator = build_generator(args.work, kind)
+            for blocks in args.blocks:
+                core, leaked = make_core(args.work, generator, blocks, args.leak_percent, args.preload)
+                cores.append(HeapCore(kind, blocks, core, leaked))
+        elif not program_heaps.available(kind):
+            print(f"  ({kind}: {program_heaps.PROGRAMS[kind]} is not installed; skipped)")
+        else:
+            core = program_heaps.make_program_core(args.work, kind, scales[kind])
+            cores.append(HeapCore(kind, walked_blocks(heapscope, core), core, None))
+    return cores
+
+
+def reads_glibc_heap(heap_core, args):
+    """chap reads glibc's malloc only: the generators' cores (unless another allocator was preloaded) and python's."""
+    return (heap_core.kind in GENERATORS and not args.preload) or program_heaps.ALLOCATORS.get(heap_core.kind) == "glibc"
 
 
 def main():
     args = parse_args()
     heapscope = args.heapscope
     os.makedirs(args.work, exist_ok=True)
-    generator = build_generator(args.work, args.heap)
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; heapscope: {heapscope}")
     chap = reference.reference_binary()
-    print("| core | blocks | command | wall (best of {}) | CPU user+sys | peak anon RSS | bytes/block | "
-          "peak RSS incl. core pages |".format(args.runs))
-    print("|---|---|---|---|---|---|---|---|")
-    cores, results, floors, edges, expected_leaks, verdict_lines, leaked_files = [], {}, {}, {}, {}, [], {}
-    loads = {}
-    for blocks in args.blocks:
-        core, leaked_file = make_core(args.work, generator, blocks, args.leak_percent, args.preload)
-        cores.append((blocks, core))
-        leaked_files[blocks] = leaked_file
-        results[blocks] = {}
+    cores = heap_cores(args, heapscope)
+    print(f"| heap | blocks | core | command | wall (best of {args.runs}) | ns/block | CPU user+sys | peak anon RSS | "
+          "bytes/block | page faults | faults/1k blocks | peak RSS incl. core pages |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    results, floors, edges, expected_leaks, verdict_lines, loads = {}, {}, {}, {}, [], {}
+    for heap_core in cores:
+        results[heap_core] = {}
+        blocks, size = heap_core.blocks, os.path.getsize(heap_core.core)
         for command in args.commands:
-            m = measure_heapscope(heapscope, core, command, args.runs)
-            results[blocks][command] = m
-            print(f"| {os.path.getsize(core) / 2**20:.0f} MiB | {blocks:,} | {command} | {m.wall:.3f} s | "
-                  f"{m.cpu:.3f} s | {mib(m.anon)} | {m.anon / blocks:.1f} | {m.rss / 2**20:.0f} MiB |", flush=True)
+            m = measure_heapscope(heapscope, heap_core.core, command, args.runs)
+            results[heap_core][command] = m
+            print(f"| {heap_core.kind} | {blocks:,} | {size / 2**20:.0f} MiB | {command} | {m.wall:.3f} s | "
+                  f"{m.wall / blocks * 1e9:.0f} | {m.cpu:.3f} s | {mib(m.anon)} | {m.anon / blocks:.1f} | "
+                  f"{m.faults:,} | {m.faults / blocks * 1000:.1f} | {m.rss / 2**20:.0f} MiB |", flush=True)
             if args.phases:
-                print_phases(heapscope, core, command)
+                print_phases(heapscope, heap_core.core, command)
         # chap's load of this core right after heapscope's runs on it, not after every core's: this VM's speed
         # drifts by a tenth over the half hour a full run takes, and the ratio is of the two at one time.
-        if chap:
-            loads[blocks] = reference_load(chap, core, args.runs)
-        floors[blocks] = read_floor(core, args.runs)
-        expected, found, false_pos, false_neg = check_verdicts(heapscope, core, leaked_file)
-        expected_leaks[blocks] = expected
-        verdict_lines.append((blocks, verdict_line(blocks, expected, found, false_pos, false_neg), len(false_pos)))
+        if chap and reads_glibc_heap(heap_core, args):
+            loads[heap_core] = reference_load(chap, heap_core.core, args.runs)
+        floors[heap_core] = read_floor(heap_core.core, args.runs)
+        if heap_core.leaked:
+            expected, found, false_pos, false_neg = check_verdicts(heapscope, heap_core.core, heap_core.leaked)
+            expected_leaks[heap_core] = expected
+            verdict_lines.append((heap_core, verdict_line(heap_core, expected, found, false_pos, false_neg),
+                                  len(false_pos)))
         if "leaks" in args.commands:
-            edges[blocks] = graph_edge_count(heapscope, core)
+            edges[heap_core] = graph_edge_count(heapscope, heap_core.core)
 
-    print_read_floors(cores, floors, results, args.runs)
-    if chap:
+    print_read_floors(floors, results, args.runs)
+    if loads:
         print_reference(loads, results, expected_leaks, args.runs)
     print()
-    for blocks, line, _ in verdict_lines:
+    for _, line, _ in verdict_lines:
         print(line)
-    for blocks in edges:
-        print(f"{blocks:,} blocks: reference graph edges: "
-              + (f"{edges[blocks]:,}" if edges[blocks] is not None else "not reported by heapscope"))
+    for heap_core, count in edges.items():
+        print(f"{label(heap_core)} blocks: reference graph edges: "
+              + (f"{count:,}" if count is not None else "not reported by heapscope"))
 
     targets = Targets()
-    for blocks in args.blocks:
-        check_speed_targets(targets, blocks, results[blocks], loads)
-        check_memory_targets(targets, blocks, results[blocks], edges.get(blocks))
-    for blocks, _, false_positives in verdict_lines:
-        targets.check("0 false positives", blocks, f"{false_positives}", false_positives == 0)
+    for heap_core in cores:
+        check_speed_targets(targets, heap_core, results[heap_core], loads)
+        check_memory_targets(targets, heap_core, results[heap_core], edges.get(heap_core))
+    check_redis_per_block(targets, results)
+    for heap_core, _, false_positives in verdict_lines:
+        targets.check(f"{heap_core.kind}: 0 false positives", heap_core.blocks, f"{false_positives}",
+                      false_positives == 0)
     print_scaling(results, loads, targets)
     if args.cache:
-        index_cache_bench.print_second_commands(heapscope, cores, leaked_files, args.runs, targets)
+        index_cache_bench.print_one_block_commands(heapscope, cores, args.runs, targets)
     if args.compressed:
         compressed_core_bench.print_compressed(heapscope, cores, args.runs, targets)
     targets.print()
 
-    if args.debugger_reuse:
+    generator_cores = [hc for hc in cores if hc.leaked]
+    if args.debugger_reuse and generator_cores:
+        generator = build_generator(args.work, generator_cores[0].kind)
         core, _ = make_core(args.work, generator, args.reuse_blocks, args.leak_percent, args.preload)
         build_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(heapscope))))
         debugger_reuse.print_reuse(build_dir, generator, core, args.reuse_blocks, *args.reuse_commands, args.runs)
     if args.plot:
         plot(args.plot, results, loads, floors, args.runs)
     if args.types:
-        print_types(heapscope, generator, args)
+        print_types(heapscope, generator_cores, args)
 
 
 if __name__ == "__main__":

@@ -59,21 +59,22 @@ def print_compressed(heapscope, cores, runs, targets, command="leaks"):
     print()
     print(f"Compressed cores: `{command}`, first command (decompressing) and second (reading the copy), best of "
           f"{runs}, beside the raw core:")
-    print(f"| blocks | core | format | compressed | first {command} | second | second / first | first, no index "
+    print(f"| heap | blocks | core | format | compressed | first {command} | second | second / first | first, no index "
           f"cache | second, no index cache | second / first | raw core, no index cache |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for blocks, core in cores:
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for heap_core in cores:
+        blocks, core = heap_core.blocks, heap_core.core
         raw, _, _ = best_of(runs, [heapscope, command, core], memory=False)
         for suffix in FORMATS:
             if shutil.which(FORMATS[suffix][0]) is None:
-                print(f"| {blocks:,} | | {suffix} | ({FORMATS[suffix][0]} not installed) | | | | | | | |")
+                print(f"| {heap_core.kind} | {blocks:,} | | {suffix} | ({FORMATS[suffix][0]} not installed) | | | | | | | |")
                 continue
             compressed = compressed_copy(core, suffix)
             first, second = time_first_and_second(heapscope, compressed, command, runs, index_cache=True)
             bare_first, bare_second = time_first_and_second(heapscope, compressed, command, runs, index_cache=False)
-            print(f"| {blocks:,} | {os.path.getsize(core) / 2**20:.0f} MiB | {suffix} | "
+            print(f"| {heap_core.kind} | {blocks:,} | {os.path.getsize(core) / 2**20:.0f} MiB | {suffix} | "
                   f"{os.path.getsize(compressed) / 2**20:.0f} MiB | {first:.3f} s | {second:.3f} s | "
                   f"{second / first:.2f} | {bare_first:.3f} s | {bare_second:.3f} s | {bare_second / bare_first:.2f} | "
                   f"{raw.wall:.3f} s |", flush=True)
-            targets.check(f"second {command} on a {suffix} core ≤ half the first", blocks,
+            targets.check(f"{heap_core.kind}: second {command} on a {suffix} core ≤ half the first", blocks,
                           f"{second / first:.2f}", second <= first / 2)

@@ -1,10 +1,12 @@
-"""The index cache in the benchmark: a second command on the same core in a new process.
+"""The index cache in the benchmark: one-block commands on the same core in new processes, after a first one.
 
 With an empty cache directory, `leaks` computes the products and leaves the index (a forked writer finishes
 it after the command has exited: the bench waits for the finished file, `<hash>.hsindex` with no temporary
-beside it); then `retainers CORE ADDR` (ADDR: the first block the generator leaked) runs in new processes,
-with the index and, for comparison, with --no-cache."""
+beside it); then `describe`, `retainers` and `refs` of one block run in new processes, with the index and,
+for `retainers`, with --no-cache for comparison. The block: the first the generator leaked, or on a program's
+core the last of the first thousand blocks in use (lowest addresses first)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -15,11 +17,17 @@ from measure import best_of
 
 SECOND_COMMAND_SECONDS = 1.0  # at 20M blocks
 SECOND_COMMAND_BLOCKS = 20_000_000
+ONE_BLOCK_COMMANDS = ("describe", "retainers", "refs")
+ONE_BLOCK_OVER_FIRST = 0.1  # a one-block command after a first command, against that first command
 
 
-def first_leaked_address(leaked_file):
-    with open(leaked_file) as f:
-        return f.readline().split()[0]
+def one_block_address(heapscope, heap_core):
+    if heap_core.leaked:
+        with open(heap_core.leaked) as f:
+            return f.readline().split()[0]
+    out = subprocess.run([heapscope, "blocks", heap_core.core, "--limit", "1000", "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    return str(json.loads(out)["blocks"][-1]["address"])
 
 
 def wait_for_index(directory, timeout=600):
@@ -40,31 +48,39 @@ def cache_environment(directory):
     return env
 
 
-def time_second_command(heapscope, core, leaked_file, runs):
-    """(leaks that writes the index, retainers with the index, retainers without it, index bytes)."""
-    address = first_leaked_address(leaked_file)
+def time_one_block_commands(heapscope, heap_core, runs):
+    """(leaks that writes the index, {command: with the index}, retainers without it, index bytes)."""
+    address = one_block_address(heapscope, heap_core)
     directory = tempfile.mkdtemp(prefix="heapscope-bench-cache-")
     try:
         env = cache_environment(directory)
-        writing, _, _ = best_of(1, [heapscope, "leaks", core], env=env, memory=False)
+        writing, _, _ = best_of(1, [heapscope, "leaks", heap_core.core], env=env, memory=False)
         index_bytes = wait_for_index(directory)
-        with_index, _, _ = best_of(runs, [heapscope, "retainers", core, address], env=env, memory=False)
-        without, _, _ = best_of(runs, [heapscope, "retainers", core, address, "--no-cache"], env=env, memory=False)
+        with_index = {command: best_of(runs, [heapscope, command, heap_core.core, address], env=env, memory=False)[0]
+                      for command in ONE_BLOCK_COMMANDS}
+        without, _, _ = best_of(runs, [heapscope, "retainers", heap_core.core, address, "--no-cache"], env=env,
+                                memory=False)
         return writing, with_index, without, index_bytes
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def print_second_commands(heapscope, cores, leaked_files, runs, targets):
+def print_one_block_commands(heapscope, cores, runs, targets):
     print()
-    print(f"Index cache: a second command in a new process (best of {runs}; `leaks` once):")
-    print("| blocks | leaks, leaving the index to its writer | index | retainers with the index | "
-          "retainers with --no-cache |")
-    print("|---|---|---|---|---|")
-    for blocks, core in cores:
-        writing, with_index, without, index_bytes = time_second_command(heapscope, core, leaked_files[blocks], runs)
-        print(f"| {blocks:,} | {writing.wall:.3f} s | {index_bytes / 2**20:.0f} MiB | {with_index.wall:.3f} s | "
-              f"{without.wall:.3f} s |", flush=True)
-        if blocks == SECOND_COMMAND_BLOCKS:
-            targets.check(f"retainers after leaks, new process, ≤ {SECOND_COMMAND_SECONDS:g} s", blocks,
-                          f"{with_index.wall:.3f} s", with_index.wall <= SECOND_COMMAND_SECONDS)
+    print(f"Index cache: one-block commands in new processes after a first `leaks` (best of {runs}; `leaks` once):")
+    print("| heap | blocks | leaks, leaving the index to its writer | index | "
+          + " | ".join(f"{c} with the index" for c in ONE_BLOCK_COMMANDS) + " | retainers with --no-cache |")
+    print("|---" * (5 + len(ONE_BLOCK_COMMANDS)) + "|")
+    for heap_core in cores:
+        writing, with_index, without, index_bytes = time_one_block_commands(heapscope, heap_core, runs)
+        print(f"| {heap_core.kind} | {heap_core.blocks:,} | {writing.wall:.3f} s | {index_bytes / 2**20:.0f} MiB | "
+              + " | ".join(f"{m.wall:.3f} s ({m.wall / writing.wall:.2f}×)" for m in with_index.values())
+              + f" | {without.wall:.3f} s |", flush=True)
+        for command, m in with_index.items():
+            targets.check(f"{heap_core.kind}: {command} after leaks, new process, ≤ {ONE_BLOCK_OVER_FIRST:g}× leaks",
+                          heap_core.blocks, f"{m.wall / writing.wall:.2f}× ({m.wall:.3f} s / {writing.wall:.3f} s)",
+                          m.wall <= ONE_BLOCK_OVER_FIRST * writing.wall)
+        if heap_core.blocks == SECOND_COMMAND_BLOCKS:
+            m = with_index["retainers"]
+            targets.check(f"{heap_core.kind}: retainers after leaks, new process, ≤ {SECOND_COMMAND_SECONDS:g} s",
+                          heap_core.blocks, f"{m.wall:.3f} s", m.wall <= SECOND_COMMAND_SECONDS)

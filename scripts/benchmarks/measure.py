@@ -7,8 +7,9 @@ import time
 
 # Wall time in seconds; peak anonymous RSS (the process's own heap and stacks, without the pages of an
 # mmapped core) and peak total RSS, in bytes; CPU time (user + system, all threads) in seconds, which other
-# work on a shared machine disturbs much less than the wall time.
-Measurement = collections.namedtuple("Measurement", "wall anon rss cpu")
+# work on a shared machine disturbs much less than the wall time; page faults (minor and major: on a mapped
+# core, mostly the first touch of each of its pages).
+Measurement = collections.namedtuple("Measurement", "wall anon rss cpu faults")
 
 
 class CommandFailed(Exception):
@@ -57,7 +58,8 @@ def measure(cmd, stdin_text=None, env=None, sample=True):
         stderr = err.read().decode(errors="replace")
     if proc.returncode != 0:
         raise CommandFailed(f"{' '.join(cmd)} failed (exit {proc.returncode}): {stderr[-2000:].strip()}")
-    return Measurement(wall, peak_anon, peak_rss, usage.ru_utime + usage.ru_stime), stdout, stderr
+    cpu = usage.ru_utime + usage.ru_stime
+    return Measurement(wall, peak_anon, peak_rss, cpu, usage.ru_minflt + usage.ru_majflt), stdout, stderr
 
 
 def best_of(runs, cmd, stdin_text=None, env=None, memory=True):
@@ -66,9 +68,9 @@ def best_of(runs, cmd, stdin_text=None, env=None, memory=True):
     500 wake-ups a second take a core's share from a command that keeps both busy (about 10 % of `leaks`'
     wall time at 5M blocks) and nothing from a single-threaded one, which leaves the other core idle."""
     results = [measure(cmd, stdin_text, env, sample=False) for _ in range(runs)]
-    sampled = measure(cmd, stdin_text, env)[0] if memory else Measurement(0, 0, 0, 0)
+    sampled = measure(cmd, stdin_text, env)[0] if memory else Measurement(0, 0, 0, 0, 0)
     best = Measurement(min(m.wall for m, _, _ in results), sampled.anon, sampled.rss,
-                       min(m.cpu for m, _, _ in results))
+                       min(m.cpu for m, _, _ in results), min(m.faults for m, _, _ in results))
     return best, results[-1][1], results[-1][2]
 
 
