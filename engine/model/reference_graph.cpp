@@ -179,11 +179,19 @@ ReferenceGraph::RootReferrers ReferenceGraph::root_referrers() const {
   return {in_root_blocks_.span(), in_roots_.span()};
 }
 
+// The words of `from` that the scan finds pointing into `to` are those whose value lies in to's usable bytes
+// (blocks' usable bytes never overlap): compared directly, without a lookup per word, since the block may
+// be a table of millions of words.
 std::vector<Address> ReferenceGraph::edge_sites(BlockId from, BlockId to) const {
   std::vector<Address> sites;
+  const Block& target = index_.blocks()[to];
+  if (!is_allocated(target.state)) return sites;
+  const Address low = target.address(), high = target.user_end();
   MemoryCursor memory(image_);
-  for_each_block_pointer(memory, from, [&](Address at, std::uint64_t, BlockId target) {
-    if (target == to) sites.push_back(at);
+  for_each_scanned_range(from, [&](Address start, Address end) {
+    for_each_word(memory, start, end, [&](Address at, std::uint64_t word) {
+      if (word >= low && word < high) sites.push_back(at);
+    });
   });
   return sites;
 }

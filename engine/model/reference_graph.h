@@ -145,6 +145,9 @@ class ReferenceGraph {
   // that point into allocated blocks: fn(word address, word, block).
   template <typename Fn>
   void for_each_block_pointer(MemoryCursor& memory, BlockId b, Fn&& fn) const;
+  // The parts of block b the scan reads, as fn(start, end): all its usable bytes but a runtime's header links.
+  template <typename Fn>
+  void for_each_scanned_range(BlockId b, Fn&& fn) const;
   // Those of root range `root`; for a thread's registers, the word's RegisterWord::slot as its address.
   template <typename Fn>
   void for_each_root_pointer(std::size_t root, Fn&& fn) const { for_each_root_pointer(roots_.ranges[root], fn); }
@@ -230,13 +233,18 @@ void ReferenceGraph::for_each_pointer(MemoryCursor& memory, Address start, Addre
 
 template <typename Fn>
 void ReferenceGraph::for_each_block_pointer(MemoryCursor& memory, BlockId b, Fn&& fn) const {
+  for_each_scanned_range(b, [&](Address start, Address end) { for_each_pointer(memory, start, end, fn); });
+}
+
+template <typename Fn>
+void ReferenceGraph::for_each_scanned_range(BlockId b, Fn&& fn) const {
   const Block& blk = index_.blocks()[b];
   if (!is_allocated(blk.state)) return;
   // A runtime's header links (its GC list) are bookkeeping: the scan passes over them.
   const auto [links_first, links_last] = headers_ ? headers_->links(b) : std::pair<std::uint32_t, std::uint32_t>{0, 0};
   const Address start = blk.address();
-  if (links_first > 0) for_each_pointer(memory, start, start + links_first, fn);
-  for_each_pointer(memory, start + links_last, start + blk.usable_size(), fn);
+  if (links_first > 0) fn(start, start + links_first);
+  fn(start + links_last, start + blk.usable_size());
 }
 
 template <typename Fn>
