@@ -465,6 +465,32 @@ void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::u
   }
 }
 
+Retention::Retention(std::uint32_t block_count, const Saved& saved)
+    : block_count_(block_count), root_nodes_(saved.root_nodes) {
+  const std::size_t n = std::size_t{block_count} + root_nodes_.size() + 1;
+  if (saved.idom.size() != n || saved.bytes_low.size() != n || saved.bytes_high.size() != n || saved.blocks.size() != n)
+    throw std::invalid_argument("its arrays do not fit the heap");
+  if (!std::all_of(saved.idom.begin(), saved.idom.end(), [n](std::uint32_t d) { return d < n || d == kNoNode; }))
+    throw std::invalid_argument("a dominator is no node");
+  for (std::size_t i = 0; i < root_nodes_.size(); ++i) {
+    const RootNode& node = root_nodes_[i];
+    if (node.parent != RootNode::kNoParent && node.parent >= root_nodes_.size())
+      throw std::invalid_argument("a root node's parent is no node");
+    if (node.level == Level::kind)
+      owner_kind_nodes_[static_cast<std::size_t>(node.owner_kind)] = root_node_id(i);
+  }
+  idom_.assign(saved.idom.begin(), saved.idom.end());
+  retained_bytes_.assign(saved.bytes_low, saved.bytes_high);
+  retained_blocks_.assign(saved.blocks.begin(), saved.blocks.end());
+  in_use_bytes_ = saved.in_use_bytes;
+  in_use_blocks_ = saved.in_use_blocks;
+}
+
+Retention::Saved Retention::saved() const {
+  return {root_nodes_, idom_, retained_bytes_.low(), retained_blocks_, retained_bytes_.high(), in_use_bytes_,
+          in_use_blocks_};
+}
+
 std::size_t Retention::memory_bytes() const {
   return idom_.capacity() * 4 + retained_bytes_.memory_bytes() +
          retained_blocks_.capacity() * 4;

@@ -99,6 +99,12 @@ class ByteCounts {
   }
   void add(std::size_t i, std::uint64_t bytes) { set(i, (*this)[i] + bytes); }
   std::size_t memory_bytes() const { return low_.capacity() * 4 + high_.capacity(); }
+  std::span<const std::uint32_t> low() const { return low_; }
+  std::span<const std::uint8_t> high() const { return high_; }
+  void assign(std::span<const std::uint32_t> low, std::span<const std::uint8_t> high) {
+    low_.assign(low.begin(), low.end());
+    high_.assign(high.begin(), high.end());
+  }
 
  private:
   std::vector<std::uint32_t> low_;
@@ -111,6 +117,20 @@ class Retention {
   // and local variable.
   Retention(const Image& image, const SymbolIndex& symbols, const HeapModel& heap, const RootSet& roots,
             const ReferenceGraph& graph, const std::vector<std::vector<Frame>>* frames = nullptr);
+
+  // What the index cache keeps of a Retention (session/index_cache.h): its root nodes, and per node its
+  // immediate dominator and retained bytes (low 32 bits, high 8) and blocks.
+  struct Saved {
+    std::vector<RootNode> root_nodes;
+    std::span<const std::uint32_t> idom, bytes_low, blocks;
+    std::span<const std::uint8_t> bytes_high;
+    std::uint64_t in_use_bytes = 0, in_use_blocks = 0;
+  };
+  // A Retention again from what was saved of one over `block_count` blocks. Throws std::invalid_argument
+  // when the arrays do not fit the blocks and the nodes, or a dominator or parent is no node (a damaged
+  // file must not make a later read go astray). Whether it is this image's is the caller's check.
+  Retention(std::uint32_t block_count, const Saved& saved);
+  Saved saved() const;  // views of this one's arrays
 
   // Node ids: blocks first (a block's node id is its BlockId), then the ownership tree's nodes (owner
   // kinds, owners and parts), then the super-root.

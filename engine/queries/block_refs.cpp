@@ -32,7 +32,7 @@ RootRef root_ref(Session& s, const BlockNames& names, std::size_t root, BlockId 
 }
 
 RetainedBytes::RetainedBytes(Session& s, RetainedSizes how)
-    : s_(s), tree_(how == RetainedSizes::dominator_tree ? &s.retention() : s.retention_if_computed()),
+    : s_(s), tree_(how == RetainedSizes::dominator_tree ? &s.retention() : s.retention_if_at_hand()),
       // Building the tree reads every edge a few times over; removal is worth trying up to about that.
       budget_(tree_ ? 0 : 2 * (s.graph().edge_count() + s.graph().block_count())) {}
 

@@ -15,6 +15,7 @@
 #include "elf/elf_file.h"
 #include "session/heap_model_json.h"
 #include "session/index_file.h"
+#include "session/retention_json.h"
 
 namespace heapscope {
 
@@ -183,6 +184,17 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
   g.reverse = slice_of(*file, IndexSection::reverse_offsets, IndexSection::reverse_edges);
   g.root_referrers = {file->words(IndexSection::root_referrer_blocks), file->words(IndexSection::root_referrers)};
   if (g.reverse.offsets.empty()) return fail("no reverse edges");
+  if (file->has(IndexSection::retention_meta)) {
+    Retention::Saved& r = products->retention.emplace();
+    const std::span<const std::byte> text = file->section(IndexSection::retention_meta);
+    if (!retention_meta_from_json(std::string(reinterpret_cast<const char*>(text.data()), text.size()), r))
+      return fail("damaged dominator tree");
+    r.idom = file->words(IndexSection::retention_idom);
+    r.bytes_low = file->words(IndexSection::retention_bytes_low);
+    r.blocks = file->words(IndexSection::retention_blocks);
+    const std::span<const std::byte> high = file->section(IndexSection::retention_bytes_high);
+    r.bytes_high = {reinterpret_cast<const std::uint8_t*>(high.data()), high.size()};
+  }
   const auto [mapped, count] = file->take_blocks();
   if (count != blocks) return fail("cannot map its blocks");
   products->heap->blocks = BlockArray::adopt_mapping(mapped, count);
@@ -191,7 +203,7 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
 }
 
 void IndexCache::save(const std::string& key, const HeapModel& heap, const ReferenceGraph& graph,
-                      const LeakVerdicts& verdicts) const {
+                      const LeakVerdicts& verdicts, const Retention* retention) const {
   PhaseTimer timer("cache: write");
   std::error_code ec;
   fs::create_directories(dir_, ec);
@@ -225,6 +237,16 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
   sections.push_back(pieces(IndexSection::verdicts, {bytes_of(std::span<const Verdict>(verdicts.verdict))}));
   sections.push_back(pieces(IndexSection::possibly, {bytes_of(std::span<const std::uint8_t>(verdicts.possibly))}));
   sections.push_back(pieces(IndexSection::held_by, {bytes_of(std::span<const HeldBy>(verdicts.held_by))}));
+  std::string retention_meta;
+  if (retention) {
+    const Retention::Saved saved = retention->saved();
+    retention_meta = retention_meta_to_json(saved);
+    sections.push_back(pieces(IndexSection::retention_meta, {text_bytes(retention_meta)}));
+    sections.push_back(pieces(IndexSection::retention_idom, {bytes_of(saved.idom)}));
+    sections.push_back(pieces(IndexSection::retention_bytes_low, {bytes_of(saved.bytes_low)}));
+    sections.push_back(pieces(IndexSection::retention_blocks, {bytes_of(saved.blocks)}));
+    sections.push_back(pieces(IndexSection::retention_bytes_high, {bytes_of(saved.bytes_high)}));
+  }
   const std::string path = path_for(key);
   write_index_file(path, sections);
   evict(path);
@@ -291,6 +313,21 @@ bool check_graph(const ReferenceGraph& graph, const LeakVerdicts& verdicts, std:
         return false;
       }
     progress_check();
+  }
+  return true;
+}
+
+bool check_retention(const Retention& retention, const LeakVerdicts& verdicts, std::string* why) {
+  for (std::size_t b : sample_blocks(retention.block_count())) {
+    const auto node = static_cast<std::uint32_t>(b);
+    const Verdict v = verdicts.verdict[b];
+    const bool in_tree = v != Verdict::not_allocated && !is_leaked(v);
+    const std::uint32_t up = retention.dominator(node);
+    if (retention.reachable(node) != in_tree ||
+        (in_tree && retention.retained_bytes(up) < retention.retained_bytes(node))) {
+      *why = "block " + std::to_string(b) + "'s dominator is wrong";
+      return false;
+    }
   }
   return true;
 }

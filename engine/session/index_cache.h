@@ -24,6 +24,7 @@
 #include "image/image.h"
 #include "model/leak_verdicts.h"
 #include "model/reference_graph.h"
+#include "model/retention.h"
 #include "runtime/allocator.h"
 #include "symbols/module_symbols.h"
 
@@ -36,6 +37,7 @@ struct CachedProducts {
   std::unique_ptr<HeapModel> heap;
   ReferenceGraph::SavedArrays graph;
   LeakVerdicts verdicts;
+  std::optional<Retention::Saved> retention;  // its arrays view the file's mapping too; absent when not saved
 };
 
 class IndexCache {
@@ -61,8 +63,9 @@ class IndexCache {
   std::string rejection(const std::string& key, const std::string& why) const;
   // Writes the index of `key` (atomically), then trims the directory to its bounds. Throws
   // std::runtime_error (or Interrupted) when it cannot; no partial file is left.
+  // `retention`, the dominator tree, is saved when given.
   void save(const std::string& key, const HeapModel& heap, const ReferenceGraph& graph,
-            const LeakVerdicts& verdicts) const;
+            const LeakVerdicts& verdicts, const Retention* retention = nullptr) const;
 
  private:
   void evict(const std::string& keep) const;
@@ -78,5 +81,8 @@ class IndexCache {
 // edges; the reverse edges and the verdicts agree with them.
 bool check_heap(const Image& image, const HeapModel& heap, std::string* why);
 bool check_graph(const ReferenceGraph& graph, const LeakVerdicts& verdicts, std::string* why);
+// check_retention (on a Retention made from saved arrays, over a checked graph and its verdicts): a sample of
+// blocks is in the tree exactly when allocated and not leaked, under a dominator that retains at least as much.
+bool check_retention(const Retention& retention, const LeakVerdicts& verdicts, std::string* why);
 
 }  // namespace heapscope

@@ -19,7 +19,7 @@ namespace heapscope {
 namespace {
 
 // Bumped whenever the layout of any section changes (a field of Block or of the JSON, an edge's meaning).
-constexpr std::uint32_t kFormatVersion = 4;  // 4: HeapModel::terms
+constexpr std::uint32_t kFormatVersion = 5;  // 5: the dominator tree
 constexpr char kMagic[8] = {'H', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kSectionAlign = 64;
@@ -47,7 +47,8 @@ static_assert(sizeof(SectionEntry) == 24);
 std::uint64_t align_up(std::uint64_t n, std::uint64_t to) { return (n + to - 1) / to * to; }
 std::uint64_t alignment_of(IndexSection kind) { return kind == IndexSection::blocks ? kPage : kSectionAlign; }
 bool is_u32_section(IndexSection kind) {
-  return kind >= IndexSection::forward_offsets && kind <= IndexSection::root_referrers;
+  return (kind >= IndexSection::forward_offsets && kind <= IndexSection::root_referrers) ||
+         (kind >= IndexSection::retention_idom && kind <= IndexSection::retention_blocks);
 }
 
 std::string errno_text() { return std::strerror(errno); }

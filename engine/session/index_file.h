@@ -35,6 +35,13 @@ enum class IndexSection : std::uint32_t {
   verdicts,              // u8[blocks] (Verdict), or absent
   possibly,              // u8[blocks]
   held_by,               // u8[blocks] (HeldBy), or empty when no block is held by an interior-pointer idiom
+  // The dominator tree (model/retention.h), when it was computed: absent otherwise. Nodes: the blocks, the
+  // root nodes, the super-root.
+  retention_meta,        // its root nodes and totals, as JSON (session/retention_json.h)
+  retention_idom,        // u32[nodes]
+  retention_bytes_low,   // u32[nodes]
+  retention_blocks,      // u32[nodes]
+  retention_bytes_high,  // u8[nodes]
 };
 
 // One section to write: its bytes as a sequence of pieces (the graph's edges are one piece per scan

@@ -197,17 +197,28 @@ const LeakVerdicts& Session::verdicts() {
 
 bool Session::index_cache_outdated() const {
   std::lock_guard lock(cache_mutex_);
-  return options_.index_cache && !cache_key_.empty() && graph_.value && !graph_from_cache_;
+  // Computed here, or its saved dominator tree refused (the rest of the index was good).
+  return options_.index_cache && !cache_key_.empty() &&
+         ((graph_.value && !graph_from_cache_) || (graph_from_cache_ && saved_retention_refused_));
 }
 
 void Session::save_index_cache() {
-  std::lock_guard lock(cache_mutex_);
   if (!index_cache_outdated()) return;
+  // The dominator tree too, when this command did not need it: `retainers`, `top` and the other commands
+  // that need it then start from it in a new process. The index is written after the output, so this costs
+  // the command nothing.
+  const Retention* r = nullptr;
+  try {
+    r = &retention();
+  } catch (const AnalysisError&) {
+    if (progress_.stop_requested()) throw;  // else: saved without it
+  }
+  std::lock_guard lock(cache_mutex_);
   const LeakVerdicts& v = verdicts();
   ProgressScope current(&progress_);
   PhaseScope phase(progress_, "cache: write");
   try {
-    options_.index_cache->save(cache_key_, *heap_.value, *graph_.value, v);
+    options_.index_cache->save(cache_key_, *heap_.value, graph_from_cache_ ? *cached_graph_.value : *graph_.value, v, r);
   } catch (const Interrupted&) {
     throw AnalysisError("interrupted");
   }
@@ -334,6 +345,7 @@ const RetentionEdges& Session::retention_edges() {
 
 const Retention& Session::retention() {
   return product(retention_, "dominators", [&] {
+    if (std::unique_ptr<Retention> saved = retention_from_cache()) return saved;
     const HeapModel& h = heap();
     const RootSet& r = roots();
     const ReferenceGraph& g = graph();
@@ -355,9 +367,39 @@ const Retention& Session::retention() {
   });
 }
 
-const Retention* Session::retention_if_computed() {
-  std::lock_guard lock(retention_.mutex);
-  return retention_.value.get();
+// The saved dominator tree, when the graph and verdicts came from the same index and it passes its check;
+// null otherwise (then it is computed, and a warning says why when the saved one was refused).
+std::unique_ptr<Retention> Session::retention_from_cache() {
+  std::lock_guard lock(cache_mutex_);
+  graph();  // whether the index's graph was taken is known once the graph is
+  if (!graph_from_cache_ || !cached_ || !cached_->retention) return nullptr;
+  const LeakVerdicts& v = verdicts();  // the index's too, then
+  PhaseTimer timer("cache: dominators");
+  std::string why;
+  try {
+    auto r = std::make_unique<Retention>(static_cast<std::uint32_t>(heap().blocks.size()), *cached_->retention);
+    if (check_retention(*r, v, &why)) return r;
+  } catch (const std::invalid_argument& e) {
+    why = e.what();
+  }
+  add_warnings({options_.index_cache->rejection(cache_key_, why)});
+  cached_->retention.reset();
+  saved_retention_refused_ = true;  // the index is written again, with the tree computed now
+  return nullptr;
+}
+
+const Retention* Session::retention_if_at_hand() {
+  {
+    std::lock_guard lock(retention_.mutex);
+    if (retention_.value) return retention_.value.get();
+  }
+  bool saved = false;
+  {
+    std::lock_guard lock(cache_mutex_);
+    graph();  // whether the index's graph was taken is known once the graph is
+    saved = graph_from_cache_ && cached_ && cached_->retention;
+  }
+  return saved ? &retention() : nullptr;
 }
 
 std::optional<std::vector<bool>> Session::modules_pointing_to_blocks_if_ready() {

@@ -128,9 +128,10 @@ class Session {
   // The pointers that hold what they point to (model/retention_edges.h): what a block's retained size by
   // removal counts (the dominator tree finds the borrowed ones itself: FirstReach::owned).
   const RetentionEdges& retention_edges();
-  const Retention& retention();           // dominator tree and retained sizes
-  // The dominator tree when some command has built it already; null otherwise.
-  const Retention* retention_if_computed();
+  const Retention& retention();           // dominator tree and retained sizes (from the index cache when saved)
+  // The dominator tree when it is at hand: built already by a command at this stop, or saved in the index
+  // cache the graph came from (loading it costs little); null otherwise.
+  const Retention* retention_if_at_hand();
   // Per module, whether its static data or TLS points to a block (types/dwarf_typing.h), once the roots and
   // the block index are computed; nullopt before (it never waits for them).
   std::optional<std::vector<bool>> modules_pointing_to_blocks_if_ready();
@@ -223,6 +224,7 @@ class Session {
   // the products are then computed as without a cache, and saved again.
   std::unique_ptr<HeapModel> heap_from_cache();
   std::unique_ptr<ReferenceGraph> graph_from_cache();
+  std::unique_ptr<Retention> retention_from_cache();  // null when not saved or refused (retention())
 
   std::shared_ptr<const Image> image_;
   SessionOptions options_;
@@ -270,6 +272,7 @@ class Session {
   std::string cache_key_;                  // this core's key in the index cache; empty: no cache
   std::unique_ptr<CachedProducts> cached_;  // a saved index whose heap was taken, graph not yet checked
   bool graph_from_cache_ = false;
+  bool saved_retention_refused_ = false;
 };
 
 }  // namespace heapscope

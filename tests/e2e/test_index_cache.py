@@ -36,7 +36,7 @@ def without_warning_headings(lines):
 # file size, checksum of the body) and a table of (kind, reserved, offset, size).
 HEADER = struct.Struct("<8sIIQQ")
 SECTION = struct.Struct("<IIQQ")
-BLOCKS_SECTION, ROOT_EDGES_SECTION = 3, 7
+BLOCKS_SECTION, ROOT_EDGES_SECTION, DOMINATORS_SECTION = 3, 7, 16
 BLOCK = struct.Struct("<QIBBH")  # chunk, size_units, state, layout, arena
 MMAPPED = 1
 M64 = (1 << 64) - 1
@@ -93,6 +93,11 @@ def grow_first_block(blocks):
 def retarget_first_root_edge(edges):
     (edge,) = struct.unpack_from("<I", edges)
     struct.pack_into("<I", edges, 0, edge ^ 1)  # another block, same interior bit
+
+
+def no_dominators(idom):
+    """Every node outside the tree: what a file damaged there would say of the reachable blocks."""
+    idom[:] = b"\xff" * len(idom)
 
 
 class IndexCacheTest(unittest.TestCase):
@@ -161,6 +166,38 @@ class IndexCacheTest(unittest.TestCase):
                 self.assert_loaded(steps)
                 self.assertEqual(out, self.without_cache(*command))
         self.assertEqual(len(self.index_files()), 1)
+
+    def test_the_dominator_tree_is_saved_beside_the_graph(self):
+        # `leaks` needs no dominator tree; the index it leaves has one, for the retained sizes of `retainers`
+        # and for `top`.
+        self.run_cached("leaks", self.core)
+        for command in (("retainers", self.core, self.reachable_address, "--paths", "3"), ("top", self.core)):
+            with self.subTest(command=command):
+                out, steps = self.run_cached(*command)
+                self.assert_loaded(steps)
+                self.assertIn("cache: dominators", steps)
+                self.assertNotIn("dominators: semi-NCA", steps)
+                self.assertEqual(out, self.without_cache(*command))
+
+    def test_a_damaged_dominator_tree_is_not_believed(self):
+        self.run_cached("leaks", self.core)
+        [index] = self.index_files()
+        forge_section(index, DOMINATORS_SECTION, no_dominators)
+        command = ("retainers", self.core, self.reachable_address, "--paths", "3")
+        out, steps = self.run_cached(*command)
+        self.assertIn("cache: graph", steps)  # the rest of the index is good, and used
+        self.assertIn("dominators: semi-NCA", steps)
+        self.assertIn("cache: write", steps)
+        notes = [line for line in out.splitlines() if "index cache" in line]
+        self.assertEqual(len(notes), 1, out)
+        self.assertIn("dominator is wrong", notes[0])
+        expected = self.without_cache(*command)
+        self.assertEqual(without_warning_headings(line for line in out.splitlines() if line not in notes),
+                         without_warning_headings(expected.splitlines()))
+        out, steps = self.run_cached(*command)  # rewritten with the tree computed then
+        self.assert_loaded(steps)
+        self.assertIn("cache: dominators", steps)
+        self.assertEqual(out, expected)
 
     def test_no_cache_neither_reads_nor_writes(self):
         result = run_heapscope("leaks", self.core, "--no-cache",
