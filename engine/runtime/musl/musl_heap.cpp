@@ -8,13 +8,12 @@
 #include <unordered_set>
 
 #include "base/phase_timer.h"
+#include "runtime/walk_problems.h"
 
 namespace heapscope::musl {
 
 namespace {
 
-constexpr std::size_t kMaxFindings = 1000;
-constexpr std::size_t kMaxWarningsOfAKind = 8;
 constexpr unsigned kMaxNesting = 8;  // groups in slots of groups in slots…: a handful deep at most
 // The largest mapping a meta can describe that a block (16-byte units in 32 bits) can hold.
 constexpr std::uint64_t kMaxMapPages = (std::uint64_t{0xffffffff} * 16) / kPageBytes;
@@ -84,26 +83,16 @@ class Walker {
       model_.complete = false;
       arena_.complete = false;
     }
-    if (verification_.findings.size() < kMaxFindings) {
-      HeapFinding f;
-      f.kind = kind;
-      f.chunk = at;
-      f.expected = expected;
-      f.found = found;
-      f.arena = rt_.context;
-      f.heap = current_group_;
-      f.where = where;
-      f.affects = affects;
-      verification_.findings.push_back(std::move(f));
-    } else {
-      ++verification_.findings_dropped;
-    }
-    if (++warnings_of_[kind] > kMaxWarningsOfAKind) {
-      ++suppressed_[kind];
-      return;
-    }
-    model_.warnings.push_back(fmt::format("musl {}{}: {} (expected {}); {}", where,
-                                          at ? fmt::format(" at 0x{:x}", at) : std::string(), found, expected, affects));
+    HeapFinding f;
+    f.kind = kind;
+    f.chunk = at;
+    f.expected = std::move(expected);
+    f.found = std::move(found);
+    f.arena = rt_.context;
+    f.heap = current_group_;
+    f.where = std::move(where);
+    f.affects = std::move(affects);
+    problems_.add(std::move(f), verification_, model_.warnings);
   }
 
   // Every live meta of every area (a free meta is zeroed: no group), checked against its group.
@@ -358,8 +347,7 @@ class Walker {
       if (b.arena != Block::kNoArena) in_arena += b.chunk_size();
     }
     arena_.overhead_bytes = arena_.system_bytes > in_arena ? arena_.system_bytes - in_arena : 0;
-    for (const auto& [kind, count] : suppressed_)
-      model_.warnings.push_back(fmt::format("… and {} more warnings like the above ({})", count, kind));
+    problems_.add_suppressed(model_.warnings);
     for (auto& [stride, use] : classes_) model_.size_classes.push_back(use);
     model_.free_pages = {
         {"available slots", "slots activated in their group and ready to hand out", available_.blocks, available_.bytes},
@@ -438,7 +426,7 @@ class Walker {
   StateTotal available_, freed_;
   std::uint64_t total_meta_slots_ = 0, requested_bytes_ = 0, nested_groups_ = 0, mmapped_groups_ = 0;
   Address current_group_ = 0;
-  std::unordered_map<std::string, std::size_t> warnings_of_, suppressed_;
+  WalkProblems problems_{"musl"};
 };
 
 }  // namespace
