@@ -32,6 +32,10 @@ LibcThreads read_libc_threads(const MemoryReader& read, const LibcSymbolLookup& 
   return find_glibc_threads(read, lookup);
 }
 
+std::map<std::uint32_t, Address> thread_pointers_from_memory(const Image& image) {
+  return musl::find_thread_pointers(image);
+}
+
 LibcFinalizers read_libc_finalizers(const Image& image, const HeapModel& heap, const SymbolIndex& symbols,
                                     const LibcThreads& threads) {
   LibcFinalizers out;

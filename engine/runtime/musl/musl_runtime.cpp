@@ -104,7 +104,7 @@ bool named_musl(const Module& module) {
 
 bool is_musl(const Module& module, const SymbolIndex& symbols) {
   if (named_musl(module)) return true;
-  if (symbols.address_of(module, kContextSymbol)) return true;
+  if (symbols.address_of(module, kContextSymbol) || symbols.address_of(module, "__simple_malloc")) return true;
   return symbols.address_of(module, "__libc_malloc_impl") && symbols.address_of(module, "__malloc_alloc_meta");
 }
 

@@ -33,8 +33,9 @@ struct Runtime {
 // random bytes are not in memory.
 std::optional<std::uint64_t> secret_from_auxv(const Image& image);
 
-// Whether `module` holds musl's mallocng by its symbols (`__malloc_context` or `__libc_malloc_impl` with
-// `__malloc_alloc_meta`), or is musl's dynamic linker and C library by name (ld-musl-*.so.1, libc.musl-*).
+// Whether `module` holds musl's malloc by its symbols (`__malloc_context`, `__libc_malloc_impl` with
+// `__malloc_alloc_meta`, or the bump allocator `__simple_malloc`), or is musl's dynamic linker and C library
+// by name (ld-musl-*.so.1, libc.musl-*).
 bool is_musl(const Module& module, const SymbolIndex& symbols);
 
 // Whether the process's C library is musl: a module named as musl's, or a static executable with mallocng's symbols.

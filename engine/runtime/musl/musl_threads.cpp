@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <unordered_set>
+#include <vector>
 
 #include "runtime/musl/musl_layout.h"
 
@@ -21,7 +23,53 @@ bool is_descriptor(const Image& image, Address tp, std::uint32_t tid) {
   return tp && self && *self == tp && kept && *kept == tid;
 }
 
+// The first descriptor of thread `tid` in [start, end): a word that points at itself with the tid where musl
+// keeps it; regions over this size are not searched (a thread's stack mapping and a library's data are smaller).
+constexpr std::uint64_t kMaxSearch = std::uint64_t{64} << 20;
+std::optional<Address> descriptor_in(const Image& image, Address start, Address end, std::uint32_t tid) {
+  if (end <= start || end - start > kMaxSearch) return std::nullopt;
+  std::vector<std::uint64_t> words((end - start) / 8);
+  const std::size_t got = image.read(start, words.data(), words.size() * 8) / 8;
+  const std::size_t tid_word = kThread.tid / 8;
+  for (std::size_t i = 0; i + tid_word < got; ++i) {
+    const Address at = start + 8 * i;
+    if (words[i] == at && static_cast<std::uint32_t>(words[i + tid_word]) == tid) return at;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::map<std::uint32_t, Address> find_thread_pointers(const Image& image) {
+  std::map<std::uint32_t, Address> out;
+  std::vector<const MemoryRegion*> data;  // the executable's and the C library's writable data
+  for (const MemoryRegion& r : image.regions())
+    if (r.readable && r.writable && !r.backing_path.empty()) data.push_back(&r);
+  for (const ThreadState& t : image.threads()) {
+    if (out.contains(t.tid)) continue;
+    std::optional<Address> found;
+    if (const MemoryRegion* stack = image.region_at(t.sp()))
+      found = descriptor_in(image, stack->start, stack->end, t.tid);
+    for (std::size_t i = 0; !found && i < data.size(); ++i)
+      found = descriptor_in(image, data[i]->start, data[i]->end, t.tid);
+    if (!found) continue;
+    // Along the list from it: every live thread's descriptor, each checked by its self pointer.
+    Address at = *found;
+    std::size_t n = 0;
+    do {
+      const auto self = image.read_u64(at + kThread.self);
+      const auto tid = image.read_u32(at + kThread.tid);
+      if (!self || *self != at || !tid || ++n > kMaxThreads) break;
+      out.emplace(*tid, at);
+      at = image.read_u64(at + kThread.next).value_or(0);
+    } while (at && at != *found);
+  }
+  // Only the image's threads, and only when they are all there: a stray self-pointing word is no list.
+  std::map<std::uint32_t, Address> mine;
+  for (const ThreadState& t : image.threads())
+    if (const auto it = out.find(t.tid); it != out.end()) mine.emplace(*it);
+  return mine;
+}
 
 LibcThreads find_threads(const Image& image) {
   LibcThreads out;

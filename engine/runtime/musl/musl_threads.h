@@ -7,6 +7,9 @@
 // exited leaves the list, so exited threads are not listed.
 #pragma once
 
+#include <cstdint>
+#include <map>
+
 #include "image/image.h"
 #include "runtime/libc_runtime.h"
 
@@ -14,5 +17,11 @@ namespace heapscope::musl {
 
 // The list, when the image's threads are musl's (library musl); empty otherwise (library unknown).
 LibcThreads find_threads(const Image& image);
+
+// tid → thread pointer of the image's threads, for an image whose debugger shows no fs_base (LLDB 16): each
+// live thread's descriptor looked for by its self pointer and tid in the thread's own stack mapping (a
+// pthread_create'd thread's) or in the writable data of the executable and musl's C library (the main
+// thread's), then the rest along the list from the first found. Empty when none is musl's.
+std::map<std::uint32_t, Address> find_thread_pointers(const Image& image);
 
 }  // namespace heapscope::musl
