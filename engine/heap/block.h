@@ -53,23 +53,20 @@ struct Block {
 
   // A headerless block of `bytes` (a multiple of 8, at most kMaxBareBytes) at `at`.
   static Block bare(Address at, std::uint64_t bytes, BlockState state, std::uint16_t arena) {
-    Block b;
-    b.chunk = at;
-    b.size_units = static_cast<std::uint32_t>(bytes / 8);
-    b.state = state;
-    b.layout = BlockLayout::bare;
-    b.arena = arena;
-    return b;
+    return laid_out(at, bytes / 8, state, BlockLayout::bare, arena);
   }
-
   // A block of `bytes` (a multiple of 16) whose 4-byte in-band header is at `header`: the object starts
   // right after it.
   static Block inband(Address header, std::uint64_t bytes, BlockState state, std::uint16_t arena) {
+    return laid_out(header, bytes / 16, state, BlockLayout::inband, arena);
+  }
+  static Block laid_out(Address chunk, std::uint64_t units, BlockState state, BlockLayout layout,
+                        std::uint16_t arena) {
     Block b;
-    b.chunk = header;
-    b.size_units = static_cast<std::uint32_t>(bytes / 16);
+    b.chunk = chunk;
+    b.size_units = static_cast<std::uint32_t>(units);
     b.state = state;
-    b.layout = BlockLayout::inband;
+    b.layout = layout;
     b.arena = arena;
     return b;
   }
