@@ -255,6 +255,17 @@ class MuslSimpleMalloc(unittest.TestCase):
         self.assertIn("simple bump allocator", summary.stdout)
 
 
+class MuslRecorder(unittest.TestCase):
+    """heapscope's allocation-site recorder is a glibc library: `heapscope record` says so of a program that runs
+    on musl's dynamic linker rather than start it with a library it cannot load."""
+
+    def test_record_refuses_a_musl_program(self):
+        DYNAMIC.require()
+        result = run_heapscope("record", "--", fixture_path(DYNAMIC.fixture))
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn(f"runs on musl's C library (its interpreter is {MUSL_LOADER})", result.stderr)
+
+
 class MuslInDebuggers(DebuggerChecks, unittest.TestCase):
     ALLOCATOR = STATIC
 
