@@ -32,6 +32,10 @@ enum class BlockLayout : std::uint8_t {
   // No header (tcmalloc's size-class objects and page spans): the block is the object, every byte of it
   // usable; sizes in 8-byte units.
   bare = 1,
+  // A 4-byte header right before the object (musl's mallocng slots: its slot index, offset and reserved
+  // bytes): the block starts at the header, sizes in 16-byte units, and everything after the header is
+  // usable — the slot's room, which may exceed what was asked for (mallocng records that apart).
+  inband = 2,
 };
 
 // 16 bytes per block: 5 million blocks index in 80 MB. Sizes are stored in units of the layout (16 bytes
@@ -49,25 +53,40 @@ struct Block {
 
   // A headerless block of `bytes` (a multiple of 8, at most kMaxBareBytes) at `at`.
   static Block bare(Address at, std::uint64_t bytes, BlockState state, std::uint16_t arena) {
+    return laid_out(at, bytes / 8, state, BlockLayout::bare, arena);
+  }
+  // A block of `bytes` (a multiple of 16) whose 4-byte in-band header is at `header`: the object starts
+  // right after it.
+  static Block inband(Address header, std::uint64_t bytes, BlockState state, std::uint16_t arena) {
+    return laid_out(header, bytes / 16, state, BlockLayout::inband, arena);
+  }
+  static Block laid_out(Address chunk, std::uint64_t units, BlockState state, BlockLayout layout,
+                        std::uint16_t arena) {
     Block b;
-    b.chunk = at;
-    b.size_units = static_cast<std::uint32_t>(bytes / 8);
+    b.chunk = chunk;
+    b.size_units = static_cast<std::uint32_t>(units);
     b.state = state;
-    b.layout = BlockLayout::bare;
+    b.layout = layout;
     b.arena = arena;
     return b;
   }
 
+  static constexpr std::uint64_t kInbandHeaderSize = 4;
+
   bool is_bare() const { return layout == BlockLayout::bare; }
-  std::uint64_t header_bytes() const { return is_bare() ? 0 : kHeaderSize; }
+  bool is_inband() const { return layout == BlockLayout::inband; }
+  std::uint64_t header_bytes() const {
+    return is_bare() ? 0 : is_inband() ? kInbandHeaderSize : kHeaderSize;
+  }
   std::uint64_t unit_bytes() const { return is_bare() ? 8 : 16; }
   Address address() const { return chunk + header_bytes(); }  // what malloc returned
   std::uint64_t chunk_size() const { return std::uint64_t{size_units} * unit_bytes(); }
   Address chunk_end() const { return chunk + chunk_size(); }  // where the next chunk starts
   // malloc_usable_size(): an allocated glibc chunk may also use the next chunk's prev_size word; a
-  // headerless block is all usable.
+  // headerless block is all usable; an in-band header's block all but its header.
   std::uint64_t usable_size() const {
     if (is_bare()) return chunk_size();
+    if (is_inband()) return chunk_size() - kInbandHeaderSize;
     return chunk_size() - (state == BlockState::mmapped ? 16 : 8);
   }
   Address user_end() const { return address() + usable_size(); }  // one past the last usable byte

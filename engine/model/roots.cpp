@@ -57,7 +57,20 @@ void add_minus(std::vector<RootRange>& out, RootRange proto, const Ranges& taken
   }
 }
 
-void add_thread_roots(const Image& image, std::vector<RootRange>& out, Ranges& claimed) {
+// The C library's record of the live thread whose pointer is `tp`, or null.
+const LibcThread* recorded_thread(const LibcThreads& libc, Address tp) {
+  for (const LibcThread& t : libc.threads)
+    if (tp && t.descriptor == tp && !t.exited()) return &t;
+  return nullptr;
+}
+
+// Each thread's registers, its stack from the stack pointer (less the red zone) to its mapping's end, and
+// the TLS at the top of that mapping. The mapping is the region around the stack pointer, cut to the
+// thread's own mapping where the C library records it (musl); anonymous mappings next to each other with
+// the same rights are one region, so what the heap walk accounts for (a group mapped right above a musl
+// thread's stack) is left out.
+void add_thread_roots(const Image& image, const LibcThreads& libc, const Ranges& heap, std::vector<RootRange>& out,
+                      Ranges& claimed) {
   const auto& threads = image.threads();
   for (std::uint32_t i = 0; i < threads.size(); ++i) {
     const ThreadState& t = threads[i];
@@ -66,27 +79,36 @@ void add_thread_roots(const Image& image, std::vector<RootRange>& out, Ranges& c
     regs.thread = i;
     out.push_back(regs);
     if (const MemoryRegion* stack = image.region_at(t.sp())) {
+      const Address tp = t.fs_base();
+      const LibcThread* known = recorded_thread(libc, tp);
+      Address start = stack->start, end = stack->end;
+      if (known && known->stack_start < known->stack_end && known->stack_start <= t.sp() && t.sp() < known->stack_end) {
+        start = std::max(start, known->stack_start);
+        end = std::min(end, known->stack_end);
+      }
       RootRange s;
       s.kind = RootKind::stack;
       s.thread = i;
       s.anchor = t.sp();
-      s.start = std::max(stack->start, (t.sp() - kRedZone) & ~Address{7});
-      s.end = stack->end;
+      s.start = std::max(start, (t.sp() - kRedZone) & ~Address{7});
+      s.end = end;
       // A pthread's static TLS and descriptor sit at the top of its stack mapping, above its frames: they
       // are TLS, not the outermost frame's stack.
-      const Address tp = t.fs_base();
-      const bool tls_on_stack = tp > s.start && tp < stack->end;
-      if (tls_on_stack) s.end = std::max(s.start, static_tls_start(image, tp, stack->start));
-      if (s.start < s.end) out.push_back(s);
+      const bool tls_on_stack = tp > s.start && tp < end;
+      if (tls_on_stack) {
+        const Address recorded = known ? known->tls_start : 0;
+        s.end = std::max(s.start, recorded ? recorded : static_tls_start(image, tp, start));
+      }
+      if (s.start < s.end) add_minus(out, s, heap);
       if (tls_on_stack) {
         RootRange tls;
         tls.kind = RootKind::tls;
         tls.thread = i;
         tls.start = s.end;
-        tls.end = stack->end;
-        out.push_back(tls);
+        tls.end = end;
+        add_minus(out, tls, heap);
       }
-      claimed.push_back({stack->start, stack->end});
+      claimed.push_back({start, end});
     }
   }
 }
@@ -156,9 +178,12 @@ void add_exited_thread_roots(const LibcThreads& glibc, std::vector<RootRange>& o
 
 // TLS blocks of dlopen'ed modules are malloc'ed on first use and reached through the thread's DTV
 // (tcbhead_t.dtv at tp+8; dtv[-1] holds its length, each entry is {val, to_free}). Their words are roots
-// labelled by thread and module id.
-void add_dynamic_tls_roots(const Image& image, const HeapModel& heap, std::vector<RootRange>& out) {
+// labelled by thread and module id. That is glibc's DTV: musl's holds bare pointers (and musl allocates a
+// dlopen'ed module's TLS for every thread in dlopen, in blocks its loader's records keep), so none for it.
+void add_dynamic_tls_roots(const Image& image, const HeapModel& heap, const LibcThreads& libc,
+                           std::vector<RootRange>& out) {
   constexpr std::uint64_t kMaxModules = 1 << 16;
+  if (libc.library == LibcThreads::Library::musl) return;
   const auto& threads = image.threads();
   for (std::uint32_t i = 0; i < threads.size(); ++i) {
     const Address tp = threads[i].fs_base();
@@ -344,11 +369,11 @@ RootSet collect_roots(const Image& image, const HeapModel& heap, const LibcThrea
   RootSet roots;
   const Ranges heap_r = heap_ranges(heap);
   Ranges claimed;
-  add_thread_roots(image, roots.ranges, claimed);
+  add_thread_roots(image, threads, heap_r, roots.ranges, claimed);
   add_exited_thread_roots(threads, roots.ranges, claimed);
   add_module_roots(image, roots.ranges, claimed, heap_r, roots.warnings);
   add_tls_roots(image, roots.ranges, claimed, heap_r);
-  add_dynamic_tls_roots(image, heap, roots.ranges);
+  add_dynamic_tls_roots(image, heap, threads, roots.ranges);
   add_unclaimed_file_roots(image, roots.ranges, claimed, heap_r);
   add_anonymous_roots(image, roots.ranges, claimed, heap_r);
   roots.finalizers = std::move(finalizers.registrations);

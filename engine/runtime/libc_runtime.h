@@ -24,12 +24,19 @@ struct LibcThread {
   std::uint32_t tid = 0;   // 0 once the thread has exited (the kernel clears it)
   List list = List::used;
   Address stack_start = 0, stack_end = 0;  // the writable mapping holding it
+  // Where its TLS area (static TLS blocks, descriptor, key values) begins above its stack, when the C library
+  // records it (musl: the descriptor's `stack`, the stack's top); 0 when it does not (glibc: the DTV says).
+  Address tls_start = 0;
 
   // Its stack is dead memory: exited and not on a stack the application provided.
   bool exited() const { return list == List::cache || (list == List::used && tid == 0); }
 };
 
 struct LibcThreads {
+  // Whose descriptors these are: the DTV and TLS layouts differ (glibc's DTV entries are {value, to_free}
+  // pairs with the length before them; musl's are bare pointers after a count).
+  enum class Library { unknown, glibc, musl };
+  Library library = Library::unknown;
   std::vector<LibcThread> threads;
   std::uint64_t descriptor_size = 0;  // sizeof(struct pthread)
   std::vector<std::string> warnings;

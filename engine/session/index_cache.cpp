@@ -259,7 +259,7 @@ void IndexCache::evict(const std::string& keep) const {
 bool check_heap(const Image& image, const HeapModel& heap, std::string* why) {
   for (std::size_t b : sample_blocks(heap.blocks.size())) {
     const Block& blk = heap.blocks[b];
-    if (blk.is_bare() || blk.state == BlockState::mmapped) continue;  // no header, or one sized apart
+    if (blk.layout != BlockLayout::glibc_chunk || blk.state == BlockState::mmapped) continue;  // no glibc header, or one sized apart
     const std::optional<std::uint64_t> size_field = image.read_u64(blk.chunk + 8);
     if (!size_field) continue;  // not in the core: nothing to compare
     if ((*size_field & ~std::uint64_t{7}) != blk.chunk_size()) {

@@ -32,26 +32,33 @@ struct SnapshotRootTotal {
 // One allocated block: 16 bytes, so a snapshot of 5 million blocks costs 80 MB.
 struct SnapshotBlock {
   static constexpr std::uint32_t kMmappedBit = 0x80000000u;
-  static constexpr std::uint32_t kBareBit = 0x40000000u;  // a headerless block (BlockLayout::bare)
-  static constexpr std::uint32_t kFlagBits = kMmappedBit | kBareBit;
+  static constexpr std::uint32_t kBareBit = 0x40000000u;    // a headerless block (BlockLayout::bare)
+  static constexpr std::uint32_t kInbandBit = 0x20000000u;  // a 4-byte in-band header (BlockLayout::inband)
+  static constexpr std::uint32_t kFlagBits = kMmappedBit | kBareBit | kInbandBit;
 
   Address address = 0;          // what malloc returned
   std::uint32_t size_units = 0;  // chunk size / 16 (/ 8 for a headerless block)
   std::uint32_t type_and_flag = 0;  // index into HeapSnapshot::types; kMmappedBit for an mmapped chunk,
-                                    // kBareBit for a headerless block
+                                    // kBareBit for a headerless block, kInbandBit for an in-band header's
 
   std::uint32_t type() const { return type_and_flag & ~kFlagBits; }
   bool mmapped() const { return (type_and_flag & kMmappedBit) != 0; }
   bool bare() const { return (type_and_flag & kBareBit) != 0; }
+  bool inband() const { return (type_and_flag & kInbandBit) != 0; }
   std::uint64_t chunk_size() const { return std::uint64_t{size_units} * (bare() ? 8 : 16); }
-  std::uint64_t usable_size() const { return chunk_size() - (bare() ? 0 : mmapped() ? 16 : 8); }
+  std::uint64_t usable_size() const {
+    if (bare()) return chunk_size();
+    if (inband()) return chunk_size() - Block::kInbandHeaderSize;
+    return chunk_size() - (mmapped() ? 16 : 8);
+  }
 };
 static_assert(sizeof(SnapshotBlock) == 16);
 
 // The record of an allocated block whose type has index `type` in its snapshot.
 inline SnapshotBlock snapshot_block(const Block& b, std::uint32_t type) {
   const std::uint32_t flags = (b.state == BlockState::mmapped ? SnapshotBlock::kMmappedBit : 0) |
-                              (b.is_bare() ? SnapshotBlock::kBareBit : 0);
+                              (b.is_bare() ? SnapshotBlock::kBareBit : 0) |
+                              (b.is_inband() ? SnapshotBlock::kInbandBit : 0);
   return {b.address(), b.size_units, type | flags};
 }
 

@@ -275,6 +275,11 @@ std::pair<std::uint64_t, std::uint64_t> fitting_sizes(const Block& block) {
     const std::uint64_t slack = std::max<std::uint64_t>(8, usable / 8);
     return {usable > slack ? usable - slack + 1 : 1, usable};
   }
+  if (block.is_inband()) {
+    // musl's mallocng: slot sizes a quarter or less apart, and the object may start some units into its slot.
+    const std::uint64_t slack = std::max<std::uint64_t>(16, usable * 3 / 8);
+    return {usable > slack ? usable - slack + 1 : 1, usable};
+  }
   // glibc: a request of n bytes gets a chunk of max(32, n + 8 rounded up to 16), usable 8 bytes less.
   constexpr std::uint64_t kSmallestUsable = 24, kAlignment = 16;
   if (usable <= kSmallestUsable) return {1, usable};

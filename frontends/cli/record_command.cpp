@@ -87,8 +87,14 @@ std::string why_not(const std::string& file) {
   const auto elf = ElfFile::open(file, &error);
   if (!elf) return {};
   const auto& phdrs = elf->program_headers();
-  const bool dynamic = std::any_of(phdrs.begin(), phdrs.end(), [](const GElf_Phdr& p) { return p.p_type == PT_INTERP; });
-  if (!dynamic) return fmt::format("{} is statically linked: no library can be preloaded into it", file);
+  const auto interp = std::find_if(phdrs.begin(), phdrs.end(), [](const GElf_Phdr& p) { return p.p_type == PT_INTERP; });
+  if (interp == phdrs.end()) return fmt::format("{} is statically linked: no library can be preloaded into it", file);
+  const auto bytes = elf->file_range(interp->p_offset, interp->p_filesz);
+  const std::string interpreter(reinterpret_cast<const char*>(bytes.data()), strnlen(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  if (interpreter.find("ld-musl") != std::string::npos)
+    return fmt::format("{} runs on musl's C library (its interpreter is {}): the recorder is built against glibc's "
+                       "and cannot be loaded into it",
+                       file, interpreter);
   for (const std::string& library : needed_libraries(*elf))
     for (const auto& [prefix, instead] : kOwnAllocators)
       if (library.starts_with(prefix)) return fmt::format("{} uses {}: {}", file, library, instead);

@@ -49,6 +49,7 @@ void complete_thread_pointers(CollectedImage& image, const SymbolSearchOptions& 
     const SymbolIndex symbols(image, options);
     pointers = glibc_thread_pointers(read_libc_threads(image, symbols), memory_reader_for(image), &error);
   }
+  if (pointers.empty()) pointers = thread_pointers_from_memory(image);  // musl's descriptors
   for (std::size_t i = 0; i < threads.size(); ++i) {
     if (!unknown(i)) continue;
     if (const auto it = pointers.find(threads[i].tid); it != pointers.end())

@@ -6,7 +6,8 @@
 // glibc keeps every thread's descriptor, struct pthread, on lists in ld.so's _rtld_global, whose layout it
 // publishes for libthread_db; the engine's reader of those lists (read_libc_threads, the one the session
 // uses) gives them. On x86-64 the descriptor is where fs_base points, and it starts with two pointers to
-// itself (tcbhead_t.tcb and .self), which confirms every entry.
+// itself (tcbhead_t.tcb and .self), which confirms every entry. musl has no such lists in a static program;
+// its descriptors are found in memory instead (thread_pointers_from_memory: runtime/musl/musl_threads.h).
 #pragma once
 
 #include <cstdint>

@@ -15,6 +15,7 @@
 #include "elf/elf_file.h"
 #include "frontends/common/thread_pointers.h"
 #include "frontends/lldb/thread_pointers.h"
+#include "runtime/builtin/builtin_runtimes.h"
 #include "image/process_arguments.h"
 #include "sources/live_process_image.h"
 #include "sources/process_identity.h"
@@ -484,11 +485,13 @@ void LldbImage::name_file_backed_regions() {
   }
 }
 
-// Threads whose fs_base LLDB did not show get it from glibc's own thread list (thread_pointers.h).
+// Threads whose fs_base LLDB did not show get it from glibc's own thread list (thread_pointers.h), or musl's
+// descriptors found in memory.
 void LldbImage::complete_thread_pointers() {
   if (std::all_of(thread_pointer_known_.begin(), thread_pointer_known_.end(), [](bool known) { return known; })) return;
   std::string error;
-  const auto pointers = glibc_thread_pointers(process_.GetTarget(), memory_reader_for(*this), &error);
+  auto pointers = glibc_thread_pointers(process_.GetTarget(), memory_reader_for(*this), &error);
+  if (pointers.empty()) pointers = thread_pointers_from_memory(*this);  // musl's descriptors
   for (std::size_t i = 0; i < threads_.size(); ++i) {
     if (thread_pointer_known_[i]) continue;
     if (const auto it = pointers.find(threads_[i].tid); it != pointers.end()) {

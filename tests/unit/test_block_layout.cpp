@@ -68,6 +68,26 @@ TEST_CASE("block layout: headerless blocks are their objects, in 8-byte units") 
   CHECK(Block::kMaxBareBytes == (std::uint64_t{0xffffffff} * 8));
 }
 
+TEST_CASE("block layout: musl's slots start at their 4-byte in-band header, in 16-byte units") {
+  // A 48-byte slot whose object lies one unit into it: the block runs from the header before the object to
+  // the next slot's header.
+  const Block slot = Block::inband(0x4000c, 32, BlockState::in_use, 0);
+  CHECK(slot.layout == BlockLayout::inband);
+  CHECK(slot.header_bytes() == 4);
+  CHECK(slot.address() == 0x40010);
+  CHECK(slot.chunk_size() == 32);
+  CHECK(slot.usable_size() == 28);
+  CHECK(slot.user_end() == slot.chunk_end());
+  const Block mapped = Block::inband(0x7f000000001c, 0x3ff0, BlockState::mmapped, Block::kNoArena);
+  CHECK(mapped.usable_size() == 0x3ff0 - 4);  // no glibc mmapped-chunk header
+  const SnapshotBlock kept = snapshot_block(slot, 3);
+  CHECK(kept.inband());
+  CHECK(!kept.bare());
+  CHECK(kept.type() == 3);
+  CHECK(kept.address == slot.address());
+  CHECK(kept.usable_size() == slot.usable_size());
+}
+
 TEST_CASE("block layout: containment and the block index follow each layout") {
   HeapModel heap;
   // Headerless objects of 8 and 24 bytes packed one after another, then a glibc chunk after a gap.

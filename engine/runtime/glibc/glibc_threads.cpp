@@ -97,6 +97,7 @@ std::optional<std::uint32_t> thread_db_sizeof(const Image& image, const SymbolIn
 
 LibcThreads find_glibc_threads(const MemoryReader& read, const LibcSymbolLookup& lookup) {
   LibcThreads out;
+  out.library = LibcThreads::Library::glibc;
   const auto layout = find_layout(read, lookup, out.warnings);
   if (!layout) return out;
   out.descriptor_size = layout->size;

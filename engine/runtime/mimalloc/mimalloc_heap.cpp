@@ -10,14 +10,13 @@
 #include <unordered_set>
 
 #include "base/phase_timer.h"
+#include "runtime/walk_problems.h"
 
 namespace heapscope::mimalloc {
 
 namespace {
 
 constexpr std::uint64_t kMaxDelayedBlocks = std::uint64_t{1} << 24;
-constexpr std::size_t kMaxFindings = 1000;
-constexpr std::size_t kMaxWarningsOfAKind = 8;
 // Pages of blocks up to this size hold many blocks (small and medium pages): fragmentation's size classes.
 constexpr std::uint64_t kMediumBlockMax = 128 * 1024;
 constexpr std::uint64_t kMinBlock = 8;
@@ -57,8 +56,7 @@ class Walker {
       problem("delayed_list", 0, "blocks of pages in use", fmt::format("{} blocks on heaps' thread-delayed free lists "
               "that are no block of a page in use", delayed_.size() - delayed_matched_),
               "the heaps' thread-delayed lists", "those blocks are left out", true);
-    for (const auto& [what, count] : suppressed_)
-      model_.warnings.push_back(fmt::format("… and {} more warnings like the above ({})", count, what));
+    problems_.add_suppressed(model_.warnings);
     add_figures();
     for (auto& [size, use] : classes_) model_.size_classes.push_back(use);
     model_.free_pages = {
@@ -92,26 +90,16 @@ class Walker {
       model_.complete = false;
       if (current_arena_) current_arena_->complete = false;
     }
-    if (verification_.findings.size() < kMaxFindings) {
-      HeapFinding f;
-      f.kind = kind;
-      f.chunk = at;
-      f.expected = expected;
-      f.found = found;
-      f.heap = segment;
-      f.arena = current_arena_ ? current_arena_->address : 0;
-      f.where = where;
-      f.affects = affects;
-      verification_.findings.push_back(std::move(f));
-    } else {
-      ++verification_.findings_dropped;
-    }
-    if (++warnings_of_[kind] > kMaxWarningsOfAKind) {
-      ++suppressed_[kind];
-      return;
-    }
-    model_.warnings.push_back(fmt::format("mimalloc {}{}: {} (expected {}); {}", where,
-                                          at ? fmt::format(" at 0x{:x}", at) : std::string(), found, expected, affects));
+    HeapFinding f;
+    f.kind = kind;
+    f.chunk = at;
+    f.expected = std::move(expected);
+    f.found = std::move(found);
+    f.heap = segment;
+    f.arena = current_arena_ ? current_arena_->address : 0;
+    f.where = std::move(where);
+    f.affects = std::move(affects);
+    problems_.add(std::move(f), verification_, model_.warnings);
   }
 
   // Each segment's slice entries, and the heaps its pages name.
@@ -424,7 +412,7 @@ class Walker {
   std::map<std::uint64_t, SizeClassUse> classes_;
   std::uint64_t free_spans_ = 0, free_span_bytes_ = 0, cached_segments_ = 0, cached_segment_bytes_ = 0;
   std::uint64_t live_segments_ = 0, abandoned_segments_ = 0;
-  std::unordered_map<std::string, std::size_t> warnings_of_, suppressed_;
+  WalkProblems problems_{"mimalloc"};
 };
 
 }  // namespace

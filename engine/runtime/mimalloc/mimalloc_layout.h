@@ -6,7 +6,8 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
+
+#include "runtime/struct_bytes.h"
 
 namespace heapscope::mimalloc {
 
@@ -96,17 +97,6 @@ struct Layout {
   TldLayout tld;
   StatsLayout stats;
 };
-
-// A field of a structure read as bytes (a segment header, a slice entry).
-template <class T>
-T field_at(const std::uint8_t* bytes, std::uint64_t offset) {
-  T v;
-  std::memcpy(&v, bytes + offset, sizeof v);
-  return v;
-}
-inline std::uint16_t u16_at(const std::uint8_t* bytes, std::uint64_t offset) { return field_at<std::uint16_t>(bytes, offset); }
-inline std::uint32_t u32_at(const std::uint8_t* bytes, std::uint64_t offset) { return field_at<std::uint32_t>(bytes, offset); }
-inline std::uint64_t u64_at(const std::uint8_t* bytes, std::uint64_t offset) { return field_at<std::uint64_t>(bytes, offset); }
 
 inline constexpr unsigned kKnownVersion = 209;  // mi_version() of 2.0.9
 const Layout& layout_2_0_9();

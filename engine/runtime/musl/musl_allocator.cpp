@@ -1,0 +1,82 @@
+#include "runtime/musl/musl_allocator.h"
+
+#include <fmt/format.h>
+
+#include "base/phase_timer.h"
+#include "runtime/musl/musl_heap.h"
+#include "runtime/musl/musl_runtime.h"
+
+namespace heapscope::musl {
+
+namespace {
+
+class MuslAllocator final : public LocatedAllocator {
+ public:
+  MuslAllocator(const Image& image, Runtime runtime) : image_(image), runtime_(std::move(runtime)) {}
+
+  std::string name() const override { return "musl"; }
+  std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
+  // The walk's checks again, recorded as findings.
+  std::optional<HeapVerification> verify(const HeapModel&) const override { return verify_heap(image_, runtime_); }
+
+  AllocationSamples allocation_samples(const HeapModel&) const override {
+    AllocationSamples s;
+    s.source = "musl";
+    s.how_to_enable = "musl's malloc keeps no allocation stacks; heapscope's recorder samples glibc's malloc only";
+    return s;
+  }
+
+ private:
+  const Image& image_;
+  const Runtime runtime_;
+};
+
+// Whether the program is a static one (no dynamic linker) or runs under musl's dynamic linker: where a
+// stripped program's heap may be musl's though no symbol says so.
+bool may_be_musl(const Image& image, const SymbolIndex& symbols) {
+  for (const Module& m : image.modules())
+    if (!m.is_main_executable && m.name() != "[vdso]" && m.name() != "linux-vdso.so.1" && !is_musl(m, symbols))
+      return false;
+  return true;
+}
+
+class MuslPlugin final : public AllocatorPlugin {
+ public:
+  std::string_view name() const override { return "musl malloc"; }
+
+  std::unique_ptr<LocatedAllocator> locate(const Image& image, const SymbolIndex& symbols,
+                                           const MallocProvider& provider, std::string* why_not) const override {
+    PhaseTimer timer("walk: locate musl's malloc");
+    const Module* module = provider.module;
+    if (module && !is_musl(*module, symbols)) {
+      *why_not = fmt::format("{} serves malloc, and it is not musl", module->name());
+      return nullptr;
+    }
+    if (module && uses_simple_malloc(*module, symbols)) {
+      *why_not = "the program is linked with musl's simple bump allocator in mallocng's place (__simple_malloc, "
+                 "which musl links into a static program that never calls free): it keeps no record of its blocks, "
+                 "so there is no heap to walk";
+      return nullptr;
+    }
+    if (!module && !may_be_musl(image, symbols)) {
+      *why_not = "no module is musl";
+      return nullptr;
+    }
+    std::optional<Runtime> runtime = locate_runtime(image, symbols, module, why_not);
+    if (!runtime) return nullptr;
+    return std::make_unique<MuslAllocator>(image, std::move(*runtime));
+  }
+
+  bool claims(const MallocProvider& provider, const SymbolIndex& symbols) const override {
+    return provider.module && is_musl(*provider.module, symbols);
+  }
+};
+
+}  // namespace
+
+const AllocatorPlugin& allocator_plugin() {
+  static const MuslPlugin plugin;
+  return plugin;
+}
+
+}  // namespace heapscope::musl
