@@ -3,6 +3,7 @@
 #include "queries/allocation_sites.h"
 
 #include <algorithm>
+#include <future>
 #include <map>
 
 #include "image/process_arguments.h"
@@ -127,7 +128,8 @@ SummaryReport build_summary_report(Session& s, bool count_names) {
   r.command_line = command_line_in_memory(image);
   for (const ThreadState& t : image.threads()) r.threads.push_back({t.tid, t.name});
   for (const Module& m : image.modules()) r.modules.push_back(module_row(s, m));
-  add_install_hints(r.modules);
+  // dpkg reads its whole database to answer (a tenth of a second): beside the heap's walk, not before it.
+  std::future<void> hints = std::async(std::launch::async, [&r] { add_install_hints(r.modules); });
   try {
     const HeapModel& heap = s.heap();
     r.allocator = heap.allocator;
@@ -149,6 +151,7 @@ SummaryReport build_summary_report(Session& s, bool count_names) {
   } catch (const AnalysisError& e) {
     r.heap_error = e.what();  // the process overview is still worth showing
   }
+  hints.get();
   return r;
 }
 
