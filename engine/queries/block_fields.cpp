@@ -345,7 +345,7 @@ BlockFields block_fields(Session& s, const BlockNames& names, BlockId b, std::si
   const DwarfType& t = ix->type(id);
   // One object fills a block when its structure ends in a flexible array (the block holds its elements)
   // or when the block only starts with it (an arena's slab); otherwise as many as fit.
-  const bool first_of_larger = s.types().first_object_type(s.types().type_id(b)) != BlockTypes::kUnknown;
+  const bool first_of_larger = names.types.first_object_type(names.types.type_id(b)) != BlockTypes::kUnknown;
   const std::uint64_t count = t.flexible || first_of_larger ? 1 : block.usable_size() / t.size;
   if (count == 0 || t.size > block.usable_size()) return {};
 
