@@ -371,8 +371,7 @@ const Retention& Session::retention() {
 // null otherwise (then it is computed, and a warning says why when the saved one was refused).
 std::unique_ptr<Retention> Session::retention_from_cache() {
   std::lock_guard lock(cache_mutex_);
-  graph();  // whether the index's graph was taken is known once the graph is
-  if (!graph_from_cache_ || !cached_ || !cached_->retention) return nullptr;
+  if (!saved_retention_at_hand()) return nullptr;
   const LeakVerdicts& v = verdicts();  // the index's too, then
   PhaseTimer timer("cache: dominators");
   std::string why;
@@ -388,18 +387,18 @@ std::unique_ptr<Retention> Session::retention_from_cache() {
   return nullptr;
 }
 
+bool Session::saved_retention_at_hand() {
+  std::lock_guard lock(cache_mutex_);
+  graph();  // whether the index's graph was taken is known once the graph is
+  return graph_from_cache_ && cached_ && cached_->retention;
+}
+
 const Retention* Session::retention_if_at_hand() {
   {
     std::lock_guard lock(retention_.mutex);
     if (retention_.value) return retention_.value.get();
   }
-  bool saved = false;
-  {
-    std::lock_guard lock(cache_mutex_);
-    graph();  // whether the index's graph was taken is known once the graph is
-    saved = graph_from_cache_ && cached_ && cached_->retention;
-  }
-  return saved ? &retention() : nullptr;
+  return saved_retention_at_hand() ? &retention() : nullptr;
 }
 
 std::optional<std::vector<bool>> Session::modules_pointing_to_blocks_if_ready() {

@@ -225,6 +225,7 @@ class Session {
   std::unique_ptr<HeapModel> heap_from_cache();
   std::unique_ptr<ReferenceGraph> graph_from_cache();
   std::unique_ptr<Retention> retention_from_cache();  // null when not saved or refused (retention())
+  bool saved_retention_at_hand();  // the graph came from an index that holds a dominator tree, not yet refused
 
   std::shared_ptr<const Image> image_;
   SessionOptions options_;
