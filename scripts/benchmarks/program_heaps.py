@@ -59,22 +59,14 @@ def take_core(pid, core):
     os.replace(partial, core)
 
 
-def wait_ready(process, what):
-    line = process.stdout.readline().strip()
-    if line != b"READY":
-        sys.exit(f"bench: {what} did not print READY (exit status {process.poll()}, said {line!r})")
-
-
 @contextlib.contextmanager
-def running(command, env=None):
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                               env=dict(os.environ, **(env or {})))
+def running(command):
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     try:
         yield process
     finally:
         process.kill()
         process.wait()
-        process.stdout.close()
 
 
 def free_port():
@@ -101,19 +93,21 @@ def redis_core(core, keys):
         take_core(server.pid, core)
 
 
+def capture_at_ready(core, program_args):
+    """A program that prints READY once in the state to capture: scripts/capture-core takes its core."""
+    subprocess.check_call([os.path.join(ROOT, "scripts", "capture-core"), "--out", core, "--timeout", "1200", "--"]
+                          + program_args)
+
+
 def python_core(core, objects):
-    with running([PYTHON, "-c", PYTHON_PROGRAM, str(objects)], env={"PYTHONMALLOC": "malloc"}) as python:
-        wait_ready(python, "python3")
-        take_core(python.pid, core)
+    capture_at_ready(core, ["env", "PYTHONMALLOC=malloc", PYTHON, "-c", PYTHON_PROGRAM, str(objects)])
 
 
 def swipl_core(core, clauses, work):
     program = os.path.join(work, "swipl-bench.pl")
     with open(program, "w", encoding="ascii") as f:
         f.write(SWIPL_PROGRAM.replace("{clauses}", str(clauses)))
-    with running([SWIPL, program]) as swipl:
-        wait_ready(swipl, "swipl")
-        take_core(swipl.pid, core)
+    capture_at_ready(core, [SWIPL, program])
 
 
 def make_program_core(work, kind, scale):
