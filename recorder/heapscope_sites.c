@@ -169,23 +169,23 @@ static inline int counts_down(size_t bytes) {
 static struct hs_sites_sample* samples(void) { return (struct hs_sites_sample*)((char*)table + table->samples_offset); }
 static struct hs_sites_stack* stacks(void) { return (struct hs_sites_stack*)((char*)table + table->stacks_offset); }
 
-/* The filter free() asks before it takes the lock: two arrays of counts of the live samples per hash
- * bucket, a near one small enough to stay in the first-level cache and a far one sized to the table.
- * A block is maybe sampled when both its buckets count some; at the default rate few samples are live and
- * the near array alone answers almost every free(). Counts, not bits, so that a freed sample leaves no
- * mark behind (bits would fill up over a long run until every free() took the lock); a count that reaches
- * 255 stays there. Set before the table is published, read after it. */
+/* The filter free() asks before it takes the lock: two arrays of counts of the live samples per bucket, a
+ * near one of 4096 buckets (the recorder's own, so that free() reaches it without loading a pointer) and a
+ * far one sized to the table (in the table's mapping). A block is maybe sampled when both its buckets
+ * count some; at the default rate few samples are live and the near array alone answers almost every
+ * free(). The near bucket is the block's address bits 4-15 (blocks are 16-byte aligned): three
+ * instructions, where a multiplicative hash took five. The far one, asked rarely, hashes the address: its
+ * bits alone would put every block of a 64 KiB stretch in one bucket, which would fill up when every
+ * allocation is sampled. Counts, not bits, so that a freed sample leaves no mark behind (bits would
+ * fill up over a long run until every free() took the lock); a count that reaches 255 stays there. Set
+ * before the table is published, read after it; before it is made every near count is 0. */
 enum { kNearBuckets = 4096 };
-static uint8_t no_samples[kNearBuckets];  /* the near counts before the table is made: free() asks no more */
-static uint8_t* near_counts = no_samples;
+static uint8_t near_counts[kNearBuckets];
 static uint8_t* far_counts;
 static uint64_t far_mask;
 
-/* One multiplication: the filter is asked on every free(). The near bucket takes the product's top 12 bits,
- * the far one bits below them. */
-static uint64_t filter_hash(uint64_t block) { return block * 0x9e3779b97f4a7c15u; }
-static uint8_t* near_bucket(uint64_t hash) { return &near_counts[hash >> 52]; }
-static uint8_t* far_bucket(uint64_t hash) { return &far_counts[(hash >> 16) & far_mask]; }
+static uint8_t* near_bucket(uint64_t block) { return &near_counts[(block >> 4) & (kNearBuckets - 1)]; }
+static uint8_t* far_bucket(uint64_t block) { return &far_counts[((block * 0x9e3779b97f4a7c15u) >> 16) & far_mask]; }
 
 /* Under the lock. */
 static void count_in(uint8_t* bucket) {
@@ -214,7 +214,7 @@ static void make_table(void) {
   const uint64_t header = (sizeof(struct hs_sites_header) + 63) & ~(uint64_t)63;
   const uint64_t samples_bytes = slots * sizeof(struct hs_sites_sample);
   const uint64_t stacks_bytes = stack_slots * sizeof(struct hs_sites_stack);
-  const uint64_t filter_bytes = kNearBuckets + far_buckets;
+  const uint64_t filter_bytes = far_buckets;
   const uint64_t total = (header + samples_bytes + stacks_bytes + filter_bytes + page - 1) & ~(page - 1);
   /* Between two inaccessible pages: the kernel merges adjacent anonymous mappings of the same protection
    * into one, and the table must start a mapping of its own, which is how a reader finds it. */
@@ -239,18 +239,16 @@ static void make_table(void) {
   h->pid = (uint32_t)getpid();
   h->max_frames = HS_SITES_MAX_FRAMES;
   start_monotonic_ns = now_ns(CLOCK_MONOTONIC);
-  near_counts = (uint8_t*)h + h->filter_offset;
-  far_counts = near_counts + kNearBuckets;
+  far_counts = (uint8_t*)h + h->filter_offset;
   far_mask = far_buckets - 1;
   __atomic_store_n(&table, h, __ATOMIC_RELEASE);
 }
 
-/* Whether the block at `block` may have a sample, read without the lock (before the table is made, from
- * no_samples): a stale 0 would only mean that a block sampled by another thread at this very moment is
+/* Whether the block at `block` may have a sample, read without the lock (before the table is made, every
+ * near count is 0): a stale 0 would only mean that a block sampled by another thread at this very moment is
  * freed before its sample is stored, which cannot happen to one block. */
 static inline int maybe_sampled(uint64_t block) {
-  const uint64_t hash = filter_hash(block);
-  return __atomic_load_n(near_bucket(hash), __ATOMIC_RELAXED) && __atomic_load_n(far_bucket(hash), __ATOMIC_RELAXED);
+  return __atomic_load_n(near_bucket(block), __ATOMIC_RELAXED) && __atomic_load_n(far_bucket(block), __ATOMIC_RELAXED);
 }
 
 /* Under the lock: the stack's slot, stored once; HS_SITES_NO_STACK when the set is full. */
@@ -293,9 +291,8 @@ static void store_sample(uint64_t hidden, uint64_t requested, const uint64_t* fr
   struct hs_sites_sample* s = &samples()[i];
   if (s->hidden_address == HS_SITES_EMPTY) {
     ++table->samples_live;
-    const uint64_t hash = filter_hash(~hidden);
-    count_in(near_bucket(hash));
-    count_in(far_bucket(hash));
+    count_in(near_bucket(~hidden));
+    count_in(far_bucket(~hidden));
   }
   s->requested = requested;
   s->time_ns = now_ns(CLOCK_MONOTONIC) - start_monotonic_ns;
@@ -313,9 +310,8 @@ static void forget_sample(uint64_t hidden) {
     if (samples()[i].hidden_address == HS_SITES_EMPTY) return;
     i = (i + 1) & mask;
   }
-  const uint64_t hash = filter_hash(~hidden);
-  count_out(near_bucket(hash));
-  count_out(far_bucket(hash));
+  count_out(near_bucket(~hidden));
+  count_out(far_bucket(~hidden));
   for (uint64_t j = (i + 1) & mask;; j = (j + 1) & mask) {
     const uint64_t here = samples()[j].hidden_address;
     if (here == HS_SITES_EMPTY) break;

@@ -34,7 +34,7 @@ struct hs_sites_header {
   uint64_t mean_interval;      /* mean bytes allocated between two samples; 1: every allocation */
   uint64_t sample_slots;       /* capacity of the samples set (a power of two) */
   uint64_t stack_slots;        /* capacity of the stacks set (a power of two) */
-  uint64_t filter_bytes;       /* the recorder's own filter (heapscope_sites.c): counts, read by no reader */
+  uint64_t filter_bytes;       /* the far half of the recorder's filter (heapscope_sites.c): counts, read by no reader */
   uint64_t samples_offset;     /* from the mapping's start */
   uint64_t stacks_offset;
   uint64_t filter_offset;

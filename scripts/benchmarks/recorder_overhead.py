@@ -7,7 +7,9 @@ under heaptrack. Not a test: it prints a table for docs/performance.md ("The all
 Workloads: python3 with PYTHONMALLOC=malloc building and dropping strings and dicts; troff formatting
 bash(1); malloc_churn.c, two threads allocating and freeing 8M blocks of random sizes (a worst case: all
 the program does is call malloc and free). Times are the best of --runs (wall and CPU, user + system; CPU
-is what a shared machine disturbs least); the plain runs and the default-rate runs alternate.
+is what a shared machine disturbs least); the plain runs, the default-rate runs and those under a preloaded
+wrapper that only forwards to glibc (forwarding_interposer.c: the floor of any LD_PRELOAD allocator
+wrapper) alternate.
 
     scripts/benchmarks/recorder_overhead.py [--build build] [--runs 5] [--instructions]
 """
@@ -33,6 +35,14 @@ for i in range(400000):
 for k in list(d)[::2]:
     del d[k]
 """
+
+
+def forwarding_interposer(scratch):
+    """The floor: a preloaded malloc/free that only jumps on to glibc's (forwarding_interposer.c)."""
+    library = os.path.join(scratch, "libforwarding.so")
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", library, os.path.join(HERE, "forwarding_interposer.c")],
+                   check=True)
+    return library
 
 
 def workloads(scratch):
@@ -77,25 +87,30 @@ def main():
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--instructions", action="store_true",
-                        help="also count the instructions of the plain and default-rate runs under callgrind")
+                        help="also count the instructions of the plain, forwarding-wrapper and default-rate runs "
+                             "under callgrind")
     args = parser.parse_args()
     library = os.path.join(args.build, "recorder", "libheapscope_sites.so")
     heaptrack = shutil.which("heaptrack")
     scratch = tempfile.mkdtemp(prefix="recorder-overhead-")
     try:
-        columns = ["workload", "plain", "recorder, default rate", "recorder, every allocation", "heaptrack"]
+        forwarding = forwarding_interposer(scratch)
+        columns = ["workload", "plain", "any preloaded wrapper (forwards only)", "recorder, default rate",
+                   "recorder, every allocation", "heaptrack"]
         if args.instructions:
-            columns.append("instructions, default rate over plain")
+            columns.append("instructions: plain → forwarding wrapper → recorder, default rate")
         print("| " + " | ".join(columns) + " |")
         print("|" + "---|" * len(columns))
         for name, cmd, extra in workloads(scratch):
             base = dict(os.environ, **extra)
-            plain, default_rate = best_alternating(cmd, [base, dict(base, LD_PRELOAD=library)], args.runs)
+            plain, floor, default_rate = best_alternating(
+                cmd, [base, dict(base, LD_PRELOAD=forwarding), dict(base, LD_PRELOAD=library)], args.runs)
             cells = [f"{plain[0]:.3f} s wall, {plain[1]:.3f} s CPU"]
 
             def relative(figures):
                 return (f"{figures[0]:.3f} s ({figures[0] / plain[0] - 1:+.0%}), "
                         f"CPU {figures[1]:.3f} s ({figures[1] / plain[1] - 1:+.0%})")
+            cells.append(relative(floor))
             cells.append(relative(default_rate))
             cells.append(relative(best(cmd, dict(base, LD_PRELOAD=library, HEAPSCOPE_SAMPLE_BYTES="1",
                                                  HEAPSCOPE_SITES_SLOTS="4194304"), max(1, args.runs // 2))))
@@ -106,8 +121,10 @@ def main():
                 cells.append("not installed")
             if args.instructions:
                 counted = instructions(cmd, base)
+                forwarded = instructions(cmd, dict(base, LD_PRELOAD=forwarding))
                 recorded = instructions(cmd, dict(base, LD_PRELOAD=library))
-                cells.append(f"{counted / 1e6:,.0f}M → {recorded / 1e6:,.0f}M ({recorded / counted - 1:+.1%})")
+                cells.append(f"{counted / 1e6:,.0f}M → {forwarded / 1e6:,.0f}M ({forwarded / counted - 1:+.1%}) → "
+                             f"{recorded / 1e6:,.0f}M ({recorded / counted - 1:+.1%})")
             print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
