@@ -281,6 +281,7 @@ DwarfTypeId DwarfTypeIndex::add_structure(Dwarf_Die& die, const std::string& nam
   t.declaration = die_flag(die, DW_AT_declaration);
   t.size = type_size(die);
   t.die = dwarf_dieoffset(&die);
+  t.origin = t.die;
   types_.push_back(std::move(t));
   std::vector<DwarfTypeMember> members;
   bool has_pointers = false;
@@ -341,6 +342,7 @@ DwarfTypeId DwarfTypeIndex::resolve(Dwarf_Die die) const {
     return it != qualified_names_.end() ? it->second : die_name(d);
   };
   auto add = [&](DwarfType t) {
+    t.origin = offset;
     const DwarfTypeId id = static_cast<DwarfTypeId>(types_.size());
     types_.push_back(std::move(t));
     by_die_[offset] = id;
@@ -356,7 +358,10 @@ DwarfTypeId DwarfTypeIndex::resolve(Dwarf_Die die) const {
       by_die_[offset] = kNoDwarfType;  // a cycle through typedefs ends as void
       const DwarfTypeId id = target ? resolve(*target) : kNoDwarfType;
       // An anonymous structure is known by its typedef's name ("typedef struct {...} record;").
-      if (id != kNoDwarfType && tag == DW_TAG_typedef && types_[id].name.empty()) types_[id].name = name_of(die);
+      if (id != kNoDwarfType && tag == DW_TAG_typedef && types_[id].name.empty()) {
+        types_[id].name = name_of(die);
+        types_[id].origin = offset;
+      }
       by_die_[offset] = id;
       return id;
     }

@@ -35,6 +35,9 @@ struct DwarfType {
   std::uint64_t count = 0;            // array: elements (0 when unknown)
   std::uint32_t member_list = 0, member_count = 0;  // structure: its members' list in the index
   std::uint64_t die = 0;  // structure, base type, enumeration: its DIE, where it was declared (declared())
+  // The DIE it was resolved from (an anonymous structure's: the typedef that names it): type_of_die of it
+  // gives this type again, in another process too, where ids are given in another order.
+  std::uint64_t origin = 0;
 };
 
 struct DwarfTypeMember {
@@ -68,6 +71,7 @@ class DwarfTypeIndex {
   const std::vector<DwarfVariable>& variables() const { return variables_; }
   // The type of the DIE at `offset` (a variable's or member's DW_AT_type target), resolved on demand.
   DwarfTypeId type_of_die(std::uint64_t die_offset) const;
+  std::uint64_t origin_die(DwarfTypeId id) const { return types_[id].origin; }
   // A pointer's pointee (kNoDwarfType for void*), resolved on first use: resolving every pointer's
   // target eagerly would recurse through the whole type graph of a large program.
   DwarfTypeId pointee(DwarfTypeId pointer) const;

@@ -13,6 +13,7 @@
 #include "base/phase_timer.h"
 #include "base/progress.h"
 #include "elf/elf_file.h"
+#include "session/block_names_json.h"
 #include "session/heap_model_json.h"
 #include "session/index_file.h"
 #include "session/retention_json.h"
@@ -195,6 +196,11 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
     const std::span<const std::byte> high = file->section(IndexSection::retention_bytes_high);
     r.bytes_high = {reinterpret_cast<const std::uint8_t*>(high.data()), high.size()};
   }
+  if (file->has(IndexSection::names_meta)) {
+    const std::span<const std::byte> text = file->section(IndexSection::names_meta);
+    products->names = CachedProducts::SavedNames{std::string(reinterpret_cast<const char*>(text.data()), text.size()),
+                                                 file->section(IndexSection::names_ids)};
+  }
   const auto [mapped, count] = file->take_blocks();
   if (count != blocks) return fail("cannot map its blocks");
   products->heap->blocks = BlockArray::adopt_mapping(mapped, count);
@@ -203,7 +209,8 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
 }
 
 void IndexCache::save(const std::string& key, const HeapModel& heap, const ReferenceGraph& graph,
-                      const LeakVerdicts& verdicts, const Retention* retention) const {
+                      const LeakVerdicts& verdicts, const Retention* retention, const BlockTypes* types,
+                      const DwarfTypes* dwarf) const {
   PhaseTimer timer("cache: write");
   std::error_code ec;
   fs::create_directories(dir_, ec);
@@ -246,6 +253,12 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
     sections.push_back(pieces(IndexSection::retention_bytes_low, {bytes_of(saved.bytes_low)}));
     sections.push_back(pieces(IndexSection::retention_blocks, {bytes_of(saved.blocks)}));
     sections.push_back(pieces(IndexSection::retention_bytes_high, {bytes_of(saved.bytes_high)}));
+  }
+  std::string names_meta;
+  if (types && dwarf) {
+    names_meta = names_meta_to_json(*types, *dwarf);
+    sections.push_back(pieces(IndexSection::names_meta, {text_bytes(names_meta)}));
+    sections.push_back(pieces(IndexSection::names_ids, {types->ids().bytes()}));
   }
   const std::string path = path_for(key);
   write_index_file(path, sections);

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@
 #include "model/retention.h"
 #include "runtime/allocator.h"
 #include "symbols/module_symbols.h"
+#include "types/block_types.h"
+#include "types/dwarf_typing.h"
 
 namespace heapscope {
 
@@ -38,6 +41,11 @@ struct CachedProducts {
   ReferenceGraph::SavedArrays graph;
   LeakVerdicts verdicts;
   std::optional<Retention::Saved> retention;  // its arrays view the file's mapping too; absent when not saved
+  struct SavedNames {
+    std::string meta;                 // session/block_names_json
+    std::span<const std::byte> ids;   // views the file's mapping
+  };
+  std::optional<SavedNames> names;    // absent when not saved
 };
 
 class IndexCache {
@@ -63,9 +71,11 @@ class IndexCache {
   std::string rejection(const std::string& key, const std::string& why) const;
   // Writes the index of `key` (atomically), then trims the directory to its bounds. Throws
   // std::runtime_error (or Interrupted) when it cannot; no partial file is left.
-  // `retention`, the dominator tree, is saved when given.
+  // `retention`, the dominator tree, is saved when given, and so are the whole heap's names (`types`
+  // with their DWARF types, `dwarf`).
   void save(const std::string& key, const HeapModel& heap, const ReferenceGraph& graph,
-            const LeakVerdicts& verdicts, const Retention* retention = nullptr) const;
+            const LeakVerdicts& verdicts, const Retention* retention = nullptr, const BlockTypes* types = nullptr,
+            const DwarfTypes* dwarf = nullptr) const;
 
  private:
   void evict(const std::string& keep) const;

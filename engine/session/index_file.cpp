@@ -19,7 +19,7 @@ namespace heapscope {
 namespace {
 
 // Bumped whenever the layout of any section changes (a field of Block or of the JSON, an edge's meaning).
-constexpr std::uint32_t kFormatVersion = 5;  // 5: the dominator tree
+constexpr std::uint32_t kFormatVersion = 6;  // 5: the dominator tree; 6: the names
 constexpr char kMagic[8] = {'H', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kSectionAlign = 64;

@@ -42,6 +42,9 @@ enum class IndexSection : std::uint32_t {
   retention_bytes_low,   // u32[nodes]
   retention_blocks,      // u32[nodes]
   retention_bytes_high,  // u8[nodes]
+  // The names of the whole heap (Session::names()), when they were computed: absent otherwise.
+  names_meta,            // the type table, as JSON (session/block_names_json.h)
+  names_ids,             // u16[blocks] or u32[blocks]: each block's type id
 };
 
 // One section to write: its bytes as a sequence of pieces (the graph's edges are one piece per scan

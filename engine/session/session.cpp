@@ -8,6 +8,7 @@
 #include "image/address_literal.h"
 #include "model/graph_closure.h"
 #include "runtime/builtin/builtin_runtimes.h"
+#include "session/block_names_json.h"
 #include "types/leak_naming.h"
 #include "types/runtime_naming.h"
 
@@ -197,9 +198,10 @@ const LeakVerdicts& Session::verdicts() {
 
 bool Session::index_cache_outdated() const {
   std::lock_guard lock(cache_mutex_);
-  // Computed here, or its saved dominator tree refused (the rest of the index was good).
+  // Computed here, or its saved dominator tree or names refused (the rest of the index was good).
   return options_.index_cache && !cache_key_.empty() &&
-         ((graph_.value && !graph_from_cache_) || (graph_from_cache_ && saved_retention_refused_));
+         ((graph_.value && !graph_from_cache_) ||
+          (graph_from_cache_ && (saved_retention_refused_ || saved_names_refused_)));
 }
 
 void Session::save_index_cache() {
@@ -207,18 +209,27 @@ void Session::save_index_cache() {
   // The dominator tree too, when this command did not need it: `retainers`, `top` and the other commands
   // that need it then start from it in a new process. The index is written after the output, so this costs
   // the command nothing.
+  // So are the whole heap's names, for the commands about one block (describe, retainers, refs), whose
+  // names would otherwise be computed over most of the heap: a reachable block's ancestors are.
   const Retention* r = nullptr;
+  const BlockNames* n = nullptr;
   try {
     r = &retention();
   } catch (const AnalysisError&) {
     if (progress_.stop_requested()) throw;  // else: saved without it
+  }
+  try {
+    n = &names();
+  } catch (const AnalysisError&) {
+    if (progress_.stop_requested()) throw;  // else: saved without them
   }
   std::lock_guard lock(cache_mutex_);
   const LeakVerdicts& v = verdicts();
   ProgressScope current(&progress_);
   PhaseScope phase(progress_, "cache: write");
   try {
-    options_.index_cache->save(cache_key_, *heap_.value, graph_from_cache_ ? *cached_graph_.value : *graph_.value, v, r);
+    options_.index_cache->save(cache_key_, *heap_.value, graph_from_cache_ ? *cached_graph_.value : *graph_.value, v, r,
+                               n ? &n->types : nullptr, n ? n->dwarf.get() : nullptr);
   } catch (const Interrupted&) {
     throw AnalysisError("interrupted");
   }
@@ -296,11 +307,40 @@ std::unique_ptr<BlockNames> Session::name_blocks(const NamingScope& scope) {
 }
 
 const BlockNames& Session::names() {
-  return product(names_, "types", [&] { return name_blocks({}); });
+  return product(names_, "types", [&] {
+    if (std::unique_ptr<BlockNames> saved = names_from_cache()) return saved;
+    return name_blocks({});
+  });
+}
+
+// The saved names, when the graph came from the same index and they fit its heap; null otherwise (then
+// they are computed, and a warning says why when the saved ones were refused). What could make them wrong
+// is in the index's key (the modules' build-ids, heapscope's build, the options) or caught by the checks
+// of its heap and graph; what is checked here is that they are whole.
+std::unique_ptr<BlockNames> Session::names_from_cache() {
+  std::lock_guard lock(cache_mutex_);
+  if (!saved_names_at_hand()) return nullptr;
+  PhaseTimer timer("cache: names");
+  auto names = std::make_unique<BlockNames>();
+  names->dwarf = std::make_unique<DwarfTypes>(dwarf_indexes_);
+  std::string why;
+  if (names_from_saved(cached_->names->meta, cached_->names->ids, heap().blocks.size(), names->types, *names->dwarf,
+                       &why))
+    return names;
+  add_warnings({options_.index_cache->rejection(cache_key_, why)});
+  cached_->names.reset();
+  saved_names_refused_ = true;  // the index is written again, with the names computed now
+  return nullptr;
+}
+
+bool Session::saved_names_at_hand() {
+  std::lock_guard lock(cache_mutex_);
+  graph();  // whether the index's graph was taken is known once the graph is
+  return graph_from_cache_ && cached_ && cached_->names;
 }
 
 const BlockNames& Session::names_for(std::span<const BlockId> blocks) {
-  if (const BlockNames* all = names_if_computed()) return *all;
+  if (const BlockNames* all = names_if_at_hand()) return *all;
   std::lock_guard lock(parts_mutex_);
   std::vector<BlockId> key(blocks.begin(), blocks.end());
   std::sort(key.begin(), key.end());
@@ -320,7 +360,7 @@ const BlockNames& Session::names_for(std::span<const BlockId> blocks) {
 }
 
 const BlockNames& Session::leak_names() {
-  if (const BlockNames* all = names_if_computed()) return *all;
+  if (const BlockNames* all = names_if_at_hand()) return *all;
   return product(leak_names_, "types of the leaked blocks", [&] {
     const LeakVerdicts& v = verdicts();
     std::vector<bool> leaked(v.verdict.size(), false);
@@ -331,7 +371,7 @@ const BlockNames& Session::leak_names() {
 }
 
 const BlockNames& Session::reachable_names() {
-  if (const BlockNames* all = names_if_computed()) return *all;  // the same names for every reachable block
+  if (const BlockNames* all = names_if_at_hand()) return *all;  // the same names for every reachable block
   return product(reachable_names_, "types of the reachable blocks", [&] { return name_blocks({.leaks = false}); });
 }
 
@@ -414,9 +454,12 @@ std::optional<std::vector<bool>> Session::modules_pointing_to_blocks_if_ready() 
   return modules_pointing_to_blocks(*image_, *index, *roots, static_tls_blocks(*image_, symbols_));
 }
 
-const BlockNames* Session::names_if_computed() {
-  std::lock_guard lock(names_.mutex);
-  return names_.value.get();
+const BlockNames* Session::names_if_at_hand() {
+  {
+    std::lock_guard lock(names_.mutex);
+    if (names_.value) return names_.value.get();
+  }
+  return saved_names_at_hand() ? &names() : nullptr;
 }
 
 void Session::compute_side_by_side(const std::function<void()>& a, const std::function<void()>& b) {

@@ -115,7 +115,8 @@ class Session {
   const DwarfTypes& dwarf_types() { return *names().dwarf; }
   // The names of `blocks` and of the blocks that lead to them (their ancestors in the graph): what names()
   // gives them, computed over that part of the heap alone — what a command about one block needs. Once
-  // names() is computed, that; otherwise kept for the last few sets of blocks asked about.
+  // names() is computed or saved in the index cache, that; otherwise kept for the last few sets of blocks
+  // asked about. (So are leak_names() and reachable_names().)
   const BlockNames& names_for(std::span<const BlockId> blocks);
   // The names of the leaked blocks: what names() gives them, computed over the leaked blocks alone (no
   // reachable block points to a leak, so they are closed under predecessors) — what `leaks` needs, at
@@ -215,7 +216,9 @@ class Session {
   };
   std::unique_ptr<BlockNames> name_blocks(const NamingScope& scope);
   void add_warnings(const std::vector<std::string>& more);
-  const BlockNames* names_if_computed();  // names() when some command has computed it; null otherwise
+  // names() when some command has computed it or the index cache the graph came from holds them (loading
+  // them costs little); null otherwise.
+  const BlockNames* names_if_at_hand();
   // The Progress that products computed on this thread report to: the session's, or the second thread's
   // own in compute_side_by_side.
   Progress& progress_here();
@@ -226,6 +229,8 @@ class Session {
   std::unique_ptr<ReferenceGraph> graph_from_cache();
   std::unique_ptr<Retention> retention_from_cache();  // null when not saved or refused (retention())
   bool saved_retention_at_hand();  // the graph came from an index that holds a dominator tree, not yet refused
+  std::unique_ptr<BlockNames> names_from_cache();  // null when not saved or refused (names())
+  bool saved_names_at_hand();      // the graph came from an index that holds the names, not yet refused
 
   std::shared_ptr<const Image> image_;
   SessionOptions options_;
@@ -274,6 +279,7 @@ class Session {
   std::unique_ptr<CachedProducts> cached_;  // a saved index whose heap was taken, graph not yet checked
   bool graph_from_cache_ = false;
   bool saved_retention_refused_ = false;
+  bool saved_names_refused_ = false;
 };
 
 }  // namespace heapscope

@@ -188,6 +188,34 @@ void BlockTypes::resize_for(std::size_t blocks, std::span<const BlockId> members
   ids_.assign(before, kUnknown);
 }
 
+std::vector<BlockTypes::SavedType> BlockTypes::saved_types() const {
+  std::vector<SavedType> out(names_.size());
+  for (std::uint32_t id = 0; id < out.size(); ++id)
+    out[id] = {names_[id], sources_[id], namings_[id], from_vtable(id), first_object_type(id)};
+  return out;
+}
+
+BlockTypes BlockTypes::restored(std::vector<SavedType> types, TypeIdArray ids) {
+  BlockTypes t;
+  t.names_.clear();
+  t.sources_.clear();
+  t.namings_.clear();
+  t.id_of_name_.clear();
+  t.from_vtable_.assign(types.size(), false);
+  t.first_of_.assign(types.size(), kUnknown);
+  for (std::uint32_t id = 0; id < types.size(); ++id) {
+    SavedType& type = types[id];
+    t.id_of_name_.try_emplace(type.name, id);  // each name's lowest id, as intern and rename keep it
+    t.names_.push_back(std::move(type.name));
+    t.sources_.push_back(std::move(type.source));
+    t.namings_.push_back(type.naming);
+    t.from_vtable_[id] = type.from_vtable;
+    t.first_of_[id] = type.first_of;
+  }
+  t.ids_ = std::move(ids);
+  return t;
+}
+
 std::size_t BlockTypes::typed_blocks() const {
   return ids_.count_not(kUnknown);
 }

@@ -70,6 +70,19 @@ class BlockTypes {
   void resize_for(std::size_t blocks, std::span<const BlockId> members);
   std::size_t typed_blocks() const;
 
+  // What the index cache keeps of a whole heap's types (session/block_names_json): each type id's name,
+  // where it was declared, its evidence, whether a vtable named it and the T of "T (first of a larger
+  // block)"; and the id of every block (ids(): types with an id per block, not resize_for's subset).
+  struct SavedType {
+    std::string name, source;
+    Naming naming = Naming::none;
+    bool from_vtable = false;
+    std::uint32_t first_of = kUnknown;
+  };
+  std::vector<SavedType> saved_types() const;
+  const TypeIdArray& ids() const { return ids_; }
+  static BlockTypes restored(std::vector<SavedType> types, TypeIdArray ids);
+
  private:
   static constexpr std::size_t kNotMember = ~std::size_t{0};
   // Where block `block`'s id is in ids_ when ids are kept for a subset: the members before it, counted

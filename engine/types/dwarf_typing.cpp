@@ -473,6 +473,29 @@ void seed_locals(const Image& image, const std::vector<std::vector<Frame>>& fram
 
 }  // namespace
 
+std::vector<DwarfTypes::SavedRef> DwarfTypes::saved_refs() const {
+  std::vector<SavedRef> out(by_type_id.size());
+  for (std::size_t id = 0; id < out.size(); ++id)
+    if (const DwarfTypeRef ref = by_type_id[id]; ref.known() && index(ref.module))
+      out[id] = {ref.module, index(ref.module)->origin_die(ref.type)};
+  return out;
+}
+
+bool DwarfTypes::restore(std::span<const SavedRef> refs, std::string* why) {
+  by_type_id.assign(refs.size(), DwarfTypeRef{});
+  for (std::size_t id = 0; id < refs.size(); ++id) {
+    if (refs[id].module == DwarfTypeRef::kNoModule) continue;
+    const DwarfTypeIndex* in = index(refs[id].module);
+    const DwarfTypeId type = in ? in->type_of_die(refs[id].die) : kNoDwarfType;
+    if (type == kNoDwarfType) {
+      *why = "a type's DWARF is not there";
+      return false;
+    }
+    by_type_id[id] = DwarfTypeRef{refs[id].module, type};
+  }
+  return true;
+}
+
 void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
                             const BlockIndex& index, const RootSet& roots, const std::vector<std::vector<Frame>>* frames,
                             BlockTypes& types, DwarfTypes& dwarf, const std::vector<bool>* within) {

@@ -87,6 +87,17 @@ class DwarfTypes {
   std::vector<DwarfTypeRef> by_type_id;  // indexed by BlockTypes type id
   std::vector<std::string> warnings;
 
+  // A type id's DWARF type as the index cache keeps it: the module and the DIE the type was resolved
+  // from, which give the same type in another process (DwarfTypeIds number types in the order asked for).
+  struct SavedRef {
+    std::uint16_t module = DwarfTypeRef::kNoModule;
+    std::uint64_t die = 0;
+  };
+  std::vector<SavedRef> saved_refs() const;
+  // by_type_id from saved refs, each module's index built on the way; false (and *why) when one does not
+  // resolve.
+  bool restore(std::span<const SavedRef> refs, std::string* why);
+
  private:
   std::shared_ptr<const DwarfIndexes> indexes_;
 };

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <vector>
 
 namespace heapscope {
@@ -30,12 +33,29 @@ class TypeIdArray {
     return wide_ ? n_not(ids32_, id) : n_not(ids16_, id);
   }
   bool wide() const { return wide_; }
+  // The ids as they are held, 2 or 4 bytes each as wide() says (what the index cache saves), and an array
+  // of such bytes back (empty when their count is not a whole number of ids).
+  std::span<const std::byte> bytes() const {
+    return wide_ ? std::as_bytes(std::span(ids32_)) : std::as_bytes(std::span(ids16_));
+  }
+  static TypeIdArray from_bytes(bool wide, std::span<const std::byte> bytes) {
+    TypeIdArray a;
+    a.wide_ = wide;
+    if (wide && bytes.size() % 4 == 0) copy_into(a.ids32_, bytes);
+    if (!wide && bytes.size() % 2 == 0) copy_into(a.ids16_, bytes);
+    return a;
+  }
 
  private:
   static constexpr std::uint32_t kMostNarrow = 0xffff;
   template <typename T>
   static std::size_t n_not(const std::vector<T>& ids, std::uint32_t id) {
     return static_cast<std::size_t>(std::count_if(ids.begin(), ids.end(), [id](T x) { return x != id; }));
+  }
+  template <typename T>
+  static void copy_into(std::vector<T>& ids, std::span<const std::byte> bytes) {
+    ids.resize(bytes.size() / sizeof(T));
+    if (!bytes.empty()) std::memcpy(ids.data(), bytes.data(), bytes.size());
   }
   void widen() {
     ids32_.assign(ids16_.begin(), ids16_.end());
