@@ -36,7 +36,7 @@ def without_warning_headings(lines):
 # file size, checksum of the body) and a table of (kind, reserved, offset, size).
 HEADER = struct.Struct("<8sIIQQ")
 SECTION = struct.Struct("<IIQQ")
-BLOCKS_SECTION, ROOT_EDGES_SECTION, DOMINATORS_SECTION = 3, 7, 16
+BLOCKS_SECTION, ROOT_EDGES_SECTION, DOMINATORS_SECTION, NAMES_IDS_SECTION = 3, 7, 16, 21
 BLOCK = struct.Struct("<QIBBH")  # chunk, size_units, state, layout, arena
 MMAPPED = 1
 M64 = (1 << 64) - 1
@@ -93,6 +93,11 @@ def grow_first_block(blocks):
 def retarget_first_root_edge(edges):
     (edge,) = struct.unpack_from("<I", edges)
     struct.pack_into("<I", edges, 0, edge ^ 1)  # another block, same interior bit
+
+
+def unknown_type_ids(ids):
+    """Every block's type id past the end of the type table: names that no longer fit their heap."""
+    ids[:] = b"\xfe" * len(ids)
 
 
 def no_dominators(idom):
@@ -197,6 +202,40 @@ class IndexCacheTest(unittest.TestCase):
         out, steps = self.run_cached(*command)  # rewritten with the tree computed then
         self.assert_loaded(steps)
         self.assertIn("cache: dominators", steps)
+        self.assertEqual(out, expected)
+
+    def test_the_names_are_saved_beside_the_graph(self):
+        # `leaks` names the leaks alone; the index it leaves has every block's name, so that a command about
+        # one block names it and its ancestors without DWARF typing over most of the heap.
+        self.run_cached("leaks", self.core)
+        for command in (("describe", self.core, self.reachable_address), ("refs", self.core, self.reachable_address),
+                        ("retainers", self.core, self.reachable_address, "--paths", "3"), ("histogram", self.core),
+                        ("leaks", self.core)):
+            with self.subTest(command=command):
+                out, steps = self.run_cached(*command)
+                self.assert_loaded(steps)
+                self.assertIn("cache: names", steps)
+                self.assertNotIn("dwarf types", steps)
+                self.assertEqual(out, self.without_cache(*command))
+
+    def test_damaged_names_are_not_believed(self):
+        self.run_cached("leaks", self.core)
+        [index] = self.index_files()
+        forge_section(index, NAMES_IDS_SECTION, unknown_type_ids)
+        command = ("describe", self.core, self.reachable_address)
+        out, steps = self.run_cached(*command)
+        self.assertIn("cache: graph", steps)  # the rest of the index is good, and used
+        self.assertIn("dwarf types", steps)
+        self.assertIn("cache: write", steps)
+        notes = [line for line in out.splitlines() if "index cache" in line]
+        self.assertEqual(len(notes), 1, out)
+        self.assertIn("a block's type is not in the names", notes[0])
+        expected = self.without_cache(*command)
+        self.assertEqual(without_warning_headings(line for line in out.splitlines() if line not in notes),
+                         without_warning_headings(expected.splitlines()))
+        out, steps = self.run_cached(*command)  # rewritten with the names computed then
+        self.assert_loaded(steps)
+        self.assertIn("cache: names", steps)
         self.assertEqual(out, expected)
 
     def test_no_cache_neither_reads_nor_writes(self):
