@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <emmintrin.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -19,7 +20,7 @@ namespace heapscope {
 namespace {
 
 // Bumped whenever the layout of any section changes (a field of Block or of the JSON, an edge's meaning).
-constexpr std::uint32_t kFormatVersion = 6;  // 5: the dominator tree; 6: the names
+constexpr std::uint32_t kFormatVersion = 6;  // 5: the dominator tree; 6: the names, SSE2 checksum
 constexpr char kMagic[8] = {'H', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kSectionAlign = 64;
@@ -285,32 +286,49 @@ std::shared_ptr<const void> IndexFile::keep(std::unique_ptr<IndexFile> file) {
   return std::shared_ptr<const IndexFile>(std::move(file));
 }
 
-// Four independent lanes of xxHash64's round over 8-byte words: the loads and multiplies of one lane
-// overlap the others', so the hash runs near memory speed.
+// Eight 64-bit lanes, two per 16 bytes of each 64-byte stripe, as XXH3 accumulates: each lane adds the
+// product of the low and high halves of its word xored with a key, and the other word of its pair. The
+// key changes with the stripe's position, so that moved or swapped data changes the sum. One 32x32-bit
+// multiply per 8 bytes, two lanes per SSE2 instruction (every x86-64 has SSE2): a whole index is hashed
+// at memory speed (the xxHash64 rounds it replaced, two dependent 64-bit multiplies per word, took a
+// quarter of a one-block command's time).
 namespace {
 
 constexpr std::uint64_t kPrime1 = 0x9e3779b185ebca87ull;
 constexpr std::uint64_t kPrime2 = 0xc2b2ae3d27d4eb4full;
 constexpr std::uint64_t kPrime3 = 0x165667b19e3779f9ull;
+constexpr std::uint64_t kKeys[8] = {0xbe4ba423396cfeb8ull, 0x1cad21f72c81017cull, 0xdb979083e96dd4deull,
+                                    0x1f67b3b7a4a44072ull, 0x78e5c0cc4ee679cbull, 0x2172ffcc7dd05a82ull,
+                                    0x8e2443f7744608b8ull, 0x4c263a81e69035e0ull};
 
 std::uint64_t rotl(std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 std::uint64_t mix_word(std::uint64_t acc, std::uint64_t word) { return rotl(acc + word * kPrime2, 31) * kPrime1; }
 
 }  // namespace
 
-// The lanes are locals and written out once, and each lane's step its own statement: GCC at -O2 keeps the
-// four in registers and overlaps them (a loop over a lane array ran at a third of the speed).
 void IndexChecksum::mix(const std::byte* data, std::size_t stripes) {
-  std::uint64_t a = lanes_[0], b = lanes_[1], c = lanes_[2], d = lanes_[3];
-  for (std::size_t i = 0; i < stripes; ++i, data += 32) {
-    std::uint64_t w[4];
-    std::memcpy(w, data, sizeof w);
-    a = mix_word(a, w[0]);
-    b = mix_word(b, w[1]);
-    c = mix_word(c, w[2]);
-    d = mix_word(d, w[3]);
+#if defined(__SSE2__)
+  __m128i acc[4], key[4];
+  for (int j = 0; j < 4; ++j) {
+    acc[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&lanes_[2 * j]));
+    key[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&kKeys[2 * j]));
   }
-  lanes_[0] = a, lanes_[1] = b, lanes_[2] = c, lanes_[3] = d;
+  const __m128i step = _mm_set1_epi64x(static_cast<long long>(kPrime1));
+  __m128i position = _mm_set1_epi64x(static_cast<long long>(stripes_ * kPrime1));
+  for (std::size_t s = 0; s < stripes; ++s, data += kStripe) {
+    for (int j = 0; j < 4; ++j) {
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16 * j));
+      const __m128i keyed = _mm_xor_si128(x, _mm_add_epi64(key[j], position));
+      const __m128i product = _mm_mul_epu32(keyed, _mm_srli_epi64(keyed, 32));
+      acc[j] = _mm_add_epi64(acc[j], _mm_add_epi64(product, _mm_shuffle_epi32(x, 0x4e)));  // the pair's other word
+    }
+    position = _mm_add_epi64(position, step);
+  }
+  for (int j = 0; j < 4; ++j) _mm_storeu_si128(reinterpret_cast<__m128i*>(&lanes_[2 * j]), acc[j]);
+#else
+#error "IndexChecksum is written for SSE2, which every x86-64 has (heapscope reads x86-64 processes)"
+#endif
+  stripes_ += stripes;
 }
 
 void IndexChecksum::update(std::span<const std::byte> bytes) {
@@ -324,15 +342,15 @@ void IndexChecksum::update(std::span<const std::byte> bytes) {
     mix(pending_, 1);
     pending_size_ = 0;
   }
-  const std::size_t whole = bytes.size() / 32 * 32;
-  mix(bytes.data(), whole / 32);
+  const std::size_t whole = bytes.size() / kStripe * kStripe;
+  mix(bytes.data(), whole / kStripe);
   std::memcpy(pending_, bytes.data() + whole, bytes.size() - whole);
   pending_size_ = bytes.size() - whole;
 }
 
 std::uint64_t IndexChecksum::finish() const {
-  std::uint64_t h = rotl(lanes_[0], 1) + rotl(lanes_[1], 7) + rotl(lanes_[2], 12) + rotl(lanes_[3], 18);
-  h ^= total_ * kPrime3;
+  std::uint64_t h = total_ * kPrime3;
+  for (const std::uint64_t lane : lanes_) h = mix_word(h, lane);
   for (std::size_t i = 0; i < pending_size_; ++i) h = mix_word(h, static_cast<std::uint64_t>(pending_[i]) + i);
   h ^= h >> 33;
   h *= kPrime2;

@@ -98,18 +98,19 @@ class IndexFile {
   bool blocks_taken_ = false;
 };
 
-// The checksum the file carries: a word-wise hash of its body, fast enough to check a whole index at
-// load (docs/performance.md, "Index cache"). Incremental, for the writer.
+// The checksum the file carries: a hash of its body fast enough to check a whole index at load, which every
+// command with an index does (docs/performance.md, "Index cache"). Incremental, for the writer.
 class IndexChecksum {
  public:
   void update(std::span<const std::byte> bytes);
   std::uint64_t finish() const;
 
  private:
-  void mix(const std::byte* data, std::size_t stripes);  // 32 bytes each
-  std::uint64_t lanes_[4] = {0x9e3779b185ebca87ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull,
-                             0x85ebca77c2b2ae63ull};
-  std::byte pending_[32] = {};
+  static constexpr std::size_t kStripe = 64;
+  void mix(const std::byte* data, std::size_t stripes);
+  std::uint64_t lanes_[8] = {};
+  std::uint64_t stripes_ = 0;  // mixed so far: where the next stripe is, which its keys depend on
+  std::byte pending_[kStripe] = {};
   std::size_t pending_size_ = 0;
   std::uint64_t total_ = 0;
 };

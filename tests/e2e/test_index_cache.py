@@ -41,6 +41,8 @@ BLOCK = struct.Struct("<QIBBH")  # chunk, size_units, state, layout, arena
 MMAPPED = 1
 M64 = (1 << 64) - 1
 P1, P2, P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+KEYS = (0xBE4BA423396CFEB8, 0x1CAD21F72C81017C, 0xDB979083E96DD4DE, 0x1F67B3B7A4A44072,
+        0x78E5C0CC4EE679CB, 0x2172FFCC7DD05A82, 0x8E2443F7744608B8, 0x4C263A81E69035E0)
 
 
 def index_checksum(body):
@@ -51,13 +53,18 @@ def index_checksum(body):
     def mix(acc, word):
         return (rotl((acc + word * P2) & M64, 31) * P1) & M64
 
-    lanes = [P1, P2, P3, 0x85EBCA77C2B2AE63]
-    whole = len(body) // 32 * 32
+    lanes = [0] * 8
+    whole = len(body) // 64 * 64
     words = struct.unpack_from(f"<{whole // 8}Q", body)
-    for i in range(0, len(words), 4):
-        lanes = [mix(lanes[j], words[i + j]) for j in range(4)]
-    h = (rotl(lanes[0], 1) + rotl(lanes[1], 7) + rotl(lanes[2], 12) + rotl(lanes[3], 18)) & M64
-    h ^= (len(body) * P3) & M64
+    for stripe in range(whole // 64):
+        position = (stripe * P1) & M64
+        w = words[stripe * 8:stripe * 8 + 8]
+        for i in range(8):
+            keyed = w[i] ^ ((KEYS[i] + position) & M64)
+            lanes[i] = (lanes[i] + (keyed & 0xFFFFFFFF) * (keyed >> 32) + w[i ^ 1]) & M64
+    h = (len(body) * P3) & M64
+    for lane in lanes:
+        h = mix(h, lane)
     for i, byte in enumerate(body[whole:]):
         h = mix(h, byte + i)
     h ^= h >> 33
