@@ -319,7 +319,7 @@ const BlockNames& Session::names() {
 // of its heap and graph; what is checked here is that they are whole.
 std::unique_ptr<BlockNames> Session::names_from_cache() {
   std::lock_guard lock(cache_mutex_);
-  if (!saved_names_at_hand()) return nullptr;
+  if (!saved_at_hand(&CachedProducts::names)) return nullptr;
   PhaseTimer timer("cache: names");
   auto names = std::make_unique<BlockNames>();
   names->dwarf = std::make_unique<DwarfTypes>(dwarf_indexes_);
@@ -327,16 +327,8 @@ std::unique_ptr<BlockNames> Session::names_from_cache() {
   if (names_from_saved(cached_->names->meta, cached_->names->ids, heap().blocks.size(), names->types, *names->dwarf,
                        &why))
     return names;
-  add_warnings({options_.index_cache->rejection(cache_key_, why)});
-  cached_->names.reset();
-  saved_names_refused_ = true;  // the index is written again, with the names computed now
+  refuse_saved(&CachedProducts::names, saved_names_refused_, why);
   return nullptr;
-}
-
-bool Session::saved_names_at_hand() {
-  std::lock_guard lock(cache_mutex_);
-  graph();  // whether the index's graph was taken is known once the graph is
-  return graph_from_cache_ && cached_ && cached_->names;
 }
 
 const BlockNames& Session::names_for(std::span<const BlockId> blocks) {
@@ -411,7 +403,7 @@ const Retention& Session::retention() {
 // null otherwise (then it is computed, and a warning says why when the saved one was refused).
 std::unique_ptr<Retention> Session::retention_from_cache() {
   std::lock_guard lock(cache_mutex_);
-  if (!saved_retention_at_hand()) return nullptr;
+  if (!saved_at_hand(&CachedProducts::retention)) return nullptr;
   const LeakVerdicts& v = verdicts();  // the index's too, then
   PhaseTimer timer("cache: dominators");
   std::string why;
@@ -421,16 +413,22 @@ std::unique_ptr<Retention> Session::retention_from_cache() {
   } catch (const std::invalid_argument& e) {
     why = e.what();
   }
-  add_warnings({options_.index_cache->rejection(cache_key_, why)});
-  cached_->retention.reset();
-  saved_retention_refused_ = true;  // the index is written again, with the tree computed now
+  refuse_saved(&CachedProducts::retention, saved_retention_refused_, why);
   return nullptr;
 }
 
-bool Session::saved_retention_at_hand() {
+template <class Part>
+bool Session::saved_at_hand(std::optional<Part> CachedProducts::*part) {
   std::lock_guard lock(cache_mutex_);
   graph();  // whether the index's graph was taken is known once the graph is
-  return graph_from_cache_ && cached_ && cached_->retention;
+  return graph_from_cache_ && cached_ && (cached_.get()->*part).has_value();
+}
+
+template <class Part>
+void Session::refuse_saved(std::optional<Part> CachedProducts::*part, bool& refused, const std::string& why) {
+  add_warnings({options_.index_cache->rejection(cache_key_, why)});
+  (cached_.get()->*part).reset();
+  refused = true;  // the index is written again, with the part computed now
 }
 
 const Retention* Session::retention_if_at_hand() {
@@ -438,7 +436,7 @@ const Retention* Session::retention_if_at_hand() {
     std::lock_guard lock(retention_.mutex);
     if (retention_.value) return retention_.value.get();
   }
-  return saved_retention_at_hand() ? &retention() : nullptr;
+  return saved_at_hand(&CachedProducts::retention) ? &retention() : nullptr;
 }
 
 std::optional<std::vector<bool>> Session::modules_pointing_to_blocks_if_ready() {
@@ -459,7 +457,7 @@ const BlockNames* Session::names_if_at_hand() {
     std::lock_guard lock(names_.mutex);
     if (names_.value) return names_.value.get();
   }
-  return saved_names_at_hand() ? &names() : nullptr;
+  return saved_at_hand(&CachedProducts::names) ? &names() : nullptr;
 }
 
 void Session::compute_side_by_side(const std::function<void()>& a, const std::function<void()>& b) {

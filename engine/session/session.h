@@ -228,9 +228,15 @@ class Session {
   std::unique_ptr<HeapModel> heap_from_cache();
   std::unique_ptr<ReferenceGraph> graph_from_cache();
   std::unique_ptr<Retention> retention_from_cache();  // null when not saved or refused (retention())
-  bool saved_retention_at_hand();  // the graph came from an index that holds a dominator tree, not yet refused
   std::unique_ptr<BlockNames> names_from_cache();  // null when not saved or refused (names())
-  bool saved_names_at_hand();      // the graph came from an index that holds the names, not yet refused
+  // Whether the graph came from an index that holds this saved part (the dominator tree, the names), not
+  // yet refused.
+  template <class Part>
+  bool saved_at_hand(std::optional<Part> CachedProducts::*part);
+  // A saved part that failed its own check: a warning says why, the part is dropped, and `refused` has the
+  // index written again with it computed now.
+  template <class Part>
+  void refuse_saved(std::optional<Part> CachedProducts::*part, bool& refused, const std::string& why);
 
   std::shared_ptr<const Image> image_;
   SessionOptions options_;
