@@ -201,9 +201,14 @@ DescribeReport describe_block(Session& s, BlockId target, Address query, std::si
                               std::size_t max_fields) {
   const HeapModel& heap = s.heap();
   const Block& b = heap.blocks[target];
-  // The block and what it points to, named together.
+  // The block and every block a word of it points into, named together: what its pointers and fields name.
+  // Not only its edges: a runtime's header links (CPython's PyGC_Head) are no edges, yet describe shows
+  // where they point.
   std::vector<BlockId> asked{target};
-  for (std::uint32_t e : s.graph().out_edges(target)) asked.push_back(edge_target(e));
+  const BlockIndex& index = s.graph().index();
+  for_each_word(s.image(), b.address(), b.address() + b.usable_size(), [&](Address, std::uint64_t w) {
+    if (const BlockId to = index.find(w); to != kNoBlock) asked.push_back(to);
+  });
   const BlockNames& names = s.names_for(asked);
   DescribeReport r;
   r.query = query;

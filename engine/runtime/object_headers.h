@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,5 +50,10 @@ struct ObjectHeaders {
 // The object headers of the runtime the image runs, when one of those heapscope knows is there and its
 // objects are found in the heap; nothing otherwise. Cheap when no such runtime is loaded.
 std::optional<ObjectHeaders> find_object_headers(const Image& image, const SymbolIndex& symbols, const HeapModel& heap);
+// Whether `saved` (what find_object_headers gave for this image, kept by the index cache) says of each of
+// `blocks` what the runtime's objects say now: where the object starts, whether list links precede it, and
+// its type's name. false (and *why) on the first disagreement, or when no known runtime is there.
+bool check_object_headers(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
+                          const ObjectHeaders& saved, std::span<const std::size_t> blocks, std::string* why);
 
 }  // namespace heapscope

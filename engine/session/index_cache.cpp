@@ -15,6 +15,7 @@
 #include "elf/elf_file.h"
 #include "session/block_names_json.h"
 #include "session/heap_model_json.h"
+#include "session/object_headers_json.h"
 #include "session/index_file.h"
 #include "session/retention_json.h"
 
@@ -201,6 +202,14 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
     products->names = CachedProducts::SavedNames{std::string(reinterpret_cast<const char*>(text.data()), text.size()),
                                                  file->section(IndexSection::names_ids)};
   }
+  if (file->has(IndexSection::objects_meta)) {
+    const std::span<const std::byte> text = file->section(IndexSection::objects_meta);
+    if (!object_headers_from_saved(std::string(reinterpret_cast<const char*>(text.data()), text.size()),
+                                   file->section(IndexSection::objects_starts),
+                                   file->section(IndexSection::objects_types), blocks,
+                                   products->object_headers.emplace()))
+      return fail("damaged object headers");
+  }
   const auto [mapped, count] = file->take_blocks();
   if (count != blocks) return fail("cannot map its blocks");
   products->heap->blocks = BlockArray::adopt_mapping(mapped, count);
@@ -210,7 +219,7 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
 
 void IndexCache::save(const std::string& key, const HeapModel& heap, const ReferenceGraph& graph,
                       const LeakVerdicts& verdicts, const Retention* retention, const BlockTypes* types,
-                      const DwarfTypes* dwarf) const {
+                      const DwarfTypes* dwarf, const ObjectHeaders* headers) const {
   PhaseTimer timer("cache: write");
   std::error_code ec;
   fs::create_directories(dir_, ec);
@@ -259,6 +268,13 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
     names_meta = names_meta_to_json(*types, *dwarf);
     sections.push_back(pieces(IndexSection::names_meta, {text_bytes(names_meta)}));
     sections.push_back(pieces(IndexSection::names_ids, {types->ids().bytes()}));
+  }
+  std::string objects_meta;
+  if (headers) {
+    objects_meta = object_headers_meta_to_json(*headers);
+    sections.push_back(pieces(IndexSection::objects_meta, {text_bytes(objects_meta)}));
+    sections.push_back(pieces(IndexSection::objects_starts, {bytes_of(std::span<const std::uint8_t>(headers->starts))}));
+    sections.push_back(pieces(IndexSection::objects_types, {bytes_of(std::span<const std::uint32_t>(headers->type_of))}));
   }
   const std::string path = path_for(key);
   write_index_file(path, sections);
@@ -337,6 +353,11 @@ bool check_graph(const ReferenceGraph& graph, const LeakVerdicts& verdicts, std:
     progress_check();
   }
   return true;
+}
+
+bool check_saved_object_headers(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
+                                const ObjectHeaders& saved, std::string* why) {
+  return check_object_headers(image, symbols, heap, saved, sample_blocks(heap.blocks.size()), why);
 }
 
 bool check_retention(const Retention& retention, const LeakVerdicts& verdicts, std::string* why) {

@@ -27,6 +27,7 @@
 #include "model/reference_graph.h"
 #include "model/retention.h"
 #include "runtime/allocator.h"
+#include "runtime/object_headers.h"
 #include "symbols/module_symbols.h"
 #include "types/block_types.h"
 #include "types/dwarf_typing.h"
@@ -46,6 +47,7 @@ struct CachedProducts {
     std::span<const std::byte> ids;   // views the file's mapping
   };
   std::optional<SavedNames> names;    // absent when not saved
+  std::optional<ObjectHeaders> object_headers;  // absent when not saved (the image runs no runtime heapscope knows)
 };
 
 class IndexCache {
@@ -72,10 +74,10 @@ class IndexCache {
   // Writes the index of `key` (atomically), then trims the directory to its bounds. Throws
   // std::runtime_error (or Interrupted) when it cannot; no partial file is left.
   // `retention`, the dominator tree, is saved when given, and so are the whole heap's names (`types`
-  // with their DWARF types, `dwarf`).
+  // with their DWARF types, `dwarf`) and a runtime's object headers.
   void save(const std::string& key, const HeapModel& heap, const ReferenceGraph& graph,
             const LeakVerdicts& verdicts, const Retention* retention = nullptr, const BlockTypes* types = nullptr,
-            const DwarfTypes* dwarf = nullptr) const;
+            const DwarfTypes* dwarf = nullptr, const ObjectHeaders* headers = nullptr) const;
 
  private:
   void evict(const std::string& keep) const;
@@ -94,5 +96,8 @@ bool check_graph(const ReferenceGraph& graph, const LeakVerdicts& verdicts, std:
 // check_retention (on a Retention made from saved arrays, over a checked graph and its verdicts): a sample of
 // blocks is in the tree exactly when allocated and not leaked, under a dominator that retains at least as much.
 bool check_retention(const Retention& retention, const LeakVerdicts& verdicts, std::string* why);
+// check_object_headers (runtime/object_headers.h) over the same sample of blocks.
+bool check_saved_object_headers(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
+                                const ObjectHeaders& saved, std::string* why);
 
 }  // namespace heapscope

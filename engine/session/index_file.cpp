@@ -20,7 +20,7 @@ namespace heapscope {
 namespace {
 
 // Bumped whenever the layout of any section changes (a field of Block or of the JSON, an edge's meaning).
-constexpr std::uint32_t kFormatVersion = 6;  // 5: the dominator tree; 6: the names, SSE2 checksum
+constexpr std::uint32_t kFormatVersion = 6;  // 5: the dominator tree; 6: the names, object headers, SSE2 checksum
 constexpr char kMagic[8] = {'H', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kSectionAlign = 64;
@@ -49,7 +49,8 @@ std::uint64_t align_up(std::uint64_t n, std::uint64_t to) { return (n + to - 1) 
 std::uint64_t alignment_of(IndexSection kind) { return kind == IndexSection::blocks ? kPage : kSectionAlign; }
 bool is_u32_section(IndexSection kind) {
   return (kind >= IndexSection::forward_offsets && kind <= IndexSection::root_referrers) ||
-         (kind >= IndexSection::retention_idom && kind <= IndexSection::retention_blocks);
+         (kind >= IndexSection::retention_idom && kind <= IndexSection::retention_blocks) ||
+         kind == IndexSection::objects_types;
 }
 
 std::string errno_text() { return std::strerror(errno); }

@@ -45,6 +45,10 @@ enum class IndexSection : std::uint32_t {
   // The names of the whole heap (Session::names()), when they were computed: absent otherwise.
   names_meta,            // the type table, as JSON (session/block_names_json.h)
   names_ids,             // u16[blocks] or u32[blocks]: each block's type id
+  // A runtime's object headers (runtime/object_headers.h), when the image runs one: absent otherwise.
+  objects_meta,          // what was recognised, the count, the type names, as JSON (session/object_headers_json.h)
+  objects_starts,        // u8[blocks]
+  objects_types,         // u32[blocks]
 };
 
 // One section to write: its bytes as a sequence of pieces (the graph's edges are one piece per scan

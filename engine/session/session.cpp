@@ -142,7 +142,27 @@ const BlockIndex& Session::block_index() {
 }
 
 const std::optional<ObjectHeaders>& Session::object_headers() {
-  return product(object_headers_, "object headers", [&] { return find_object_headers(*image_, symbols_, heap()); });
+  // The cache's lock first, as graph() takes it before this product's: the saved headers are taken under it.
+  std::lock_guard lock(cache_mutex_);
+  return product(object_headers_, "object headers", [&] {
+    if (std::optional<ObjectHeaders> saved = object_headers_from_cache()) return saved;
+    const HeapModel& h = heap();
+    PhaseTimer timer("object headers: search");  // what a saved index spares (HEAPSCOPE_TIMING tells them apart)
+    return find_object_headers(*image_, symbols_, h);
+  });
+}
+
+// The saved object headers, when the heap came from an index that holds them and a sample of its blocks
+// shows the same objects now; nothing otherwise (then they are found again: a pass over every block that
+// reads each one's first words, most of a one-block command's time on a CPython heap).
+std::optional<ObjectHeaders> Session::object_headers_from_cache() {
+  if (!cached_ || !cached_->object_headers) return std::nullopt;
+  PhaseTimer timer("cache: object headers");
+  std::string why;
+  if (check_saved_object_headers(*image_, symbols_, heap(), *cached_->object_headers, &why))
+    return std::move(cached_->object_headers);
+  refuse_saved(&CachedProducts::object_headers, saved_objects_refused_, why);
+  return std::nullopt;
 }
 
 const ReferenceGraph& Session::graph() {
@@ -198,10 +218,11 @@ const LeakVerdicts& Session::verdicts() {
 
 bool Session::index_cache_outdated() const {
   std::lock_guard lock(cache_mutex_);
-  // Computed here, or its saved dominator tree or names refused (the rest of the index was good).
+  // Computed here, or its saved dominator tree, names or object headers refused (the rest of the index was
+  // good).
   return options_.index_cache && !cache_key_.empty() &&
          ((graph_.value && !graph_from_cache_) ||
-          (graph_from_cache_ && (saved_retention_refused_ || saved_names_refused_)));
+          (graph_from_cache_ && (saved_retention_refused_ || saved_names_refused_ || saved_objects_refused_)));
 }
 
 void Session::save_index_cache() {
@@ -223,13 +244,14 @@ void Session::save_index_cache() {
   } catch (const AnalysisError&) {
     if (progress_.stop_requested()) throw;  // else: saved without them
   }
+  const std::optional<ObjectHeaders>& headers = object_headers();
   std::lock_guard lock(cache_mutex_);
   const LeakVerdicts& v = verdicts();
   ProgressScope current(&progress_);
   PhaseScope phase(progress_, "cache: write");
   try {
     options_.index_cache->save(cache_key_, *heap_.value, graph_from_cache_ ? *cached_graph_.value : *graph_.value, v, r,
-                               n ? &n->types : nullptr, n ? n->dwarf.get() : nullptr);
+                               n ? &n->types : nullptr, n ? n->dwarf.get() : nullptr, headers ? &*headers : nullptr);
   } catch (const Interrupted&) {
     throw AnalysisError("interrupted");
   }

@@ -229,6 +229,7 @@ class Session {
   std::unique_ptr<ReferenceGraph> graph_from_cache();
   std::unique_ptr<Retention> retention_from_cache();  // null when not saved or refused (retention())
   std::unique_ptr<BlockNames> names_from_cache();  // null when not saved or refused (names())
+  std::optional<ObjectHeaders> object_headers_from_cache();  // nothing when not saved or refused
   // Whether the graph came from an index that holds this saved part (the dominator tree, the names), not
   // yet refused.
   template <class Part>
@@ -286,6 +287,7 @@ class Session {
   bool graph_from_cache_ = false;
   bool saved_retention_refused_ = false;
   bool saved_names_refused_ = false;
+  bool saved_objects_refused_ = false;
 };
 
 }  // namespace heapscope

@@ -14,8 +14,9 @@ import struct
 import tempfile
 import unittest
 
-from heapscope_e2e import heapscope_json, run_heapscope
+from heapscope_e2e import capture_program, heapscope_json, run_heapscope
 from test_leaks import capture_leak_fixture
+from test_python_objects import COUNT as PYTHON_OBJECTS, PYTHON, SCRIPT as PYTHON_SCRIPT
 
 
 def phases(stderr):
@@ -36,7 +37,7 @@ def without_warning_headings(lines):
 # file size, checksum of the body) and a table of (kind, reserved, offset, size).
 HEADER = struct.Struct("<8sIIQQ")
 SECTION = struct.Struct("<IIQQ")
-BLOCKS_SECTION, ROOT_EDGES_SECTION, DOMINATORS_SECTION, NAMES_IDS_SECTION = 3, 7, 16, 21
+BLOCKS_SECTION, ROOT_EDGES_SECTION, DOMINATORS_SECTION, NAMES_IDS_SECTION, OBJECT_STARTS_SECTION = 3, 7, 16, 21, 23
 BLOCK = struct.Struct("<QIBBH")  # chunk, size_units, state, layout, arena
 MMAPPED = 1
 M64 = (1 << 64) - 1
@@ -105,6 +106,11 @@ def retarget_first_root_edge(edges):
 def unknown_type_ids(ids):
     """Every block's type id past the end of the type table: names that no longer fit their heap."""
     ids[:] = b"\xfe" * len(ids)
+
+
+def no_links_before_objects(starts):
+    """Every object's start without its list links: headers that no longer agree with the core."""
+    starts[:] = bytes(b & 0x7F for b in starts)
 
 
 def no_dominators(idom):
@@ -307,3 +313,56 @@ class IndexCacheTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipUnless(os.access(PYTHON, os.X_OK), "Debian's python3 is not installed")
+class IndexCacheOfCPythonTest(unittest.TestCase):
+    """The object headers of a CPython heap (a pass over every block's first words, most of a one-block
+    command's time there) are saved too, and checked against a sample of the core's blocks."""
+
+    @classmethod
+    def setUpClass(cls):
+        core, _ = capture_program("python-dict-of-lists", PYTHON, extra_sources=(PYTHON_SCRIPT,),
+                                  env={"PYTHONMALLOC": "malloc"}, args=(PYTHON_SCRIPT, str(PYTHON_OBJECTS)))
+        cls.temporary = tempfile.TemporaryDirectory(prefix="heapscope-index-cache-python-")
+        cls.core = os.path.join(cls.temporary.name, "python.core")
+        shutil.copyfile(core, cls.core)
+        cls.cache_dir = os.path.join(cls.temporary.name, "cache")
+        blocks = heapscope_json("blocks", cls.core, "--state", "reachable", "--limit", "1000", "--no-cache")["blocks"]
+        cls.address = hex(blocks[-1]["address"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.temporary.cleanup()
+
+    def setUp(self):
+        shutil.rmtree(self.cache_dir, ignore_errors=True)
+
+    run_cached = IndexCacheTest.run_cached
+    without_cache = IndexCacheTest.without_cache
+    index_files = IndexCacheTest.index_files
+
+    def test_object_headers_are_saved_beside_the_graph(self):
+        self.run_cached("leaks", self.core)
+        for command in (("describe", self.core, self.address), ("leaks", self.core)):
+            with self.subTest(command=command):
+                out, steps = self.run_cached(*command)
+                self.assertIn("cache: graph", steps)
+                self.assertIn("cache: object headers", steps)
+                self.assertNotIn("object headers: search", steps)
+                self.assertEqual(out, self.without_cache(*command))
+
+    def test_object_headers_that_disagree_with_the_core_are_not_believed(self):
+        self.run_cached("leaks", self.core)
+        [index] = self.index_files()
+        forge_section(index, OBJECT_STARTS_SECTION, no_links_before_objects)
+        command = ("describe", self.core, self.address)
+        out, steps = self.run_cached(*command)
+        self.assertIn("object headers: search", steps)  # found again
+        self.assertIn("cache: write", steps)
+        notes = [line for line in out.splitlines() if "index cache" in line]
+        self.assertEqual(len(notes), 1, out)
+        self.assertIn("object header differs", notes[0])
+        out, steps = self.run_cached(*command)  # rewritten with the headers found then
+        self.assertIn("cache: object headers", steps)
+        self.assertEqual(out, self.without_cache(*command))

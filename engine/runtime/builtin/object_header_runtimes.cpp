@@ -10,4 +10,9 @@ std::optional<ObjectHeaders> find_object_headers(const Image& image, const Symbo
   return find_cpython_objects(image, symbols, heap);
 }
 
+bool check_object_headers(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
+                          const ObjectHeaders& saved, std::span<const std::size_t> blocks, std::string* why) {
+  return check_cpython_objects(image, symbols, heap, saved, blocks, why);
+}
+
 }  // namespace heapscope

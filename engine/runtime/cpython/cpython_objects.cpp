@@ -321,4 +321,34 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
   return out;
 }
 
+bool check_cpython_objects(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
+                           const ObjectHeaders& saved, std::span<const std::size_t> blocks, std::string* why) {
+  const std::optional<Interpreter> interpreter = find_interpreter(image, symbols);
+  if (!interpreter) {
+    *why = "no CPython interpreter in the image";
+    return false;
+  }
+  if (saved.starts.size() != heap.blocks.size() || saved.type_of.size() != heap.blocks.size()) {
+    *why = "object headers of another heap";
+    return false;
+  }
+  std::vector<std::string> names{""};
+  Types types(image, names);
+  ObjectFinder finder(image, interpreter->release, types);
+  for (const std::size_t b : blocks) {
+    if (b >= heap.blocks.size()) continue;
+    const Block& block = heap.blocks[b];
+    const std::optional<Found> f = is_allocated(block.state) ? finder.find(block) : std::nullopt;
+    const std::uint8_t start = f && f->offset ? static_cast<std::uint8_t>(f->offset | (f->links ? ObjectHeaders::kLinksBefore : 0)) : 0;
+    const bool same = f ? saved.starts[b] == start && saved.type_of[b] < saved.type_names.size() &&
+                              saved.type_names[saved.type_of[b]] == names[f->facts->name]
+                        : !(saved.starts[b] & ObjectHeaders::kLinksBefore);
+    if (!same) {
+      *why = "block " + std::to_string(b) + "'s object header differs";
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace heapscope

@@ -22,5 +22,10 @@ namespace heapscope {
 // The blocks holding CPython objects, where each object starts and its type's name; nothing when no
 // CPython interpreter runs or none of its objects is found.
 std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const SymbolIndex& symbols, const HeapModel& heap);
+// check_object_headers for CPython: each of `blocks` found again as find_cpython_objects finds it. A block
+// where no object is found now may still have been given a start by the passes after the first (a split
+// dict's values), never list links.
+bool check_cpython_objects(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
+                           const ObjectHeaders& saved, std::span<const std::size_t> blocks, std::string* why);
 
 }  // namespace heapscope

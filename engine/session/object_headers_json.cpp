@@ -1,0 +1,39 @@
+#include "session/object_headers_json.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "base/json_text.h"
+
+namespace heapscope {
+
+std::string object_headers_meta_to_json(const ObjectHeaders& headers) {
+  return json_text(nlohmann::json{
+      {"layout", headers.layout}, {"count", headers.count}, {"type_names", headers.type_names}});
+}
+
+bool object_headers_from_saved(const std::string& text, std::span<const std::byte> starts,
+                               std::span<const std::byte> types, std::size_t blocks, ObjectHeaders& headers) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    headers.layout = j.at("layout").get<std::string>();
+    headers.count = j.at("count").get<std::uint64_t>();
+    headers.type_names = j.at("type_names").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+  if (starts.size() != blocks || types.size() != blocks * sizeof(std::uint32_t) || headers.type_names.empty())
+    return false;
+  headers.starts.resize(blocks);
+  headers.type_of.resize(blocks);
+  if (blocks) {
+    std::memcpy(headers.starts.data(), starts.data(), starts.size());
+    std::memcpy(headers.type_of.data(), types.data(), types.size());
+  }
+  const std::size_t names = headers.type_names.size();
+  return std::all_of(headers.type_of.begin(), headers.type_of.end(), [names](std::uint32_t t) { return t < names; });
+}
+
+}  // namespace heapscope

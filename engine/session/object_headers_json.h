@@ -1,0 +1,20 @@
+// A runtime's object headers (runtime/object_headers.h) as the index cache keeps them (session/index_cache.h):
+// what was recognised, the count and the type names as JSON text; the start and the type of every block
+// apart, raw.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "runtime/object_headers.h"
+
+namespace heapscope {
+
+std::string object_headers_meta_to_json(const ObjectHeaders& headers);
+// `headers` from `text` (what object_headers_meta_to_json wrote) and the saved arrays of a heap of
+// `blocks` blocks; false when they do not fit it.
+bool object_headers_from_saved(const std::string& text, std::span<const std::byte> starts,
+                               std::span<const std::byte> types, std::size_t blocks, ObjectHeaders& headers);
+
+}  // namespace heapscope
