@@ -169,6 +169,29 @@ class IndexCacheTest(unittest.TestCase):
         self.assertNotIn("reachability", steps)
         self.assertNotIn("cache: write", steps)
 
+    def assert_part_refused_alone(self, section, change, command, computed, why, loaded):
+        """A saved part of the index (`section`) forged with change() is refused with one warning that says
+        `why`: the rest of the index is used, the part computed (phase `computed`) with the output it would
+        have without the cache, and the index rewritten, so that the next run loads the part (`loaded`)."""
+        self.run_cached("leaks", self.core)
+        [index] = self.index_files()
+        forge_section(index, section, change)
+        out, steps = self.run_cached(*command)
+        self.assertIn("cache: graph", steps)
+        self.assertIn(computed, steps)
+        self.assertIn("cache: write", steps)
+        notes = [line for line in out.splitlines() if "index cache" in line]
+        self.assertEqual(len(notes), 1, out)
+        self.assertIn(why, notes[0])
+        expected = self.without_cache(*command)
+        self.assertEqual(without_warning_headings(line for line in out.splitlines() if line not in notes),
+                         without_warning_headings(expected.splitlines()))
+        out, steps = self.run_cached(*command)
+        self.assertIn("cache: graph", steps)
+        self.assertIn(loaded, steps)
+        self.assertNotIn(computed, steps)
+        self.assertEqual(out, expected)
+
     def commands(self):
         return [("leaks", self.core), ("retainers", self.core, self.leaked_address),
                 ("retainers", self.core, self.reachable_address, "--paths", "3"),
@@ -198,24 +221,9 @@ class IndexCacheTest(unittest.TestCase):
                 self.assertEqual(out, self.without_cache(*command))
 
     def test_a_damaged_dominator_tree_is_not_believed(self):
-        self.run_cached("leaks", self.core)
-        [index] = self.index_files()
-        forge_section(index, DOMINATORS_SECTION, no_dominators)
-        command = ("retainers", self.core, self.reachable_address, "--paths", "3")
-        out, steps = self.run_cached(*command)
-        self.assertIn("cache: graph", steps)  # the rest of the index is good, and used
-        self.assertIn("dominators: semi-NCA", steps)
-        self.assertIn("cache: write", steps)
-        notes = [line for line in out.splitlines() if "index cache" in line]
-        self.assertEqual(len(notes), 1, out)
-        self.assertIn("dominator is wrong", notes[0])
-        expected = self.without_cache(*command)
-        self.assertEqual(without_warning_headings(line for line in out.splitlines() if line not in notes),
-                         without_warning_headings(expected.splitlines()))
-        out, steps = self.run_cached(*command)  # rewritten with the tree computed then
-        self.assert_loaded(steps)
-        self.assertIn("cache: dominators", steps)
-        self.assertEqual(out, expected)
+        self.assert_part_refused_alone(DOMINATORS_SECTION, no_dominators,
+                                       ("retainers", self.core, self.reachable_address, "--paths", "3"),
+                                       "dominators: semi-NCA", "dominator is wrong", "cache: dominators")
 
     def test_the_names_are_saved_beside_the_graph(self):
         # `leaks` names the leaks alone; the index it leaves has every block's name, so that a command about
@@ -232,24 +240,8 @@ class IndexCacheTest(unittest.TestCase):
                 self.assertEqual(out, self.without_cache(*command))
 
     def test_damaged_names_are_not_believed(self):
-        self.run_cached("leaks", self.core)
-        [index] = self.index_files()
-        forge_section(index, NAMES_IDS_SECTION, unknown_type_ids)
-        command = ("describe", self.core, self.reachable_address)
-        out, steps = self.run_cached(*command)
-        self.assertIn("cache: graph", steps)  # the rest of the index is good, and used
-        self.assertIn("dwarf types", steps)
-        self.assertIn("cache: write", steps)
-        notes = [line for line in out.splitlines() if "index cache" in line]
-        self.assertEqual(len(notes), 1, out)
-        self.assertIn("a block's type is not in the names", notes[0])
-        expected = self.without_cache(*command)
-        self.assertEqual(without_warning_headings(line for line in out.splitlines() if line not in notes),
-                         without_warning_headings(expected.splitlines()))
-        out, steps = self.run_cached(*command)  # rewritten with the names computed then
-        self.assert_loaded(steps)
-        self.assertIn("cache: names", steps)
-        self.assertEqual(out, expected)
+        self.assert_part_refused_alone(NAMES_IDS_SECTION, unknown_type_ids, ("describe", self.core, self.reachable_address),
+                                       "dwarf types", "a block's type is not in the names", "cache: names")
 
     def test_no_cache_neither_reads_nor_writes(self):
         result = run_heapscope("leaks", self.core, "--no-cache",
@@ -341,6 +333,7 @@ class IndexCacheOfCPythonTest(unittest.TestCase):
     run_cached = IndexCacheTest.run_cached
     without_cache = IndexCacheTest.without_cache
     index_files = IndexCacheTest.index_files
+    assert_part_refused_alone = IndexCacheTest.assert_part_refused_alone
 
     def test_object_headers_are_saved_beside_the_graph(self):
         self.run_cached("leaks", self.core)
@@ -353,16 +346,6 @@ class IndexCacheOfCPythonTest(unittest.TestCase):
                 self.assertEqual(out, self.without_cache(*command))
 
     def test_object_headers_that_disagree_with_the_core_are_not_believed(self):
-        self.run_cached("leaks", self.core)
-        [index] = self.index_files()
-        forge_section(index, OBJECT_STARTS_SECTION, no_links_before_objects)
-        command = ("describe", self.core, self.address)
-        out, steps = self.run_cached(*command)
-        self.assertIn("object headers: search", steps)  # found again
-        self.assertIn("cache: write", steps)
-        notes = [line for line in out.splitlines() if "index cache" in line]
-        self.assertEqual(len(notes), 1, out)
-        self.assertIn("object header differs", notes[0])
-        out, steps = self.run_cached(*command)  # rewritten with the headers found then
-        self.assertIn("cache: object headers", steps)
-        self.assertEqual(out, self.without_cache(*command))
+        self.assert_part_refused_alone(OBJECT_STARTS_SECTION, no_links_before_objects,
+                                       ("describe", self.core, self.address), "object headers: search",
+                                       "object header differs", "cache: object headers")
