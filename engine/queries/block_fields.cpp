@@ -326,7 +326,11 @@ DwarfTypeRef block_dwarf_type(Session& s, const BlockNames& names, BlockId b) {
 }  // namespace
 
 std::string pointer_target(Session& s, const BlockNames& names, Address value) {
-  if (const BlockId to = s.graph().index().find(value); to != kNoBlock) {
+  return pointer_target(s, names, value, s.graph().index().find(value));
+}
+
+std::string pointer_target(Session& s, const BlockNames& names, Address value, BlockId to) {
+  if (to != kNoBlock) {
     const BlockRef ref = block_ref(s, names, to);
     return fmt::format("block 0x{:x}{} ({}, {} bytes)", ref.address,
                        value == ref.address ? "" : fmt::format("+0x{:x}", value - ref.address), ref.type, ref.size);

@@ -28,5 +28,7 @@ BlockFields block_fields(Session& s, const BlockNames& names, BlockId b, std::si
 // What the word `value` points to: "block 0x… (Node, 24 bytes)", "block 0x…+0x10 (…)", a module's symbol
 // ("global g in app"); empty when it points to nothing heapscope can name.
 std::string pointer_target(Session& s, const BlockNames& names, Address value);
+// The same for a value already looked up in the graph's block index: `to`, or kNoBlock when it is in none.
+std::string pointer_target(Session& s, const BlockNames& names, Address value, BlockId to);
 
 }  // namespace heapscope

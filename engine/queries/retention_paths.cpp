@@ -203,11 +203,19 @@ DescribeReport describe_block(Session& s, BlockId target, Address query, std::si
   const Block& b = heap.blocks[target];
   // The block and every block a word of it points into, named together: what its pointers and fields name.
   // Not only its edges: a runtime's header links (CPython's PyGC_Head) are no edges, yet describe shows
-  // where they point.
+  // where they point. The words that point somewhere are kept for the pointers' list, looked up once.
+  struct PointerWord {
+    Address at;
+    std::uint64_t value;
+    BlockId to;
+  };
+  std::vector<PointerWord> pointer_words;
   std::vector<BlockId> asked{target};
   const BlockIndex& index = s.graph().index();
-  for_each_word(s.image(), b.address(), b.address() + b.usable_size(), [&](Address, std::uint64_t w) {
-    if (const BlockId to = index.find(w); to != kNoBlock) asked.push_back(to);
+  for_each_word(s.image(), b.address(), b.address() + b.usable_size(), [&](Address at, std::uint64_t w) {
+    const BlockId to = index.find(w);
+    if (to != kNoBlock) asked.push_back(to);
+    if (to != kNoBlock || s.image().module_at(w)) pointer_words.push_back({at, w, to});
   });
   const BlockNames& names = s.names_for(asked);
   DescribeReport r;
@@ -224,11 +232,11 @@ DescribeReport describe_block(Session& s, BlockId target, Address query, std::si
   r.dump.resize(std::min<std::uint64_t>(dump_bytes, b.usable_size()));
   r.dump.resize(s.image().read(b.address(), r.dump.data(), r.dump.size()));
 
-  for_each_word(s.image(), b.address(), b.address() + b.usable_size(), [&](Address at, std::uint64_t w) {
-    std::string where = pointer_target(s, names, w);
-    if (where.empty()) return;  // not a pointer to anything heapscope can name
-    r.pointers.push_back({at - b.address(), w, std::move(where)});
-  });
+  for (const PointerWord& p : pointer_words) {
+    std::string where = pointer_target(s, names, p.value, p.to);
+    if (where.empty()) continue;  // not a pointer to anything heapscope can name
+    r.pointers.push_back({p.at - b.address(), p.value, std::move(where)});
+  }
   BlockFields fields = block_fields(s, names, target, max_fields);
   r.fields_type = std::move(fields.type);
   // Fields read through a guessed layout are as much a guess as the name.
