@@ -60,6 +60,11 @@ std::span<const std::byte> bytes_of(std::span<const T> items) {
 }
 
 std::span<const std::byte> text_bytes(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
+// A text section of `file` (its key, its JSON parts), as text_bytes wrote it.
+std::string section_text(const IndexFile& file, IndexSection kind) {
+  const std::span<const std::byte> bytes = file.section(kind);
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
 
 // The forward offsets in full, as one array over every block: each scan worker's part has compact offsets
 // from 0 into its own edges, so each block's end is rebased by the edges of the parts before it.
@@ -170,13 +175,11 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
     *note = rejection(key, why);
     return nullptr;
   };
-  const std::span<const std::byte> saved_key = file->section(IndexSection::key);
-  if (std::string(reinterpret_cast<const char*>(saved_key.data()), saved_key.size()) != key)
+  if (section_text(*file, IndexSection::key) != key)
     return fail("made for another core or heapscope");  // a hash collision of two keys' file names
   auto products = std::make_unique<CachedProducts>();
   products->heap = std::make_unique<HeapModel>();
-  const std::span<const std::byte> meta = file->section(IndexSection::heap_meta);
-  if (!heap_meta_from_json(std::string(reinterpret_cast<const char*>(meta.data()), meta.size()), *products->heap))
+  if (!heap_meta_from_json(section_text(*file, IndexSection::heap_meta), *products->heap))
     return fail("damaged heap description");
   const std::size_t blocks = file->section(IndexSection::blocks).size() / sizeof(Block);
   if (!read_verdicts(*file, blocks, products->verdicts)) return fail("damaged verdicts");
@@ -188,8 +191,7 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
   if (g.reverse.offsets.empty()) return fail("no reverse edges");
   if (file->has(IndexSection::retention_meta)) {
     Retention::Saved& r = products->retention.emplace();
-    const std::span<const std::byte> text = file->section(IndexSection::retention_meta);
-    if (!retention_meta_from_json(std::string(reinterpret_cast<const char*>(text.data()), text.size()), r))
+    if (!retention_meta_from_json(section_text(*file, IndexSection::retention_meta), r))
       return fail("damaged dominator tree");
     r.idom = file->words(IndexSection::retention_idom);
     r.bytes_low = file->words(IndexSection::retention_bytes_low);
@@ -197,14 +199,11 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
     const std::span<const std::byte> high = file->section(IndexSection::retention_bytes_high);
     r.bytes_high = {reinterpret_cast<const std::uint8_t*>(high.data()), high.size()};
   }
-  if (file->has(IndexSection::names_meta)) {
-    const std::span<const std::byte> text = file->section(IndexSection::names_meta);
-    products->names = CachedProducts::SavedNames{std::string(reinterpret_cast<const char*>(text.data()), text.size()),
+  if (file->has(IndexSection::names_meta))
+    products->names = CachedProducts::SavedNames{section_text(*file, IndexSection::names_meta),
                                                  file->section(IndexSection::names_ids)};
-  }
   if (file->has(IndexSection::objects_meta)) {
-    const std::span<const std::byte> text = file->section(IndexSection::objects_meta);
-    if (!object_headers_from_saved(std::string(reinterpret_cast<const char*>(text.data()), text.size()),
+    if (!object_headers_from_saved(section_text(*file, IndexSection::objects_meta),
                                    file->section(IndexSection::objects_starts),
                                    file->section(IndexSection::objects_types), blocks,
                                    products->object_headers.emplace()))

@@ -4,6 +4,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if !defined(__SSE2__)
+#error "IndexChecksum is written for SSE2, which every x86-64 has (heapscope reads x86-64 processes)"
+#endif
 #include <emmintrin.h>
 
 #include <algorithm>
@@ -308,7 +311,6 @@ std::uint64_t mix_word(std::uint64_t acc, std::uint64_t word) { return rotl(acc 
 }  // namespace
 
 void IndexChecksum::mix(const std::byte* data, std::size_t stripes) {
-#if defined(__SSE2__)
   __m128i acc[4], key[4];
   for (int j = 0; j < 4; ++j) {
     acc[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&lanes_[2 * j]));
@@ -326,9 +328,6 @@ void IndexChecksum::mix(const std::byte* data, std::size_t stripes) {
     position = _mm_add_epi64(position, step);
   }
   for (int j = 0; j < 4; ++j) _mm_storeu_si128(reinterpret_cast<__m128i*>(&lanes_[2 * j]), acc[j]);
-#else
-#error "IndexChecksum is written for SSE2, which every x86-64 has (heapscope reads x86-64 processes)"
-#endif
   stripes_ += stripes;
 }
 

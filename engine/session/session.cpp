@@ -453,12 +453,17 @@ void Session::refuse_saved(std::optional<Part> CachedProducts::*part, bool& refu
   refused = true;  // the index is written again, with the part computed now
 }
 
-const Retention* Session::retention_if_at_hand() {
+template <class T, class Part, class Get>
+const T* Session::if_at_hand(Slot<T>& slot, std::optional<Part> CachedProducts::*part, Get get) {
   {
-    std::lock_guard lock(retention_.mutex);
-    if (retention_.value) return retention_.value.get();
+    std::lock_guard lock(slot.mutex);
+    if (slot.value) return slot.value.get();
   }
-  return saved_at_hand(&CachedProducts::retention) ? &retention() : nullptr;
+  return saved_at_hand(part) ? &get() : nullptr;
+}
+
+const Retention* Session::retention_if_at_hand() {
+  return if_at_hand(retention_, &CachedProducts::retention, [this]() -> const Retention& { return retention(); });
 }
 
 std::optional<std::vector<bool>> Session::modules_pointing_to_blocks_if_ready() {
@@ -475,11 +480,7 @@ std::optional<std::vector<bool>> Session::modules_pointing_to_blocks_if_ready() 
 }
 
 const BlockNames* Session::names_if_at_hand() {
-  {
-    std::lock_guard lock(names_.mutex);
-    if (names_.value) return names_.value.get();
-  }
-  return saved_at_hand(&CachedProducts::names) ? &names() : nullptr;
+  return if_at_hand(names_, &CachedProducts::names, [this]() -> const BlockNames& { return names(); });
 }
 
 void Session::compute_side_by_side(const std::function<void()>& a, const std::function<void()>& b) {
