@@ -18,11 +18,6 @@ constexpr std::uint8_t kFirmly = 1, kPossibly = 2;
 // How many blocks must share a length-prefixed offset before it counts as the program's idiom.
 constexpr std::size_t kLengthPrefixedQuorum = 8;
 
-// An interior pointer the start pointers' flood met: from a block, into one not reached then.
-struct InteriorEdge {
-  BlockId from, to;
-};
-
 // The interior pointers an idiom explains (interior_idioms.h), found among those a flood met: the blocks
 // they lead to count as firmly reached, and keep which idiom held them.
 class IdiomReach {
@@ -51,12 +46,21 @@ class IdiomReach {
         if (std::any_of(edges.begin(), edges.end(), edge_is_interior))
           g_.for_each_root_pointer(r, [&](Address, std::uint64_t word, BlockId t) { look_at(word, t, found[0]); });
       }
+    // What was found, a block and an idiom per pointer (millions on redis' heap, where every string is
+    // pointed into), is let go part by part as it is read, and the blocks held are counted first: the
+    // two are never both whole in memory with room to spare.
+    sources = {};
+    std::size_t found_count = 0;
+    for (const std::vector<Found>& part : found) found_count += part.size();
     std::vector<BlockId> held;
-    for (const std::vector<Found>& part : found)
+    held.reserve(found_count);
+    for (std::vector<Found>& part : found) {
       for (const Found& f : part) {
         if (held_idiom(f.held) != Idiom::length_prefixed) accept(f.block, f.held, held);
         else prefixed_[held_offset(f.held)].push_back(f.block);
       }
+      part = {};
+    }
     // A length-prefixed offset counts once enough distinct blocks share it; then every block met at it does.
     for (std::uint32_t offset = 1; offset <= kMaxPrefixBytes; ++offset) {
       std::vector<BlockId>& blocks = prefixed_[offset];
@@ -118,13 +122,17 @@ void keep_held_by_idioms_alone(const ReferenceGraph& g, const std::vector<std::u
 }
 
 // Marks every block some root reaches, kFirmly or kPossibly (0: none), and fills `held` for the blocks an
-// idiom holds. One traversal on all cores: along start pointers alone, keeping the interior pointers to
-// blocks not marked yet; then along those an idiom explains, as start pointers, for as long as that finds
-// more; then from the rest, along every pointer, over what is still unmarked.
+// idiom holds. One traversal on all cores: along start pointers alone, noting the blocks with an interior
+// pointer to a block not marked yet; then along the interior pointers of those an idiom explains, as start
+// pointers, for as long as that finds more; then from every interior pointer of a firmly reached block,
+// along every pointer, over what is still unmarked.
 std::vector<std::uint8_t> reach(const ReferenceGraph& g, IdiomSet idioms, std::vector<HeldBy>& held) {
   std::vector<std::uint8_t> marks(g.block_count(), 0);
   const unsigned workers = worker_count(g.block_count(), std::size_t{1} << 16);
-  std::vector<std::vector<InteriorEdge>> interior(workers);  // per worker
+  // Per worker, each round: the blocks it flooded that point inside a block not marked then, once each (a
+  // block's edges come together). The blocks alone, not the pointers: the idioms read the sources' words
+  // anyway, and the pointers are found again at the end. redis' heap has one per string (1.5 M).
+  std::vector<std::vector<BlockId>> pointing_inside(workers);
   std::vector<BlockId> interior_from_roots;
   std::vector<BlockId> pending;
   for (std::size_t r = 0; r < g.root_count(); ++r)
@@ -134,26 +142,24 @@ std::vector<std::uint8_t> reach(const ReferenceGraph& g, IdiomSet idioms, std::v
     }
   auto out_edges = [&](BlockId b) { return g.out_edges(b); };
   IdiomReach idiom_reach(g, idioms, marks);
-  std::vector<InteriorEdge> met;  // every round's
   for (bool first_round = true;; first_round = false) {
-    const std::size_t before = met.size();
     parallel_flood(std::move(pending), marks, kFirmly, workers, out_edges, [&](std::uint32_t e, unsigned w, BlockId from) {
       if (!edge_is_interior(e)) return true;
-      interior[w].push_back({from, edge_target(e)});
+      std::vector<BlockId>& sources = pointing_inside[w];
+      if (sources.empty() || sources.back() != from) sources.push_back(from);
       return false;
     });
-    for (std::vector<InteriorEdge>& part : interior) {
-      met.insert(met.end(), part.begin(), part.end());
-      part.clear();
-    }
     if (idioms == kNoIdioms) break;
     PhaseTimer timer("reachability: idioms");
     std::vector<BlockId> sources;
-    for (std::size_t i = before; i < met.size(); ++i)
-      if (!marks[met[i].to]) sources.push_back(met[i].from);
+    for (std::vector<BlockId>& part : pointing_inside) {
+      sources.insert(sources.end(), part.begin(), part.end());
+      part = {};
+    }
     pending = idiom_reach.resolve(std::move(sources), first_round);
     if (pending.empty()) break;
   }
+  pointing_inside = {};
   held = idiom_reach.take_held();
   if (!held.empty()) {
     PhaseTimer timer("reachability: what idioms alone hold");
@@ -161,8 +167,14 @@ std::vector<std::uint8_t> reach(const ReferenceGraph& g, IdiomSet idioms, std::v
   }
   pending.clear();
   for (const BlockId to : interior_from_roots) add_flood_start(pending, marks, to, kPossibly);
-  for (const InteriorEdge& e : met) add_flood_start(pending, marks, e.to, kPossibly);
-  met = {};
+  // Every block an interior pointer of a firmly reached block leads into and still unmarked: one pass over
+  // the edges on all cores, for what a list of every such pointer met by the floods would have held.
+  const std::vector<BlockId> inside = collect_in_slices<BlockId>(g.block_count(), kBlocksPerWorker, [&](std::size_t b, auto& out) {
+    if (marks[b] != kFirmly) return;
+    for (const std::uint32_t e : g.out_edges(static_cast<BlockId>(b)))
+      if (edge_is_interior(e) && !marks[edge_target(e)]) out.push_back(edge_target(e));
+  });
+  for (const BlockId to : inside) add_flood_start(pending, marks, to, kPossibly);
   parallel_flood(std::move(pending), marks, kPossibly, workers, out_edges, [](std::uint32_t, unsigned) { return true; });
   return marks;
 }
