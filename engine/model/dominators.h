@@ -10,8 +10,10 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <concepts>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -44,8 +46,9 @@ class DominatorGraph {
 struct Dominators {
   // Per node: its immediate dominator; kNoNode for the entry and for nodes the entry does not reach.
   std::vector<std::uint32_t> idom;
-  // The reachable nodes in depth-first preorder, entry first. A dominator always comes before the nodes
-  // it dominates, so one backwards pass over this order sums anything up the dominator tree.
+  // The reachable nodes, entry first, each after its immediate dominator, so one backwards pass over this
+  // order sums anything up the dominator tree: the numbered nodes in depth-first preorder, then the lone
+  // leaves (dominators_detail::LoneLeaves) in node order.
   std::vector<std::uint32_t> preorder;
   // Working arrays of about the node count's size the computation is done with (empty, their capacity
   // kept): a caller that needs arrays that big next reuses their pages, which are already in memory,
@@ -76,6 +79,52 @@ using Number = std::uint32_t;
 // told every kProgressNodes (throws Interrupted on Ctrl-C).
 inline constexpr std::uint32_t kProgressNodes = 1 << 16;
 
+// A lone leaf is a node with no successor and one predecessor, as most heap blocks are (a string, a buffer
+// one object points to): its immediate dominator is that predecessor, which alone leads to it, and it
+// dominates nothing. The search records that when it meets it, and gives it no number: no room in the
+// arrays indexed by number, and no lookup of its number (a cache miss on a large heap) for the one edge to
+// it. A bit a node, found in one pass on all cores (in 64-node words, one writer each). The entry and the
+// nodes only it points to are none: the entry's first reach (FirstReach) ends at a number, so its first
+// successor must take one.
+class LoneLeaves {
+ public:
+  template <class Graph>
+  LoneLeaves(const Graph& g, std::uint32_t entry) : bits_((std::size_t{g.node_count()} + 63) / 64, 0) {
+    const unsigned workers = worker_count(g.node_count(), kBlocksPerWorker);
+    std::vector<std::size_t> counts(workers, 0);
+    run_workers(workers, [&](unsigned w) {
+      const auto [first, last] = slice_of(bits_.size(), workers, w);
+      for (std::size_t word = first; word < last; ++word) {
+        if ((word & (kCheckMask >> 6)) == 0) progress_check();
+        std::uint64_t bits = 0;
+        const std::size_t end = std::min<std::size_t>(64 * word + 64, g.node_count());
+        for (std::size_t node = 64 * word; node < end; ++node) {
+          const auto v = static_cast<std::uint32_t>(node);
+          if (v == entry || !g.successors(v).empty()) continue;
+          const AdjacentLists preds = g.predecessors(v);
+          if (preds.first.size() + preds.second.size() != 1) continue;
+          const std::uint32_t from = (preds.first.empty() ? preds.second : preds.first).front() & kNodeMask;
+          if (from != entry) bits |= std::uint64_t{1} << (node % 64);
+        }
+        bits_[word] = bits;
+        counts[w] += static_cast<std::size_t>(std::popcount(bits));
+      }
+    });
+    for (std::size_t c : counts) count_ += c;
+  }
+  bool contains(std::uint32_t node) const { return bits_[node / 64] >> (node % 64) & 1; }
+  std::size_t count() const { return count_; }
+
+ private:
+  std::vector<std::uint64_t> bits_;
+  std::size_t count_ = 0;
+};
+
+// A lone leaf's slot in the numbering holds its predecessor's node id with this bit set, in place of a
+// number (node ids are below 2^31).
+inline constexpr std::uint32_t kLeafOf = 0x80000000u;
+inline bool is_leaf_slot(std::uint32_t slot) { return (slot & kLeafOf) != 0; }
+
 struct Numbering {
   std::vector<Number> number;    // per node
   std::vector<std::uint32_t> vertex;  // per number: the node (vertex[0] unused)
@@ -88,13 +137,14 @@ struct Numbering {
 // millions of blocks costs 8 bytes per level instead of a call frame (and none when each node's last
 // successor is the one left: see below).
 template <class Graph>
-Numbering number_depth_first(const Graph& g, std::uint32_t entry) {
+Numbering number_depth_first(const Graph& g, std::uint32_t entry, const LoneLeaves& leaves) {
   const std::uint32_t n = g.node_count();
   Numbering out;
   out.number.assign(n, 0);
-  // Sized once for every node: grown by doubling, the two arrays would end up to twice the heap's size.
+  // Sized once: grown by doubling, the two arrays would end up to twice the heap's size. The vertices
+  // become the preorder, lone leaves appended (pages not written to until then are not in memory).
   out.vertex.reserve(std::size_t{n} + 1);
-  out.parent.reserve(std::size_t{n} + 1);
+  out.parent.reserve(std::size_t{n} - leaves.count() + 1);
   out.vertex.push_back(kNoNode);
   out.parent.push_back(0);
   struct Frame {
@@ -117,7 +167,11 @@ Numbering number_depth_first(const Graph& g, std::uint32_t entry) {
       out.first_reach_end = static_cast<Number>(out.vertex.size());
     const std::span<const std::uint32_t> succ = g.successors(top.node);
     std::uint32_t i = top.next;
-    while (i < succ.size() && out.number[succ[i] & kNodeMask] != 0) ++i;
+    for (; i < succ.size(); ++i) {
+      const std::uint32_t next = succ[i] & kNodeMask;
+      if (leaves.contains(next)) out.number[next] = kLeafOf | top.node;  // met once, from its predecessor
+      else if (out.number[next] == 0) break;
+    }
     if (i == succ.size()) {
       stack.pop_back();
       continue;
@@ -192,19 +246,25 @@ class LinkEvalForest {
 
 // Semi-NCA (Georgiadis, "Linear-time algorithms for dominators and related problems", 2005): the
 // semidominators as Lengauer–Tarjan computes them, then each idom as the nearest common ancestor of the
-// DFS parent and the semidominator, found by climbing the idoms already known. It needs no buckets: five
-// 32-bit arrays per node at the peak.
+// DFS parent and the semidominator, found by climbing the idoms already known. It needs no buckets: at
+// the peak, one 32-bit array per node (the numbering) and four per numbered node (lone leaves have none).
 template <std::derived_from<DominatorGraph> Graph>
 Dominators compute_dominators(const Graph& g, std::uint32_t entry, FirstReach first_reach) {
   using namespace dominators_detail;
   if (g.node_count() > kNodeMask) throw std::length_error("dominators: more than 2^31 - 1 nodes");
   if (entry >= g.node_count()) throw std::out_of_range("dominators: the entry is not a node of the graph");
   progress_total(2 * std::uint64_t{g.node_count()});
+  std::optional<LoneLeaves> leaves;
+  {
+    PhaseTimer timer("dominators: lone leaves");
+    leaves.emplace(g, entry);
+  }
   Numbering dfs;
   {
     PhaseTimer timer("dominators: depth-first");
-    dfs = number_depth_first(g, entry);
+    dfs = number_depth_first(g, entry, *leaves);
   }
+  leaves.reset();
   const Number count = static_cast<Number>(dfs.vertex.size() - 1);  // reached nodes, numbered 1..count
 
   std::vector<std::vector<Number>> spare;
@@ -259,7 +319,10 @@ Dominators compute_dominators(const Graph& g, std::uint32_t entry, FirstReach fi
   run_workers(workers, [&](unsigned w) {
     const auto [first, last] = slice_of(nodes, workers, w);
     for (std::size_t node = first; node < last; ++node)
-      if (dfs.number[node] != 0) dfs.vertex[dfs.number[node]] = static_cast<std::uint32_t>(node);
+      if (const Number k = dfs.number[node]; k != 0 && !is_leaf_slot(k)) dfs.vertex[k] = static_cast<std::uint32_t>(node);
+  });
+  const std::vector<std::uint32_t> lone_leaves = collect_in_slices<std::uint32_t>(nodes, kBlocksPerWorker, [&](std::size_t node, auto& found) {
+    if (is_leaf_slot(dfs.number[node])) found.push_back(static_cast<std::uint32_t>(node));
   });
 
   // Back to node ids, in the numbering's own array (each slot is read before it is written).
@@ -269,10 +332,11 @@ Dominators compute_dominators(const Graph& g, std::uint32_t entry, FirstReach fi
     const auto [first, last] = slice_of(nodes, workers, w);
     for (std::size_t i = first; i < last; ++i) {
       std::uint32_t& slot = out.idom[i];
-      slot = slot >= 2 ? dfs.vertex[idom[slot]] : kNoNode;
+      slot = is_leaf_slot(slot) ? slot & kNodeMask : slot >= 2 ? dfs.vertex[idom[slot]] : kNoNode;
     }
   });
   dfs.vertex.erase(dfs.vertex.begin());
+  dfs.vertex.insert(dfs.vertex.end(), lone_leaves.begin(), lone_leaves.end());
   out.preorder = std::move(dfs.vertex);
   idom.clear();
   spare.push_back(std::move(idom));
