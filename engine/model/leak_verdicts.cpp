@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 
 #include "base/phase_timer.h"
 #include "base/progress.h"
@@ -18,6 +19,24 @@ constexpr std::uint8_t kFirmly = 1, kPossibly = 2;
 // How many blocks must share a length-prefixed offset before it counts as the program's idiom.
 constexpr std::size_t kLengthPrefixedQuorum = 8;
 
+// `ids` (block ids below `block_count`) in ascending order, each once. A long list is ordered through a bit
+// per block, in time linear in both: the idioms' round orders 1.5 M blocks twice on redis' heap, where
+// std::sort took 80 ms each time.
+std::vector<BlockId> ascending_once(std::vector<BlockId> ids, std::size_t block_count) {
+  if (ids.size() < block_count / 64) {
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return ids;
+  }
+  std::vector<std::uint64_t> bits((block_count + 63) / 64, 0);
+  for (const BlockId b : ids) bits[b / 64] |= std::uint64_t{1} << (b % 64);
+  ids.clear();
+  for (std::size_t word = 0; word < bits.size(); ++word)
+    for (std::uint64_t w = bits[word]; w != 0; w &= w - 1)
+      ids.push_back(static_cast<BlockId>(word * 64 + static_cast<std::size_t>(std::countr_zero(w))));
+  return ids;
+}
+
 // The interior pointers an idiom explains (interior_idioms.h), found among those a flood met: the blocks
 // they lead to count as firmly reached, and keep which idiom held them.
 class IdiomReach {
@@ -28,8 +47,7 @@ class IdiomReach {
   // The blocks that the pointers from `sources` (blocks, or with `roots` also the root ranges) into
   // unreached blocks now hold through an idiom, marked kFirmly: the next flood's starts.
   std::vector<BlockId> resolve(std::vector<BlockId> sources, bool roots) {
-    std::sort(sources.begin(), sources.end());
-    sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+    sources = ascending_once(std::move(sources), g_.block_count());
     const unsigned slices = worker_count(sources.size(), std::size_t{1} << 14);
     std::vector<std::vector<Found>> found(slices);
     run_workers(slices, [&](unsigned w) {
@@ -64,8 +82,7 @@ class IdiomReach {
     // A length-prefixed offset counts once enough distinct blocks share it; then every block met at it does.
     for (std::uint32_t offset = 1; offset <= kMaxPrefixBytes; ++offset) {
       std::vector<BlockId>& blocks = prefixed_[offset];
-      std::sort(blocks.begin(), blocks.end());
-      blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+      blocks = ascending_once(std::move(blocks), g_.block_count());
       if (blocks.size() < kLengthPrefixedQuorum) continue;
       for (const BlockId b : blocks) accept(b, held_by(Idiom::length_prefixed, offset), held);
       blocks.clear();
