@@ -33,6 +33,7 @@ inline constexpr std::uint32_t kNodeMask = 0x7fffffffu;
 // to it), so that neither has to be merged into a copy.
 struct AdjacentLists {
   std::span<const std::uint32_t> first, second;
+  std::size_t size() const { return first.size() + second.size(); }
 };
 
 class DominatorGraph {
@@ -102,7 +103,7 @@ class LoneLeaves {
           const auto v = static_cast<std::uint32_t>(node);
           if (v == entry || !g.successors(v).empty()) continue;
           const AdjacentLists preds = g.predecessors(v);
-          if (preds.first.size() + preds.second.size() != 1) continue;
+          if (preds.size() != 1) continue;
           const std::uint32_t from = (preds.first.empty() ? preds.second : preds.first).front() & kNodeMask;
           if (from != entry) bits |= std::uint64_t{1} << (node % 64);
         }
@@ -285,7 +286,7 @@ Dominators compute_dominators(const Graph& g, std::uint32_t entry, FirstReach fi
       // A node with one predecessor was reached from it: that is its DFS parent (still idom[w] here, and
       // not linked yet, so it is its own eval), its semidominator. Most heap blocks have one referrer;
       // this spares each a lookup of the referrer's number, a cache miss on a large heap.
-      if (preds.first.size() + preds.second.size() == 1) {
+      if (preds.size() == 1) {
         semi[w] = idom[w];
         forest.link(w, idom[w]);
         continue;
