@@ -84,39 +84,57 @@ inline constexpr std::uint32_t kProgressNodes = 1 << 16;
 // one object points to): its immediate dominator is that predecessor, which alone leads to it, and it
 // dominates nothing. The search records that when it meets it, and gives it no number: no room in the
 // arrays indexed by number, and no lookup of its number (a cache miss on a large heap) for the one edge to
-// it. A bit a node, found in one pass on all cores (in 64-node words, one writer each). The entry and the
-// nodes only it points to are none: the entry's first reach (FirstReach) ends at a number, so its first
-// successor must take one.
+// it. The entry and the nodes it points to are none: the entry's first reach (FirstReach) ends at a number,
+// so its first successor must take one.
+//
+// Found from the successor lists alone, in one pass on all cores (each worker over whole 64-node words):
+// the predecessor lists of a heap's graph (its reverse edges) are built meanwhile on another thread, and
+// first needed after the search (retention.cpp).
 class LoneLeaves {
  public:
   template <class Graph>
   LoneLeaves(const Graph& g, std::uint32_t entry) : bits_((std::size_t{g.node_count()} + 63) / 64, 0) {
     const unsigned workers = worker_count(g.node_count(), kBlocksPerWorker);
-    std::vector<std::size_t> counts(workers, 0);
+    // Per worker, the nodes its nodes' edges lead to once and more than once; bits_ takes its own nodes
+    // with no successor.
+    std::vector<std::vector<std::uint64_t>> once(workers), again(workers);
     run_workers(workers, [&](unsigned w) {
+      once[w].assign(bits_.size(), 0);
+      again[w].assign(bits_.size(), 0);
       const auto [first, last] = slice_of(bits_.size(), workers, w);
       for (std::size_t word = first; word < last; ++word) {
         if ((word & (kCheckMask >> 6)) == 0) progress_check();
-        std::uint64_t bits = 0;
         const std::size_t end = std::min<std::size_t>(64 * word + 64, g.node_count());
         for (std::size_t node = 64 * word; node < end; ++node) {
-          const auto v = static_cast<std::uint32_t>(node);
-          if (v == entry || !g.successors(v).empty()) continue;
-          const AdjacentLists preds = g.predecessors(v);
-          if (preds.size() != 1) continue;
-          const std::uint32_t from = (preds.first.empty() ? preds.second : preds.first).front() & kNodeMask;
-          if (from != entry) bits |= std::uint64_t{1} << (node % 64);
+          const std::span<const std::uint32_t> succ = g.successors(static_cast<std::uint32_t>(node));
+          if (succ.empty()) bits_[word] |= std::uint64_t{1} << (node % 64);
+          for (const std::uint32_t e : succ) {
+            const std::uint32_t to = e & kNodeMask;
+            const std::uint64_t bit = std::uint64_t{1} << (to % 64);
+            again[w][to / 64] |= once[w][to / 64] & bit;
+            once[w][to / 64] |= bit;
+          }
         }
-        bits_[word] = bits;
-        counts[w] += static_cast<std::size_t>(std::popcount(bits));
       }
     });
-    for (std::size_t c : counts) count_ += c;
+    for (std::size_t word = 0; word < bits_.size(); ++word) {
+      std::uint64_t one = 0, more = 0;
+      for (unsigned w = 0; w < workers; ++w) {
+        more |= again[w][word] | (one & once[w][word]);
+        one |= once[w][word];
+      }
+      bits_[word] &= one & ~more;
+    }
+    clear(entry);
+    for (const std::uint32_t e : g.successors(entry)) clear(e & kNodeMask);
+    for (const std::uint64_t word : bits_) count_ += static_cast<std::size_t>(std::popcount(word));
   }
   bool contains(std::uint32_t node) const { return bits_[node / 64] >> (node % 64) & 1; }
   std::size_t count() const { return count_; }
 
  private:
+  void clear(std::uint32_t node) { bits_[node / 64] &= ~(std::uint64_t{1} << (node % 64)); }
+
   std::vector<std::uint64_t> bits_;
   std::size_t count_ = 0;
 };
