@@ -332,16 +332,13 @@ Dominators compute_dominators(const Graph& g, std::uint32_t entry, FirstReach fi
     while (idom[w] > semi[w]) idom[w] = idom[idom[w]];
   }
   // Both passes below touch every node once, each node on its own: on all cores (each a gather or scatter
-  // over arrays of the heap's size, memory-bound).
+  // over arrays of the heap's size, memory-bound). The first also lists the lone leaves met, in node order.
   const std::size_t nodes = dfs.number.size();
   const unsigned workers = worker_count(nodes, kBlocksPerWorker);
-  run_workers(workers, [&](unsigned w) {
-    const auto [first, last] = slice_of(nodes, workers, w);
-    for (std::size_t node = first; node < last; ++node)
-      if (const Number k = dfs.number[node]; k != 0 && !is_leaf_slot(k)) dfs.vertex[k] = static_cast<std::uint32_t>(node);
-  });
   const std::vector<std::uint32_t> lone_leaves = collect_in_slices<std::uint32_t>(nodes, kBlocksPerWorker, [&](std::size_t node, auto& found) {
-    if (is_leaf_slot(dfs.number[node])) found.push_back(static_cast<std::uint32_t>(node));
+    const Number k = dfs.number[node];
+    if (is_leaf_slot(k)) found.push_back(static_cast<std::uint32_t>(node));
+    else if (k != 0) dfs.vertex[k] = static_cast<std::uint32_t>(node);
   });
 
   // Back to node ids, in the numbering's own array (each slot is read before it is written).
