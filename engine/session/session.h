@@ -234,12 +234,12 @@ class Session {
   // yet refused.
   template <class Part>
   bool saved_at_hand(std::optional<Part> CachedProducts::*part);
-  // A saved part that failed its own check: a warning says why, the part is dropped, and `refused` has the
-  // index written again with it computed now.
   // A product computed already at this stop, or one whose saved part the index the graph came from holds
   // (got by `get`: loading it costs little); null otherwise.
   template <class T, class Part, class Get>
   const T* if_at_hand(Slot<T>& slot, std::optional<Part> CachedProducts::*part, Get get);
+  // A saved part that failed its own check: a warning says why, the part is dropped, and `refused` has the
+  // index written again with it computed now.
   template <class Part>
   void refuse_saved(std::optional<Part> CachedProducts::*part, bool& refused, const std::string& why);
 
