@@ -13,8 +13,8 @@ CompactOffsets::CompactOffsets(std::span<const std::uint32_t> offsets) {
 
 CompactOffsets::Builder::Builder(std::size_t items, std::uint32_t first_offset) {
   const std::size_t lines = (items + kPerLine - 1) / kPerLine;
-  out_.first_.reserve(lines);
-  out_.ends_.reserve(lines * kPerLine);
+  out_.owned_first_.reserve(lines);
+  out_.owned_ends_.reserve(lines * kPerLine);
   line_offsets_[0] = first_offset;
 }
 
@@ -29,17 +29,17 @@ void CompactOffsets::Builder::add(std::uint32_t entries) {
 // last item).
 void CompactOffsets::Builder::end_line() {
   const std::uint32_t first = line_offsets_[0];
-  const std::size_t at = out_.ends_.size();
-  out_.ends_.resize(at + kPerLine, 0);
-  std::uint8_t* ends = &out_.ends_[at];
+  const std::size_t at = out_.owned_ends_.size();
+  out_.owned_ends_.resize(at + kPerLine, 0);
+  std::uint8_t* ends = &out_.owned_ends_[at];
   if (line_offsets_[in_line_] - first <= 0xff && first != kWide) {
-    out_.first_.push_back(first);
+    out_.owned_first_.push_back(first);
     for (std::uint32_t i = 0; i < in_line_; ++i) ends[i] = static_cast<std::uint8_t>(line_offsets_[i + 1] - first);
   } else {
-    out_.first_.push_back(kWide);
-    const auto run = static_cast<std::uint32_t>(out_.wide_.size() / (kPerLine + 1));
+    out_.owned_first_.push_back(kWide);
+    const auto run = static_cast<std::uint32_t>(out_.owned_wide_.size() / (kPerLine + 1));
     std::memcpy(ends, &run, sizeof run);
-    for (std::uint32_t k = 0; k <= kPerLine; ++k) out_.wide_.push_back(line_offsets_[std::min(k, in_line_)]);
+    for (std::uint32_t k = 0; k <= kPerLine; ++k) out_.owned_wide_.push_back(line_offsets_[std::min(k, in_line_)]);
   }
   line_offsets_[0] = line_offsets_[in_line_];
   in_line_ = 0;
@@ -47,7 +47,41 @@ void CompactOffsets::Builder::end_line() {
 
 CompactOffsets CompactOffsets::Builder::finish() {
   if (in_line_ > 0) end_line();
+  out_.view_owned();
   return std::move(out_);
+}
+
+std::optional<CompactOffsets> CompactOffsets::viewing(const Arrays& arrays, std::uint32_t entries) {
+  const std::size_t lines = (arrays.items + kPerLine - 1) / kPerLine;
+  if (arrays.first.size() != lines || arrays.ends.size() != lines * kPerLine || arrays.wide.size() % (kPerLine + 1) != 0)
+    return std::nullopt;
+  const std::size_t runs = arrays.wide.size() / (kPerLine + 1);
+  std::uint32_t end = 0;  // where the line before ended: the next one starts there
+  for (std::size_t line = 0; line < lines; ++line) {
+    const auto in_line = static_cast<std::uint32_t>(std::min<std::size_t>(kPerLine, arrays.items - line * kPerLine));
+    const std::uint8_t* ends = &arrays.ends[line * kPerLine];
+    if (arrays.first[line] == kWide) {
+      std::uint32_t run;
+      std::memcpy(&run, ends, sizeof run);
+      if (run >= runs) return std::nullopt;
+      const std::uint32_t* offsets = &arrays.wide[std::size_t{run} * (kPerLine + 1)];
+      if (offsets[0] != end || !std::is_sorted(offsets, offsets + in_line + 1) || offsets[in_line] > entries)
+        return std::nullopt;
+      end = offsets[in_line];
+      continue;
+    }
+    if (arrays.first[line] != end || !std::is_sorted(ends, ends + in_line)) return std::nullopt;
+    const std::uint64_t line_end = std::uint64_t{arrays.first[line]} + ends[in_line - 1];
+    if (line_end > entries) return std::nullopt;
+    end = static_cast<std::uint32_t>(line_end);
+  }
+  if (end != entries) return std::nullopt;
+  CompactOffsets c;
+  c.items_ = arrays.items;
+  c.first_ = arrays.first;
+  c.ends_ = arrays.ends;
+  c.wide_ = arrays.wide;
+  return c;
 }
 
 std::vector<std::uint32_t> CompactOffsets::expand() const {

@@ -8,11 +8,14 @@
 // and the depth-first search wait on every lookup). A line whose items hold more than 255 entries between
 // them (4 an item) keeps its 65 offsets in full instead, its bytes then saying where (a block many others
 // point to, or a run of pointer arrays).
+//
+// Its three arrays are its own, or views of memory kept elsewhere (an index file's mapping: viewing()).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -26,6 +29,24 @@ class CompactOffsets {
   CompactOffsets() = default;
   // From full offsets: items + 1 non-decreasing values, the last one the entry count.
   explicit CompactOffsets(std::span<const std::uint32_t> offsets);
+  // Moving keeps the vectors' buffers, so the views stay valid; a copy would not.
+  CompactOffsets(CompactOffsets&&) noexcept = default;
+  CompactOffsets& operator=(CompactOffsets&&) noexcept = default;
+  CompactOffsets(const CompactOffsets&) = delete;
+  CompactOffsets& operator=(const CompactOffsets&) = delete;
+
+  // Its arrays as they are, to be written out and viewed again (an index file's sections).
+  struct Arrays {
+    std::size_t items = 0;
+    std::span<const std::uint32_t> first;  // a line's first offset, or kWide
+    std::span<const std::uint8_t> ends;    // kPerLine per line
+    std::span<const std::uint32_t> wide;   // kPerLine + 1 per wide line
+  };
+  Arrays arrays() const { return {items_, first_, ends_, wide_}; }
+  // Over `arrays` kept alive by the caller, when they are what arrays() gives for items whose entries are
+  // exactly [0, entries): every offset in order and in bounds, so that no range() reads astray. One pass
+  // over a byte an item; nullopt when they are not (a damaged file).
+  static std::optional<CompactOffsets> viewing(const Arrays& arrays, std::uint32_t entries);
 
   // Built item by item, from each item's entry count: the scan's way, which never holds full offsets.
   class Builder;
@@ -67,7 +88,9 @@ class CompactOffsets {
   }
   // The full offsets again (items + 1 values), for writing them out.
   std::vector<std::uint32_t> expand() const;
-  std::size_t memory_bytes() const { return first_.capacity() * 4 + ends_.capacity() + wide_.capacity() * 4; }
+  std::size_t memory_bytes() const {
+    return owned_first_.capacity() * 4 + owned_ends_.capacity() + owned_wide_.capacity() * 4;
+  }
 
  private:
   // A line's first offset when the line is wide (offsets are below 2^32 - 1: the scan stops a slice before).
@@ -79,10 +102,20 @@ class CompactOffsets {
     return &wide_[std::size_t{run} * (kPerLine + 1)];
   }
 
+  // Points the views at the owned vectors (after building).
+  void view_owned() {
+    first_ = owned_first_;
+    ends_ = owned_ends_;
+    wide_ = owned_wide_;
+  }
+
   std::size_t items_ = 0;
-  std::vector<std::uint32_t> first_;  // per line
-  std::vector<std::uint8_t> ends_;    // kPerLine per line
-  std::vector<std::uint32_t> wide_;
+  std::span<const std::uint32_t> first_;  // per line
+  std::span<const std::uint8_t> ends_;    // kPerLine per line
+  std::span<const std::uint32_t> wide_;
+  std::vector<std::uint32_t> owned_first_;  // what the views show when built here; empty when viewing
+  std::vector<std::uint8_t> owned_ends_;
+  std::vector<std::uint32_t> owned_wide_;
 };
 
 // Built item by item, from each item's entry count: the scan's way, which never holds full offsets.

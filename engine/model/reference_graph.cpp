@@ -1,6 +1,7 @@
 #include "model/reference_graph.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
@@ -95,9 +96,15 @@ bool fits(const ReferenceGraph::EdgeSlice& slice, std::size_t items) {
          slice.offsets.back() == slice.edges.size() && std::is_sorted(slice.offsets.begin(), slice.offsets.end());
 }
 
-// Whether every edge of `slice` (a block id, maybe with the interior bit) is one of `blocks` blocks.
-bool edges_lead_to_blocks(const ReferenceGraph::EdgeSlice& slice, std::size_t blocks) {
-  return std::all_of(slice.edges.begin(), slice.edges.end(), [&](std::uint32_t e) { return edge_target(e) < blocks; });
+// The compact offsets of `saved` when they cover `blocks` blocks and all its edges, in order.
+std::optional<CompactOffsets> offsets_fitting(const ReferenceGraph::BlockEdges& saved, std::size_t blocks) {
+  if (saved.offsets.items != blocks || saved.edges.size() >= 0xffffffffu) return std::nullopt;
+  return CompactOffsets::viewing(saved.offsets, static_cast<std::uint32_t>(saved.edges.size()));
+}
+
+// Whether every edge (a block id, maybe with the interior bit) is one of `blocks` blocks.
+bool edges_lead_to_blocks(std::span<const std::uint32_t> edges, std::size_t blocks) {
+  return std::all_of(edges.begin(), edges.end(), [&](std::uint32_t e) { return edge_target(e) < blocks; });
 }
 
 // Whether `referrers` pair every root edge of `roots` with its root range, blocks sorted and in range.
@@ -114,30 +121,32 @@ bool fits(const ReferenceGraph::RootReferrers& referrers, std::size_t blocks, co
 ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, SavedArrays arrays,
                                const ObjectHeaders* headers)
     : image_(image), roots_(roots), index_(index), headers_(headers), block_count_(index.blocks().size()) {
-  if (!fits(arrays.forward, block_count_)) throw std::invalid_argument("saved edges do not fit the heap's blocks");
+  std::optional<CompactOffsets> forward = offsets_fitting(arrays.forward, block_count_);
+  if (!forward) throw std::invalid_argument("saved edges do not fit the heap's blocks");
   if (!fits(arrays.roots, roots.ranges.size())) throw std::invalid_argument("saved root edges do not fit the roots");
-  if (!edges_lead_to_blocks(arrays.forward, block_count_) || !edges_lead_to_blocks(arrays.roots, block_count_))
+  if (!edges_lead_to_blocks(arrays.forward.edges, block_count_) || !edges_lead_to_blocks(arrays.roots.edges, block_count_))
     throw std::invalid_argument("saved edges lead outside the heap's blocks");
-  reverse_saved_ = !arrays.reverse.offsets.empty();
-  if (reverse_saved_ && (!fits(arrays.reverse, block_count_) || !edges_lead_to_blocks(arrays.reverse, block_count_) ||
-                         !fits(arrays.root_referrers, block_count_, arrays.roots) ||
-                         arrays.reverse.edges.size() != arrays.forward.edges.size()))
-    throw std::invalid_argument("saved reverse edges do not fit the forward ones");
+  reverse_saved_ = arrays.reverse.offsets.items > 0;
+  if (reverse_saved_) {
+    std::optional<CompactOffsets> reverse = offsets_fitting(arrays.reverse, block_count_);
+    if (!reverse || !edges_lead_to_blocks(arrays.reverse.edges, block_count_) ||
+        !fits(arrays.root_referrers, block_count_, arrays.roots) ||
+        arrays.reverse.edges.size() != arrays.forward.edges.size())
+      throw std::invalid_argument("saved reverse edges do not fit the forward ones");
+    in_offsets_ = std::move(*reverse);
+    in_edges_ = U32Array::viewing(arrays.reverse.edges);
+    in_root_blocks_ = U32Array::viewing(arrays.root_referrers.blocks);
+    in_roots_ = U32Array::viewing(arrays.root_referrers.roots);
+  }
   Part all;
   all.first = 0;
   all.last = static_cast<BlockId>(block_count_);
-  all.offsets = CompactOffsets(arrays.forward.offsets);  // one pass; the file's full offsets are not kept in memory
+  all.offsets = std::move(*forward);
   all.edges = U32Array::viewing(arrays.forward.edges);
   edge_count_ = all.edges.size();
   parts_.push_back(std::move(all));
   root_offsets_ = U32Array::viewing(arrays.roots.offsets);
   root_targets_ = U32Array::viewing(arrays.roots.edges);
-  if (reverse_saved_) {
-    saved_in_offsets_ = arrays.reverse.offsets;
-    in_edges_ = U32Array::viewing(arrays.reverse.edges);
-    in_root_blocks_ = U32Array::viewing(arrays.root_referrers.blocks);
-    in_roots_ = U32Array::viewing(arrays.root_referrers.roots);
-  }
   saved_ = std::move(arrays.keep);
 }
 
@@ -164,9 +173,15 @@ ReferenceGraph::EdgeSlice ReferenceGraph::root_slice() const {
   return {0, static_cast<std::uint32_t>(root_count()), root_offsets_.span(), root_targets_.span()};
 }
 
-std::vector<std::uint32_t> ReferenceGraph::reverse_offsets() const {
+CompactOffsets ReferenceGraph::forward_offsets() const {
+  CompactOffsets::Builder joined(block_count_);
+  for_each_block_edges([&](BlockId, std::span<const std::uint32_t> out) { joined.add(static_cast<std::uint32_t>(out.size())); });
+  return joined.finish();
+}
+
+const CompactOffsets& ReferenceGraph::reverse_offsets() const {
   build_reverse();
-  return in_offsets_.expand();
+  return in_offsets_;
 }
 
 std::span<const std::uint32_t> ReferenceGraph::reverse_edges() const {
@@ -211,7 +226,6 @@ std::span<const std::uint32_t> ReferenceGraph::root_edges(std::size_t root) cons
 void ReferenceGraph::build_reverse() const {
   std::call_once(reverse_once_, [this] {
     if (reverse_saved_) {
-      in_offsets_ = CompactOffsets(saved_in_offsets_);
       reverse_built_.store(true, std::memory_order_release);
       return;
     }

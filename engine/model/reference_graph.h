@@ -48,12 +48,17 @@ class ReferenceGraph {
     std::span<const std::uint32_t> blocks;  // sorted
     std::span<const std::uint32_t> roots;   // as many
   };
+  // Every block's edges, their offsets compact as the graph keeps them.
+  struct BlockEdges {
+    CompactOffsets::Arrays offsets;  // items: every block
+    std::span<const std::uint32_t> edges;
+  };
   // The arrays of an earlier scan of the same image, blocks and roots (what the scan builds, and the
   // reverse edges when they were built), in memory that `keep` holds alive for the graph's lifetime.
   struct SavedArrays {
-    EdgeSlice forward;        // every block: [0, block_count)
-    EdgeSlice roots;          // every root range
-    EdgeSlice reverse;           // empty offsets: not saved, built on first use
+    BlockEdges forward;
+    EdgeSlice roots;               // every root range
+    BlockEdges reverse;            // no items: not saved, built on first use
     RootReferrers root_referrers;  // likewise
     std::shared_ptr<const void> keep;
   };
@@ -65,16 +70,18 @@ class ReferenceGraph {
   const ObjectHeaders* object_headers() const { return headers_; }
 
   // What SavedArrays would hold: the forward edges as the scan's workers left them (one part each, in
-  // block order), the roots' edges, and the reverse edges (built here when not yet). The offsets of both
-  // kinds of block edges are kept compact, and given in full here for writing out.
+  // block order; forward_offsets() joins their offsets), the roots' edges, and the reverse edges (built
+  // here when not yet).
   struct ForwardPart {
     BlockId first = 0, last = 0;
     const CompactOffsets* offsets = nullptr;  // last - first items
     std::span<const std::uint32_t> edges;
   };
   std::vector<ForwardPart> forward_parts() const;
+  // The forward offsets of every block in one CompactOffsets, over the parts' edges one after the other.
+  CompactOffsets forward_offsets() const;
   EdgeSlice root_slice() const;
-  std::vector<std::uint32_t> reverse_offsets() const;
+  const CompactOffsets& reverse_offsets() const;
   std::span<const std::uint32_t> reverse_edges() const;
   RootReferrers root_referrers() const;
 
@@ -187,9 +194,7 @@ class ReferenceGraph {
   U32Array root_targets_;
   std::shared_ptr<const void> saved_;  // the memory a graph made from SavedArrays views
 
-  // The reverse edges came with SavedArrays: only their offsets are made compact.
-  std::span<const std::uint32_t> saved_in_offsets_;
-  bool reverse_saved_ = false;
+  bool reverse_saved_ = false;  // the reverse edges came with SavedArrays
   mutable std::once_flag reverse_once_;
   // Set once the reverse edges are there: a load, where std::call_once is a call into libc per lookup.
   mutable std::atomic<bool> reverse_built_{false};

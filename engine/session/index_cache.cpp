@@ -84,32 +84,6 @@ std::string section_text(const IndexFile& file, IndexSection kind) {
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
-// The forward offsets in full, as one array over every block: each scan worker's part has compact offsets
-// from 0 into its own edges, so each block's end is rebased by the edges of the parts before it.
-IndexSectionData joined_forward_offsets(const std::vector<ReferenceGraph::ForwardPart>& parts, std::size_t blocks) {
-  IndexSectionData s;
-  s.kind = IndexSection::forward_offsets;
-  s.generated_bytes = (blocks + 1) * sizeof(std::uint32_t);
-  s.generate = [&parts](const std::function<void(std::span<const std::byte>)>& put) {
-    std::vector<std::uint32_t> buffer;
-    buffer.reserve(1 << 16);
-    std::uint32_t base = 0;
-    buffer.push_back(0);
-    for (const ReferenceGraph::ForwardPart& part : parts) {
-      part.offsets->for_each_range([&](std::size_t, std::uint32_t, std::uint32_t last) {
-        buffer.push_back(base + last);
-        if (buffer.size() == buffer.capacity()) {
-          put(bytes_of(std::span<const std::uint32_t>(buffer)));
-          buffer.clear();
-        }
-      });
-      base += static_cast<std::uint32_t>(part.edges.size());
-    }
-    put(bytes_of(std::span<const std::uint32_t>(buffer)));
-  };
-  return s;
-}
-
 IndexSectionData pieces(IndexSection kind, std::vector<std::span<const std::byte>> parts) {
   IndexSectionData s;
   s.kind = kind;
@@ -120,6 +94,31 @@ IndexSectionData pieces(IndexSection kind, std::vector<std::span<const std::byte
 ReferenceGraph::EdgeSlice slice_of(const IndexFile& file, IndexSection offsets, IndexSection edges) {
   const std::span<const std::uint32_t> o = file.words(offsets);
   return {0, static_cast<std::uint32_t>(o.empty() ? 0 : o.size() - 1), o, file.words(edges)};
+}
+
+// The sections of one kind of block edges (forward or reverse).
+struct BlockEdgeSections {
+  IndexSection lines, ends, wide, edges;
+};
+constexpr BlockEdgeSections kForward{IndexSection::forward_lines, IndexSection::forward_ends,
+                                     IndexSection::forward_wide, IndexSection::forward_edges};
+constexpr BlockEdgeSections kReverse{IndexSection::reverse_lines, IndexSection::reverse_ends,
+                                     IndexSection::reverse_wide, IndexSection::reverse_edges};
+
+// `blocks` blocks' edges as saved (ReferenceGraph checks that they fit); no items when not saved.
+ReferenceGraph::BlockEdges block_edges_of(const IndexFile& file, const BlockEdgeSections& s, std::size_t blocks) {
+  if (!file.has(s.lines)) return {};
+  const std::span<const std::byte> ends = file.section(s.ends);
+  return {{blocks, file.words(s.lines), {reinterpret_cast<const std::uint8_t*>(ends.data()), ends.size()}, file.words(s.wide)},
+          file.words(s.edges)};
+}
+
+void add_block_edges(std::vector<IndexSectionData>& sections, const BlockEdgeSections& s,
+                     const CompactOffsets::Arrays& offsets, std::vector<std::span<const std::byte>> edges) {
+  sections.push_back(pieces(s.lines, {bytes_of(offsets.first)}));
+  sections.push_back(pieces(s.ends, {bytes_of(offsets.ends)}));
+  sections.push_back(pieces(s.wide, {bytes_of(offsets.wide)}));
+  sections.push_back(pieces(s.edges, std::move(edges)));
 }
 
 // The verdicts as saved; false when a byte is no verdict (a file written by another heapscope).
@@ -202,11 +201,11 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
   const std::size_t blocks = file->section(IndexSection::blocks).size() / sizeof(Block);
   if (!read_verdicts(*file, blocks, products->verdicts)) return fail("damaged verdicts");
   ReferenceGraph::SavedArrays& g = products->graph;
-  g.forward = slice_of(*file, IndexSection::forward_offsets, IndexSection::forward_edges);
+  g.forward = block_edges_of(*file, kForward, blocks);
   g.roots = slice_of(*file, IndexSection::root_offsets, IndexSection::root_edges);
-  g.reverse = slice_of(*file, IndexSection::reverse_offsets, IndexSection::reverse_edges);
+  g.reverse = block_edges_of(*file, kReverse, blocks);
   g.root_referrers = {file->words(IndexSection::root_referrer_blocks), file->words(IndexSection::root_referrers)};
-  if (g.reverse.offsets.empty()) return fail("no reverse edges");
+  if (!file->has(kReverse.lines)) return fail("no reverse edges");
   if (file->has(IndexSection::retention_meta)) {
     Retention::Saved& r = products->retention.emplace();
     if (!retention_meta_from_json(section_text(*file, IndexSection::retention_meta), r))
@@ -250,7 +249,8 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
     PhaseTimer reverse_timer("cache: write: reverse edges");  // what `retainers` would build otherwise
     graph.reverse_edges();
   }
-  const std::vector<std::uint32_t> reverse_offsets = graph.reverse_offsets();
+  const CompactOffsets forward_offsets = graph.forward_offsets();
+  const CompactOffsets& reverse_offsets = graph.reverse_offsets();
   const std::span<const std::uint32_t> reverse_edges = graph.reverse_edges();
   const ReferenceGraph::RootReferrers root_referrers = graph.root_referrers();
   const std::span<const Block> blocks(heap.blocks.data(), heap.blocks.size());
@@ -259,12 +259,10 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
   sections.push_back(pieces(IndexSection::key, {text_bytes(key)}));
   sections.push_back(pieces(IndexSection::heap_meta, {text_bytes(meta)}));
   sections.push_back(pieces(IndexSection::blocks, {bytes_of(blocks)}));
-  sections.push_back(joined_forward_offsets(forward, heap.blocks.size()));
-  sections.push_back(pieces(IndexSection::forward_edges, forward_edges));
+  add_block_edges(sections, kForward, forward_offsets.arrays(), forward_edges);
   sections.push_back(pieces(IndexSection::root_offsets, {bytes_of(roots.offsets)}));
   sections.push_back(pieces(IndexSection::root_edges, {bytes_of(roots.edges)}));
-  sections.push_back(pieces(IndexSection::reverse_offsets, {bytes_of(std::span<const std::uint32_t>(reverse_offsets))}));
-  sections.push_back(pieces(IndexSection::reverse_edges, {bytes_of(reverse_edges)}));
+  add_block_edges(sections, kReverse, reverse_offsets.arrays(), {bytes_of(reverse_edges)});
   sections.push_back(pieces(IndexSection::root_referrer_blocks, {bytes_of(root_referrers.blocks)}));
   sections.push_back(pieces(IndexSection::root_referrers, {bytes_of(root_referrers.roots)}));
   sections.push_back(pieces(IndexSection::verdicts, {bytes_of(std::span<const Verdict>(verdicts.verdict))}));

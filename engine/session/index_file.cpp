@@ -23,7 +23,8 @@ namespace heapscope {
 namespace {
 
 // Bumped whenever the layout of any section changes (a field of Block or of the JSON, an edge's meaning).
-constexpr std::uint32_t kFormatVersion = 6;  // 5: the dominator tree; 6: the names, object headers, SSE2 checksum
+constexpr std::uint32_t kFormatVersion = 7;  // 5: the dominator tree; 6: the names, object headers, SSE2 checksum;
+                                             // 7: compact offsets
 constexpr char kMagic[8] = {'H', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kSectionAlign = 64;
@@ -51,9 +52,9 @@ static_assert(sizeof(SectionEntry) == 24);
 std::uint64_t align_up(std::uint64_t n, std::uint64_t to) { return (n + to - 1) / to * to; }
 std::uint64_t alignment_of(IndexSection kind) { return kind == IndexSection::blocks ? kPage : kSectionAlign; }
 bool is_u32_section(IndexSection kind) {
-  return (kind >= IndexSection::forward_offsets && kind <= IndexSection::root_referrers) ||
+  return (kind >= IndexSection::forward_lines && kind <= IndexSection::root_referrers) ||
          (kind >= IndexSection::retention_idom && kind <= IndexSection::retention_blocks) ||
-         kind == IndexSection::objects_types;
+         kind == IndexSection::objects_types || kind == IndexSection::forward_wide || kind == IndexSection::reverse_wide;
 }
 
 std::string errno_text() { return std::strerror(errno); }
@@ -89,7 +90,6 @@ class BodyWriter {
 };
 
 std::uint64_t section_size(const IndexSectionData& s) {
-  if (s.generate) return s.generated_bytes;
   std::uint64_t n = 0;
   for (const auto& piece : s.pieces) n += piece.size();
   return n;
@@ -114,10 +114,7 @@ void write_sections(int fd, const std::vector<IndexSectionData>& sections) {
   for (std::size_t i = 0; i < sections.size(); ++i) {
     body.pad_to(table[i].offset);
     const IndexSectionData& s = sections[i];
-    if (s.generate)
-      s.generate([&](std::span<const std::byte> bytes) { body.put(bytes); });
-    else
-      for (const auto& piece : s.pieces) body.put(piece);
+    for (const auto& piece : s.pieces) body.put(piece);
     if (body.written() != table[i].offset + table[i].size)
       throw std::logic_error("index section " + std::to_string(table[i].kind) + " is not the size announced");
   }

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -24,11 +23,13 @@ enum class IndexSection : std::uint32_t {
   key = 1,               // the text the index was made under (IndexCache's key): compared in full
   heap_meta,             // the HeapModel but its blocks, as JSON (session/heap_model_json.h)
   blocks,                // Block[]
-  forward_offsets,       // u32[blocks + 1]
+  // Block edges (forward and reverse): their offsets as the graph keeps them (model/compact_offsets.h),
+  // in three arrays each, viewed in place.
+  forward_lines,         // u32[lines]: each line's first offset
   forward_edges,         // u32[]
   root_offsets,          // u32[roots + 1]
   root_edges,            // u32[]
-  reverse_offsets,       // u32[blocks + 1], or absent
+  reverse_lines,         // u32[lines], or absent
   reverse_edges,         // u32[]
   root_referrer_blocks,  // u32[root edges], sorted: the blocks roots point into
   root_referrers,        // u32[root edges]: the root range of each
@@ -49,15 +50,17 @@ enum class IndexSection : std::uint32_t {
   objects_meta,          // what was recognised, the count, the type names, as JSON (session/object_headers_json.h)
   objects_starts,        // u8[blocks]
   objects_types,         // u32[blocks]
+  forward_ends,          // u8[lines * 64]
+  forward_wide,          // u32[wide lines * 65]
+  reverse_ends,          // u8[lines * 64], or absent
+  reverse_wide,          // u32[wide lines * 65]
 };
 
 // One section to write: its bytes as a sequence of pieces (the graph's edges are one piece per scan
-// worker), or a generator that appends its bytes in order by calling `put` (rebased offsets).
+// worker).
 struct IndexSectionData {
   IndexSection kind = IndexSection::key;
   std::vector<std::span<const std::byte>> pieces;
-  std::uint64_t generated_bytes = 0;  // with `generate`: how many bytes it puts
-  std::function<void(const std::function<void(std::span<const std::byte>)>& put)> generate;
 };
 
 // Writes `sections` to `path` through a temporary file in the same directory renamed over it at the

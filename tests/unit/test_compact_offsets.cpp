@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -27,13 +28,32 @@ void check_ranges(const CompactOffsets& compact, const std::vector<std::uint32_t
   CHECK(compact.expand() == offsets);
 }
 
-// From the full offsets, and item by item as the scan builds them (its Builder, counts only).
+// From the full offsets, and item by item as the scan builds them (its Builder, counts only); and, for
+// offsets from 0, viewing the arrays of either (what an index file keeps).
 void check_same(const std::vector<std::uint32_t>& offsets) {
-  check_ranges(CompactOffsets(offsets), offsets);
+  const CompactOffsets whole(offsets);
+  check_ranges(whole, offsets);
   CompactOffsets::Builder builder(offsets.size() - 1, offsets.front());
   for (std::size_t i = 0; i + 1 < offsets.size(); ++i) builder.add(offsets[i + 1] - offsets[i]);
   check_ranges(builder.finish(), offsets);
+  if (offsets.front() != 0) return;
+  const std::optional<CompactOffsets> viewed = CompactOffsets::viewing(whole.arrays(), offsets.back());
+  REQUIRE(viewed);
+  check_ranges(*viewed, offsets);
+  CHECK(viewed->memory_bytes() == 0);
 }
+
+// Copies of a CompactOffsets' arrays, to damage one at a time.
+struct ArrayCopies {
+  explicit ArrayCopies(const CompactOffsets::Arrays& a)
+      : items(a.items), first(a.first.begin(), a.first.end()), ends(a.ends.begin(), a.ends.end()),
+        wide(a.wide.begin(), a.wide.end()) {}
+  CompactOffsets::Arrays arrays() const { return {items, first, ends, wide}; }
+  std::size_t items;
+  std::vector<std::uint32_t> first;
+  std::vector<std::uint8_t> ends;
+  std::vector<std::uint32_t> wide;
+};
 
 }  // namespace
 
@@ -85,5 +105,47 @@ TEST_CASE("CompactOffsets gives every item the range its full offsets give", "[c
   }
   SECTION("a line whose counts add up past 16 bits") {
     check_same(offsets_of(std::vector<std::uint32_t>(200, 255)));
+  }
+}
+
+TEST_CASE("CompactOffsets views only arrays whose every range lies in order inside the entries", "[compact_offsets]") {
+  // Two narrow lines, a wide one and a partial narrow one.
+  std::vector<std::uint32_t> counts(CompactOffsets::kPerLine * 3 + 5, 1);
+  counts[CompactOffsets::kPerLine * 2] = 300;
+  std::vector<std::uint32_t> offsets{0};
+  for (const std::uint32_t c : counts) offsets.push_back(offsets.back() + c);
+  const CompactOffsets whole(offsets);
+  const std::uint32_t entries = offsets.back();
+  ArrayCopies copy(whole.arrays());
+  REQUIRE(CompactOffsets::viewing(copy.arrays(), entries));
+  REQUIRE(copy.wide.size() == CompactOffsets::kPerLine + 1);
+
+  SECTION("another entry count") {
+    CHECK(!CompactOffsets::viewing(copy.arrays(), entries - 1));
+    CHECK(!CompactOffsets::viewing(copy.arrays(), entries + 1));
+  }
+  SECTION("another item count") {
+    copy.items -= CompactOffsets::kPerLine;
+    CHECK(!CompactOffsets::viewing(copy.arrays(), entries));
+  }
+  SECTION("an item ending before the one before it") {
+    std::swap(copy.ends[3], copy.ends[4]);
+    CHECK(!CompactOffsets::viewing(copy.arrays(), entries));
+  }
+  SECTION("a line not starting where the one before ended") {
+    ++copy.first[1];
+    CHECK(!CompactOffsets::viewing(copy.arrays(), entries));
+  }
+  SECTION("a wide line's run past the wide offsets") {
+    copy.ends[CompactOffsets::kPerLine * 2] = 1;
+    CHECK(!CompactOffsets::viewing(copy.arrays(), entries));
+  }
+  SECTION("a wide line's offsets out of order") {
+    std::swap(copy.wide[1], copy.wide[2]);
+    CHECK(!CompactOffsets::viewing(copy.arrays(), entries));
+  }
+  SECTION("a line's ends cut short") {
+    copy.ends.pop_back();
+    CHECK(!CompactOffsets::viewing(copy.arrays(), entries));
   }
 }
