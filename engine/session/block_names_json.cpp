@@ -59,7 +59,7 @@ bool names_from_saved(const std::string& text, std::span<const std::byte> ids, s
       *why = "a block's type is not in the names";
       return false;
     }
-  if (!dwarf.restore(refs, why)) return false;
+  dwarf.restore(std::move(refs));
   types = BlockTypes::restored(std::move(saved), std::move(block_ids));
   return true;
 }

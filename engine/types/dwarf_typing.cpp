@@ -474,6 +474,7 @@ void seed_locals(const Image& image, const std::vector<std::vector<Frame>>& fram
 }  // namespace
 
 std::vector<DwarfTypes::SavedRef> DwarfTypes::saved_refs() const {
+  if (!saved_.empty()) return saved_;
   std::vector<SavedRef> out(by_type_id.size());
   for (std::size_t id = 0; id < out.size(); ++id)
     if (const DwarfTypeRef ref = by_type_id[id]; ref.known() && index(ref.module))
@@ -481,19 +482,28 @@ std::vector<DwarfTypes::SavedRef> DwarfTypes::saved_refs() const {
   return out;
 }
 
-bool DwarfTypes::restore(std::span<const SavedRef> refs, std::string* why) {
-  by_type_id.assign(refs.size(), DwarfTypeRef{});
-  for (std::size_t id = 0; id < refs.size(); ++id) {
-    if (refs[id].module == DwarfTypeRef::kNoModule) continue;
-    const DwarfTypeIndex* in = index(refs[id].module);
-    const DwarfTypeId type = in ? in->type_of_die(refs[id].die) : kNoDwarfType;
-    if (type == kNoDwarfType) {
-      *why = "a type's DWARF is not there";
-      return false;
-    }
-    by_type_id[id] = DwarfTypeRef{refs[id].module, type};
-  }
-  return true;
+void DwarfTypes::restore(std::vector<SavedRef> refs) {
+  by_type_id.clear();
+  saved_ = std::move(refs);
+  resolved_.assign(saved_.size(), DwarfTypeRef{});
+  std::size_t modules = 0;
+  for (const SavedRef& r : saved_)
+    if (r.module != DwarfTypeRef::kNoModule) modules = std::max<std::size_t>(modules, r.module + 1u);
+  module_resolved_ = std::make_unique<std::once_flag[]>(modules);
+}
+
+DwarfTypeRef DwarfTypes::restored(std::uint32_t type_id) const {
+  if (type_id >= saved_.size() || saved_[type_id].module == DwarfTypeRef::kNoModule) return {};
+  const std::uint16_t module = saved_[type_id].module;
+  std::call_once(module_resolved_[module], [&] {
+    const DwarfTypeIndex* in = index(module);
+    if (!in) return;
+    for (std::size_t id = 0; id < saved_.size(); ++id)
+      if (saved_[id].module == module)
+        if (const DwarfTypeId type = in->type_of_die(saved_[id].die); type != kNoDwarfType)
+          resolved_[id] = DwarfTypeRef{module, type};
+  });
+  return resolved_[type_id];
 }
 
 void type_blocks_from_dwarf(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,

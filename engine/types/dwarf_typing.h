@@ -80,6 +80,7 @@ class DwarfTypes {
 
   // The DWARF type of the blocks BlockTypes names `type_id` (unknown when DWARF has none).
   DwarfTypeRef of_type_id(std::uint32_t type_id) const {
+    if (!saved_.empty()) return restored(type_id);
     return type_id < by_type_id.size() ? by_type_id[type_id] : DwarfTypeRef{};
   }
   DwarfTypeRef of_block(const BlockTypes& types, std::size_t block) const { return of_type_id(types.type_id(block)); }
@@ -94,12 +95,20 @@ class DwarfTypes {
     std::uint64_t die = 0;
   };
   std::vector<SavedRef> saved_refs() const;
-  // by_type_id from saved refs, each module's index built on the way; false (and *why) when one does not
-  // resolve.
-  bool restore(std::span<const SavedRef> refs, std::string* why);
+  // The types of saved refs, instead of by_type_id: each resolved when first asked for, with the other
+  // refs into its module, whose index is built then. A command about one block asks for a few types, of
+  // one module or none, where building every module's index took most of its time (libc's alone 23 ms).
+  // The refs are what this heapscope saved for the same modules (the index cache's key): a DIE that does
+  // not resolve (its separate debug file gone since) leaves the type unknown, with no fields.
+  void restore(std::vector<SavedRef> refs);
 
  private:
+  DwarfTypeRef restored(std::uint32_t type_id) const;
+
   std::shared_ptr<const DwarfIndexes> indexes_;
+  std::vector<SavedRef> saved_;                        // by type id, when restored
+  mutable std::vector<DwarfTypeRef> resolved_;         // by type id, each module's once its flag is set
+  std::unique_ptr<std::once_flag[]> module_resolved_;  // by module
 };
 
 // Per module of the image: whether an aligned word of its writable segments (the span its global roots
