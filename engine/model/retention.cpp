@@ -415,7 +415,7 @@ Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapM
     PhaseTimer timer("dominators: semi-NCA");
     const RetentionGraph g(graph, *edges, root_nodes_, root_edges.offsets, root_edges.targets);
     Dominators d = compute_dominators(g, g.super_root(), g.first_reach());
-    idom_ = std::move(d.idom);
+    idom_ = U32Array(std::move(d.idom));
     // The order is needed once, to sum sizes: not kept (4 bytes a block).
     sum_retained_sizes(heap, d.preorder, std::move(d.spare));
   }
@@ -438,8 +438,7 @@ void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::u
   std::vector<std::uint32_t> low = reuse(n), blocks = reuse(n);
   spare = {};  // the rest: gone before anything new is allocated
   retained_bytes_.assign(n, std::move(low));
-  retained_blocks_ = std::move(blocks);
-  retained_blocks_.assign(n, 0);
+  blocks.assign(n, 0);
   // Each block's own size, in slices on all cores; then the sums, which follow the tree.
   const unsigned workers = worker_count(block_count_, kBlocksPerWorker);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> in_use(workers);  // bytes, blocks per slice
@@ -451,7 +450,7 @@ void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::u
       in_use[w].first += blk.usable_size();
       ++in_use[w].second;
       retained_bytes_.set(b, blk.usable_size());
-      retained_blocks_[b] = 1;
+      blocks[b] = 1;
     }
   });
   for (const auto& [slice_bytes, slice_blocks] : in_use) {
@@ -461,8 +460,9 @@ void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::u
   for (std::size_t i = preorder.size(); i-- > 1;) {
     const std::uint32_t v = preorder[i], up = idom_[v];
     retained_bytes_.add(up, retained_bytes_[v]);
-    retained_blocks_[up] += retained_blocks_[v];
+    blocks[up] += blocks[v];
   }
+  retained_blocks_ = U32Array(std::move(blocks));
 }
 
 Retention::Retention(std::uint32_t block_count, const Saved& saved)
@@ -479,21 +479,21 @@ Retention::Retention(std::uint32_t block_count, const Saved& saved)
     if (node.level == Level::kind)
       owner_kind_nodes_[static_cast<std::size_t>(node.owner_kind)] = root_node_id(i);
   }
-  idom_.assign(saved.idom.begin(), saved.idom.end());
-  retained_bytes_.assign(saved.bytes_low, saved.bytes_high);
-  retained_blocks_.assign(saved.blocks.begin(), saved.blocks.end());
+  idom_ = U32Array::viewing(saved.idom);
+  retained_bytes_ = ByteCounts::viewing(saved.bytes_low, saved.bytes_high);
+  retained_blocks_ = U32Array::viewing(saved.blocks);
   in_use_bytes_ = saved.in_use_bytes;
   in_use_blocks_ = saved.in_use_blocks;
+  saved_ = saved.keep;
 }
 
 Retention::Saved Retention::saved() const {
-  return {root_nodes_, idom_, retained_bytes_.low(), retained_blocks_, retained_bytes_.high(), in_use_bytes_,
-          in_use_blocks_};
+  return {root_nodes_, idom_.span(), retained_bytes_.low(), retained_blocks_.span(), retained_bytes_.high(),
+          in_use_bytes_, in_use_blocks_, saved_};
 }
 
 std::size_t Retention::memory_bytes() const {
-  return idom_.capacity() * 4 + retained_bytes_.memory_bytes() +
-         retained_blocks_.capacity() * 4;
+  return idom_.owned_bytes() + retained_bytes_.memory_bytes() + retained_blocks_.owned_bytes();
 }
 
 }  // namespace heapscope

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -44,6 +45,7 @@
 #include "model/reference_graph.h"
 #include "model/retention_edges.h"
 #include "model/roots.h"
+#include "model/u32_array.h"
 #include "heap/heap_model.h"
 #include "frames/unwind.h"
 #include "image/image.h"
@@ -89,8 +91,10 @@ class ByteCounts {
     low_ = std::move(low);
     low_.assign(n, 0);
     high_.assign(n, 0);
+    low_view_ = low_;
+    high_view_ = high_;
   }
-  std::uint64_t operator[](std::size_t i) const { return std::uint64_t{high_[i]} << 32 | low_[i]; }
+  std::uint64_t operator[](std::size_t i) const { return std::uint64_t{high_view_[i]} << 32 | low_view_[i]; }
   // Throws std::length_error at 1 TiB or more (no heap this tool reads holds that much).
   void set(std::size_t i, std::uint64_t bytes) {
     if (bytes >= kLimit) throw std::length_error("a retained size of 1 TiB or more");
@@ -99,16 +103,21 @@ class ByteCounts {
   }
   void add(std::size_t i, std::uint64_t bytes) { set(i, (*this)[i] + bytes); }
   std::size_t memory_bytes() const { return low_.capacity() * 4 + high_.capacity(); }
-  std::span<const std::uint32_t> low() const { return low_; }
-  std::span<const std::uint8_t> high() const { return high_; }
-  void assign(std::span<const std::uint32_t> low, std::span<const std::uint8_t> high) {
-    low_.assign(low.begin(), low.end());
-    high_.assign(high.begin(), high.end());
+  std::span<const std::uint32_t> low() const { return low_view_; }
+  std::span<const std::uint8_t> high() const { return high_view_; }
+  // Over arrays kept elsewhere (an index file's mapping), read only.
+  static ByteCounts viewing(std::span<const std::uint32_t> low, std::span<const std::uint8_t> high) {
+    ByteCounts c;
+    c.low_view_ = low;
+    c.high_view_ = high;
+    return c;
   }
 
  private:
   std::vector<std::uint32_t> low_;
   std::vector<std::uint8_t> high_;
+  std::span<const std::uint32_t> low_view_;  // low_ and high_, or what viewing() was given
+  std::span<const std::uint8_t> high_view_;
 };
 
 class Retention {
@@ -125,10 +134,12 @@ class Retention {
     std::span<const std::uint32_t> idom, bytes_low, blocks;
     std::span<const std::uint8_t> bytes_high;
     std::uint64_t in_use_bytes = 0, in_use_blocks = 0;
+    std::shared_ptr<const void> keep;  // the memory the arrays are in, held for the Retention's lifetime
   };
-  // A Retention again from what was saved of one over `block_count` blocks. Throws std::invalid_argument
-  // when the arrays do not fit the blocks and the nodes, or a dominator or parent is no node (a damaged
-  // file must not make a later read go astray). Whether it is this image's is the caller's check.
+  // A Retention again from what was saved of one over `block_count` blocks, viewing its arrays. Throws
+  // std::invalid_argument when the arrays do not fit the blocks and the nodes, or a dominator or parent is
+  // no node (a damaged file must not make a later read go astray). Whether it is this image's is the
+  // caller's check.
   Retention(std::uint32_t block_count, const Saved& saved);
   Saved saved() const;  // views of this one's arrays
 
@@ -172,10 +183,11 @@ class Retention {
   std::uint32_t block_count_ = 0;
   std::vector<RootNode> root_nodes_;
   std::uint32_t owner_kind_nodes_[kOwnerKinds] = {kNoNode, kNoNode, kNoNode, kNoNode, kNoNode};
-  std::vector<std::uint32_t> idom_;
+  U32Array idom_;
   ByteCounts retained_bytes_;
-  std::vector<std::uint32_t> retained_blocks_;
+  U32Array retained_blocks_;
   std::uint64_t in_use_bytes_ = 0, in_use_blocks_ = 0;
+  std::shared_ptr<const void> saved_;  // the memory a Retention made from Saved views
 };
 
 }  // namespace heapscope

@@ -230,6 +230,7 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
   if (count != blocks) return fail("cannot map its blocks");
   products->heap->blocks = BlockArray::adopt_mapping(mapped, count);
   g.keep = IndexFile::keep(std::move(file));
+  if (products->retention) products->retention->keep = g.keep;
   return products;
 }
 
