@@ -13,14 +13,14 @@ CompactOffsets::CompactOffsets(std::span<const std::uint32_t> offsets) {
 
 CompactOffsets::Builder::Builder(std::size_t items, std::uint32_t first_offset) {
   const std::size_t lines = (items + kPerLine - 1) / kPerLine;
-  out_.owned_first_.reserve(lines);
-  out_.owned_ends_.reserve(lines * kPerLine);
+  first_.reserve(lines);
+  ends_.reserve(lines * kPerLine);
   line_offsets_[0] = first_offset;
 }
 
 void CompactOffsets::Builder::add(std::uint32_t entries) {
   line_offsets_[in_line_ + 1] = line_offsets_[in_line_] + entries;
-  ++out_.items_;
+  ++items_;
   if (++in_line_ == kPerLine) end_line();
 }
 
@@ -29,17 +29,17 @@ void CompactOffsets::Builder::add(std::uint32_t entries) {
 // last item).
 void CompactOffsets::Builder::end_line() {
   const std::uint32_t first = line_offsets_[0];
-  const std::size_t at = out_.owned_ends_.size();
-  out_.owned_ends_.resize(at + kPerLine, 0);
-  std::uint8_t* ends = &out_.owned_ends_[at];
+  const std::size_t at = ends_.size();
+  ends_.resize(at + kPerLine, 0);
+  std::uint8_t* ends = &ends_[at];
   if (line_offsets_[in_line_] - first <= 0xff && first != kWide) {
-    out_.owned_first_.push_back(first);
+    first_.push_back(first);
     for (std::uint32_t i = 0; i < in_line_; ++i) ends[i] = static_cast<std::uint8_t>(line_offsets_[i + 1] - first);
   } else {
-    out_.owned_first_.push_back(kWide);
-    const auto run = static_cast<std::uint32_t>(out_.owned_wide_.size() / (kPerLine + 1));
+    first_.push_back(kWide);
+    const auto run = static_cast<std::uint32_t>(wide_.size() / (kPerLine + 1));
     std::memcpy(ends, &run, sizeof run);
-    for (std::uint32_t k = 0; k <= kPerLine; ++k) out_.owned_wide_.push_back(line_offsets_[std::min(k, in_line_)]);
+    for (std::uint32_t k = 0; k <= kPerLine; ++k) wide_.push_back(line_offsets_[std::min(k, in_line_)]);
   }
   line_offsets_[0] = line_offsets_[in_line_];
   in_line_ = 0;
@@ -47,8 +47,12 @@ void CompactOffsets::Builder::end_line() {
 
 CompactOffsets CompactOffsets::Builder::finish() {
   if (in_line_ > 0) end_line();
-  out_.view_owned();
-  return std::move(out_);
+  CompactOffsets out;
+  out.items_ = items_;
+  out.first_ = ViewedArray<std::uint32_t>(std::move(first_));
+  out.ends_ = ViewedArray<std::uint8_t>(std::move(ends_));
+  out.wide_ = ViewedArray<std::uint32_t>(std::move(wide_));
+  return out;
 }
 
 std::optional<CompactOffsets> CompactOffsets::viewing(const Arrays& arrays, std::uint32_t entries) {
@@ -78,9 +82,9 @@ std::optional<CompactOffsets> CompactOffsets::viewing(const Arrays& arrays, std:
   if (end != entries) return std::nullopt;
   CompactOffsets c;
   c.items_ = arrays.items;
-  c.first_ = arrays.first;
-  c.ends_ = arrays.ends;
-  c.wide_ = arrays.wide;
+  c.first_ = ViewedArray<std::uint32_t>::viewing(arrays.first);
+  c.ends_ = ViewedArray<std::uint8_t>::viewing(arrays.ends);
+  c.wide_ = ViewedArray<std::uint32_t>::viewing(arrays.wide);
   return c;
 }
 

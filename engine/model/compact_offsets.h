@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/viewed_array.h"
+
 namespace heapscope {
 
 class CompactOffsets {
@@ -29,11 +31,6 @@ class CompactOffsets {
   CompactOffsets() = default;
   // From full offsets: items + 1 non-decreasing values, the last one the entry count.
   explicit CompactOffsets(std::span<const std::uint32_t> offsets);
-  // Moving keeps the vectors' buffers, so the views stay valid; a copy would not.
-  CompactOffsets(CompactOffsets&&) noexcept = default;
-  CompactOffsets& operator=(CompactOffsets&&) noexcept = default;
-  CompactOffsets(const CompactOffsets&) = delete;
-  CompactOffsets& operator=(const CompactOffsets&) = delete;
 
   // Its arrays as they are, to be written out and viewed again (an index file's sections).
   struct Arrays {
@@ -42,7 +39,7 @@ class CompactOffsets {
     std::span<const std::uint8_t> ends;    // kPerLine per line
     std::span<const std::uint32_t> wide;   // kPerLine + 1 per wide line
   };
-  Arrays arrays() const { return {items_, first_, ends_, wide_}; }
+  Arrays arrays() const { return {items_, first_.span(), ends_.span(), wide_.span()}; }
   // Over `arrays` kept alive by the caller, when they are what arrays() gives for items whose entries are
   // exactly [0, entries): every offset in order and in bounds, so that no range() reads astray. One pass
   // over a byte an item; nullopt when they are not (a damaged file).
@@ -88,9 +85,7 @@ class CompactOffsets {
   }
   // The full offsets again (items + 1 values), for writing them out.
   std::vector<std::uint32_t> expand() const;
-  std::size_t memory_bytes() const {
-    return owned_first_.capacity() * 4 + owned_ends_.capacity() + owned_wide_.capacity() * 4;
-  }
+  std::size_t memory_bytes() const { return first_.owned_bytes() + ends_.owned_bytes() + wide_.owned_bytes(); }
 
  private:
   // A line's first offset when the line is wide (offsets are below 2^32 - 1: the scan stops a slice before).
@@ -102,20 +97,10 @@ class CompactOffsets {
     return &wide_[std::size_t{run} * (kPerLine + 1)];
   }
 
-  // Points the views at the owned vectors (after building).
-  void view_owned() {
-    first_ = owned_first_;
-    ends_ = owned_ends_;
-    wide_ = owned_wide_;
-  }
-
   std::size_t items_ = 0;
-  std::span<const std::uint32_t> first_;  // per line
-  std::span<const std::uint8_t> ends_;    // kPerLine per line
-  std::span<const std::uint32_t> wide_;
-  std::vector<std::uint32_t> owned_first_;  // what the views show when built here; empty when viewing
-  std::vector<std::uint8_t> owned_ends_;
-  std::vector<std::uint32_t> owned_wide_;
+  ViewedArray<std::uint32_t> first_;  // per line
+  ViewedArray<std::uint8_t> ends_;    // kPerLine per line
+  ViewedArray<std::uint32_t> wide_;
 };
 
 // Built item by item, from each item's entry count: the scan's way, which never holds full offsets.
@@ -128,7 +113,10 @@ class CompactOffsets::Builder {
 
  private:
   void end_line();
-  CompactOffsets out_;
+  std::size_t items_ = 0;
+  std::vector<std::uint32_t> first_;
+  std::vector<std::uint8_t> ends_;
+  std::vector<std::uint32_t> wide_;
   std::uint32_t line_offsets_[kPerLine + 1] = {};  // the current line's items' offsets, its first item's first
   std::uint32_t in_line_ = 0;                        // items of the current line added so far
 };

@@ -1,5 +1,5 @@
-// U32Array: an array of 32-bit ids or offsets that is either owned (built by this process) or a view of
-// memory someone else keeps alive (an index file mapped from the cache: loading it copies nothing).
+// U32Array: an array of 32-bit ids or offsets that is either owned (built by this process, in a vector or
+// a grown U32Buffer) or a view of memory someone else keeps alive (model/viewed_array.h).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,8 @@
 #include <span>
 #include <utility>
 #include <vector>
+
+#include "model/viewed_array.h"
 
 namespace heapscope {
 
@@ -60,43 +62,25 @@ class U32Buffer {
   std::size_t size_ = 0, capacity_ = 0;
 };
 
-class U32Array {
+class U32Array : public ViewedArray<std::uint32_t> {
  public:
   U32Array() = default;
-  explicit U32Array(std::vector<std::uint32_t> owned) : owned_(std::move(owned)), view_(owned_) {}
-  explicit U32Array(U32Buffer grown) : grown_(std::move(grown)), view_(grown_.data(), grown_.size()) {}
+  explicit U32Array(std::vector<std::uint32_t> owned) : ViewedArray(std::move(owned)) {}
+  explicit U32Array(U32Buffer grown) : grown_(std::move(grown)) { view({grown_.data(), grown_.size()}); }
   // The caller keeps `view`'s memory alive for the array's lifetime.
-  static U32Array viewing(std::span<const std::uint32_t> view) {
+  static U32Array viewing(std::span<const std::uint32_t> v) {
     U32Array a;
-    a.view_ = view;
+    a.view(v);
     return a;
   }
-  // Moving a vector keeps its buffer, so the view stays valid; a copy would not.
-  U32Array(U32Array&& other) noexcept
-      : owned_(std::move(other.owned_)), grown_(std::move(other.grown_)), view_(std::exchange(other.view_, {})) {}
-  U32Array& operator=(U32Array&& other) noexcept {
-    owned_ = std::move(other.owned_);
-    grown_ = std::move(other.grown_);
-    view_ = std::exchange(other.view_, {});
-    return *this;
-  }
-  U32Array(const U32Array&) = delete;
-  U32Array& operator=(const U32Array&) = delete;
+  // Moving the buffer keeps its memory (a pointer changes hands), so the view stays valid.
+  U32Array(U32Array&&) noexcept = default;
+  U32Array& operator=(U32Array&&) noexcept = default;
 
-  std::span<const std::uint32_t> span() const { return view_; }
-  const std::uint32_t* data() const { return view_.data(); }
-  std::size_t size() const { return view_.size(); }
-  bool empty() const { return view_.empty(); }
-  std::uint32_t operator[](std::size_t i) const { return view_[i]; }
-  std::uint32_t back() const { return view_.back(); }
-  auto begin() const { return view_.begin(); }
-  auto end() const { return view_.end(); }
-  std::size_t owned_bytes() const { return (owned_.capacity() + grown_.capacity()) * sizeof(std::uint32_t); }
+  std::size_t owned_bytes() const { return ViewedArray::owned_bytes() + grown_.capacity() * sizeof(std::uint32_t); }
 
  private:
-  std::vector<std::uint32_t> owned_;
   U32Buffer grown_;
-  std::span<const std::uint32_t> view_;
 };
 
 }  // namespace heapscope
