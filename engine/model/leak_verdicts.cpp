@@ -198,7 +198,7 @@ std::vector<std::uint8_t> reach(const ReferenceGraph& g, IdiomSet idioms, std::v
 
 }  // namespace
 
-std::vector<BlockId> leaked_blocks(const std::vector<Verdict>& verdict) {
+std::vector<BlockId> leaked_blocks(std::span<const Verdict> verdict) {
   std::vector<BlockId> out;
   for (std::size_t b = 0; b < verdict.size(); ++b)
     if (is_leaked(verdict[b])) out.push_back(static_cast<BlockId>(b));
@@ -207,10 +207,10 @@ std::vector<BlockId> leaked_blocks(const std::vector<Verdict>& verdict) {
 
 LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap, IdiomSet idioms) {
   const std::size_t n = g.block_count();
-  LeakVerdicts out;
-  out.verdict.assign(n, Verdict::not_allocated);
+  std::vector<Verdict> verdict(n, Verdict::not_allocated);
+  std::vector<HeldBy> held_by;
   progress_total(n);  // the traversal visits at most every block once
-  std::vector<std::uint8_t> marks = reach(g, idioms, out.held_by);
+  std::vector<std::uint8_t> marks = reach(g, idioms, held_by);
   // One pass over every block, in slices on all cores, reading the block array (the largest thing here)
   // only for the blocks not reached; what follows looks at the leaked blocks alone. Each mark becomes the
   // block's "possibly" flag in place (the marks are out.possibly in the end: one array less to fault in).
@@ -222,9 +222,9 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap, Id
       const std::uint8_t mark = marks[b];
       marks[b] = mark == kPossibly;
       if (mark) {
-        out.verdict[b] = Verdict::reachable;  // only allocated blocks are reached: no need to read the block
+        verdict[b] = Verdict::reachable;  // only allocated blocks are reached: no need to read the block
       } else if (is_allocated(heap.blocks[b].state)) {
-        out.verdict[b] = Verdict::direct_leak;
+        verdict[b] = Verdict::direct_leak;
         leaked_in[w].push_back(static_cast<BlockId>(b));
       }
     }
@@ -242,7 +242,7 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap, Id
     for (std::size_t i = first; i < last; ++i)
       for (std::uint32_t e : g.out_edges(leaked[i])) {
         const BlockId t = edge_target(e);
-        std::atomic_ref<Verdict> target(out.verdict[t]);
+        std::atomic_ref<Verdict> target(verdict[t]);
         if (t != leaked[i] && is_leaked(target.load(std::memory_order_relaxed)))
           target.store(Verdict::indirect_leak, std::memory_order_relaxed);
       }
@@ -253,17 +253,20 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap, Id
   std::vector<std::uint8_t>& covered = marks;
   std::vector<BlockId> starts;
   for (const BlockId b : leaked)
-    if (out.verdict[b] == Verdict::direct_leak) {
+    if (verdict[b] == Verdict::direct_leak) {
       covered[b] = 1;
       starts.push_back(b);
     }
   parallel_flood(std::move(starts), covered, 1, leaked_slices, [&](BlockId b) { return g.out_edges(b); },
-                 [&](std::uint32_t e, unsigned) { return is_leaked(out.verdict[edge_target(e)]); });
+                 [&](std::uint32_t e, unsigned) { return is_leaked(verdict[edge_target(e)]); });
   for (const BlockId b : leaked) {
-    if (!covered[b]) out.verdict[b] = Verdict::cycle_leak;
+    if (!covered[b]) verdict[b] = Verdict::cycle_leak;
     covered[b] = 0;  // not reached at all: not "possibly" either
   }
-  out.possibly = std::move(marks);
+  LeakVerdicts out;
+  out.verdict = ViewedArray<Verdict>(std::move(verdict));
+  out.possibly = ViewedArray<std::uint8_t>(std::move(marks));
+  out.held_by = ViewedArray<HeldBy>(std::move(held_by));
   out.leaked = std::move(leaked);
   return out;
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/viewed_array.h"
 #include "model/interior_idioms.h"
 #include "model/reference_graph.h"
 
@@ -22,17 +23,18 @@ inline const char* verdict_name(Verdict v) {  // the names JSON and text output 
 }
 inline bool is_leaked(Verdict v) { return v >= Verdict::direct_leak; }
 
+// The per-block arrays are owned, or views of an index file's mapping (session/index_cache.h).
 struct LeakVerdicts {
-  std::vector<Verdict> verdict;   // per block id
-  std::vector<std::uint8_t> possibly;  // reachable, but only through pointers into block interiors
+  ViewedArray<Verdict> verdict;        // per block id
+  ViewedArray<std::uint8_t> possibly;  // reachable, but only through pointers into block interiors
   // Reachable through an interior-pointer idiom alone (model/interior_idioms.h; valgrind's "reachable via
   // heuristic"): which idiom, a byte per block. Empty when no block is.
-  std::vector<HeldBy> held_by;
+  ViewedArray<HeldBy> held_by;
   std::vector<BlockId> leaked;         // the leaked blocks, in block order (a tenth of the heap or so)
 };
 
 // The leaked blocks of `verdict`, in block order: what `leaked` holds, for verdicts from elsewhere.
-std::vector<BlockId> leaked_blocks(const std::vector<Verdict>& verdict);
+std::vector<BlockId> leaked_blocks(std::span<const Verdict> verdict);
 
 // A pointer into a block's interior that one of `idioms` explains counts as a pointer to its start, as
 // memcheck's --leak-check-heuristics does (all of them by default).

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/viewed_array.h"
+#include "base/viewed_array.h"
 
 namespace heapscope {
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/viewed_array.h"
 #include "heap/heap_model.h"
 #include "image/image.h"
 #include "symbols/symbol_index.h"
@@ -27,12 +28,12 @@ struct ObjectHeaders {
   // Where a block's object starts, and whether the 16 bytes before it are list links. A byte per block
   // (0: the block holds no object past a header).
   static constexpr std::uint8_t kLinksBefore = 0x80;
-  std::vector<std::uint8_t> starts;
+  ViewedArray<std::uint8_t> starts;  // owned, or a view of an index file's mapping (as type_of)
   std::uint64_t count = 0;  // blocks with an object past a header
 
   // The runtime's type of the object each block holds (at its start or past its header): an index into
   // type_names, 0 for none. Empty when the runtime names nothing.
-  std::vector<std::uint32_t> type_of;
+  ViewedArray<std::uint32_t> type_of;
   std::vector<std::string> type_names{""};
 
   std::uint32_t object_offset(std::uint32_t block) const {

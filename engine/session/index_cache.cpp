@@ -122,7 +122,7 @@ void add_block_edges(std::vector<IndexSectionData>& sections, const BlockEdgeSec
 }
 
 // The verdicts as saved; false when a byte is no verdict (a file written by another heapscope).
-bool read_verdicts(const IndexFile& file, std::size_t blocks, LeakVerdicts& out) {
+bool read_verdicts(const IndexFile& file, std::size_t blocks, const std::shared_ptr<const void>& keep, LeakVerdicts& out) {
   const std::span<const std::byte> v = file.section(IndexSection::verdicts);
   const std::span<const std::byte> p = file.section(IndexSection::possibly);
   const std::span<const std::byte> h = file.section(IndexSection::held_by);
@@ -131,12 +131,10 @@ bool read_verdicts(const IndexFile& file, std::size_t blocks, LeakVerdicts& out)
   const auto* pb = reinterpret_cast<const std::uint8_t*>(p.data());
   if (std::any_of(vb, vb + blocks, [](std::uint8_t x) { return x > static_cast<std::uint8_t>(Verdict::cycle_leak); }))
     return false;
-  out.verdict.resize(blocks);
-  std::memcpy(out.verdict.data(), vb, blocks);
-  out.possibly.assign(pb, pb + blocks);
-  const auto* hb = reinterpret_cast<const HeldBy*>(h.data());
-  out.held_by.assign(hb, hb + h.size());
-  out.leaked = leaked_blocks(out.verdict);
+  out.verdict = ViewedArray<Verdict>::viewing({reinterpret_cast<const Verdict*>(vb), blocks}, keep);
+  out.possibly = ViewedArray<std::uint8_t>::viewing({pb, blocks}, keep);
+  out.held_by = ViewedArray<HeldBy>::viewing({reinterpret_cast<const HeldBy*>(h.data()), h.size()}, keep);
+  out.leaked = leaked_blocks(out.verdict.span());
   return true;
 }
 
@@ -194,43 +192,45 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
   };
   if (section_text(*file, IndexSection::key) != key)
     return fail("made for another core or heapscope");  // a hash collision of two keys' file names
+  // Held by every array that views the mapping, for as long as it does.
+  const std::shared_ptr<IndexFile> mapped = std::move(file);
+  const IndexFile& f = *mapped;
   auto products = std::make_unique<CachedProducts>();
   products->heap = std::make_unique<HeapModel>();
-  if (!heap_meta_from_json(section_text(*file, IndexSection::heap_meta), *products->heap))
+  if (!heap_meta_from_json(section_text(f, IndexSection::heap_meta), *products->heap))
     return fail("damaged heap description");
-  const std::size_t blocks = file->section(IndexSection::blocks).size() / sizeof(Block);
-  if (!read_verdicts(*file, blocks, products->verdicts)) return fail("damaged verdicts");
+  const std::size_t blocks = f.section(IndexSection::blocks).size() / sizeof(Block);
+  const auto [block_pages, count] = mapped->take_blocks();
+  if (count != blocks) return fail("cannot map its blocks");
+  products->heap->blocks = BlockArray::adopt_mapping(block_pages, count);
+  if (!read_verdicts(f, blocks, mapped, products->verdicts)) return fail("damaged verdicts");
   ReferenceGraph::SavedArrays& g = products->graph;
-  g.forward = block_edges_of(*file, kForward, blocks);
-  g.roots = slice_of(*file, IndexSection::root_offsets, IndexSection::root_edges);
-  g.reverse = block_edges_of(*file, kReverse, blocks);
-  g.root_referrers = {file->words(IndexSection::root_referrer_blocks), file->words(IndexSection::root_referrers)};
-  if (!file->has(kReverse.lines)) return fail("no reverse edges");
-  if (file->has(IndexSection::retention_meta)) {
+  g.forward = block_edges_of(f, kForward, blocks);
+  g.roots = slice_of(f, IndexSection::root_offsets, IndexSection::root_edges);
+  g.reverse = block_edges_of(f, kReverse, blocks);
+  g.root_referrers = {f.words(IndexSection::root_referrer_blocks), f.words(IndexSection::root_referrers)};
+  g.keep = mapped;
+  if (!f.has(kReverse.lines)) return fail("no reverse edges");
+  if (f.has(IndexSection::retention_meta)) {
     Retention::Saved& r = products->retention.emplace();
-    if (!retention_meta_from_json(section_text(*file, IndexSection::retention_meta), r))
+    if (!retention_meta_from_json(section_text(f, IndexSection::retention_meta), r))
       return fail("damaged dominator tree");
-    r.idom = file->words(IndexSection::retention_idom);
-    r.bytes_low = file->words(IndexSection::retention_bytes_low);
-    r.blocks = file->words(IndexSection::retention_blocks);
-    const std::span<const std::byte> high = file->section(IndexSection::retention_bytes_high);
+    r.idom = f.words(IndexSection::retention_idom);
+    r.bytes_low = f.words(IndexSection::retention_bytes_low);
+    r.blocks = f.words(IndexSection::retention_blocks);
+    const std::span<const std::byte> high = f.section(IndexSection::retention_bytes_high);
     r.bytes_high = {reinterpret_cast<const std::uint8_t*>(high.data()), high.size()};
+    r.keep = mapped;
   }
-  if (file->has(IndexSection::names_meta))
-    products->names = CachedProducts::SavedNames{section_text(*file, IndexSection::names_meta),
-                                                 file->section(IndexSection::names_ids)};
-  if (file->has(IndexSection::objects_meta)) {
-    if (!object_headers_from_saved(section_text(*file, IndexSection::objects_meta),
-                                   file->section(IndexSection::objects_starts),
-                                   file->section(IndexSection::objects_types), blocks,
+  if (f.has(IndexSection::names_meta))
+    products->names = CachedProducts::SavedNames{section_text(f, IndexSection::names_meta),
+                                                 f.section(IndexSection::names_ids)};
+  if (f.has(IndexSection::objects_meta)) {
+    if (!object_headers_from_saved(section_text(f, IndexSection::objects_meta), f.section(IndexSection::objects_starts),
+                                   f.section(IndexSection::objects_types), blocks, mapped,
                                    products->object_headers.emplace()))
       return fail("damaged object headers");
   }
-  const auto [mapped, count] = file->take_blocks();
-  if (count != blocks) return fail("cannot map its blocks");
-  products->heap->blocks = BlockArray::adopt_mapping(mapped, count);
-  g.keep = IndexFile::keep(std::move(file));
-  if (products->retention) products->retention->keep = g.keep;
   return products;
 }
 

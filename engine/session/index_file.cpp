@@ -283,10 +283,6 @@ std::pair<Block*, std::size_t> IndexFile::take_blocks() {
   return {reinterpret_cast<Block*>(map_ + e->offset), static_cast<std::size_t>(e->size / sizeof(Block))};
 }
 
-std::shared_ptr<const void> IndexFile::keep(std::unique_ptr<IndexFile> file) {
-  return std::shared_ptr<const IndexFile>(std::move(file));
-}
-
 // Eight 64-bit lanes, two per 16 bytes of each 64-byte stripe, as XXH3 accumulates: each lane adds the
 // product of the low and high halves of its word xored with a key, and the other word of its pair. The
 // key changes with the stripe's position, so that moved or swapped data changes the sum. One 32x32-bit

@@ -86,10 +86,9 @@ class IndexFile {
   // Its bytes as u32 (sections of u32 have sizes that are multiples of 4: checked at open).
   std::span<const std::uint32_t> words(IndexSection kind) const;
   // The blocks section's pages, handed over once to a BlockArray (BlockArray::adopt_mapping), which
-  // unmaps them; the file's other pages stay mapped for the IndexFile's lifetime (keep()).
+  // unmaps them; the file's other pages stay mapped for the IndexFile's lifetime (the arrays viewing them
+  // hold it, as a shared_ptr).
   std::pair<Block*, std::size_t> take_blocks();
-  // Keeps the mapping (but for blocks taken) alive: a graph viewing its arrays holds this.
-  static std::shared_ptr<const void> keep(std::unique_ptr<IndexFile> file);
 
  private:
   struct Entry {

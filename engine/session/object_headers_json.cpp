@@ -15,7 +15,8 @@ std::string object_headers_meta_to_json(const ObjectHeaders& headers) {
 }
 
 bool object_headers_from_saved(const std::string& text, std::span<const std::byte> starts,
-                               std::span<const std::byte> types, std::size_t blocks, ObjectHeaders& headers) {
+                               std::span<const std::byte> types, std::size_t blocks,
+                               const std::shared_ptr<const void>& keep, ObjectHeaders& headers) {
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
     headers.layout = j.at("layout").get<std::string>();
@@ -26,12 +27,9 @@ bool object_headers_from_saved(const std::string& text, std::span<const std::byt
   }
   if (starts.size() != blocks || types.size() != blocks * sizeof(std::uint32_t) || headers.type_names.empty())
     return false;
-  headers.starts.resize(blocks);
-  headers.type_of.resize(blocks);
-  if (blocks) {
-    std::memcpy(headers.starts.data(), starts.data(), starts.size());
-    std::memcpy(headers.type_of.data(), types.data(), types.size());
-  }
+  headers.starts = ViewedArray<std::uint8_t>::viewing({reinterpret_cast<const std::uint8_t*>(starts.data()), blocks}, keep);
+  headers.type_of =
+      ViewedArray<std::uint32_t>::viewing({reinterpret_cast<const std::uint32_t*>(types.data()), blocks}, keep);
   const std::size_t names = headers.type_names.size();
   return std::all_of(headers.type_of.begin(), headers.type_of.end(), [names](std::uint32_t t) { return t < names; });
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -13,8 +14,9 @@ namespace heapscope {
 
 std::string object_headers_meta_to_json(const ObjectHeaders& headers);
 // `headers` from `text` (what object_headers_meta_to_json wrote) and the saved arrays of a heap of
-// `blocks` blocks; false when they do not fit it.
+// `blocks` blocks, viewed in memory `keep` holds; false when they do not fit it.
 bool object_headers_from_saved(const std::string& text, std::span<const std::byte> starts,
-                               std::span<const std::byte> types, std::size_t blocks, ObjectHeaders& headers);
+                               std::span<const std::byte> types, std::size_t blocks,
+                               const std::shared_ptr<const void>& keep, ObjectHeaders& headers);
 
 }  // namespace heapscope

@@ -1,5 +1,6 @@
 // The index cache: a heap, its graph and verdicts saved and loaded back unchanged; a damaged or stale
 // file refused; the checks against the image catch a graph that is not the image's.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <stdlib.h>
@@ -114,8 +115,8 @@ TEST_CASE("index cache: heap, graph and verdicts load back as they were saved") 
     CHECK(loaded->heap->blocks[b].state == a.heap.blocks[b].state);
   }
   CHECK(loaded->heap->warnings == a.heap.warnings);
-  CHECK(loaded->verdicts.verdict == a.verdicts.verdict);
-  CHECK(loaded->verdicts.possibly == a.verdicts.possibly);
+  CHECK(std::ranges::equal(loaded->verdicts.verdict, a.verdicts.verdict));
+  CHECK(std::ranges::equal(loaded->verdicts.possibly, a.verdicts.possibly));
 
   const BlockIndex index(*loaded->heap);
   const ReferenceGraph g(a.image, index, a.roots, std::move(loaded->graph));

@@ -237,25 +237,22 @@ std::optional<std::size_t> block_holding(const HeapModel& heap, Address addr) {
 
 class Marker {
  public:
-  Marker(ObjectHeaders& out, std::size_t blocks) : out_(out) {
-    out_.starts.assign(blocks, 0);
-    out_.type_of.assign(blocks, 0);
-  }
+  Marker(ObjectHeaders& out, std::size_t blocks) : out_(out), starts_(blocks, 0), type_of_(blocks, 0) {}
 
   void object(std::size_t b, const Found& f) {
-    out_.type_of[b] = f.facts->name;
+    type_of_[b] = f.facts->name;
     if (f.offset == 0) return;
-    out_.starts[b] = static_cast<std::uint8_t>(f.offset | (f.links ? ObjectHeaders::kLinksBefore : 0));
+    starts_[b] = static_cast<std::uint8_t>(f.offset | (f.links ? ObjectHeaders::kLinksBefore : 0));
     ++out_.count;
   }
 
   // The block a builtin container's items live in, named after it when it holds no object itself.
   void body_of(const Image& image, const HeapModel& heap, std::size_t owner, const ContainerBody& c, Types& types) {
-    const auto at = image.read_u64(heap.blocks[owner].address() + out_.object_offset(static_cast<std::uint32_t>(owner)) + c.field);
+    const auto at = image.read_u64(heap.blocks[owner].address() + (starts_[owner] & ~ObjectHeaders::kLinksBefore) + c.field);
     if (!at || *at == 0) return;
     const auto b = block_holding(heap, *at);
-    if (!b || heap.blocks[*b].address() != *at || out_.type_of[*b]) return;
-    out_.type_of[*b] = types.intern(std::string(c.body));
+    if (!b || heap.blocks[*b].address() != *at || type_of_[*b]) return;
+    type_of_[*b] = types.intern(std::string(c.body));
   }
 
   // A split dict's values array (3.11, 3.12), pointed to past a prefix whose last byte is the prefix's
@@ -268,20 +265,28 @@ class Marker {
     for (const Address v : {words[0], words[1] & 1 ? words[1] + 1 : 0}) {
       if (v == 0) continue;
       const auto b = block_holding(heap, v);
-      if (!b || out_.starts[*b] || out_.type_of[*b]) continue;
+      if (!b || starts_[*b] || type_of_[*b]) continue;
       const std::uint64_t prefix = v - heap.blocks[*b].address();
       std::uint8_t last = 0;
       if (prefix == 0 || prefix > kMaxValuesPrefix || prefix % 8 || !image.read_exact(v - 1, &last, 1) ||
           last != prefix)
         continue;
-      out_.starts[*b] = static_cast<std::uint8_t>(prefix);
-      out_.type_of[*b] = types.intern(out_.type_names[out_.type_of[owner]] + ".__dict__ values");
+      starts_[*b] = static_cast<std::uint8_t>(prefix);
+      type_of_[*b] = types.intern(out_.type_names[type_of_[owner]] + ".__dict__ values");
       ++out_.count;
     }
   }
 
+  // The marks made, into the headers.
+  void finish() {
+    out_.starts = ViewedArray<std::uint8_t>(std::move(starts_));
+    out_.type_of = ViewedArray<std::uint32_t>(std::move(type_of_));
+  }
+
  private:
   ObjectHeaders& out_;
+  std::vector<std::uint8_t> starts_;
+  std::vector<std::uint32_t> type_of_;
 };
 
 }  // namespace
@@ -312,6 +317,7 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
   if (release.values_prefix)
     for (const std::size_t b : with_preheader) marker.values_of(image, heap, b, types);
   if (objects == 0) return std::nullopt;
+  marker.finish();
   out.layout = fmt::format(
       "CPython 3.{} (release from {}; header layout from heapscope's table for 3.{}): a PyGC_Head (16 bytes) "
       "before each GC-tracked object{}{}",

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -15,17 +16,20 @@ class ViewedArray {
  public:
   ViewedArray() = default;
   explicit ViewedArray(std::vector<T> owned) : owned_(std::move(owned)), view_(owned_) {}
-  // The caller keeps `view`'s memory alive for the array's lifetime.
-  static ViewedArray viewing(std::span<const T> view) {
+  // `view`'s memory is kept alive by `keep` (held for the array's lifetime) or, without it, by the caller.
+  static ViewedArray viewing(std::span<const T> view, std::shared_ptr<const void> keep = {}) {
     ViewedArray a;
     a.view_ = view;
+    a.keep_ = std::move(keep);
     return a;
   }
   // Moving a vector keeps its buffer, so the view stays valid.
-  ViewedArray(ViewedArray&& other) noexcept : owned_(std::move(other.owned_)), view_(std::exchange(other.view_, {})) {}
+  ViewedArray(ViewedArray&& other) noexcept
+      : owned_(std::move(other.owned_)), view_(std::exchange(other.view_, {})), keep_(std::move(other.keep_)) {}
   ViewedArray& operator=(ViewedArray&& other) noexcept {
     owned_ = std::move(other.owned_);
     view_ = std::exchange(other.view_, {});
+    keep_ = std::move(other.keep_);
     return *this;
   }
   ViewedArray(const ViewedArray&) = delete;
@@ -48,6 +52,7 @@ class ViewedArray {
  private:
   std::vector<T> owned_;
   std::span<const T> view_;
+  std::shared_ptr<const void> keep_;
 };
 
 }  // namespace heapscope
