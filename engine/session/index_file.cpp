@@ -17,6 +17,7 @@
 #include "base/cache_directory.h"
 #include "base/phase_timer.h"
 #include "base/progress.h"
+#include "base/workers.h"
 
 namespace heapscope {
 
@@ -223,16 +224,8 @@ std::unique_ptr<IndexFile> IndexFile::open(const std::string& path, std::string*
         return nullptr;
       }
   }
-  // The whole body, in pieces: a load that takes long can be interrupted.
   PhaseTimer timer("cache: checksum");
-  IndexChecksum checksum;
-  for (std::size_t at = sizeof(FileHeader); at < size;) {
-    const std::size_t n = std::min<std::size_t>(size - at, 4 * kStepBytes);
-    checksum.update({file->map_ + at, n});
-    progress_check();
-    at += n;
-  }
-  if (checksum.finish() != header.checksum) {
+  if (IndexChecksum::of({file->map_ + sizeof(FileHeader), size - sizeof(FileHeader)}) != header.checksum) {
     *error = "checksum mismatch";
     return nullptr;
   }
@@ -339,6 +332,30 @@ void IndexChecksum::update(std::span<const std::byte> bytes) {
   mix(bytes.data(), whole / kStripe);
   std::memcpy(pending_, bytes.data() + whole, bytes.size() - whole);
   pending_size_ = bytes.size() - whole;
+}
+
+std::uint64_t IndexChecksum::of(std::span<const std::byte> bytes, std::size_t bytes_per_worker) {
+  const std::size_t stripes = bytes.size() / kStripe;
+  constexpr std::size_t kStripesPerStep = 4 * kStepBytes / kStripe;
+  const unsigned n = worker_count(stripes, std::max<std::size_t>(1, bytes_per_worker / kStripe));
+  std::vector<IndexChecksum> parts(n);
+  run_workers(n, [&](unsigned w) {
+    const auto [first, last] = slice_of(stripes, n, w);
+    IndexChecksum& part = parts[w];
+    part.stripes_ = first;  // the keys of its stripes' positions
+    // In steps: a load that takes long can be interrupted.
+    for (std::size_t at = first; at < last; at += kStripesPerStep) {
+      part.mix(bytes.data() + at * kStripe, std::min(kStripesPerStep, last - at));
+      progress_check();
+    }
+  });
+  IndexChecksum whole;
+  for (const IndexChecksum& part : parts)
+    for (int i = 0; i < 8; ++i) whole.lanes_[i] += part.lanes_[i];  // each stripe adds to the lanes alone
+  whole.stripes_ = stripes;
+  whole.total_ = stripes * kStripe;
+  whole.update(bytes.subspan(stripes * kStripe));
+  return whole.finish();
 }
 
 std::uint64_t IndexChecksum::finish() const {

@@ -110,6 +110,10 @@ class IndexChecksum {
  public:
   void update(std::span<const std::byte> bytes);
   std::uint64_t finish() const;
+  // What update(bytes) then finish() give, on all cores (a worker per `bytes_per_worker` at least): each
+  // stripe adds to the lanes alone, at keys its position gives, so that parts of the bytes are hashed
+  // apart and their lanes summed.
+  static std::uint64_t of(std::span<const std::byte> bytes, std::size_t bytes_per_worker = std::size_t{64} << 20);
 
  private:
   static constexpr std::size_t kStripe = 64;

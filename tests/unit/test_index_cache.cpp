@@ -13,6 +13,7 @@
 #include "model/reference_graph.h"
 #include "session/heap_model_json.h"
 #include "session/index_cache.h"
+#include "session/index_file.h"
 #include "small_heap.h"
 
 using namespace heapscope;
@@ -227,4 +228,18 @@ TEST_CASE("index cache: an interrupted write leaves no file behind") {
   CHECK_THROWS_AS(cache.save("key\n", a.heap, *a.graph, a.verdicts), Interrupted);
   progress.end();
   CHECK(fs::is_empty(dir.path / "cache"));  // neither the index nor its temporary file
+}
+
+TEST_CASE("index cache: the checksum in parts on all cores is the checksum in one pass") {
+  std::vector<std::byte> bytes(64 * 1000 + 37);
+  std::uint32_t x = 12345;
+  for (std::byte& b : bytes) b = static_cast<std::byte>((x = x * 1103515245u + 12345u) >> 24);
+  for (const std::size_t size : {std::size_t{0}, std::size_t{63}, std::size_t{64}, std::size_t{64 * 999 + 1}, bytes.size()}) {
+    INFO(size << " bytes");
+    const std::span<const std::byte> part(bytes.data(), size);
+    IndexChecksum one_pass;
+    one_pass.update(part);
+    CHECK(IndexChecksum::of(part, 64) == one_pass.finish());  // as many workers as there are cores
+    CHECK(IndexChecksum::of(part) == one_pass.finish());      // one worker
+  }
 }
