@@ -25,8 +25,8 @@ std::string names_meta_to_json(const BlockTypes& types, const DwarfTypes& dwarf)
   return json_text(nlohmann::json{{"wide_ids", types.ids().wide()}, {"types", std::move(rows)}});
 }
 
-bool names_from_saved(const std::string& text, std::span<const std::byte> ids, std::size_t blocks,
-                      BlockTypes& types, DwarfTypes& dwarf, std::string* why) {
+bool names_from_saved(const std::string& text, std::span<const std::byte> ids, const std::shared_ptr<const void>& keep,
+                      std::size_t blocks, BlockTypes& types, DwarfTypes& dwarf, std::string* why) {
   std::vector<BlockTypes::SavedType> saved;
   std::vector<DwarfTypes::SavedRef> refs;
   bool wide = false;
@@ -44,7 +44,7 @@ bool names_from_saved(const std::string& text, std::span<const std::byte> ids, s
     *why = "damaged names";
     return false;
   }
-  TypeIdArray block_ids = TypeIdArray::from_bytes(wide, ids);
+  TypeIdArray block_ids = TypeIdArray::viewing(wide, ids, keep);
   if (block_ids.size() != blocks || saved.empty()) {
     *why = "names of another heap";
     return false;
@@ -54,11 +54,10 @@ bool names_from_saved(const std::string& text, std::span<const std::byte> ids, s
       *why = "damaged names";
       return false;
     }
-  for (std::size_t b = 0; b < blocks; ++b)
-    if (block_ids[b] >= saved.size()) {
-      *why = "a block's type is not in the names";
-      return false;
-    }
+  if (block_ids.most() >= saved.size()) {
+    *why = "a block's type is not in the names";
+    return false;
+  }
   dwarf.restore(std::move(refs));
   types = BlockTypes::restored(std::move(saved), std::move(block_ids));
   return true;

@@ -14,9 +14,9 @@ namespace heapscope {
 
 std::string names_meta_to_json(const BlockTypes& types, const DwarfTypes& dwarf);
 // `types` and `dwarf`'s type of each id from `text` (what names_meta_to_json wrote) and the saved ids of a
-// heap of `blocks` blocks; false (and *why) when they do not fit it. Their DWARF types resolve when asked
-// for (DwarfTypes::restore).
-bool names_from_saved(const std::string& text, std::span<const std::byte> ids, std::size_t blocks,
-                      BlockTypes& types, DwarfTypes& dwarf, std::string* why);
+// heap of `blocks` blocks, viewed in memory `keep` holds; false (and *why) when they do not fit it. Their
+// DWARF types resolve when asked for (DwarfTypes::restore).
+bool names_from_saved(const std::string& text, std::span<const std::byte> ids, const std::shared_ptr<const void>& keep,
+                      std::size_t blocks, BlockTypes& types, DwarfTypes& dwarf, std::string* why);
 
 }  // namespace heapscope

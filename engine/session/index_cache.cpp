@@ -224,7 +224,7 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
   }
   if (f.has(IndexSection::names_meta))
     products->names = CachedProducts::SavedNames{section_text(f, IndexSection::names_meta),
-                                                 f.section(IndexSection::names_ids)};
+                                                 f.section(IndexSection::names_ids), mapped};
   if (f.has(IndexSection::objects_meta)) {
     if (!object_headers_from_saved(section_text(f, IndexSection::objects_meta), f.section(IndexSection::objects_starts),
                                    f.section(IndexSection::objects_types), blocks, mapped,

@@ -45,6 +45,7 @@ struct CachedProducts {
   struct SavedNames {
     std::string meta;                 // session/block_names_json
     std::span<const std::byte> ids;   // views the file's mapping
+    std::shared_ptr<const void> keep;  // the mapping
   };
   std::optional<SavedNames> names;    // absent when not saved
   std::optional<ObjectHeaders> object_headers;  // absent when not saved (the image runs no runtime heapscope knows)

@@ -346,8 +346,8 @@ std::unique_ptr<BlockNames> Session::names_from_cache() {
   auto names = std::make_unique<BlockNames>();
   names->dwarf = std::make_unique<DwarfTypes>(dwarf_indexes_);
   std::string why;
-  if (names_from_saved(cached_->names->meta, cached_->names->ids, heap().blocks.size(), names->types, *names->dwarf,
-                       &why))
+  const CachedProducts::SavedNames& saved = *cached_->names;
+  if (names_from_saved(saved.meta, saved.ids, saved.keep, heap().blocks.size(), names->types, *names->dwarf, &why))
     return names;
   refuse_saved(&CachedProducts::names, saved_names_refused_, why);
   return nullptr;
