@@ -121,16 +121,22 @@ bool fits(const ReferenceGraph::RootReferrers& referrers, std::size_t blocks, co
 ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, SavedArrays arrays,
                                const ObjectHeaders* headers)
     : image_(image), roots_(roots), index_(index), headers_(headers), block_count_(index.blocks().size()) {
-  std::optional<CompactOffsets> forward = offsets_fitting(arrays.forward, block_count_);
-  if (!forward) throw std::invalid_argument("saved edges do not fit the heap's blocks");
   if (!fits(arrays.roots, roots.ranges.size())) throw std::invalid_argument("saved root edges do not fit the roots");
-  if (!edges_lead_to_blocks(arrays.forward.edges, block_count_) || !edges_lead_to_blocks(arrays.roots.edges, block_count_))
+  if (!edges_lead_to_blocks(arrays.roots.edges, block_count_))
     throw std::invalid_argument("saved edges lead outside the heap's blocks");
   reverse_saved_ = arrays.reverse.offsets.items > 0;
+  // The forward and the reverse edges checked side by side: passes over every block and edge.
+  std::optional<CompactOffsets> forward, reverse;
+  bool forward_in_heap = false, reverse_in_heap = false;
+  run_workers(reverse_saved_ ? 2 : 1, [&](unsigned w) {
+    const BlockEdges& saved = w == 0 ? arrays.forward : arrays.reverse;
+    (w == 0 ? forward : reverse) = offsets_fitting(saved, block_count_);
+    (w == 0 ? forward_in_heap : reverse_in_heap) = edges_lead_to_blocks(saved.edges, block_count_);
+  });
+  if (!forward) throw std::invalid_argument("saved edges do not fit the heap's blocks");
+  if (!forward_in_heap) throw std::invalid_argument("saved edges lead outside the heap's blocks");
   if (reverse_saved_) {
-    std::optional<CompactOffsets> reverse = offsets_fitting(arrays.reverse, block_count_);
-    if (!reverse || !edges_lead_to_blocks(arrays.reverse.edges, block_count_) ||
-        !fits(arrays.root_referrers, block_count_, arrays.roots) ||
+    if (!reverse || !reverse_in_heap || !fits(arrays.root_referrers, block_count_, arrays.roots) ||
         arrays.reverse.edges.size() != arrays.forward.edges.size())
       throw std::invalid_argument("saved reverse edges do not fit the forward ones");
     in_offsets_ = std::move(*reverse);
