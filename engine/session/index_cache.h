@@ -90,7 +90,7 @@ class IndexCache {
 
 // The checks against the image (false and *why on the first disagreement). check_heap: the chunk header
 // of a sample of glibc blocks gives the block's size. check_graph (on a graph made from saved arrays over
-// the session's index and roots): a sample of blocks (none over 64 KiB) and every root range rescanned
+// the session's index and roots): a sample of blocks (none over 4 KiB) and every root range rescanned
 // give the saved edges; the reverse edges and the verdicts agree with them.
 bool check_heap(const Image& image, const HeapModel& heap, std::string* why);
 bool check_graph(const ReferenceGraph& graph, const LeakVerdicts& verdicts, std::string* why);
