@@ -2,6 +2,11 @@
 // chunks.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <limits>
+#include <optional>
+#include <thread>
+
 #include "fake_image.h"
 #include "runtime/glibc/chunk_walk.h"
 #include "runtime/glibc/free_lists.h"
@@ -151,6 +156,38 @@ TEST_CASE("a cyclic fastbin is cut off with a warning") {
   CHECK(m.chunks.size() == 10);
   REQUIRE(m.warnings.size() == 1);
   CHECK_THAT(m.warnings[0], Catch::Contains("fastbin 1"));
+}
+
+TEST_CASE("the regular bins' chunks are counted, and a cyclic bin stops at the bound the walk sets") {
+  FakeImage img;
+  constexpr Address kArena = 0x7ffff7e19c80;
+  img.add_region(kArena & ~0xfffull, 0x2000);
+  img.add_region(kHeap, 0x1000);
+  const Layout l = layout_for(36);
+  // Every bin empty (its fd at its own pseudo-chunk), but the unsorted bin (1) with a, b and bin 5 with c.
+  for (int bin = 1; bin < l.arena.bin_count; ++bin) img.put(l.bin_at(kArena, bin) + 16, l.bin_at(kArena, bin));
+  const Address a = kHeap + 0x100, b = kHeap + 0x200, c = kHeap + 0x300;
+  const Address unsorted = l.bin_at(kArena, 1), small = l.bin_at(kArena, 5);
+  img.put(unsorted + 16, a);  // fd pointers: not safe-linked in the regular bins
+  img.put(a + 16, b);
+  img.put(b + 16, unsorted);
+  img.put(small + 16, c);
+  img.put(c + 16, small);
+  const std::atomic<std::size_t> unbounded{std::numeric_limits<std::size_t>::max()};
+  CHECK(regular_bin_count(img, l, kArena, unbounded) == 3u);
+  const std::atomic<std::size_t> two{2};
+  CHECK(!regular_bin_count(img, l, kArena, two));  // longer than the heap has blocks: damaged
+
+  img.put(b + 16, a);  // b → a: the unsorted bin no longer leads back to its head
+  const std::atomic<std::size_t> blocks{1000};
+  CHECK(!regular_bin_count(img, l, kArena, blocks));
+  // Unbounded at first (the walk beside it has not finished), the count ends once the bound is set.
+  std::atomic<std::size_t> bound{std::numeric_limits<std::size_t>::max()};
+  std::optional<std::uint64_t> counted = 0;
+  std::thread count([&] { counted = regular_bin_count(img, l, kArena, bound); });
+  bound = 1000;
+  count.join();
+  CHECK(!counted);
 }
 
 TEST_CASE("mmapped chunks are found at mapping starts, also memalign'ed and in merged mappings") {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "base/progress.h"
+
 namespace heapscope::glibc {
 
 FreeListMembers tcache_members(const Image& image, const Layout& layout, Address tcache, std::uint32_t tid) {
@@ -57,13 +59,14 @@ FreeListMembers fastbin_members(const Image& image, const Layout& layout, Addres
 }
 
 std::optional<std::uint64_t> regular_bin_count(const Image& image, const Layout& layout, Address arena,
-                                               std::size_t max_chunks) {
+                                               const std::atomic<std::size_t>& max_chunks) {
   std::uint64_t total = 0;
   for (int bin = 1; bin < layout.arena.bin_count; ++bin) {
     const Address head = layout.bin_at(arena, bin);
     auto p = image.read_u64(head + 16);
     while (p && *p != head) {
-      if (++total > max_chunks) return std::nullopt;
+      if (++total > max_chunks.load(std::memory_order_relaxed)) return std::nullopt;
+      if ((total & 0xffff) == 0) progress_check();  // millions of chunks on a large heap's unsorted bin
       p = image.read_u64(*p + 16);
     }
     if (!p) return std::nullopt;

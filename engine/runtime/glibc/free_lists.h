@@ -2,6 +2,8 @@
 // arena's fastbins. Their members must be found by following the lists (safe-linked since glibc 2.32).
 #pragma once
 
+#include <atomic>
+
 #include <string>
 #include <vector>
 
@@ -22,8 +24,9 @@ FreeListMembers tcache_members(const Image& image, const Layout& layout, Address
 FreeListMembers fastbin_members(const Image& image, const Layout& layout, Address arena, std::size_t max_chunks);
 
 // Number of chunks on the arena's regular bins (unsorted, small, large), or nullopt when a list is
-// damaged (unreadable link, or longer than `max_chunks`).
+// damaged (unreadable link, or longer than `max_chunks`). `max_chunks` is read at every chunk: the walk
+// that runs beside the count lowers it to the heap's block count once it knows it.
 std::optional<std::uint64_t> regular_bin_count(const Image& image, const Layout& layout, Address arena,
-                                               std::size_t max_chunks);
+                                               const std::atomic<std::size_t>& max_chunks);
 
 }  // namespace heapscope::glibc
