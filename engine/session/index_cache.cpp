@@ -49,14 +49,6 @@ std::string key_hash_name(const std::string& key) {
   return name;
 }
 
-// Blocks spread evenly over the heap's ids.
-std::vector<std::size_t> sample_blocks(std::size_t count) {
-  std::vector<std::size_t> sample;
-  const std::size_t step = std::max<std::size_t>(1, count / kCheckedBlocks);
-  for (std::size_t b = 0; b < count; b += step) sample.push_back(b);
-  if (count > 0 && sample.back() != count - 1) sample.push_back(count - 1);
-  return sample;
-}
 
 // sample_blocks, each moved to the first block from it on, before the next sample point, that is at most
 // kRescannedBytes (none there: left out).
@@ -299,6 +291,23 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
 
 void IndexCache::evict(const std::string& keep) const {
   evict_cache_files(dir_, kIndexExtension, kMaxFiles, kMaxBytes, keep);
+}
+
+// One block of each of 1,000 equal stretches of the heap's ids, in ascending order, at an offset in
+// its stretch that a hash of the stretch's number gives (the first stretch's first block and the heap's last
+// block included). Not every stretch's first block: a heap built in a repeating pattern (CPython's dict of
+// lists) can put a stretch's start on the same kind of block every time, and then the sample had no
+// GC-tracked object in it and took forged object headers for the core's.
+std::vector<std::size_t> sample_blocks(std::size_t count) {
+  std::vector<std::size_t> sample;
+  const std::size_t step = std::max<std::size_t>(1, count / kCheckedBlocks);
+  std::uint64_t i = 0;
+  for (std::size_t start = 0; start < count; start += step, ++i) {
+    const std::uint64_t offset = ((i * 0x9e3779b97f4a7c15ull) >> 32) % step;  // Weyl sequence: no period
+    sample.push_back(std::min<std::size_t>(count - 1, start + offset));
+  }
+  if (count > 0 && sample.back() != count - 1) sample.push_back(count - 1);
+  return sample;
 }
 
 bool check_heap(const Image& image, const HeapModel& heap, std::string* why) {

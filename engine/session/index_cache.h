@@ -88,6 +88,11 @@ class IndexCache {
   std::string core_identity_;  // "size=… mtime_ns=… inode=… device=…", empty when stat failed
 };
 
+// The blocks the checks below look at, of a heap of `count` blocks: one of each of 1,000 equal stretches
+// of the ids, in ascending order, at a hashed offset in its stretch (so that no repeating pattern of the
+// heap's blocks hides from it), block 0 and the last block included.
+std::vector<std::size_t> sample_blocks(std::size_t count);
+
 // The checks against the image (false and *why on the first disagreement). check_heap: the chunk header
 // of a sample of glibc blocks gives the block's size. check_graph (on a graph made from saved arrays over
 // the session's index and roots): a sample of blocks (none over 4 KiB) and every root range rescanned
