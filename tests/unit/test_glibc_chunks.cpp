@@ -19,6 +19,15 @@ using heapscope::testing::FakeImage;
 namespace {
 
 constexpr Address kHeap = 0x555555559000;
+constexpr Address kArena = 0x7ffff7e19c80;
+
+// An arena's pages and a heap page: where the free lists' tests put their bins and chunks.
+FakeImage arena_and_heap() {
+  FakeImage img;
+  img.add_region(kArena & ~0xfffull, 0x2000);
+  img.add_region(kHeap, 0x1000);
+  return img;
+}
 
 // A walk into a buffer of its own, as the walker does into its slice of the block array.
 struct Walked {
@@ -143,10 +152,7 @@ TEST_CASE("before glibc 2.32 list pointers are stored plainly") {
 }
 
 TEST_CASE("a cyclic fastbin is cut off with a warning") {
-  FakeImage img;
-  constexpr Address kArena = 0x7ffff7e19c80;
-  img.add_region(kArena & ~0xfffull, 0x2000);
-  img.add_region(kHeap, 0x1000);
+  FakeImage img = arena_and_heap();
   const Layout l = layout_for(36);
   const Address a = kHeap + 0x100, b = kHeap + 0x200;
   img.put(kArena + l.arena.fastbins + 8, a);
@@ -159,10 +165,7 @@ TEST_CASE("a cyclic fastbin is cut off with a warning") {
 }
 
 TEST_CASE("the regular bins' chunks are counted, and a cyclic bin stops at the bound the walk sets") {
-  FakeImage img;
-  constexpr Address kArena = 0x7ffff7e19c80;
-  img.add_region(kArena & ~0xfffull, 0x2000);
-  img.add_region(kHeap, 0x1000);
+  FakeImage img = arena_and_heap();
   const Layout l = layout_for(36);
   // Every bin empty (its fd at its own pseudo-chunk), but the unsorted bin (1) with a, b and bin 5 with c.
   for (int bin = 1; bin < l.arena.bin_count; ++bin) img.put(l.bin_at(kArena, bin) + 16, l.bin_at(kArena, bin));
