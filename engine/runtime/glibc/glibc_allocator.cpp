@@ -41,13 +41,14 @@ class GlibcPlugin final : public AllocatorPlugin {
   std::unique_ptr<LocatedAllocator> locate(const Image& image, const SymbolIndex& symbols,
                                            const MallocProvider& provider, std::string* why_not) const override {
     PhaseTimer timer("walk: locate glibc");
-    std::optional<Runtime> runtime = locate_runtime(image, symbols, why_not);
-    if (!runtime) return nullptr;
-    // An interposed allocator (LD_PRELOAD'ed jemalloc, say) serves malloc although libc's arenas exist.
-    if (provider.module && provider.module != runtime->libc) {
-      *why_not = fmt::format("{} serves malloc, not {}", provider.name(), runtime->libc->name());
+    // An interposed allocator (LD_PRELOAD'ed jemalloc, say) serves malloc although libc's arenas exist: told
+    // before they are looked for (libc's symbols, its relocations), which also_holds_memory does once.
+    if (const Module* libc = libc_of(image); libc && provider.module && provider.module != libc) {
+      *why_not = fmt::format("{} serves malloc, not {}", provider.name(), libc->name());
       return nullptr;
     }
+    std::optional<Runtime> runtime = locate_runtime(image, symbols, why_not);
+    if (!runtime) return nullptr;
     return std::make_unique<GlibcAllocator>(image, std::move(*runtime));
   }
 

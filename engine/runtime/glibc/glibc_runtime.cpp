@@ -16,13 +16,6 @@ bool is_readable(const Image& image, Address a) {
   return r && r->readable;
 }
 
-const Module* find_libc(const Image& image) {
-  for (const Module& m : image.modules()) {
-    const std::string_view base = m.name();
-    if (base.rfind("libc.so", 0) == 0 || base.rfind("libc-2.", 0) == 0) return &m;
-  }
-  return nullptr;
-}
 
 // An arena looks right when its top chunk lies in readable memory and every regular bin's forward link
 // is either the bin itself (empty) or a readable chunk.
@@ -226,10 +219,17 @@ std::optional<int> detect_glibc_minor(const Module& module, const ModuleSymbols*
   return std::nullopt;
 }
 
+const Module* libc_of(const Image& image) {
+  for (const Module& m : image.modules()) {
+    const std::string_view base = m.name();
+    if (base.rfind("libc.so", 0) == 0 || base.rfind("libc-2.", 0) == 0) return &m;
+  }
+  return image.main_executable();  // a static executable carries its own malloc
+}
+
 std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& symbols, std::string* error) {
   Runtime rt;
-  rt.libc = find_libc(image);
-  if (!rt.libc) rt.libc = image.main_executable();  // a static executable carries its own malloc
+  rt.libc = libc_of(image);
   if (!rt.libc) {
     if (error) *error = "no libc module found in the image: is this a glibc program?";
     return std::nullopt;

@@ -40,6 +40,9 @@ struct Runtime {
   }
 };
 
+// libc's module, or the main executable of a static program (which carries its own malloc); null when
+// the image has neither.
+const Module* libc_of(const Image& image);
 // Null (with *error saying why) when the image shows no glibc malloc at all.
 std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& symbols, std::string* error);
 
