@@ -44,10 +44,24 @@ class ViewedArray {
   auto begin() const { return view_.begin(); }
   auto end() const { return view_.end(); }
   std::size_t owned_bytes() const { return owned_.capacity() * sizeof(T); }
+  // Its elements, to be changed in place (its size stays): an array that views memory not its own copies
+  // it first. Not beside readers on other threads while it copies.
+  T* writable() {
+    if (view_.data() != owned_.data()) {
+      owned_.assign(view_.begin(), view_.end());
+      view_ = owned_;
+      keep_.reset();
+    }
+    return owned_.data();
+  }
 
  protected:
-  // For an array that owns its memory in another form (U32Array's grown buffer).
-  void view(std::span<const T> v) { view_ = v; }
+  // For an array that owns its memory in another form (U32Array's grown buffer), or views memory `keep`
+  // holds.
+  void view(std::span<const T> v, std::shared_ptr<const void> keep = {}) {
+    view_ = v;
+    keep_ = std::move(keep);
+  }
 
  private:
   std::vector<T> owned_;

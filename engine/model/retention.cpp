@@ -437,7 +437,7 @@ void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::u
   const std::size_t n = idom_.size();
   std::vector<std::uint32_t> low = reuse(n), blocks = reuse(n);
   spare = {};  // the rest: gone before anything new is allocated
-  retained_bytes_.assign(n, std::move(low));
+  const ByteCounts::Writer bytes = retained_bytes_.assign(n, std::move(low));
   blocks.assign(n, 0);
   // Each block's own size, in slices on all cores; then the sums, which follow the tree.
   const unsigned workers = worker_count(block_count_, kBlocksPerWorker);
@@ -449,7 +449,7 @@ void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::u
       if (!is_allocated(blk.state)) continue;
       in_use[w].first += blk.usable_size();
       ++in_use[w].second;
-      retained_bytes_.set(b, blk.usable_size());
+      bytes.set(b, blk.usable_size());
       blocks[b] = 1;
     }
   });
@@ -459,7 +459,7 @@ void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::u
   }
   for (std::size_t i = preorder.size(); i-- > 1;) {
     const std::uint32_t v = preorder[i], up = idom_[v];
-    retained_bytes_.add(up, retained_bytes_[v]);
+    bytes.add(up, bytes[v]);
     blocks[up] += blocks[v];
   }
   retained_blocks_ = U32Array(std::move(blocks));
@@ -479,17 +479,16 @@ Retention::Retention(std::uint32_t block_count, const Saved& saved)
     if (node.level == Level::kind)
       owner_kind_nodes_[static_cast<std::size_t>(node.owner_kind)] = root_node_id(i);
   }
-  idom_ = U32Array::viewing(saved.idom);
-  retained_bytes_ = ByteCounts::viewing(saved.bytes_low, saved.bytes_high);
-  retained_blocks_ = U32Array::viewing(saved.blocks);
+  idom_ = U32Array::viewing(saved.idom, saved.keep);
+  retained_bytes_ = ByteCounts::viewing(saved.bytes_low, saved.bytes_high, saved.keep);
+  retained_blocks_ = U32Array::viewing(saved.blocks, saved.keep);
   in_use_bytes_ = saved.in_use_bytes;
   in_use_blocks_ = saved.in_use_blocks;
-  saved_ = saved.keep;
 }
 
 Retention::Saved Retention::saved() const {
   return {root_nodes_, idom_.span(), retained_bytes_.low(), retained_blocks_.span(), retained_bytes_.high(),
-          in_use_bytes_, in_use_blocks_, saved_};
+          in_use_bytes_, in_use_blocks_, {}};
 }
 
 std::size_t Retention::memory_bytes() const {

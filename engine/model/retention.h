@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "base/viewed_array.h"
 #include "model/dominators.h"
 #include "model/reference_graph.h"
 #include "model/retention_edges.h"
@@ -86,38 +87,51 @@ struct RootNode {
 class ByteCounts {
  public:
   static constexpr std::uint64_t kLimit = std::uint64_t{1} << 40;
-  // `low`: an array whose memory to reuse (see Dominators::spare), or none.
-  void assign(std::size_t n, std::vector<std::uint32_t> low = {}) {
-    low_ = std::move(low);
-    low_.assign(n, 0);
-    high_.assign(n, 0);
-    low_view_ = low_;
-    high_view_ = high_;
+
+  // The counts of an assigned ByteCounts, read, set and added to in place: the sums that fill them run
+  // over every node, with no check per access of whose memory it is.
+  class Writer {
+   public:
+    std::uint64_t operator[](std::size_t i) const { return joined(low_[i], high_[i]); }
+    // Throws std::length_error at 1 TiB or more (no heap this tool reads holds that much).
+    void set(std::size_t i, std::uint64_t bytes) const {
+      if (bytes >= kLimit) throw std::length_error("a retained size of 1 TiB or more");
+      low_[i] = static_cast<std::uint32_t>(bytes);
+      high_[i] = static_cast<std::uint8_t>(bytes >> 32);
+    }
+    void add(std::size_t i, std::uint64_t bytes) const { set(i, (*this)[i] + bytes); }
+
+   private:
+    friend class ByteCounts;
+    Writer(std::uint32_t* low, std::uint8_t* high) : low_(low), high_(high) {}
+    std::uint32_t* low_;
+    std::uint8_t* high_;
+  };
+
+  // `n` counts of 0, in arrays of its own (`low`: an array whose memory to reuse, see Dominators::spare).
+  Writer assign(std::size_t n, std::vector<std::uint32_t> low = {}) {
+    low.assign(n, 0);
+    low_ = ViewedArray<std::uint32_t>(std::move(low));
+    high_ = ViewedArray<std::uint8_t>(std::vector<std::uint8_t>(n, 0));
+    return Writer(low_.writable(), high_.writable());
   }
-  std::uint64_t operator[](std::size_t i) const { return std::uint64_t{high_view_[i]} << 32 | low_view_[i]; }
-  // Throws std::length_error at 1 TiB or more (no heap this tool reads holds that much).
-  void set(std::size_t i, std::uint64_t bytes) {
-    if (bytes >= kLimit) throw std::length_error("a retained size of 1 TiB or more");
-    low_[i] = static_cast<std::uint32_t>(bytes);
-    high_[i] = static_cast<std::uint8_t>(bytes >> 32);
-  }
-  void add(std::size_t i, std::uint64_t bytes) { set(i, (*this)[i] + bytes); }
-  std::size_t memory_bytes() const { return low_.capacity() * 4 + high_.capacity(); }
-  std::span<const std::uint32_t> low() const { return low_view_; }
-  std::span<const std::uint8_t> high() const { return high_view_; }
-  // Over arrays kept elsewhere (an index file's mapping), read only.
-  static ByteCounts viewing(std::span<const std::uint32_t> low, std::span<const std::uint8_t> high) {
+  std::uint64_t operator[](std::size_t i) const { return joined(low_[i], high_[i]); }
+  std::size_t memory_bytes() const { return low_.owned_bytes() + high_.owned_bytes(); }
+  std::span<const std::uint32_t> low() const { return low_.span(); }
+  std::span<const std::uint8_t> high() const { return high_.span(); }
+  // Over arrays `keep` holds (an index file's mapping).
+  static ByteCounts viewing(std::span<const std::uint32_t> low, std::span<const std::uint8_t> high,
+                            const std::shared_ptr<const void>& keep) {
     ByteCounts c;
-    c.low_view_ = low;
-    c.high_view_ = high;
+    c.low_ = ViewedArray<std::uint32_t>::viewing(low, keep);
+    c.high_ = ViewedArray<std::uint8_t>::viewing(high, keep);
     return c;
   }
 
  private:
-  std::vector<std::uint32_t> low_;
-  std::vector<std::uint8_t> high_;
-  std::span<const std::uint32_t> low_view_;  // low_ and high_, or what viewing() was given
-  std::span<const std::uint8_t> high_view_;
+  static std::uint64_t joined(std::uint32_t low, std::uint8_t high) { return std::uint64_t{high} << 32 | low; }
+  ViewedArray<std::uint32_t> low_;
+  ViewedArray<std::uint8_t> high_;
 };
 
 class Retention {
@@ -134,7 +148,7 @@ class Retention {
     std::span<const std::uint32_t> idom, bytes_low, blocks;
     std::span<const std::uint8_t> bytes_high;
     std::uint64_t in_use_bytes = 0, in_use_blocks = 0;
-    std::shared_ptr<const void> keep;  // the memory the arrays are in, held for the Retention's lifetime
+    std::shared_ptr<const void> keep;  // the memory the arrays are in, held by the arrays viewing it
   };
   // A Retention again from what was saved of one over `block_count` blocks, viewing its arrays. Throws
   // std::invalid_argument when the arrays do not fit the blocks and the nodes, or a dominator or parent is
@@ -187,7 +201,6 @@ class Retention {
   ByteCounts retained_bytes_;
   U32Array retained_blocks_;
   std::uint64_t in_use_bytes_ = 0, in_use_blocks_ = 0;
-  std::shared_ptr<const void> saved_;  // the memory a Retention made from Saved views
 };
 
 }  // namespace heapscope

@@ -1,9 +1,10 @@
 // U32Array: an array of 32-bit ids or offsets that is either owned (built by this process, in a vector or
-// a grown U32Buffer) or a view of memory someone else keeps alive (model/viewed_array.h).
+// a grown U32Buffer) or a view of memory someone else keeps alive (base/viewed_array.h).
 #pragma once
 
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <span>
 #include <utility>
@@ -67,10 +68,10 @@ class U32Array : public ViewedArray<std::uint32_t> {
   U32Array() = default;
   explicit U32Array(std::vector<std::uint32_t> owned) : ViewedArray(std::move(owned)) {}
   explicit U32Array(U32Buffer grown) : grown_(std::move(grown)) { view({grown_.data(), grown_.size()}); }
-  // The caller keeps `view`'s memory alive for the array's lifetime.
-  static U32Array viewing(std::span<const std::uint32_t> v) {
+  // `v`'s memory is kept alive by `keep` (held for the array's lifetime) or, without it, by the caller.
+  static U32Array viewing(std::span<const std::uint32_t> v, std::shared_ptr<const void> keep = {}) {
     U32Array a;
-    a.view(v);
+    a.view(v, std::move(keep));
     return a;
   }
   // Moving the buffer keeps its memory (a pointer changes hands), so the view stays valid.
