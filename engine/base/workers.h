@@ -41,23 +41,31 @@ void run_workers(unsigned n, Fn&& fn) {
   errors.rethrow();
 }
 
-// What `find(i, out)` appends to `out` for each i in [0, items), found on all cores (each worker a slice of
-// at least `per_worker` items) and returned in the order one pass would give: the few items of a pass
-// over every block that something is done with afterwards, in order.
-template <class T, class Find>
-std::vector<T> collect_in_slices(std::size_t items, std::size_t per_worker, Find&& find) {
+// What `find(first, last, out)` appends to `out` for the slices [first, last) of [0, items), found on all
+// cores (each worker a slice of at least `per_worker` items) and returned in the order one pass would give:
+// the few items of a pass over every block that something is done with afterwards, in order.
+template <class T, class FindInSlice>
+std::vector<T> collect_from_slices(std::size_t items, std::size_t per_worker, FindInSlice&& find) {
   const unsigned n = worker_count(items, per_worker);
   std::vector<std::vector<T>> found(n);
   run_workers(n, [&](unsigned w) {
     const auto [first, last] = slice_of(items, n, w);
-    for (std::size_t i = first; i < last; ++i) {
-      if ((i & kCheckMask) == 0) progress_check();
-      find(i, found[w]);
-    }
+    find(first, last, found[w]);
   });
   std::vector<T> out = std::move(found[0]);
   for (unsigned w = 1; w < n; ++w) std::move(found[w].begin(), found[w].end(), std::back_inserter(out));
   return out;
+}
+
+// The same, one item at a time: what `find(i, out)` appends for each i, with a check for Ctrl-C now and then.
+template <class T, class Find>
+std::vector<T> collect_in_slices(std::size_t items, std::size_t per_worker, Find&& find) {
+  return collect_from_slices<T>(items, per_worker, [&](std::size_t first, std::size_t last, std::vector<T>& out) {
+    for (std::size_t i = first; i < last; ++i) {
+      if ((i & kCheckMask) == 0) progress_check();
+      find(i, out);
+    }
+  });
 }
 
 }  // namespace heapscope

@@ -54,7 +54,7 @@ bool names_from_saved(const std::string& text, std::span<const std::byte> ids, c
       *why = "damaged names";
       return false;
     }
-  if (block_ids.most() >= saved.size()) {
+  if (!block_ids.all_below(static_cast<std::uint32_t>(saved.size()))) {
     *why = "a block's type is not in the names";
     return false;
   }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "base/bounded_scan.h"
 #include "base/cache_directory.h"
 #include "base/phase_timer.h"
 #include "base/progress.h"
@@ -121,8 +122,7 @@ bool read_verdicts(const IndexFile& file, std::size_t blocks, const std::shared_
   if (v.size() != blocks || p.size() != blocks || (!h.empty() && h.size() != blocks)) return false;
   const auto* vb = reinterpret_cast<const std::uint8_t*>(v.data());
   const auto* pb = reinterpret_cast<const std::uint8_t*>(p.data());
-  if (std::any_of(vb, vb + blocks, [](std::uint8_t x) { return x > static_cast<std::uint8_t>(Verdict::cycle_leak); }))
-    return false;
+  if (!all_below(std::span(vb, blocks), static_cast<std::uint8_t>(Verdict::cycle_leak) + 1)) return false;
   out.verdict = ViewedArray<Verdict>::viewing({reinterpret_cast<const Verdict*>(vb), blocks}, keep);
   out.possibly = ViewedArray<std::uint8_t>::viewing({pb, blocks}, keep);
   out.held_by = ViewedArray<HeldBy>::viewing({reinterpret_cast<const HeldBy*>(h.data()), h.size()}, keep);

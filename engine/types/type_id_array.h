@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "base/bounded_scan.h"
 #include "base/viewed_array.h"
 
 namespace heapscope {
@@ -34,10 +35,9 @@ class TypeIdArray {
   std::size_t count_not(std::uint32_t id) const {
     return wide_ ? n_not(ids32_.span(), id) : n_not(ids16_.span(), id);
   }
-  // The largest id (0 when there are none).
-  std::uint32_t most() const {
-    if (size() == 0) return 0;
-    return wide_ ? *std::max_element(ids32_.begin(), ids32_.end()) : *std::max_element(ids16_.begin(), ids16_.end());
+  // Whether every id is below `bound` (the index cache checks every saved one).
+  bool all_below(std::uint32_t bound) const {
+    return wide_ ? heapscope::all_below(ids32_.span(), bound) : heapscope::all_below(ids16_.span(), bound);
   }
   bool wide() const { return wide_; }
   // The ids as they are held, 2 or 4 bytes each as wide() says (what the index cache saves), and an array
