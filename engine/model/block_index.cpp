@@ -1,7 +1,9 @@
 #include "model/block_index.h"
 
 #include <algorithm>
+#include <stdexcept>
 
+#include "base/bounded_scan.h"
 #include "base/workers.h"
 
 namespace heapscope {
@@ -22,12 +24,28 @@ std::uint64_t BlockIndex::built() { return indexes_built.load(); }
 
 BlockIndex::BlockIndex(const HeapModel& heap) : blocks_(&heap.blocks) {
   ++indexes_built;
+  std::vector<BlockId> table(find_spans(heap));
+  for (const Span& s : spans_)
+    if (s.paged) fill_page_table(s, table);
+  page_first_ = U32Array(std::move(table));
+}
+
+BlockIndex::BlockIndex(const HeapModel& heap, U32Array saved_page_table) : blocks_(&heap.blocks) {
+  ++indexes_built;
+  if (find_spans(heap) != saved_page_table.size())
+    throw std::invalid_argument("the block index's page table is another heap's");
+  page_first_ = std::move(saved_page_table);
+  check_page_table();
+}
+
+std::size_t BlockIndex::find_spans(const HeapModel& heap) {
   const auto& blocks = heap.blocks;
   // Spans: arena heap segments hold runs of blocks; mmapped blocks are spans of their own.
   std::vector<HeapSegment> segments;
   for (const ArenaInfo& a : heap.arenas) segments.insert(segments.end(), a.heaps.begin(), a.heaps.end());
   std::sort(segments.begin(), segments.end(), [](auto& x, auto& y) { return x.start < y.start; });
 
+  std::size_t pages = 0;
   BlockId i = 0;
   const auto n = static_cast<BlockId>(blocks.size());
   auto seg = segments.begin();
@@ -43,9 +61,9 @@ BlockIndex::BlockIndex(const HeapModel& heap) : blocks_(&heap.blocks) {
                                                     [&](const Block& b) { return b.chunk < seg_end; }) -
                                blocks.begin());
       s.last = i;
-      s.page_table = static_cast<std::uint32_t>(page_first_.size());
-      page_first_.resize(page_first_.size() + pages_of(s));
-      fill_page_table(s);
+      s.page_table = static_cast<std::uint32_t>(pages);
+      s.paged = true;
+      pages += pages_of(s);
     } else {
       s.start = blocks[i].chunk;
       s.end = blocks[i].chunk + blocks[i].chunk_size() + 8;
@@ -59,26 +77,49 @@ BlockIndex::BlockIndex(const HeapModel& heap) : blocks_(&heap.blocks) {
     high_ = 0;
     for (const Span& s : spans_) high_ = std::max(high_, s.end);
   }
+  return pages;
+}
+
+BlockId BlockIndex::cover_of(const Span& s, Address at) const {
+  const auto& blocks = *blocks_;
+  const auto after = std::partition_point(blocks.begin() + s.first, blocks.begin() + s.last,
+                                          [&](const Block& b) { return b.chunk <= at; });
+  return after == blocks.begin() + s.first ? s.first : static_cast<BlockId>(after - blocks.begin() - 1);
 }
 
 // Each page of the span gets the block covering its start, on all cores for a large span (a heap of
 // millions of blocks): each worker's first page is found by binary search, the rest by stepping forward.
-void BlockIndex::fill_page_table(const Span& s) {
+void BlockIndex::fill_page_table(const Span& s, std::vector<BlockId>& table) const {
   const auto& blocks = *blocks_;
   const std::size_t pages = pages_of(s);
   const unsigned n = worker_count(pages, std::size_t{1} << 16);
   run_workers(n, [&](unsigned w) {
     const auto [first_page, last_page] = slice_of(pages, n, w);
-    const Address first_start = s.start + (first_page << kPageShift);
-    const auto after = std::partition_point(blocks.begin() + s.first, blocks.begin() + s.last,
-                                            [&](const Block& b) { return b.chunk <= first_start; });
-    BlockId cover = after == blocks.begin() + s.first ? s.first : static_cast<BlockId>(after - blocks.begin() - 1);
+    BlockId cover = cover_of(s, s.start + (first_page << kPageShift));
     for (std::size_t p = first_page; p < last_page; ++p) {
       const Address page_start = s.start + (p << kPageShift);
       while (cover + 1 < s.last && blocks[cover + 1].chunk <= page_start) ++cover;
-      page_first_[s.page_table + p] = cover;
+      table[s.page_table + p] = cover;
     }
   });
+}
+
+// A saved table's every entry stays inside its span (what a damaged one could do otherwise is lead a
+// lookup past the blocks), and a sample of about a thousand pages, evenly spread, holds what
+// fill_page_table gives: the file's checksum already says it is the one written; this, that it was
+// written for these blocks.
+void BlockIndex::check_page_table() const {
+  constexpr std::size_t kCheckedPages = 1000;
+  const std::span<const std::uint32_t> table = page_first_.span();
+  const std::size_t step = std::max<std::size_t>(1, table.size() / kCheckedPages);
+  for (const Span& s : spans_) {
+    if (!s.paged) continue;
+    const std::span<const std::uint32_t> own = table.subspan(s.page_table, pages_of(s));
+    if (!all_below(own, s.last)) throw std::invalid_argument("the block index's page table leads past its blocks");
+    for (std::size_t q = (s.page_table + step - 1) / step * step; q < s.page_table + own.size(); q += step)
+      if (table[q] != cover_of(s, s.start + ((q - s.page_table) << kPageShift)))
+        throw std::invalid_argument("the block index's page table is not these blocks'");
+  }
 }
 
 const BlockIndex::Span* BlockIndex::span_for(Address addr) const {
@@ -102,7 +143,7 @@ BlockId BlockIndex::find_in(const Span& s, Address addr) const {
 }
 
 std::size_t BlockIndex::memory_bytes() const {
-  return spans_.capacity() * sizeof(Span) + page_first_.capacity() * sizeof(BlockId);
+  return spans_.capacity() * sizeof(Span) + page_first_.owned_bytes();
 }
 
 }  // namespace heapscope

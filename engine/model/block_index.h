@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "heap/heap_model.h"
+#include "model/u32_array.h"
 
 namespace heapscope {
 
@@ -18,6 +19,11 @@ inline constexpr BlockId kNoBlock = 0xffffffff;
 class BlockIndex {
  public:
   explicit BlockIndex(const HeapModel& heap);
+  // The same index with its page table as page_table() gave it (an index file's, viewed in place): a new
+  // process spares the pass over every block that fills it. Throws std::invalid_argument when the table
+  // is not one of this heap's spans or leads past them, or a sample of its pages is not what the blocks
+  // give.
+  BlockIndex(const HeapModel& heap, U32Array saved_page_table);
   // How many indexes this process has built: a session builds one and shares it (tests check).
   static std::uint64_t built();
 
@@ -37,6 +43,7 @@ class BlockIndex {
   }
 
   const BlockArray& blocks() const { return *blocks_; }
+  std::span<const std::uint32_t> page_table() const { return page_first_.span(); }
   std::size_t memory_bytes() const;
 
  private:
@@ -44,17 +51,22 @@ class BlockIndex {
     Address start = 0, end = 0;
     BlockId first = 0, last = 0;      // blocks [first, last) lie in the span
     std::uint32_t page_table = 0;     // offset into page_first_ (unused for single-block spans)
+    bool paged = false;               // a heap segment's, with a page table (else one mmapped block's)
   };
   static constexpr unsigned kPageShift = 8;  // 256-byte granules: a few blocks each, so the forward step is short
 
   static std::size_t pages_of(const Span& s) { return ((s.end - s.start) >> kPageShift) + 1; }  // its page table's entries
-  void fill_page_table(const Span& s);
+  // Finds the spans, and where each heap segment's page table starts: returns the table's size.
+  std::size_t find_spans(const HeapModel& heap);
+  void fill_page_table(const Span& s, std::vector<BlockId>& table) const;
+  BlockId cover_of(const Span& s, Address at) const;  // the last block of the span starting at or before `at`
+  void check_page_table() const;
   const Span* span_for(Address addr) const;
   BlockId find_in(const Span& s, Address addr) const;
 
   const BlockArray* blocks_;
   std::vector<Span> spans_;
-  std::vector<BlockId> page_first_;  // per page of each multi-block span: the block covering its start
+  U32Array page_first_;  // per page of each heap segment's span: the block covering its start
   Address low_ = 0, high_ = 0;
 };
 

@@ -195,6 +195,7 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
   const auto [block_pages, count] = mapped->take_blocks();
   if (count != blocks) return fail("cannot map its blocks");
   products->heap->blocks = BlockArray::adopt_mapping(block_pages, count);
+  products->block_pages = U32Array::viewing(f.words(IndexSection::block_pages), mapped);
   if (!read_verdicts(f, blocks, mapped, products->verdicts)) return fail("damaged verdicts");
   ReferenceGraph::SavedArrays& g = products->graph;
   g.forward = block_edges_of(f, kForward, blocks);
@@ -252,6 +253,7 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
   sections.push_back(pieces(IndexSection::key, {text_bytes(key)}));
   sections.push_back(pieces(IndexSection::heap_meta, {text_bytes(meta)}));
   sections.push_back(pieces(IndexSection::blocks, {bytes_of(blocks)}));
+  sections.push_back(pieces(IndexSection::block_pages, {bytes_of(graph.index().page_table())}));
   add_block_edges(sections, kForward, forward_offsets.arrays(), forward_edges);
   sections.push_back(pieces(IndexSection::root_offsets, {bytes_of(roots.offsets)}));
   sections.push_back(pieces(IndexSection::root_edges, {bytes_of(roots.edges)}));

@@ -39,6 +39,7 @@ namespace heapscope {
 // image. The graph's arrays view the file's mapping (graph.keep).
 struct CachedProducts {
   std::unique_ptr<HeapModel> heap;
+  U32Array block_pages;  // the block index's page table; empty when not saved
   ReferenceGraph::SavedArrays graph;
   LeakVerdicts verdicts;
   std::optional<Retention::Saved> retention;  // its arrays view the file's mapping too; absent when not saved

@@ -138,7 +138,23 @@ const RootSet& Session::roots() {
 }
 
 const BlockIndex& Session::block_index() {
-  return product(block_index_, "block index", [&] { return std::make_unique<BlockIndex>(heap()); });
+  // The cache's lock first, as graph() takes it before this product's: the saved page table is taken under it.
+  std::lock_guard lock(cache_mutex_);
+  const HeapModel& h = heap();  // whether a saved index holds the page table is known once the heap is
+  const bool saved = cached_ && !cached_->block_pages.empty();
+  return product(block_index_, saved ? "cache: block index" : "block index", [&] {
+    if (saved) {
+      try {
+        return std::make_unique<BlockIndex>(h, std::move(cached_->block_pages));
+      } catch (const std::invalid_argument& e) {
+        add_warnings({options_.index_cache->rejection(cache_key_, e.what())});
+        saved_pages_refused_ = true;  // the index is written again, with the table made now
+        PhaseTimer timer("block index");
+        return std::make_unique<BlockIndex>(h);
+      }
+    }
+    return std::make_unique<BlockIndex>(h);
+  });
 }
 
 const std::optional<ObjectHeaders>& Session::object_headers() {
@@ -218,11 +234,12 @@ const LeakVerdicts& Session::verdicts() {
 
 bool Session::index_cache_outdated() const {
   std::lock_guard lock(cache_mutex_);
-  // Computed here, or its saved dominator tree, names or object headers refused (the rest of the index was
-  // good).
+  // Computed here, or its saved block index, dominator tree, names or object headers refused (the rest of
+  // the index was good).
   return options_.index_cache && !cache_key_.empty() &&
          ((graph_.value && !graph_from_cache_) ||
-          (graph_from_cache_ && (saved_retention_refused_ || saved_names_refused_ || saved_objects_refused_)));
+          (graph_from_cache_ &&
+          (saved_pages_refused_ || saved_retention_refused_ || saved_names_refused_ || saved_objects_refused_)));
 }
 
 void Session::save_index_cache() {

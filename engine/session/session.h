@@ -289,6 +289,7 @@ class Session {
   std::string cache_key_;                  // this core's key in the index cache; empty: no cache
   std::unique_ptr<CachedProducts> cached_;  // a saved index whose heap was taken, graph not yet checked
   bool graph_from_cache_ = false;
+  bool saved_pages_refused_ = false;
   bool saved_retention_refused_ = false;
   bool saved_names_refused_ = false;
   bool saved_objects_refused_ = false;

@@ -38,6 +38,7 @@ def without_warning_headings(lines):
 HEADER = struct.Struct("<8sIIQQ")
 SECTION = struct.Struct("<IIQQ")
 BLOCKS_SECTION, ROOT_EDGES_SECTION, DOMINATORS_SECTION, NAMES_IDS_SECTION, OBJECT_STARTS_SECTION = 3, 7, 16, 21, 23
+BLOCK_PAGES_SECTION = 29
 BLOCK = struct.Struct("<QIBBH")  # chunk, size_units, state, layout, arena
 MMAPPED = 1
 M64 = (1 << 64) - 1
@@ -111,6 +112,12 @@ def unknown_type_ids(ids):
 def no_links_before_objects(starts):
     """Every object's start without its list links: headers that no longer agree with the core."""
     starts[:] = bytes(b & 0x7F for b in starts)
+
+
+def pages_past_the_blocks(table):
+    """Every page of the block index's table on a block past the heap's last: what a damaged file could
+    make a lookup read."""
+    table[:] = b"\xff" * len(table)
 
 
 def no_dominators(idom):
@@ -242,6 +249,11 @@ class IndexCacheTest(unittest.TestCase):
     def test_damaged_names_are_not_believed(self):
         self.assert_part_refused_alone(NAMES_IDS_SECTION, unknown_type_ids, ("describe", self.core, self.reachable_address),
                                        "dwarf types", "a block's type is not in the names", "cache: names")
+
+    def test_a_damaged_block_index_is_not_believed(self):
+        self.assert_part_refused_alone(BLOCK_PAGES_SECTION, pages_past_the_blocks,
+                                       ("retainers", self.core, self.reachable_address, "--paths", "3"),
+                                       "block index", "leads past its blocks", "cache: block index")
 
     def test_no_cache_neither_reads_nor_writes(self):
         result = run_heapscope("leaks", self.core, "--no-cache",

@@ -40,6 +40,42 @@ TEST_CASE("block index: user bytes, the next header's prev_size word, and nothin
   CHECK(index.find(0) == kNoBlock);
 }
 
+TEST_CASE("block index: a saved page table finds what a built one does, and a damaged one is refused") {
+  // 2048 blocks over the 64 KiB segment, one in three free, and a mmapped block after it.
+  std::vector<BlockState> states;
+  for (int i = 0; i < 2048; ++i) states.push_back(i % 3 == 1 ? BlockState::free : BlockState::in_use);
+  Fixture f(2048, states);
+  Block mmapped;
+  mmapped.chunk = Fixture::kHeap + 0x20000;
+  mmapped.size_units = 0x1000 / 16;
+  mmapped.state = BlockState::mmapped;
+  f.heap.blocks.push_back(mmapped);
+  const BlockIndex built(f.heap);
+  const std::vector<std::uint32_t> table(built.page_table().begin(), built.page_table().end());
+  REQUIRE(table.size() == (0x10000 + 8) / 256 + 1);
+  const BlockIndex saved(f.heap, U32Array::viewing(table));
+  CHECK(saved.page_table().data() == table.data());  // viewed, not copied
+  bool same = true;
+  for (Address a = Fixture::kHeap - 64; a < Fixture::kHeap + 0x21000; a += 8) same = same && saved.find(a) == built.find(a);
+  CHECK(same);
+  CHECK(saved.find(mmapped.address()) == 2048);
+
+  auto damaged = [&](std::size_t at, std::uint32_t value) {
+    std::vector<std::uint32_t> t = table;
+    t[at] = value;
+    return t;
+  };
+  // Past the span's blocks: refused wherever it is, sampled or not.
+  const std::vector<std::uint32_t> past = damaged(7, 2048);
+  CHECK_THROWS_AS(BlockIndex(f.heap, U32Array::viewing(past)), std::invalid_argument);
+  // Another block of the span, at a sampled page.
+  const std::vector<std::uint32_t> wrong = damaged(0, 5);
+  CHECK_THROWS_AS(BlockIndex(f.heap, U32Array::viewing(wrong)), std::invalid_argument);
+  // Another heap's size.
+  const std::vector<std::uint32_t> shorter(table.begin(), table.end() - 1);
+  CHECK_THROWS_AS(BlockIndex(f.heap, U32Array::viewing(shorter)), std::invalid_argument);
+}
+
 TEST_CASE("verdicts: a lost list is one direct leak and the rest indirect") {
   Fixture f(6);
   f.anchor(0);  // 0 → 1 reachable
