@@ -49,18 +49,36 @@ inline bool all_below(std::span<const std::uint16_t> items, std::uint64_t bound)
   return _mm_movemask_epi8(_mm_cmpeq_epi8(over, _mm_setzero_si128())) == 0xffff && tail_below(items, i, bound);
 }
 
-inline bool all_below(std::span<const std::uint32_t> items, std::uint64_t bound) {
+// Of 32-bit items, their bits in `mask` (a graph edge's target without its interior bit).
+inline bool all_below(std::span<const std::uint32_t> items, std::uint64_t bound, std::uint32_t mask = ~0u) {
   using namespace bounded_scan_detail;
-  if (bound > 0xffffffffull) return true;
+  if (bound > mask) return true;
   if (bound == 0) return items.empty();
   // Unsigned order as signed order, with each sign bit flipped: SSE2 compares signed 32-bit items only.
   const __m128i flip = _mm_set1_epi32(static_cast<int>(0x80000000u));
   const __m128i most = _mm_xor_si128(_mm_set1_epi32(static_cast<int>(bound - 1)), flip);
+  const __m128i bits = _mm_set1_epi32(static_cast<int>(mask));
   __m128i over = _mm_setzero_si128();
   std::size_t i = 0;
   for (; i + 4 <= items.size(); i += 4)
-    over = _mm_or_si128(over, _mm_cmpgt_epi32(_mm_xor_si128(load(&items[i]), flip), most));
-  return _mm_movemask_epi8(over) == 0 && tail_below(items, i, bound);
+    over = _mm_or_si128(over, _mm_cmpgt_epi32(_mm_xor_si128(_mm_and_si128(load(&items[i]), bits), flip), most));
+  if (_mm_movemask_epi8(over) != 0) return false;
+  for (; i < items.size(); ++i)
+    if ((items[i] & mask) >= bound) return false;
+  return true;
+}
+
+// Whether each item is at most the next.
+inline bool ascending(std::span<const std::uint8_t> items) {
+  using namespace bounded_scan_detail;
+  std::size_t i = 0;
+  for (; i + 17 <= items.size(); i += 16) {
+    const __m128i here = load(&items[i]), next = load(&items[i + 1]);
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(here, next), next)) != 0xffff) return false;
+  }
+  for (; i + 1 < items.size(); ++i)
+    if (items[i] > items[i + 1]) return false;
+  return true;
 }
 
 // Calls visit(i) for each i in [first, last) whose item is above `floor`, in order, 16 items at a time (most

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/bounded_scan.h"
+
 namespace heapscope {
 
 CompactOffsets::CompactOffsets(std::span<const std::uint32_t> offsets) {
@@ -74,7 +76,7 @@ std::optional<CompactOffsets> CompactOffsets::viewing(const Arrays& arrays, std:
       end = offsets[in_line];
       continue;
     }
-    if (arrays.first[line] != end || !std::is_sorted(ends, ends + in_line)) return std::nullopt;
+    if (arrays.first[line] != end || !ascending({ends, in_line})) return std::nullopt;
     const std::uint64_t line_end = std::uint64_t{arrays.first[line]} + ends[in_line - 1];
     if (line_end > entries) return std::nullopt;
     end = static_cast<std::uint32_t>(line_end);

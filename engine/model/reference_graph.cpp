@@ -6,6 +6,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "base/bounded_scan.h"
 #include "base/progress.h"
 #include "base/workers.h"
 
@@ -104,7 +105,7 @@ std::optional<CompactOffsets> offsets_fitting(const ReferenceGraph::BlockEdges& 
 
 // Whether every edge (a block id, maybe with the interior bit) is one of `blocks` blocks.
 bool edges_lead_to_blocks(std::span<const std::uint32_t> edges, std::size_t blocks) {
-  return std::all_of(edges.begin(), edges.end(), [&](std::uint32_t e) { return edge_target(e) < blocks; });
+  return all_below(edges, blocks, ~kInteriorBit);
 }
 
 // Whether `referrers` pair every root edge of `roots` with its root range, blocks sorted and in range.

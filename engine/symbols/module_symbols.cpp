@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <numeric>
 #include <unordered_map>
 
 #include "symbols/debuginfod_fetch.h"
@@ -91,16 +92,22 @@ bool more_presentable(const Symbol& a, const Symbol& b) {
 }
 
 // The same symbol usually appears in .dynsym, .symtab and the debug file's .symtab: keep one copy, and
-// call it global if any copy says so.
+// call it global if any copy says so. Sorted through a permutation, so that no string moves while the
+// thousands of symbols of libc's debug file are sorted (two sorts of the symbols themselves were most of
+// the time a command spent loading libc's); aliases at one address then put the most presentable first.
 void sort_and_deduplicate(std::vector<Symbol>& symbols) {
-  std::sort(symbols.begin(), symbols.end(), [](const Symbol& a, const Symbol& b) {
+  std::vector<std::uint32_t> order(symbols.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+    const Symbol &a = symbols[x], &b = symbols[y];
     if (a.value != b.value) return a.value < b.value;
-    if (a.name != b.name) return a.name < b.name;
+    if (const int c = a.name.compare(b.name)) return c < 0;
     return a.kind < b.kind;
   });
   std::vector<Symbol> unique;
   unique.reserve(symbols.size());
-  for (Symbol& s : symbols) {
+  for (const std::uint32_t i : order) {
+    Symbol& s = symbols[i];
     if (!unique.empty() && unique.back().value == s.value && unique.back().name == s.name &&
         unique.back().kind == s.kind) {
       unique.back().local = unique.back().local && s.local;
@@ -109,10 +116,15 @@ void sort_and_deduplicate(std::vector<Symbol>& symbols) {
     }
     unique.push_back(std::move(s));
   }
-  std::stable_sort(unique.begin(), unique.end(), [](const Symbol& a, const Symbol& b) {
-    if (a.value != b.value) return a.value < b.value;
-    return more_presentable(a, b);
-  });
+  for (auto run = unique.begin(); run != unique.end();) {
+    const auto end = std::find_if(run, unique.end(), [&](const Symbol& s) { return s.value != run->value; });
+    if (end - run > 1)
+      std::sort(run, end, [](const Symbol& a, const Symbol& b) {
+        if (more_presentable(a, b) || more_presentable(b, a)) return more_presentable(a, b);
+        return a.kind < b.kind;  // one name of two kinds: as the first sort had them
+      });
+    run = end;
+  }
   symbols = std::move(unique);
 }
 
@@ -482,6 +494,7 @@ void ModuleSymbols::Impl::index_symbols() {
     furthest = std::max(furthest, s.value + std::max<std::uint64_t>(s.size, 1));
     reach.push_back(furthest);
   }
+  by_name.reserve(symbols.size());
   for (const Symbol& s : symbols) {
     auto [it, inserted] = by_name.try_emplace(s.name, &s);
     if (!inserted && it->second->local && !s.local) it->second = &s;

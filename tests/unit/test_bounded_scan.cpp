@@ -53,6 +53,29 @@ TEST_CASE("bounded scans agree with plain loops, in the vectors and in the tail"
   CHECK_FALSE(all_below(std::span<const std::uint16_t>(high16), 0x7fff));
 }
 
+TEST_CASE("bounded scans of masked items and ascending bytes agree with plain loops", "[base]") {
+  std::mt19937_64 random(3);
+  for (std::size_t n : {0, 1, 3, 4, 5, 9, 16, 17, 33, 64}) {
+    std::vector<std::uint32_t> edges(n);
+    for (std::uint32_t& e : edges) e = static_cast<std::uint32_t>(random() % 100) | (random() % 2 ? 0x80000000u : 0);
+    for (std::uint64_t bound : {0, 1, 50, 99, 100, 101}) {
+      const bool plain = std::all_of(edges.begin(), edges.end(), [&](std::uint32_t e) { return (e & 0x7fffffffu) < bound; });
+      CHECK(all_below(std::span<const std::uint32_t>(edges), bound, 0x7fffffffu) == plain);
+    }
+    std::vector<std::uint8_t> ends(n);
+    for (std::uint8_t& e : ends) e = static_cast<std::uint8_t>(random() % 200);
+    std::sort(ends.begin(), ends.end());
+    CHECK(ascending(ends));
+    for (std::size_t at = 0; at + 1 < n; ++at) {  // one step down anywhere, in the vectors or the tail
+      std::vector<std::uint8_t> down = ends;
+      if (down[at] == down[at + 1]) continue;
+      std::swap(down[at], down[at + 1]);
+      INFO("n " << n << " at " << at);
+      CHECK_FALSE(ascending(down));
+    }
+  }
+}
+
 TEST_CASE("each_above visits, in order, the items above the floor in a slice", "[base]") {
   std::mt19937_64 random(11);
   std::vector<std::uint8_t> items(1000);
