@@ -532,6 +532,19 @@ std::unique_ptr<ModuleSymbols> ModuleSymbols::load(const std::string& path,
   return std::unique_ptr<ModuleSymbols>(new ModuleSymbols(std::move(impl)));
 }
 
+bool ModuleSymbols::exports(const std::string& path, std::string_view name) {
+  const std::unique_ptr<ElfFile> file = ElfFile::open(path, nullptr);
+  if (!file) return false;
+  for (Elf_Scn* scn = elf_nextscn(file->elf(), nullptr); scn; scn = elf_nextscn(file->elf(), scn)) {
+    GElf_Shdr header;
+    if (!gelf_getshdr(scn, &header) || header.sh_type != SHT_DYNSYM) continue;
+    std::vector<Symbol> dynamic;
+    read_symbol_section(*file, scn, dynamic);
+    return std::any_of(dynamic.begin(), dynamic.end(), [&](const Symbol& s) { return s.name == name && !s.local; });
+  }
+  return false;
+}
+
 ModuleSymbols::ModuleSymbols(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ModuleSymbols::~ModuleSymbols() = default;
 

@@ -67,6 +67,9 @@ class ModuleSymbols {
   // (with a reason in *error) when `path` cannot be read as an ELF file.
   static std::unique_ptr<ModuleSymbols> load(const std::string& path, const SymbolSearchOptions& options,
                                              std::string* error);
+  // Whether `path`'s dynamic symbol table defines `name`, read alone (no debug file, no index): what a
+  // question about every module asks before loading any module's whole table (false when unreadable).
+  static bool exports(const std::string& path, std::string_view name);
   ~ModuleSymbols();
 
   const std::string& path() const;

@@ -34,6 +34,10 @@ const Module* SymbolIndex::find_module(std::string_view basename_prefix) const {
   return nullptr;
 }
 
+bool SymbolIndex::exports(const Module& module, std::string_view name) const {
+  return !module.file_on_disk.empty() && ModuleSymbols::exports(module.file_on_disk, name);
+}
+
 std::optional<Address> SymbolIndex::address_of(const Module& module, std::string_view name) const {
   const ModuleSymbols* symbols = symbols_for(module);
   const Symbol* symbol = symbols ? symbols->find(name) : nullptr;

@@ -32,6 +32,9 @@ class SymbolIndex {
   const ModuleSymbols* symbols_for(const Module& module) const;
   // First module whose file name (basename) starts with `prefix`, e.g. "libc.so" or "libc-".
   const Module* find_module(std::string_view basename_prefix) const;
+  // Whether the module's file exports `name` in its dynamic symbol table, read without loading the
+  // module's symbols (ModuleSymbols::exports).
+  bool exports(const Module& module, std::string_view name) const;
   // Runtime address of a named symbol in a module.
   std::optional<Address> address_of(const Module& module, std::string_view name) const;
   ResolvedSymbol resolve(Address addr) const;

@@ -240,6 +240,15 @@ TEST_CASE("without debug files libc offers only its dynamic symbols", "[symbols]
   CHECK(symbols->find("malloc")->kind == SymbolKind::function);
 }
 
+TEST_CASE("exports() reads the dynamic symbol table alone: what libc exports, not what its debug file has",
+          "[symbols][libc]") {
+  CHECK(ModuleSymbols::exports(libc_path(), "malloc"));
+  CHECK(ModuleSymbols::exports(libc_path(), "pthread_create"));
+  CHECK_FALSE(ModuleSymbols::exports(libc_path(), "main_arena"));  // in the debug file's .symtab only
+  CHECK_FALSE(ModuleSymbols::exports(libc_path(), "GC_malloc"));
+  CHECK_FALSE(ModuleSymbols::exports("/nonexistent/libgc.so", "GC_malloc"));
+}
+
 TEST_CASE("libc's relocations point at main_arena and the tcache TLS slot", "[symbols][libc]") {
   const auto symbols = load_or_fail(libc_path(), SymbolSearchOptions{});
   // libc.so.6 on this system packs its relative relocations; make sure that path is what is tested.

@@ -81,9 +81,15 @@ void find_thread_free_lists(const Image& image, const Module& module, const Modu
 
 }  // namespace
 
+// Only the executable (which may link the collector in statically, and then need export nothing) and a
+// module that exports GC_malloc, its entry point (libgc.so, or a library that links it in with default
+// visibility), can hold the collector: the other modules' whole symbol tables are not loaded for the
+// question (on swipl's heap, libstdc++'s and libm's were a fifth of a command about one block).
 const Module* find_collector(const Image& image, const SymbolIndex& symbols) {
-  for (const Module& m : image.modules())
+  for (const Module& m : image.modules()) {
+    if (!m.is_main_executable && !symbols.exports(m, "GC_malloc")) continue;
     if (symbols.address_of(m, "GC_arrays") && symbols.address_of(m, "GC_malloc")) return &m;
+  }
   return nullptr;
 }
 
