@@ -293,6 +293,17 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
 
 void IndexCache::evict(const std::string& keep) const {
   evict_cache_files(dir_, kIndexExtension, kMaxFiles, kMaxBytes, keep);
+  // The checked marks of the indexes gone (index_file.h), and those a writer left unfinished.
+  std::error_code ec;
+  const std::string mark_suffix = checked_mark_path(kIndexExtension);
+  for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec)) {
+    const std::string name = e.path().filename().string();
+    const std::size_t at = name.find(mark_suffix);
+    if (at == std::string::npos) continue;
+    if (!fs::exists(e.path().parent_path() / (name.substr(0, at) + kIndexExtension), ec) ||
+        name.size() != at + mark_suffix.size())
+      fs::remove(e.path(), ec);
+  }
 }
 
 // One block of each of 1,000 equal stretches of the heap's ids, in ascending order, at an offset in

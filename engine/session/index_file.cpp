@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -96,7 +97,8 @@ std::uint64_t section_size(const IndexSectionData& s) {
   return n;
 }
 
-void write_sections(int fd, const std::vector<IndexSectionData>& sections) {
+// Writes the file's sections and header; returns the header's checksum.
+std::uint64_t write_sections(int fd, const std::vector<IndexSectionData>& sections) {
   std::vector<SectionEntry> table;
   std::uint64_t offset = sizeof(FileHeader) + sections.size() * sizeof(SectionEntry);
   for (const IndexSectionData& s : sections) {
@@ -128,6 +130,59 @@ void write_sections(int fd, const std::vector<IndexSectionData>& sections) {
   header.checksum = body.checksum();
   if (::pwrite(fd, &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header))
     throw std::runtime_error("cannot write the index: " + errno_text());
+  return header.checksum;
+}
+
+// This boot's id: a page cache's content is what every reader sees until the machine restarts, and not
+// necessarily what the disk kept across a crash. Empty when unknown (then no file is taken as checked).
+const std::string& boot_id() {
+  static const std::string id = [] {
+    std::string text;
+    if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+      char line[64] = {};
+      if (std::fgets(line, sizeof line, f)) text = line;
+      std::fclose(f);
+    }
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    return text;
+  }();
+  return id;
+}
+
+// What a checked mark says of an index file: this boot, the file as it is now (any write to it changes
+// its change time, which no one can set back), and the checksum its header gives.
+std::string checked_record(const struct stat& st, std::uint64_t checksum) {
+  return "boot " + boot_id() + " device " + std::to_string(st.st_dev) + " inode " + std::to_string(st.st_ino) +
+         " size " + std::to_string(st.st_size) + " modified " + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec) + " changed " + std::to_string(st.st_ctim.tv_sec) + "." +
+         std::to_string(st.st_ctim.tv_nsec) + " checksum " + std::to_string(checksum) + "\n";
+}
+
+// Records, beside `path`, that the file its stat `st` describes holds the bytes checksum `checksum` was
+// computed over. Best effort: without the mark the next reader checks the checksum itself.
+void mark_checked(const std::string& path, const struct stat& st, std::uint64_t checksum) {
+  if (boot_id().empty()) return;
+  const std::string mark = checked_mark_path(path);
+  const std::string temporary = mark + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const std::string record = checked_record(st, checksum);
+  const bool written = write_all(fd, std::as_bytes(std::span(record.data(), record.size())));
+  if (::close(fd) != 0 || !written || ::rename(temporary.c_str(), mark.c_str()) != 0) ::unlink(temporary.c_str());
+}
+
+// Whether a checked mark beside `path` says the file its stat `st` describes holds what checksum
+// `checksum` was computed over.
+bool checked_before(const std::string& path, const struct stat& st, std::uint64_t checksum) {
+  if (boot_id().empty()) return false;
+  std::string mark;
+  if (std::FILE* f = std::fopen(checked_mark_path(path).c_str(), "r")) {
+    char buffer[512];
+    const std::size_t n = std::fread(buffer, 1, sizeof buffer, f);
+    mark.assign(buffer, n);
+    std::fclose(f);
+  }
+  return !mark.empty() && mark == checked_record(st, checksum);
 }
 
 }  // namespace
@@ -136,10 +191,14 @@ void write_index_file(const std::string& path, const std::vector<IndexSectionDat
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error("cannot create " + temporary + ": " + errno_text());
+  std::uint64_t checksum = 0;
+  struct stat written {};
   try {
-    write_sections(fd, sections);
-    // No fsync: a file cut short by a crash fails its size or checksum check at the next load, and is
-    // then written again; syncing hundreds of megabytes would cost more than the cache saves.
+    checksum = write_sections(fd, sections);
+    if (::fstat(fd, &written) != 0) written = {};
+    // No fsync: a file cut short by a crash fails its size or checksum check at the next load (its
+    // checked mark names the boot before), and is then written again; syncing hundreds of megabytes would
+    // cost more than the cache saves.
     if (::close(fd) != 0) {
       ::unlink(temporary.c_str());
       throw std::runtime_error("cannot write the index: " + errno_text());
@@ -154,7 +213,17 @@ void write_index_file(const std::string& path, const std::vector<IndexSectionDat
     ::unlink(temporary.c_str());
     throw std::runtime_error("cannot rename the index to " + path + ": " + reason);
   }
+  // The bytes in the page cache are the ones hashed: the next reader in this boot need not hash them
+  // again. Marked only when the renamed file is still the one written (its rename changed its change time,
+  // nothing else: a writer that got in between leaves it unmarked).
+  struct stat now {};
+  if (::stat(path.c_str(), &now) == 0 && now.st_dev == written.st_dev && now.st_ino == written.st_ino &&
+      now.st_size == written.st_size && now.st_mtim.tv_sec == written.st_mtim.tv_sec &&
+      now.st_mtim.tv_nsec == written.st_mtim.tv_nsec)
+    mark_checked(path, now, checksum);
 }
+
+std::string checked_mark_path(const std::string& index_path) { return index_path + ".checked"; }
 
 std::unique_ptr<IndexFile> IndexFile::open(const std::string& path, std::string* error) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -169,10 +238,14 @@ std::unique_ptr<IndexFile> IndexFile::open(const std::string& path, std::string*
     return nullptr;
   }
   const auto size = static_cast<std::size_t>(st.st_size);
-  // Populated read-only, so that the page cache's pages are mapped as they are (populating a writable
-  // private mapping would copy every page); the blocks' pages are made writable below, copied only if
-  // written.
-  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  FileHeader claimed{};
+  const bool checked = ::pread(fd, &claimed, sizeof claimed, 0) == static_cast<ssize_t>(sizeof claimed) &&
+                       checked_before(path, st, claimed.checksum);
+  // Populated read-only when the checksum is to be computed over every page, so that the page cache's
+  // pages are mapped as they are (populating a writable private mapping would copy every page); the
+  // blocks' pages are made writable below, copied only if written. A file checked before in this boot is
+  // not read whole: its pages are mapped as they are touched.
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | (checked ? 0 : MAP_POPULATE), fd, 0);
   ::close(fd);
   if (p == MAP_FAILED) {
     *error = "cannot map: " + errno_text();
@@ -224,11 +297,13 @@ std::unique_ptr<IndexFile> IndexFile::open(const std::string& path, std::string*
         return nullptr;
       }
   }
+  if (checked && header.checksum == claimed.checksum) return file;
   PhaseTimer timer("cache: checksum");
   if (IndexChecksum::of({file->map_ + sizeof(FileHeader), size - sizeof(FileHeader)}) != header.checksum) {
     *error = "checksum mismatch";
     return nullptr;
   }
+  mark_checked(path, st, header.checksum);
   return file;
 }
 

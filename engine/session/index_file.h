@@ -70,12 +70,21 @@ struct IndexSectionData {
 // throws (std::runtime_error with the reason, or Interrupted).
 void write_index_file(const std::string& path, const std::vector<IndexSectionData>& sections);
 
+// The checked mark beside an index file: written by its writer, and by a reader that computed the
+// checksum, it records that the file as it is now (device, inode, size, modification and change times:
+// any write changes the change time, which cannot be set back) holds the bytes its checksum was computed
+// over, in this boot (the page cache every reader sees until a restart). A reader that finds a mark
+// matching the file and its header's checksum does not hash the file again: a command about one block
+// then reads only the pages it needs. After a restart, a copy, any change, or with no mark, the checksum
+// is computed over every byte as before.
+std::string checked_mark_path(const std::string& index_path);
+
 // A loaded index: the file mapped privately; sections are views into it.
 class IndexFile {
  public:
   // Null with *error set ("not found" when there is no file) unless the file is whole: magic, format
   // version, its recorded size equal to the file's, every section inside it, and the checksum over its
-  // body.
+  // body (or a checked mark that says it was computed: checked_mark_path).
   static std::unique_ptr<IndexFile> open(const std::string& path, std::string* error);
   ~IndexFile();
   IndexFile(const IndexFile&) = delete;

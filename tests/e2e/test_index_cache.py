@@ -303,6 +303,49 @@ class IndexCacheTest(unittest.TestCase):
                 f.write(bytes(b ^ 0x5A for b in data))
         self.damage_then_check(flip_middle, "checksum mismatch")
 
+    def test_a_damaged_index_with_its_times_set_back_is_not_believed(self):
+        # Its writer marked it checked; the damage changes its change time, which no one can set back, so
+        # the mark no longer fits and the checksum is computed again.
+        def flip_and_set_back(path):
+            before = os.stat(path)
+            with open(path, "r+b") as f:
+                f.seek(before.st_size // 2)
+                data = bytearray(f.read(64))
+                f.seek(before.st_size // 2)
+                f.write(bytes(b ^ 0x5A for b in data))
+            os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        self.damage_then_check(flip_and_set_back, "checksum mismatch")
+
+    def test_a_checked_index_is_not_hashed_again(self):
+        # The writer marks the file it wrote as checked (this boot, the file as it is): a command after it
+        # reads the pages it needs, not the whole file. Without the mark the checksum is computed, and the
+        # mark written again.
+        self.run_cached("leaks", self.core)
+        [index] = self.index_files()
+        mark = index + ".checked"
+        self.assertTrue(os.path.exists(mark))
+        command = ("describe", self.core, self.reachable_address)
+        expected = self.without_cache(*command)
+        out, steps = self.run_cached(*command)
+        self.assert_loaded(steps)
+        self.assertNotIn("cache: checksum", steps)
+        self.assertEqual(out, expected)
+        os.remove(mark)
+        out, steps = self.run_cached(*command)
+        self.assert_loaded(steps)
+        self.assertIn("cache: checksum", steps)
+        self.assertEqual(out, expected)
+        self.assertTrue(os.path.exists(mark))
+        _, steps = self.run_cached(*command)
+        self.assertNotIn("cache: checksum", steps)
+        # A mark of another boot, or of the file before it changed, is not believed.
+        with open(mark) as f:
+            record = f.read()
+        with open(mark, "w") as f:
+            f.write(record.replace("boot ", "boot 0", 1))
+        _, steps = self.run_cached(*command)
+        self.assertIn("cache: checksum", steps)
+
     def test_a_cut_index_is_not_believed(self):
         self.damage_then_check(lambda path: os.truncate(path, os.path.getsize(path) // 3), "truncated")
 

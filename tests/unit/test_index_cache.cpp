@@ -208,11 +208,17 @@ TEST_CASE("index cache: the directory keeps the newest indexes only") {
     // Distinct write times, oldest first.
     fs::last_write_time(cache.path_for(keys.back()), fs::file_time_type::clock::now() - std::chrono::hours(100 - i));
   }
-  std::size_t kept = 0;
-  for (const auto& e : fs::directory_iterator(dir.path / "cache")) kept += e.path().extension() == ".hsindex";
+  std::size_t kept = 0, marks = 0;
+  for (const auto& e : fs::directory_iterator(dir.path / "cache")) {
+    kept += e.path().extension() == ".hsindex";
+    marks += e.path().extension() == ".checked";
+  }
   CHECK(kept == IndexCache::kMaxFiles);
+  CHECK(marks == IndexCache::kMaxFiles);  // the evicted indexes' checked marks went with them
   CHECK(fs::exists(cache.path_for(keys.back())));
+  CHECK(fs::exists(checked_mark_path(cache.path_for(keys.back()))));
   CHECK(!fs::exists(cache.path_for(keys.front())));
+  CHECK(!fs::exists(checked_mark_path(cache.path_for(keys.front()))));
 }
 
 TEST_CASE("index cache: an interrupted write leaves no file behind") {
