@@ -31,8 +31,9 @@ constexpr const char* kIndexExtension = ".hsindex";
 constexpr std::size_t kCheckedBlocks = 1000;
 // A block rescanned for the check is at most this large: a sample point on a larger one takes the next
 // block that is not, in its stretch of the heap. One CPython list of 20 M objects is 160 MB, and rescanning
-// it alone took a sixth of a one-block command on that heap; swipl's heap of tens of KiB blocks, a tenth.
-constexpr std::uint64_t kRescannedBytes = 4 << 10;
+// it alone took a sixth of a one-block command on that heap; on swipl's heap, whose blocks of 1–4 KiB are
+// many, a thousand of them took a fifth (12 ms). A block of a few words tells another core apart as well.
+constexpr std::uint64_t kRescannedBytes = 512;
 
 // The running heapscope's own build-id: a rebuilt heapscope may compute its products differently while
 // its version string stays the same.

@@ -538,9 +538,17 @@ bool ModuleSymbols::exports(const std::string& path, std::string_view name) {
   for (Elf_Scn* scn = elf_nextscn(file->elf(), nullptr); scn; scn = elf_nextscn(file->elf(), scn)) {
     GElf_Shdr header;
     if (!gelf_getshdr(scn, &header) || header.sh_type != SHT_DYNSYM) continue;
-    std::vector<Symbol> dynamic;
-    read_symbol_section(*file, scn, dynamic);
-    return std::any_of(dynamic.begin(), dynamic.end(), [&](const Symbol& s) { return s.name == name && !s.local; });
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    const std::size_t entry_size = gelf_fsize(file->elf(), ELF_T_SYM, 1, EV_CURRENT);
+    if (!data || !data->d_buf || entry_size == 0) return false;
+    for (std::size_t i = 1; i < data->d_size / entry_size; ++i) {  // each compared in place: nothing copied
+      GElf_Sym raw;
+      if (!gelf_getsym(data, static_cast<int>(i), &raw)) break;
+      if (raw.st_shndx == SHN_UNDEF || GELF_ST_BIND(raw.st_info) == STB_LOCAL) continue;
+      const char* defined = elf_strptr(file->elf(), header.sh_link, raw.st_name);
+      if (defined && name == defined) return true;
+    }
+    return false;
   }
   return false;
 }

@@ -34,8 +34,14 @@ const Module* SymbolIndex::find_module(std::string_view basename_prefix) const {
   return nullptr;
 }
 
+// Asked of every module by each look for a collector (the allocator's, the finalizers'): answered once.
 bool SymbolIndex::exports(const Module& module, std::string_view name) const {
-  return !module.file_on_disk.empty() && ModuleSymbols::exports(module.file_on_disk, name);
+  std::lock_guard lock(mutex_);
+  auto key = std::make_pair(&module, std::string(name));
+  if (auto it = exported_.find(key); it != exported_.end()) return it->second;
+  const bool answer = !module.file_on_disk.empty() && ModuleSymbols::exports(module.file_on_disk, name);
+  exported_.emplace(std::move(key), answer);
+  return answer;
 }
 
 std::optional<Address> SymbolIndex::address_of(const Module& module, std::string_view name) const {

@@ -51,6 +51,7 @@ class SymbolIndex {
   SymbolSearchOptions options_;
   mutable std::mutex mutex_;
   mutable std::map<const Module*, std::unique_ptr<ModuleSymbols>> loaded_;
+  mutable std::map<std::pair<const Module*, std::string>, bool, std::less<>> exported_;  // exports()' answers
   mutable std::vector<std::string> warnings_;
 };
 
