@@ -105,11 +105,10 @@ void BlockIndex::fill_page_table(const Span& s, std::vector<BlockId>& table) con
 }
 
 // A saved table's every entry stays inside its span (what a damaged one could do otherwise is lead a
-// lookup past the blocks), and a sample of about a thousand pages, evenly spread, holds what
-// fill_page_table gives: the file's checksum already says it is the one written; this, that it was
-// written for these blocks.
+// lookup past the blocks), and a sample of 256 pages, evenly spread, holds what fill_page_table gives: the
+// file's checksum already says it is the one written; this, that it was written for these blocks.
 void BlockIndex::check_page_table() const {
-  constexpr std::size_t kCheckedPages = 1000;
+  constexpr std::size_t kCheckedPages = 256;
   const std::span<const std::uint32_t> table = page_first_.span();
   const std::size_t step = std::max<std::size_t>(1, table.size() / kCheckedPages);
   for (const Span& s : spans_) {

@@ -27,12 +27,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kIndexExtension = ".hsindex";
-// Blocks whose headers and edges are checked against the image, spread evenly over the heap.
-constexpr std::size_t kCheckedBlocks = 1000;
 // A block rescanned for the check is at most this large: a sample point on a larger one takes the next
 // block that is not, in its stretch of the heap. One CPython list of 20 M objects is 160 MB, and rescanning
 // it alone took a sixth of a one-block command on that heap; on swipl's heap, whose blocks of 1–4 KiB are
-// many, a thousand of them took a fifth (12 ms). A block of a few words tells another core apart as well.
+// many, the rescans took a fifth (12 ms). A block of a few words tells another core apart as well.
 constexpr std::uint64_t kRescannedBytes = 512;
 
 // The running heapscope's own build-id: a rebuilt heapscope may compute its products differently while
@@ -307,14 +305,14 @@ void IndexCache::evict(const std::string& keep) const {
   }
 }
 
-// One block of each of 1,000 equal stretches of the heap's ids, in ascending order, at an offset in
+// One block of each of kSampledBlocks equal stretches of the heap's ids, in ascending order, at an offset in
 // its stretch that a hash of the stretch's number gives (the first stretch's first block and the heap's last
 // block included). Not every stretch's first block: a heap built in a repeating pattern (CPython's dict of
 // lists) can put a stretch's start on the same kind of block every time, and then the sample had no
 // GC-tracked object in it and took forged object headers for the core's.
 std::vector<std::size_t> sample_blocks(std::size_t count) {
   std::vector<std::size_t> sample;
-  const std::size_t step = std::max<std::size_t>(1, count / kCheckedBlocks);
+  const std::size_t step = std::max<std::size_t>(1, count / kSampledBlocks);
   std::uint64_t i = 0;
   for (std::size_t start = 0; start < count; start += step, ++i) {
     const std::uint64_t offset = ((i * 0x9e3779b97f4a7c15ull) >> 32) % step;  // Weyl sequence: no period

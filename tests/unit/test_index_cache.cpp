@@ -253,15 +253,15 @@ TEST_CASE("index cache: the checksum in parts on all cores is the checksum in on
 TEST_CASE("index cache: the checks' sample meets every kind of block of a heap built in a repeating pattern") {
   // CPython's dict of lists, 4,010,068 blocks: a GC-tracked object every fourth block. Sampling each
   // stretch's first block met none of them.
-  for (const std::size_t count : {std::size_t{4010068}, std::size_t{4010031}, std::size_t{1000}, std::size_t{7}}) {
+  for (const std::size_t count : {std::size_t{4010068}, std::size_t{4010031}, kSampledBlocks, std::size_t{7}}) {
     INFO(count << " blocks");
     const std::vector<std::size_t> sample = sample_blocks(count);
     REQUIRE(!sample.empty());
     CHECK(sample.front() == 0);
     CHECK(sample.back() == count - 1);
     CHECK(std::is_sorted(sample.begin(), sample.end()));
-    CHECK(sample.size() <= 1001);
-    if (count < 1000) continue;
+    CHECK(sample.size() <= kSampledBlocks + 1);
+    if (count < kSampledBlocks) continue;
     for (const std::size_t period : {2u, 4u, 8u, 50u}) {
       std::vector<std::size_t> met(period, 0);
       for (const std::size_t b : sample) ++met[b % period];
