@@ -125,7 +125,16 @@ bool read_verdicts(const IndexFile& file, std::size_t blocks, const std::shared_
   out.verdict = ViewedArray<Verdict>::viewing({reinterpret_cast<const Verdict*>(vb), blocks}, keep);
   out.possibly = ViewedArray<std::uint8_t>::viewing({pb, blocks}, keep);
   out.held_by = ViewedArray<HeldBy>::viewing({reinterpret_cast<const HeldBy*>(h.data()), h.size()}, keep);
-  out.leaked = leaked_blocks(out.verdict.span());
+  // The leaked list as saved, when it was (copied: a tenth of the heap's ids at most), else found again (a
+  // pass over every verdict). Each id a block's; that it is the list of the verdicts' leaks, the file's
+  // checksum says.
+  if (!file.has(IndexSection::leaked)) {
+    out.leaked = leaked_blocks(out.verdict.span());
+    return true;
+  }
+  const std::span<const std::uint32_t> leaked = file.words(IndexSection::leaked);
+  if (!all_below(leaked, blocks)) return false;
+  out.leaked.assign(leaked.begin(), leaked.end());
   return true;
 }
 
@@ -262,6 +271,7 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
   sections.push_back(pieces(IndexSection::verdicts, {bytes_of(std::span<const Verdict>(verdicts.verdict))}));
   sections.push_back(pieces(IndexSection::possibly, {bytes_of(std::span<const std::uint8_t>(verdicts.possibly))}));
   sections.push_back(pieces(IndexSection::held_by, {bytes_of(std::span<const HeldBy>(verdicts.held_by))}));
+  sections.push_back(pieces(IndexSection::leaked, {bytes_of(std::span<const BlockId>(verdicts.leaked))}));
   std::string retention_meta;
   if (retention) {
     const Retention::Saved saved = retention->saved();

@@ -56,7 +56,8 @@ std::uint64_t alignment_of(IndexSection kind) { return kind == IndexSection::blo
 bool is_u32_section(IndexSection kind) {
   return (kind >= IndexSection::forward_lines && kind <= IndexSection::root_referrers) ||
          (kind >= IndexSection::retention_idom && kind <= IndexSection::retention_blocks) ||
-         kind == IndexSection::objects_types || kind == IndexSection::forward_wide || kind == IndexSection::reverse_wide;
+         kind == IndexSection::objects_types || kind == IndexSection::forward_wide || kind == IndexSection::reverse_wide ||
+         kind == IndexSection::block_pages || kind == IndexSection::leaked;
 }
 
 std::string errno_text() { return std::strerror(errno); }

@@ -118,6 +118,10 @@ TEST_CASE("index cache: heap, graph and verdicts load back as they were saved") 
   CHECK(loaded->heap->warnings == a.heap.warnings);
   CHECK(std::ranges::equal(loaded->verdicts.verdict, a.verdicts.verdict));
   CHECK(std::ranges::equal(loaded->verdicts.possibly, a.verdicts.possibly));
+  CHECK(loaded->verdicts.leaked == a.verdicts.leaked);
+  CHECK(a.verdicts.leaked == std::vector<BlockId>{3, 4});
+  std::vector<std::uint32_t> pages(loaded->block_pages.begin(), loaded->block_pages.end());
+  CHECK(pages == std::vector<std::uint32_t>(a.index->page_table().begin(), a.index->page_table().end()));
 
   const BlockIndex index(*loaded->heap);
   const ReferenceGraph g(a.image, index, a.roots, std::move(loaded->graph));
