@@ -37,10 +37,11 @@ SymbolKind kind_of(unsigned char type) {
   }
 }
 
-// Appends the defined, named symbols of one SHT_SYMTAB / SHT_DYNSYM section. Returns false when the
-// section's data is unreadable (libelf validates its bounds against the file, so a truncated file just
-// yields nothing here).
-bool read_symbol_section(const ElfFile& file, Elf_Scn* scn, std::vector<Symbol>& out) {
+// Calls visit(raw, name) for each defined, named symbol of one SHT_SYMTAB / SHT_DYNSYM section, in order,
+// until it returns false. Returns false when the section's data is unreadable (libelf validates its bounds
+// against the file, so a truncated file just yields nothing here).
+template <typename Visit>
+bool each_defined_symbol(const ElfFile& file, Elf_Scn* scn, Visit&& visit) {
   GElf_Shdr header;
   if (!gelf_getshdr(scn, &header)) return false;
   Elf_Data* data = elf_getdata(scn, nullptr);
@@ -50,10 +51,19 @@ bool read_symbol_section(const ElfFile& file, Elf_Scn* scn, std::vector<Symbol>&
   for (std::size_t i = 1; i < count; ++i) {  // entry 0 is the reserved null symbol
     GElf_Sym raw;
     if (!gelf_getsym(data, static_cast<int>(i), &raw)) break;
-    const unsigned char type = GELF_ST_TYPE(raw.st_info);
-    if (raw.st_shndx == SHN_UNDEF || type == STT_SECTION || type == STT_FILE) continue;
+    if (raw.st_shndx == SHN_UNDEF) continue;
     const char* name = elf_strptr(file.elf(), header.sh_link, raw.st_name);
     if (!name || *name == '\0') continue;
+    if (!visit(raw, name)) break;
+  }
+  return true;
+}
+
+// Appends the defined, named symbols of one section but its section and file symbols (each_defined_symbol).
+bool read_symbol_section(const ElfFile& file, Elf_Scn* scn, std::vector<Symbol>& out) {
+  return each_defined_symbol(file, scn, [&](const GElf_Sym& raw, const char* name) {
+    const unsigned char type = GELF_ST_TYPE(raw.st_info);
+    if (type == STT_SECTION || type == STT_FILE) return true;
     Symbol symbol;
     symbol.name = name;
     symbol.value = raw.st_value;
@@ -61,8 +71,8 @@ bool read_symbol_section(const ElfFile& file, Elf_Scn* scn, std::vector<Symbol>&
     symbol.kind = kind_of(type);
     symbol.local = GELF_ST_BIND(raw.st_info) == STB_LOCAL;
     out.push_back(std::move(symbol));
-  }
-  return true;
+    return true;
+  });
 }
 
 // Appends the symbols of every symbol table in the file; true when one of them was a full .symtab
@@ -538,17 +548,12 @@ bool ModuleSymbols::exports(const std::string& path, std::string_view name) {
   for (Elf_Scn* scn = elf_nextscn(file->elf(), nullptr); scn; scn = elf_nextscn(file->elf(), scn)) {
     GElf_Shdr header;
     if (!gelf_getshdr(scn, &header) || header.sh_type != SHT_DYNSYM) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    const std::size_t entry_size = gelf_fsize(file->elf(), ELF_T_SYM, 1, EV_CURRENT);
-    if (!data || !data->d_buf || entry_size == 0) return false;
-    for (std::size_t i = 1; i < data->d_size / entry_size; ++i) {  // each compared in place: nothing copied
-      GElf_Sym raw;
-      if (!gelf_getsym(data, static_cast<int>(i), &raw)) break;
-      if (raw.st_shndx == SHN_UNDEF || GELF_ST_BIND(raw.st_info) == STB_LOCAL) continue;
-      const char* defined = elf_strptr(file->elf(), header.sh_link, raw.st_name);
-      if (defined && name == defined) return true;
-    }
-    return false;
+    bool found = false;  // each symbol compared in place: nothing copied
+    each_defined_symbol(*file, scn, [&](const GElf_Sym& raw, const char* defined) {
+      found = GELF_ST_BIND(raw.st_info) != STB_LOCAL && name == defined;
+      return !found;
+    });
+    return found;
   }
   return false;
 }

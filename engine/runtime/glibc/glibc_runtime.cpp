@@ -16,7 +16,6 @@ bool is_readable(const Image& image, Address a) {
   return r && r->readable;
 }
 
-
 // An arena looks right when its top chunk lies in readable memory and every regular bin's forward link
 // is either the bin itself (empty) or a readable chunk.
 bool plausible_arena(const Image& image, const Layout& l, Address arena) {
