@@ -192,7 +192,6 @@ bool asked_about(std::uint64_t attribute) {
 // Abbreviation codes are small and dense in what compilers write; a code past kMaxCode makes the unit one
 // the scanner does not read (failed()).
 void DieScanner::read_abbrevs() {
-  constexpr std::uint64_t kMaxCode = 1 << 20;
   Reader r{sections_.abbrev.data(), unit_.abbrev_offset, sections_.abbrev.size()};
   if (unit_.abbrev_offset >= sections_.abbrev.size()) r.bad = true;
   while (!r.bad) {
@@ -200,13 +199,10 @@ void DieScanner::read_abbrevs() {
     if (code == 0 || r.bad) break;
     const std::uint64_t tag = r.uleb();
     const bool children = r.fixed(1) != 0;
-    if (code > kMaxCode || r.bad) {
-      r.bad = true;
-      break;
-    }
-    if (code >= abbrevs_.size()) abbrevs_.resize(code + 1);
+    if (r.bad) break;
+    if (code < kDenseCodes && code >= abbrevs_.size()) abbrevs_.resize(code + 1);
     const bool read = reads_tag_(static_cast<int>(tag));
-    Abbrev& a = abbrevs_[code];
+    Abbrev& a = code < kDenseCodes ? abbrevs_[code] : sparse_abbrevs_[code];
     a = Abbrev{static_cast<int>(tag), children, static_cast<std::uint32_t>(steps_.size()), 0, true};
     for (;;) {
       const std::uint64_t attribute = r.uleb(), form = r.uleb();
@@ -236,7 +232,10 @@ void DieScanner::read_abbrevs() {
 }
 
 const DieScanner::Abbrev* DieScanner::abbrev_of(std::uint64_t code) const {
-  return code < abbrevs_.size() && abbrevs_[code].defined ? &abbrevs_[code] : nullptr;
+  if (code < abbrevs_.size()) return abbrevs_[code].defined ? &abbrevs_[code] : nullptr;
+  if (code < kDenseCodes) return nullptr;
+  const auto it = sparse_abbrevs_.find(code);
+  return it == sparse_abbrevs_.end() ? nullptr : &it->second;
 }
 
 const char* DieScanner::string_at(std::span<const std::uint8_t> section, std::uint64_t offset) const {

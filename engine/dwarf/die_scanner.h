@@ -17,6 +17,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 namespace heapscope {
@@ -105,7 +106,11 @@ class DieScanner {
   std::uint64_t str_offsets_base_ = 0;
   std::optional<std::uint64_t> name_index_;  // the DIE being read names itself by a string index
   bool failed_ = false;
-  std::vector<Abbrev> abbrevs_;  // by code
+  // By code: the codes a producer numbers from 1 in a vector, any others (a damaged or odd table's) in a
+  // map, so that one large code costs one entry, not a vector that long in every unit that reads it.
+  static constexpr std::uint64_t kDenseCodes = 4096;
+  std::vector<Abbrev> abbrevs_;
+  std::unordered_map<std::uint64_t, Abbrev> sparse_abbrevs_;
   std::vector<Step> steps_;
 
   void read_abbrevs();

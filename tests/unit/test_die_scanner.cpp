@@ -243,3 +243,52 @@ TEST_CASE("damaged DIE bytes end a unit's reading inside its bounds", "[dwarf]")
     CHECK(scanner.failed());
   }
 }
+
+namespace {
+
+void append_uleb(std::vector<std::uint8_t>& out, std::uint64_t value) {
+  do {
+    std::uint8_t byte = value & 0x7f;
+    value >>= 7;
+    out.push_back(static_cast<std::uint8_t>(value ? byte | 0x80 : byte));
+  } while (value);
+}
+
+}  // namespace
+
+// Abbreviation codes are any unsigned numbers. Producers number them from 1, but a code in the millions
+// (a damaged table, a fuzzed one) must read as well, and cost one entry rather than a table that long.
+TEST_CASE("the DIE scanner reads abbreviations of any code", "[dwarf]") {
+  const std::uint64_t codes[] = {1, 4095, 4096, 3'000'000, std::uint64_t{1} << 40};
+  for (const std::uint64_t code : codes) {
+    INFO("code " << code);
+    std::vector<std::uint8_t> abbrev;  // the unit's DIE: DW_TAG_compile_unit, no children, a DW_FORM_string name
+    append_uleb(abbrev, code);
+    append_uleb(abbrev, DW_TAG_compile_unit);
+    abbrev.push_back(DW_CHILDREN_no);
+    append_uleb(abbrev, DW_AT_name);
+    append_uleb(abbrev, DW_FORM_string);
+    abbrev.insert(abbrev.end(), {0, 0, 0});  // the attributes' end, then the table's
+    std::vector<std::uint8_t> info = {0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 8};  // DWARF 4 header, length patched below
+    const std::size_t root = info.size();
+    append_uleb(info, code);
+    for (const char c : std::string("unit.c")) info.push_back(static_cast<std::uint8_t>(c));
+    info.push_back(0);
+    info[0] = static_cast<std::uint8_t>(info.size() - 4);
+    DieSections sections;
+    sections.info = info;
+    sections.abbrev = abbrev;
+    DieScanner::Unit unit;
+    unit.end = info.size();
+    unit.root = root;
+    unit.version = 4;
+    DieScanner scanner(sections, unit, every_tag);
+    ScannedDie die;
+    REQUIRE(scanner.next(die));
+    CHECK(die.tag == DW_TAG_compile_unit);
+    CHECK(die.offset == root);
+    REQUIRE(die.name);
+    CHECK(std::string(die.name) == "unit.c");
+    CHECK_FALSE(scanner.failed());
+  }
+}
