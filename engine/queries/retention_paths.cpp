@@ -72,72 +72,104 @@ RetainerPath make_path(Session& s, const BlockNames& names, RetainedBytes& retai
 constexpr std::uint32_t kStartStepCost = 2;
 constexpr std::uint32_t kInteriorStepCost = 5;
 
-// A block the search reached, not yet settled: its next step towards the target and its length in blocks.
-struct Reached {
+// A block the search settled, `depth` blocks from the target, whose referrers of one kind (through pointers
+// to its start, or into its middle) the search reaches next, at that kind's step cost. The referrers are
+// read from the reverse edges when their cost comes, not queued one by one: a block a million others
+// point to (swipl's procedures, a table its entries point back to) then costs one entry, and a search that
+// ends a few blocks later never reads the rest.
+struct Expansion {
   BlockId block;
-  BlockId next;
   std::uint32_t depth;
+  bool interior;
 };
 
-// The blocks reached at each cost, the search's queue. A step costs at most kInteriorStepCost, so the costs
-// still waiting lie within that of the cheapest, and a ring of that many + 1 lists holds them.
+// The expansions waiting at each cost, the search's queue. A step costs at most kInteriorStepCost, so the
+// costs still waiting lie within that of the cheapest, and a ring of that many + 1 lists holds them.
 class CostBuckets {
  public:
-  void push(std::uint32_t cost, Reached r) {
-    ring_[cost % ring_.size()].push_back(r);
+  void push(std::uint32_t cost, Expansion e) {
+    ring_[cost % ring_.size()].push_back(e);
     ++waiting_;
   }
   bool empty() const { return waiting_ == 0; }
-  // The blocks reached at `cost`, taken out of the queue.
-  std::vector<Reached> take(std::uint32_t cost) {
-    std::vector<Reached> taken = std::move(ring_[cost % ring_.size()]);
+  // The expansions at `cost`, taken out of the queue.
+  std::vector<Expansion> take(std::uint32_t cost) {
+    std::vector<Expansion> taken = std::move(ring_[cost % ring_.size()]);
     ring_[cost % ring_.size()].clear();
     waiting_ -= taken.size();
     return taken;
   }
 
  private:
-  std::array<std::vector<Reached>, kInteriorStepCost + 1> ring_;
+  std::array<std::vector<Expansion>, kInteriorStepCost + 1> ring_;
   std::size_t waiting_ = 0;
+};
+
+// Cheapest first backwards from a target (Dijkstra over the step costs, with a bucket per cost): the first
+// blocks settled with a root pointing at them give the paths. Blocks are settled in the order a queue of
+// every referrer, pushed as each block settles, would give them.
+class RetainerSearch {
+ public:
+  RetainerSearch(Session& s, const BlockNames& names, RetainedSizes sizes, std::size_t max_paths,
+                 std::size_t max_depth, RetainersReport& report)
+      : s_(s), g_(s.graph()), names_(names), retained_(s, sizes), max_paths_(max_paths), max_depth_(max_depth),
+        report_(report), toward_(g_.block_count()) {}
+
+  void run(BlockId target) {
+    settle(target, kNoBlock, 1, 0);
+    for (std::uint32_t cost = 0; !waiting_.empty() && !done(); ++cost)
+      for (const Expansion& from : waiting_.take(cost)) {
+        for (const std::uint32_t e : g_.in_edges(from.block)) {
+          const BlockId referrer = edge_target(e);
+          if (edge_is_interior(e) != from.interior || toward_.reached(referrer)) continue;
+          settle(referrer, from.block, from.depth + 1, cost);
+          if (done()) return;  // the rest of this cost's blocks would lead nowhere asked for
+        }
+      }
+  }
+  bool cut_at_depth() const { return cut_at_depth_; }
+
+ private:
+  bool done() const { return report_.paths.size() >= max_paths_; }
+
+  // `b`, reached at `cost` from `next` (its step towards the target), `depth` blocks from the target.
+  void settle(BlockId b, BlockId next, std::uint32_t depth, std::uint32_t cost) {
+    toward_.set(b, next);
+    for (const std::uint32_t root : g_.in_root_edges(b)) {
+      if (done() || !roots_used_.insert(root).second) continue;
+      report_.paths.push_back(make_path(s_, names_, retained_, root, b, toward_));
+    }
+    if (done()) return;
+    if (depth >= max_depth_) {
+      cut_at_depth_ = cut_at_depth_ || !g_.in_edges(b).empty();
+      return;
+    }
+    waiting_.push(cost + kStartStepCost, {b, depth, false});
+    waiting_.push(cost + kInteriorStepCost, {b, depth, true});
+  }
+
+  Session& s_;
+  const ReferenceGraph& g_;
+  const BlockNames& names_;
+  RetainedBytes retained_;
+  const std::size_t max_paths_, max_depth_;
+  RetainersReport& report_;
+  StepsToward toward_;
+  CostBuckets waiting_;
+  std::set<std::size_t> roots_used_;
+  bool cut_at_depth_ = false;
 };
 
 // The report without the target's verdict: a path alone needs no reachability pass (top's suspects').
 RetainersReport search_retainers(Session& s, const BlockNames& names, RetainedSizes sizes, BlockId target,
                                  Address query, std::size_t max_paths, std::size_t max_depth) {
-  const ReferenceGraph& g = s.graph();
-  RetainedBytes retained(s, sizes);
   RetainersReport r;
   r.query = query;
   r.target = block_ref(s, names, target);
-
-  // Cheapest first backwards from the target (Dijkstra over the step costs, with a bucket per cost): the
-  // first blocks settled with a root pointing at them give the paths.
-  StepsToward toward(g.block_count());
-  CostBuckets waiting;
-  waiting.push(0, {target, kNoBlock, 1});
-  std::set<std::size_t> roots_used;
-  bool cut_at_depth = false;
-  for (std::uint32_t cost = 0; !waiting.empty() && r.paths.size() < max_paths; ++cost) {
-    for (const Reached& at : waiting.take(cost)) {
-      if (toward.reached(at.block)) continue;  // settled at a lower cost
-      toward.set(at.block, at.next);
-      for (std::uint32_t root : g.in_root_edges(at.block)) {
-        if (r.paths.size() >= max_paths || !roots_used.insert(root).second) continue;
-        r.paths.push_back(make_path(s, names, retained, root, at.block, toward));
-      }
-      if (r.paths.size() >= max_paths) break;  // the rest of this cost's blocks would lead nowhere asked for
-      if (at.depth >= max_depth) {
-        cut_at_depth = cut_at_depth || !g.in_edges(at.block).empty();
-        continue;
-      }
-      for (std::uint32_t e : g.in_edges(at.block)) {
-        const BlockId from = edge_target(e);
-        if (toward.reached(from)) continue;
-        waiting.push(cost + (edge_is_interior(e) ? kInteriorStepCost : kStartStepCost), {from, at.block, at.depth + 1});
-      }
-    }
-  }
-  r.depth_limited = cut_at_depth && r.paths.size() < max_paths;
+  if (max_paths == 0) return r;
+  RetainerSearch search(s, names, sizes, max_paths, max_depth, r);
+  search.run(target);
+  r.depth_limited = search.cut_at_depth() && r.paths.size() < max_paths;
   return r;
 }
 
