@@ -136,8 +136,24 @@ class Propagator {
     Address address;
     std::uint16_t module;
     DwarfTypeId type;
-    std::uint64_t count;
+    std::uint64_t count;  // kDeferredMark: the top of `deferred_` (see defer()); otherwise 1 or more
     DwarfTypeId node;
+  };
+  static constexpr std::uint64_t kDeferredMark = 0;
+  // An array of at least this many elements has its pointers' walks deferred (defer()).
+  static constexpr std::uint64_t kDeferFrom = 64;
+
+  // How following a pointer left the block it points to: nothing of its own to walk, or its pointers to
+  // be walked as the pointer's type says, or as the DWARF structure named like its symbol type.
+  enum class Walk : std::uint8_t { none = 0, as_pointed = 1, as_symbol_typed = 2 };
+
+  // Where a pointer leads: the block, and the type (resolved; a node base taken for the whole node) and
+  // node it is followed with. target_of() only reads: asked again, it answers the same.
+  struct Target {
+    BlockId block;
+    Address address;
+    std::uint16_t module;
+    DwarfTypeId type, node;
   };
 
   // A pointer a type holds, as visit() reaches it from the type's start: where it is, what it points to,
@@ -181,6 +197,18 @@ class Propagator {
   }
   std::vector<TypeFacts> facts_;
   std::vector<Pending> queue_;
+  // The arrays whose pointers' walks were deferred, innermost last: each has its mark on the queue, and
+  // the walks still to come (a Walk in 2 bits per element and pointer slot, below `next`).
+  struct Deferred {
+    Address address;
+    std::uint64_t element_size;
+    std::uint16_t module;
+    DwarfTypeId node;
+    std::vector<PointerSlot> slots;
+    std::vector<std::uint64_t> walks;
+    std::uint64_t next;
+  };
+  std::vector<Deferred> deferred_;
   std::unordered_map<std::uint64_t, std::uint32_t> name_ids_;
   std::uint64_t last_name_key_ = ~std::uint64_t{0};  // name_id's last answer
   std::uint32_t last_name_id_ = 0;
@@ -227,10 +255,66 @@ class Propagator {
       const std::uint16_t module = top.module;
       const DwarfTypeId type = top.type, node = top.node;
       const std::uint64_t count = top.count;
+      if (count == kDeferredMark) {
+        walk_deferred();
+        continue;
+      }
       queue_.pop_back();
       const std::uint64_t size = index(module)->type(type).size;
+      if (count >= kDeferFrom)
+        if (const std::vector<PointerSlot>* slots = plan_of(module, *index(module), type)) {
+          defer(address, size, count, module, node, *slots);
+          continue;
+        }
       for (std::uint64_t i = 0; i < count; ++i) visit(address + i * size, module, type, node);
     }
+  }
+
+  // An array's elements, followed as visit() follows them (every block they point to named now), with the
+  // walks of those blocks' own pointers noted rather than queued: a vector of a million pointers queued a
+  // million entries of 32 bytes, where 2 bits each will do. walk_deferred() queues each when its turn
+  // comes, last first, which is the order the queue would have given them.
+  void defer(Address address, std::uint64_t size, std::uint64_t count, std::uint16_t module, DwarfTypeId node,
+             const std::vector<PointerSlot>& slots) {
+    const std::uint64_t walks = count * slots.size();
+    Deferred d{address, size, module, node, slots, std::vector<std::uint64_t>((walks + 31) / 32, 0), walks};
+    bool any = false;
+    for (std::uint64_t i = 0; i < count; ++i)
+      for (std::size_t k = 0; k < slots.size(); ++k) {
+        const std::optional<Target> t = target_of(address + i * size + slots[k].offset, module, slots[k].pointee,
+                                                  slot_node(slots[k], node));
+        const Walk how = t ? name_target(*t) : Walk::none;
+        if (how == Walk::none) continue;
+        const std::uint64_t at = i * slots.size() + k;
+        d.walks[at / 32] |= static_cast<std::uint64_t>(how) << (2 * (at % 32));
+        any = true;
+      }
+    if (!any) return;
+    deferred_.push_back(std::move(d));
+    enqueue(address, module, kNoDwarfType, kDeferredMark, node);
+  }
+
+  // The innermost deferred array's next walk (from its last element back) onto the queue, above its mark;
+  // once it has none left, it and its mark are gone.
+  void walk_deferred() {
+    Deferred& d = deferred_.back();
+    while (d.next > 0) {
+      const std::uint64_t at = --d.next;
+      const auto how = static_cast<Walk>(d.walks[at / 32] >> (2 * (at % 32)) & 3);
+      if (how == Walk::none) continue;
+      const PointerSlot& slot = d.slots[at % d.slots.size()];
+      const Address pointer = d.address + (at / d.slots.size()) * d.element_size + slot.offset;
+      if (const std::optional<Target> t = target_of(pointer, d.module, slot.pointee, slot_node(slot, d.node))) {
+        enqueue_walk(*t, how);
+        return;
+      }
+    }
+    deferred_.pop_back();
+    queue_.pop_back();
+  }
+
+  static DwarfTypeId slot_node(const PointerSlot& slot, DwarfTypeId node) {
+    return slot.node == kInheritNode ? node : slot.node;
   }
 
   // Follows every pointer of the `id` object at `at`: from the type's plan when it has one, else by
@@ -238,8 +322,7 @@ class Propagator {
   void visit(Address at, std::uint16_t module, DwarfTypeId id, DwarfTypeId node) {
     const DwarfTypeIndex& ix = *index(module);
     if (const std::vector<PointerSlot>* slots = plan_of(module, ix, id)) {
-      for (const PointerSlot& slot : *slots)
-        follow(at + slot.offset, module, slot.pointee, slot.node == kInheritNode ? node : slot.node);
+      for (const PointerSlot& slot : *slots) follow(at + slot.offset, module, slot.pointee, slot_node(slot, node));
       return;
     }
     auto follow_at = [&](std::uint64_t offset, DwarfTypeId pointee, DwarfTypeId slot_node) {
@@ -306,38 +389,63 @@ class Propagator {
   }
 
   void follow(Address at, std::uint16_t module, DwarfTypeId pointee, DwarfTypeId node) {
+    const std::optional<Target> t = target_of(at, module, pointee, node);
+    if (!t) return;
+    if (const Walk how = name_target(*t); how != Walk::none) enqueue_walk(*t, how);
+  }
+
+  std::optional<Target> target_of(Address at, std::uint16_t module, DwarfTypeId pointee, DwarfTypeId node) {
     const DwarfTypeIndex& ix = *index(module);
     pointee = ix.definition(pointee);
-    if (pointee == kNoDwarfType) return;  // void*
+    if (pointee == kNoDwarfType) return std::nullopt;  // void*
     if (node != kNoDwarfType && is_base_of_node(ix.type(pointee).name, ix.type(node).name)) pointee = node;
     const DwarfType& target = ix.type(pointee);
-    if (target.size == 0 || target.kind == DwarfType::Kind::function) return;
+    if (target.size == 0 || target.kind == DwarfType::Kind::function) return std::nullopt;
     const std::uint64_t value = mem_.u64(at).value_or(0);  // unreadable or null: nothing to follow
-    if (value == 0) return;
+    if (value == 0) return std::nullopt;
     const BlockId b = index_.starting_at(value);
-    if (b == kNoBlock || (within_ && !(*within_)[b])) return;
-    const Block& block = heap_.blocks[b];
-    const std::uint32_t had = types_.type_id(b);
+    if (b == kNoBlock || (within_ && !(*within_)[b])) return std::nullopt;
+    return Target{b, value, module, pointee, node};
+  }
+
+  // Names the block `t` points to as its pointer says, when it may (see below); says how that block's own
+  // pointers are to be walked.
+  Walk name_target(const Target& t) {
+    const DwarfType& target = index(t.module)->type(t.type);
+    const Block& block = heap_.blocks[t.block];
+    const std::uint32_t had = types_.type_id(t.block);
     // A shape's name ("std::vector body", "std::list node") says what the owner's DWARF says, less: the
     // element or value type. That is added, by a guess too, as the guess's; but no character type, which
     // says less than "std::string body".
     const bool refines_shape = had != BlockTypes::kUnknown && types_.naming_of(had) == Naming::pattern &&
                                !is_character(target);
     if (had != BlockTypes::kUnknown && !refines_shape) {
-      if (evidence_ == Naming::inferred) return;  // a guess never renames
-      if (!is_dwarf_named(had)) {
-        walk_symbol_typed(b, module, node);
-        return;
-      }
+      if (evidence_ == Naming::inferred) return Walk::none;  // a guess never renames
+      if (!is_dwarf_named(had)) return claim_symbol_typed(t.block, t.module) ? Walk::as_symbol_typed : Walk::none;
       // A block already typed keeps its type unless this one is more specific (a structure rather than
       // the bytes a char* saw); ranks only rise, so a block is retyped at most twice.
-      if (specificity(target) <= specificity(dwarf_.type(dwarf_.of_type_id(had)))) return;
+      if (specificity(target) <= specificity(dwarf_.type(dwarf_.of_type_id(had)))) return Walk::none;
     }
     // One object of a structure ending in a flexible array fills the block; otherwise as many as fit.
-    const std::uint64_t count = target.flexible ? 1 : block.usable_size() / target.size;
-    if (count == 0 || target.size > block.usable_size()) return;  // too small for what the pointer says
-    types_.set(b, name_id(module, pointee, count > 1));
-    if (target.has_pointers) enqueue(value, module, pointee, std::min(count, kMaxElements), node);
+    const std::uint64_t count = objects_in(target, block);
+    if (count == 0 || target.size > block.usable_size()) return Walk::none;  // too small for what the pointer says
+    types_.set(t.block, name_id(t.module, t.type, count > 1));
+    return target.has_pointers ? Walk::as_pointed : Walk::none;
+  }
+
+  static std::uint64_t objects_in(const DwarfType& type, const Block& block) {
+    return type.flexible ? 1 : block.usable_size() / type.size;
+  }
+
+  // Queues the walk of the pointers of the block `t` points to, as name_target() said.
+  void enqueue_walk(const Target& t, Walk how) {
+    if (how == Walk::as_symbol_typed) {
+      const DwarfTypeRef ref = dwarf_.of_type_id(types_.type_id(t.block));
+      enqueue(heap_.blocks[t.block].address(), ref.module, ref.type, 1, t.node);
+      return;
+    }
+    const std::uint64_t count = objects_in(index(t.module)->type(t.type), heap_.blocks[t.block]);
+    enqueue(t.address, t.module, t.type, std::min(count, kMaxElements), t.node);
   }
 
   // A DWARF type named like a symbol type shares its id, and is treated as one: walked once per block.
@@ -350,19 +458,25 @@ class Propagator {
   // followed as the DWARF structure of the same name says, when there is one: a shared_ptr's control block
   // holds the object made by make_shared.
   void walk_symbol_typed(BlockId b, std::uint16_t module, DwarfTypeId node) {
-    if (walked_[b]) return;
+    if (claim_symbol_typed(b, module))
+      enqueue_walk(Target{b, heap_.blocks[b].address(), module, kNoDwarfType, node}, Walk::as_symbol_typed);
+  }
+
+  // Whether the symbol-typed block `b` is to be walked now: the first time it is reached, when a module
+  // (`module` asked first) defines the structure of its type's name, which fits it and holds pointers.
+  bool claim_symbol_typed(BlockId b, std::uint16_t module) {
+    if (walked_[b]) return false;
     walked_[b] = true;
     const std::uint32_t id = types_.type_id(b);
     if (id >= dwarf_.by_type_id.size()) dwarf_.by_type_id.resize(id + 1);
     DwarfTypeRef& ref = dwarf_.by_type_id[id];
     if (!ref.known()) {
       const DwarfTypeId named = index(module)->find_structure(types_.name(b, heap_.blocks[b]));
-      if (named == kNoDwarfType) return;
+      if (named == kNoDwarfType) return false;
       ref = DwarfTypeRef{module, named};
     }
     const DwarfType& t = dwarf_.type(ref);
-    if (t.size <= heap_.blocks[b].usable_size() && t.has_pointers)
-      enqueue(heap_.blocks[b].address(), ref.module, ref.type, 1, node);
+    return t.size <= heap_.blocks[b].usable_size() && t.has_pointers;
   }
 
   std::uint32_t name_id(std::uint16_t module, DwarfTypeId type, bool array) {
