@@ -417,12 +417,13 @@ Retention::Retention(const Image& image, const SymbolIndex& symbols, const HeapM
     Dominators d = compute_dominators(g, g.super_root(), g.first_reach());
     idom_ = U32Array(std::move(d.idom));
     // The order is needed once, to sum sizes: not kept (4 bytes a block).
-    sum_retained_sizes(heap, d.preorder, std::move(d.spare));
+    sum_retained_sizes(heap, d, std::move(d.spare));
   }
 }
 
-// Sizes flow up the dominator tree: each node comes after its dominator in preorder, so backwards.
-void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::uint32_t> preorder,
+// Sizes flow up the dominator tree: the lone leaves, which dominate nothing, add themselves to their
+// dominators first; then each other node comes after its dominator in the preorder, so backwards.
+void Retention::sum_retained_sizes(const HeapModel& heap, const Dominators& tree,
                                    std::vector<std::vector<std::uint32_t>> spare) {
   // A spare array big enough for every node, if one is left: its pages are in memory already.
   auto reuse = [&spare](std::size_t n) {
@@ -457,11 +458,13 @@ void Retention::sum_retained_sizes(const HeapModel& heap, std::span<const std::u
     in_use_bytes_ += slice_bytes;
     in_use_blocks_ += slice_blocks;
   }
-  for (std::size_t i = preorder.size(); i-- > 1;) {
-    const std::uint32_t v = preorder[i], up = idom_[v];
+  auto add_to_dominator = [&](std::uint32_t v) {
+    const std::uint32_t up = idom_[v];
     bytes.add(up, bytes[v]);
     blocks[up] += blocks[v];
-  }
+  };
+  tree.lone_leaves.for_each_set([&](std::size_t v) { add_to_dominator(static_cast<std::uint32_t>(v)); });
+  for (std::size_t i = tree.preorder.size(); i-- > 1;) add_to_dominator(tree.preorder[i]);
   retained_blocks_ = U32Array(std::move(blocks));
 }
 

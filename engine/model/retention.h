@@ -191,8 +191,7 @@ class Retention {
 
  private:
   // `spare`: arrays whose memory to reuse (Dominators::spare).
-  void sum_retained_sizes(const HeapModel& heap, std::span<const std::uint32_t> preorder,
-                          std::vector<std::vector<std::uint32_t>> spare);
+  void sum_retained_sizes(const HeapModel& heap, const Dominators& tree, std::vector<std::vector<std::uint32_t>> spare);
 
   std::uint32_t block_count_ = 0;
   std::vector<RootNode> root_nodes_;
