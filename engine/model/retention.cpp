@@ -438,9 +438,9 @@ void Retention::sum_retained_sizes(const HeapModel& heap, const Dominators& tree
   const std::size_t n = idom_.size();
   std::vector<std::uint32_t> low = reuse(n), blocks = reuse(n);
   spare = {};  // the rest: gone before anything new is allocated
-  const ByteCounts::Writer bytes = retained_bytes_.assign(n, std::move(low));
   blocks.assign(n, 0);
-  // Each block's own size, in slices on all cores; then the sums, which follow the tree.
+  // Each block's own size, in slices on all cores (counted first: no node retains more than their sum,
+  // which says how wide the counts must be); then the sums, which follow the tree.
   const unsigned workers = worker_count(block_count_, kBlocksPerWorker);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> in_use(workers);  // bytes, blocks per slice
   run_workers(workers, [&](unsigned w) {
@@ -450,7 +450,6 @@ void Retention::sum_retained_sizes(const HeapModel& heap, const Dominators& tree
       if (!is_allocated(blk.state)) continue;
       in_use[w].first += blk.usable_size();
       ++in_use[w].second;
-      bytes.set(b, blk.usable_size());
       blocks[b] = 1;
     }
   });
@@ -458,6 +457,12 @@ void Retention::sum_retained_sizes(const HeapModel& heap, const Dominators& tree
     in_use_bytes_ += slice_bytes;
     in_use_blocks_ += slice_blocks;
   }
+  const ByteCounts::Writer bytes = retained_bytes_.assign(n, in_use_bytes_, std::move(low));
+  run_workers(workers, [&](unsigned w) {
+    const auto [first, last] = slice_of(block_count_, workers, w);
+    for (std::size_t b = first; b < last; ++b)
+      if (blocks[b]) bytes.set(b, heap.blocks[b].usable_size());
+  });
   auto add_to_dominator = [&](std::uint32_t v) {
     const std::uint32_t up = idom_[v];
     bytes.add(up, bytes[v]);
@@ -471,7 +476,8 @@ void Retention::sum_retained_sizes(const HeapModel& heap, const Dominators& tree
 Retention::Retention(std::uint32_t block_count, const Saved& saved)
     : block_count_(block_count), root_nodes_(saved.root_nodes) {
   const std::size_t n = std::size_t{block_count} + root_nodes_.size() + 1;
-  if (saved.idom.size() != n || saved.bytes_low.size() != n || saved.bytes_high.size() != n || saved.blocks.size() != n)
+  if (saved.idom.size() != n || saved.bytes_low.size() != n || (!saved.bytes_high.empty() && saved.bytes_high.size() != n) ||
+      saved.blocks.size() != n)
     throw std::invalid_argument("its arrays do not fit the heap");
   if (!std::all_of(saved.idom.begin(), saved.idom.end(), [n](std::uint32_t d) { return d < n || d == kNoNode; }))
     throw std::invalid_argument("a dominator is no node");

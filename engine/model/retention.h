@@ -83,21 +83,25 @@ struct RootNode {
 };
 
 // Byte counts below 1 TiB in 5 bytes each (the low 32 bits and the high 8 in two arrays): a retained size
-// per node of heaps of hundreds of millions of blocks, 3 bytes a node less than 64-bit counts.
+// per node of heaps of hundreds of millions of blocks, 3 bytes a node less than 64-bit counts. The high
+// bytes are there only when a count may need them: no node retains more than the heap holds, so a heap
+// under 4 GiB, the usual one, has 4 bytes a node.
 class ByteCounts {
  public:
   static constexpr std::uint64_t kLimit = std::uint64_t{1} << 40;
+  static constexpr std::uint64_t kNarrowLimit = std::uint64_t{1} << 32;
 
   // The counts of an assigned ByteCounts, read, set and added to in place: the sums that fill them run
   // over every node, with no check per access of whose memory it is.
   class Writer {
    public:
-    std::uint64_t operator[](std::size_t i) const { return joined(low_[i], high_[i]); }
-    // Throws std::length_error at 1 TiB or more (no heap this tool reads holds that much).
+    std::uint64_t operator[](std::size_t i) const { return high_ ? joined(low_[i], high_[i]) : low_[i]; }
+    // Throws std::length_error at 1 TiB or more (no heap this tool reads holds that much), and at 4 GiB
+    // without high bytes.
     void set(std::size_t i, std::uint64_t bytes) const {
-      if (bytes >= kLimit) throw std::length_error("a retained size of 1 TiB or more");
+      if (bytes >= (high_ ? kLimit : kNarrowLimit)) throw std::length_error("a retained size past its counts' width");
       low_[i] = static_cast<std::uint32_t>(bytes);
-      high_[i] = static_cast<std::uint8_t>(bytes >> 32);
+      if (high_) high_[i] = static_cast<std::uint8_t>(bytes >> 32);
     }
     void add(std::size_t i, std::uint64_t bytes) const { set(i, (*this)[i] + bytes); }
 
@@ -105,21 +109,22 @@ class ByteCounts {
     friend class ByteCounts;
     Writer(std::uint32_t* low, std::uint8_t* high) : low_(low), high_(high) {}
     std::uint32_t* low_;
-    std::uint8_t* high_;
+    std::uint8_t* high_;  // null: none
   };
 
-  // `n` counts of 0, in arrays of its own (`low`: an array whose memory to reuse, see Dominators::spare).
-  Writer assign(std::size_t n, std::vector<std::uint32_t> low = {}) {
+  // `n` counts of 0, each below `most` (the largest a count will be), in arrays of its own (`low`: an
+  // array whose memory to reuse, see Dominators::spare).
+  Writer assign(std::size_t n, std::uint64_t most, std::vector<std::uint32_t> low = {}) {
     low.assign(n, 0);
     low_ = ViewedArray<std::uint32_t>(std::move(low));
-    high_ = ViewedArray<std::uint8_t>(std::vector<std::uint8_t>(n, 0));
-    return Writer(low_.writable(), high_.writable());
+    high_ = most < kNarrowLimit ? ViewedArray<std::uint8_t>() : ViewedArray<std::uint8_t>(std::vector<std::uint8_t>(n, 0));
+    return Writer(low_.writable(), high_.empty() ? nullptr : high_.writable());
   }
-  std::uint64_t operator[](std::size_t i) const { return joined(low_[i], high_[i]); }
+  std::uint64_t operator[](std::size_t i) const { return high_.empty() ? low_[i] : joined(low_[i], high_[i]); }
   std::size_t memory_bytes() const { return low_.owned_bytes() + high_.owned_bytes(); }
   std::span<const std::uint32_t> low() const { return low_.span(); }
-  std::span<const std::uint8_t> high() const { return high_.span(); }
-  // Over arrays `keep` holds (an index file's mapping).
+  std::span<const std::uint8_t> high() const { return high_.span(); }  // empty: all 0
+  // Over arrays `keep` holds (an index file's mapping); `high` empty or as long as `low`.
   static ByteCounts viewing(std::span<const std::uint32_t> low, std::span<const std::uint8_t> high,
                             const std::shared_ptr<const void>& keep) {
     ByteCounts c;

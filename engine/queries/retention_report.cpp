@@ -349,8 +349,14 @@ class SuspectFinder {
  public:
   SuspectFinder(Session& s, const BlockNames& names, const Retention& r)
       : s_(s), names_(names), r_(r), heap_(s.heap()), groups_(heap_, names.types),
-        threshold_(big_retainer_threshold(r)), heavy_(AccumulationPoints::heavy_nodes(r, threshold_)),
-        big_(big_retainers(r, heavy_)), points_(r, groups_, heavy_) {}
+        threshold_(big_retainer_threshold(r)) {
+    // The heavy nodes are many where a long list retains a share of the heap (each of its first nodes
+    // retains most of it: 700,000 on swipl): gone before the walks.
+    const std::vector<std::uint32_t> heavy = AccumulationPoints::heavy_nodes(r, threshold_);
+    big_ = big_retainers(r, heavy);
+    const AccumulationPoints points(r, groups_, heavy);
+    for (const std::uint32_t big : big_) points_.push_back(points.of(big));
+  }
 
   std::vector<Suspect> find() {
     const std::vector<Pile> piles = tally();
@@ -364,86 +370,96 @@ class SuspectFinder {
   using Pile = std::pair<std::uint64_t, GroupTotal>;  // (dominator << 32 | group) → instances
 
   // Big retainers retain a share of the heap each and none lies inside another: few enough for the walk.
-  static_assert(1.0 / kBigRetainerShare <= DominatorWalk::kMaxOwners);
+  static_assert(1.0 / kBigRetainerShare <= kMaxOwners);
 
-  // What a slice of the blocks adds up: per big retainer and group, and per pile.
-  struct SliceTotals {
-    std::vector<std::vector<GroupTotal>> owned;
-    std::unordered_map<std::uint64_t, GroupTotal> piles;
-  };
-
-  // The walk down the tree, then one pass in block order, by slices on all cores, totals per type both
-  // what each big retainer holds and the piles; the largest piles come back, most bytes first. A block's
-  // group is looked up where it is needed rather than kept per block (4 bytes a block); groups are
-  // numbered first, in block order, the order that breaks ties. The walk's arrays are gone before the
-  // paths are searched, which take memory of their own.
+  // The totals per type of what each big retainer holds, then the piles, each from a walk down the tree
+  // (model/dominator_walk.h) and one pass in block order, by slices on all cores; the largest piles come
+  // back, most bytes first. The owners' walk's array is gone before the piles' are made, and those before
+  // the paths are searched, which take memory of their own. A block's group is looked up where it is
+  // needed rather than kept per block (4 bytes a block); groups are numbered first, in block order, the
+  // order that breaks ties.
   std::vector<Pile> tally() {
-    const DominatorWalk walk = walk_down();
     groups_.number_in_block_order(r_.block_count(), [&](BlockId b) { return r_.reachable(b); });
+    owned_ = total_owned(owners_of_nodes(r_, std::span(big_).first(walk_owners())));
+    return largest(total_piles(Piles(r_, [this](BlockId a, BlockId b) { return groups_.same(a, b); })));
+  }
+
+  std::size_t walk_owners() const { return std::min<std::size_t>(big_.size(), kMaxOwners); }
+
+  // Calls add(out, b) for each reachable block b, by slices on all cores, each slice into its own `Out`;
+  // gives those.
+  template <class Out, class Add>
+  std::vector<Out> per_slice(Add&& add) const {
     const unsigned n = worker_count(r_.block_count(), kBlocksPerWorker);
-    std::vector<SliceTotals> slices(n);
+    std::vector<Out> slices(n);
     run_workers(n, [&](unsigned w) {
       const auto [first, last] = slice_of(r_.block_count(), n, w);
-      slices[w] = total_slice(walk, static_cast<BlockId>(first), static_cast<BlockId>(last));
+      for (auto b = static_cast<BlockId>(first); b < last; ++b) {
+        if ((b & kCheckMask) == 0) progress_check();
+        if (r_.reachable(b)) add(slices[w], b);
+      }
     });
-    owned_.assign(walk_owners(), {});
-    std::unordered_map<std::uint64_t, GroupTotal> piles;
-    for (const SliceTotals& slice : slices) {
-      for (std::size_t o = 0; o < owned_.size(); ++o) add_totals(owned_[o], slice.owned[o]);
-      for (const auto& [key, t] : slice.piles) add(piles[key], t);
-    }
-    return largest(piles);
+    return slices;
   }
 
-  std::size_t walk_owners() const { return std::min<std::size_t>(big_.size(), DominatorWalk::kMaxOwners); }
+  GroupTotal one_block(BlockId b) const { return {1, heap_.blocks[b].usable_size()}; }
 
-  DominatorWalk walk_down() const {
-    return walk_dominators(r_, std::span(big_).first(walk_owners()), [this](BlockId a, BlockId b) { return groups_.same(a, b); });
+  // Per big retainer and group: the reachable blocks it holds.
+  std::vector<std::vector<GroupTotal>> total_owned(const std::vector<OwnerIndex>& owner) const {
+    using Owned = std::vector<std::vector<GroupTotal>>;
+    const std::vector<Owned> slices = per_slice<Owned>([&](Owned& out, BlockId b) {
+      if (owner[b] == kNoOwner) return;
+      if (out.size() <= owner[b]) out.resize(walk_owners());
+      std::vector<GroupTotal>& totals = out[owner[b]];
+      const std::uint32_t group = groups_.numbered_group(b);
+      if (group >= totals.size()) totals.resize(group + 1);
+      add(totals[group], one_block(b));
+    });
+    Owned owned(walk_owners());
+    for (const Owned& slice : slices)
+      for (std::size_t o = 0; o < slice.size(); ++o) add_totals(owned[o], slice[o]);
+    return owned;
   }
 
-  // Blocks [first, end): their bytes per big retainer and group, and per pile. A pile counts only under a
-  // block, an owner or a part (a kind or the super-root is no one dominator), and only where enough blocks
-  // accumulate for one type to possibly pass the bar: the blocks piling up under a node, of every type,
-  // bound each of its piles. (Along a long list of two alternating types, every node retains the rest of
-  // the list, a share of the heap, and has one block piling up under it: swipl's clauses made 660,000
-  // piles of one block each, 40 MB and half of `top`'s own time, before the count was asked first.)
-  SliceTotals total_slice(const DominatorWalk& walk, BlockId first, BlockId end) const {
-    SliceTotals out;
-    out.owned.resize(walk_owners());
+  // Per pile (dominator and group): its blocks. A pile counts only under a block, an owner or a part (a
+  // kind or the super-root is no one dominator), and only where enough blocks accumulate for one type to
+  // possibly pass the bar: the blocks piling up under a node, of every type, bound each of its piles.
+  // (Along a long list of two alternating types, every node retains the rest of the list, a share of the
+  // heap, and has one block piling up under it: swipl's clauses made 660,000 piles of one block each, 40
+  // MB and half of `top`'s own time, before the count was asked first.)
+  std::unordered_map<std::uint64_t, GroupTotal> total_piles(const Piles& piles) const {
     auto candidate = [&](std::uint32_t node) {
       if (!r_.is_holder(node)) return false;
-      const std::uint64_t piled = walk.piled_count(node);
+      const std::uint64_t piled = piles.count(node);
       return piled >= kAccumulationInstances || (piled >= kAccumulationMinInstances && r_.retained_bytes(node) >= threshold_);
     };
     // Neighbouring blocks mostly pile up in one place (a list's nodes, allocated together): the last pile
     // is asked first (the map's elements stay where they are as it grows).
-    std::uint64_t last_key = ~std::uint64_t{0};
-    GroupTotal* last = nullptr;
-    std::uint32_t last_under = kNoNode;  // and whether it is a candidate
-    bool last_candidate = false;
-    for (BlockId b = first; b < end; ++b) {
-      if ((b & kCheckMask) == 0) progress_check();
-      if (!r_.reachable(b)) continue;
-      const GroupTotal one{1, heap_.blocks[b].usable_size()};
-      const std::uint32_t group = groups_.numbered_group(b);
-      if (walk.owner[b] != DominatorWalk::kNoOwner) {
-        auto& totals = out.owned[walk.owner[b]];
-        if (group >= totals.size()) totals.resize(group + 1);
-        add(totals[group], one);
+    struct Slice {
+      std::unordered_map<std::uint64_t, GroupTotal> piles;
+      std::uint64_t last_key = ~std::uint64_t{0};
+      GroupTotal* last = nullptr;
+      std::uint32_t last_under = kNoNode;  // and whether it is a candidate
+      bool last_candidate = false;
+    };
+    std::vector<Slice> slices = per_slice<Slice>([&](Slice& out, BlockId b) {
+      const std::uint32_t under = piles.under(b);
+      if (under != out.last_under) {
+        out.last_under = under;
+        out.last_candidate = candidate(under);
       }
-      if (walk.piles_under[b] != last_under) {
-        last_under = walk.piles_under[b];
-        last_candidate = candidate(last_under);
+      if (!out.last_candidate) return;
+      const std::uint64_t key = std::uint64_t{under} << 32 | groups_.numbered_group(b);
+      if (key != out.last_key) {
+        out.last = &out.piles[key];
+        out.last_key = key;
       }
-      if (!last_candidate) continue;
-      const std::uint64_t key = std::uint64_t{walk.piles_under[b]} << 32 | group;
-      if (key != last_key) {
-        last = &out.piles[key];
-        last_key = key;
-      }
-      add(*last, one);
-    }
-    return out;
+      add(*out.last, one_block(b));
+    });
+    std::unordered_map<std::uint64_t, GroupTotal> all = std::move(slices.front().piles);
+    for (std::size_t i = 1; i < slices.size(); ++i)
+      for (const auto& [key, t] : slices[i].piles) add(all[key], t);
+    return all;
   }
 
   static void add(GroupTotal& sum, const GroupTotal& more) {
@@ -473,7 +489,7 @@ class SuspectFinder {
     sus.kind = Suspect::Kind::big_retainer;
     sus.holder = holder_of(s_, names_, r_, big_[i]);
     sus.retained = retained_of(r_, big_[i]);
-    const std::uint32_t point = points_.of(big_[i]);
+    const std::uint32_t point = points_[i];
     if (point != big_[i]) {
       sus.accumulation_point = holder_of(s_, names_, r_, point);
       sus.accumulation_retained = retained_of(r_, point);
@@ -514,9 +530,8 @@ class SuspectFinder {
   const HeapModel& heap_;
   TypeGroups groups_;
   const std::uint64_t threshold_;
-  const std::vector<std::uint32_t> heavy_;  // big_ among them
-  const std::vector<std::uint32_t> big_;
-  const AccumulationPoints points_;
+  std::vector<std::uint32_t> big_;
+  std::vector<std::uint32_t> points_;  // per big retainer: its accumulation point (AccumulationPoints)
   std::vector<std::vector<GroupTotal>> owned_;  // per big retainer, per group
 };
 

@@ -42,7 +42,7 @@ enum class IndexSection : std::uint32_t {
   retention_idom,        // u32[nodes]
   retention_bytes_low,   // u32[nodes]
   retention_blocks,      // u32[nodes]
-  retention_bytes_high,  // u8[nodes]
+  retention_bytes_high,  // u8[nodes], or empty when every count is below 4 GiB
   // The names of the whole heap (Session::names()), when they were computed: absent otherwise.
   names_meta,            // the type table, as JSON (session/block_names_json.h)
   names_ids,             // u16[blocks] or u32[blocks]: each block's type id

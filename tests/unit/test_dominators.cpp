@@ -552,13 +552,13 @@ TEST_CASE("dominator walk: owners and piles as the definition gives them, on one
       if (!nested) owners.push_back(b);
     }
     std::vector<std::uint64_t> expected_piled(r.node_count(), 0);
-    std::vector<DominatorWalk::OwnerIndex> expected_owner(r.block_count(), DominatorWalk::kNoOwner);
+    std::vector<OwnerIndex> expected_owner(r.block_count(), kNoOwner);
     std::vector<std::uint32_t> expected_under(r.block_count(), kNoNode);
     for (BlockId b = 0; b < kBlocks; ++b) {
       if (!r.reachable(b)) continue;
       for (std::uint32_t up = b; up != r.super_root(); up = r.dominator(up))
         if (const auto o = std::find(owners.begin(), owners.end(), up); o != owners.end()) {
-          expected_owner[b] = static_cast<DominatorWalk::OwnerIndex>(o - owners.begin());
+          expected_owner[b] = static_cast<OwnerIndex>(o - owners.begin());
           break;
         }
       std::uint32_t at = b;
@@ -568,16 +568,17 @@ TEST_CASE("dominator walk: owners and piles as the definition gives them, on one
     }
     for (unsigned workers : {1u, 2u, 3u}) {
       INFO("round " << round << ", " << workers << " workers");
-      const DominatorWalk walk = walk_dominators(r, owners, same, workers);
+      const std::vector<OwnerIndex> owner = owners_of_nodes(r, owners, workers);
+      const Piles piles(r, same, workers);
       for (BlockId b = 0; b < kBlocks; ++b) {
         if (!r.reachable(b)) continue;
         INFO("block " << b);
-        CHECK(walk.owner[b] == expected_owner[b]);
-        CHECK(walk.piles_under[b] == expected_under[b]);
+        CHECK(owner[b] == expected_owner[b]);
+        CHECK(piles.under(b) == expected_under[b]);
       }
       for (std::uint32_t node = 0; node < r.node_count(); ++node) {
         INFO("node " << node);
-        CHECK(walk.piled_count(node) == expected_piled[node]);
+        CHECK(piles.count(node) == expected_piled[node]);
       }
     }
   }
@@ -606,10 +607,10 @@ TEST_CASE("dominator walk: a pile past a byte's count is counted whole", "[domin
   REQUIRE(!r.is_block(holder));
   for (unsigned workers : {1u, 2u, 3u}) {
     INFO(workers << " workers");
-    const DominatorWalk walk = walk_dominators(r, {}, [](BlockId, BlockId) { return true; }, workers);
-    CHECK(walk.piled_count(holder) == kBlocks);
-    CHECK(walk.piled[holder] == DominatorWalk::kPiledInByte);
-    CHECK(walk.piled_count(0) == 0);
+    const Piles piles(r, [](BlockId, BlockId) { return true; }, workers);
+    CHECK(piles.count(holder) == kBlocks);
+    CHECK(piles.count(0) == 0);
+    for (BlockId b = 0; b < kBlocks; ++b) CHECK(piles.under(b) == holder);
   }
 }
 
@@ -683,4 +684,48 @@ TEST_CASE("retention: what a global holds is the global's, and a thread's pointe
   CHECK(r.retained_bytes(globals) == 3 * 24);
   CHECK(r.retained_bytes(r.owner_kind_node(OwnerKind::anonymous)) == 0);
   CHECK(r.retained_bytes(r.super_root()) == 5 * 24);
+}
+
+TEST_CASE("retained byte counts take high bytes only when a count may need them", "[dominators][retention]") {
+  ByteCounts narrow;
+  const ByteCounts::Writer small = narrow.assign(3, 1000);
+  CHECK(narrow.high().empty());
+  small.set(0, 7);
+  small.add(0, 5);
+  CHECK(narrow[0] == 12);
+  CHECK_THROWS_AS(small.set(1, ByteCounts::kNarrowLimit), std::length_error);
+  ByteCounts wide;
+  const ByteCounts::Writer large = wide.assign(3, ByteCounts::kNarrowLimit);
+  CHECK(wide.high().size() == 3);
+  large.set(2, (std::uint64_t{5} << 32) + 9);
+  large.add(2, 1);
+  CHECK(wide[2] == (std::uint64_t{5} << 32) + 10);
+  CHECK(wide[1] == 0);
+  CHECK_THROWS_AS(large.set(1, ByteCounts::kLimit), std::length_error);
+}
+
+TEST_CASE("a heap past 4 GiB retains its sizes in full, and one under it the same without high bytes",
+          "[dominators][retention]") {
+  for (const bool huge : {false, true}) {
+    INFO((huge ? "a 6 GiB block" : "small blocks"));
+    RetentionFixture f;
+    // Block 9 is a mmapped chunk, whose bytes past the image's region are not read: no edges, only its size.
+    Block& big = f.heap.blocks[9];
+    big.state = BlockState::mmapped;
+    if (huge) big.size_units = static_cast<std::uint32_t>((std::uint64_t{6} << 30) / 16);
+    f.link(0, 9);
+    f.hold(kMappingA, 0, 0);
+    const BlockIndex index(f.heap);
+    const ReferenceGraph graph(f.image, index, f.roots, 1);
+    const SymbolIndex symbols(f.image, {});
+    const Retention r(f.image, symbols, f.heap, f.roots, graph);
+    const std::uint64_t big_bytes = f.heap.blocks[9].usable_size();
+    CHECK(r.retained_bytes(9) == big_bytes);
+    CHECK(r.retained_bytes(0) == f.heap.blocks[0].usable_size() + big_bytes);
+    CHECK(r.retained_bytes(r.super_root()) == r.retained_bytes(0));  // the other blocks are leaked
+    const Retention::Saved saved = r.saved();
+    CHECK(saved.bytes_high.empty() == !huge);
+    const Retention again(r.block_count(), saved);
+    for (std::uint32_t node = 0; node < r.node_count(); ++node) CHECK(again.retained_bytes(node) == r.retained_bytes(node));
+  }
 }
