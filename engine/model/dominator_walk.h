@@ -12,7 +12,6 @@
 #pragma once
 
 #include <atomic>
-#include <bit>
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -124,7 +123,7 @@ class Piles {
   Piles(const Retention& r, const Same& same, unsigned workers = 0);
 
   // The node the reachable block `b` piles up under.
-  std::uint32_t under(BlockId b) const { return continues_.test(b) ? run_pile_[rank(b)] : r_.dominator(b); }
+  std::uint32_t under(BlockId b) const { return continues_.contains(b) ? run_pile_[continues_.rank(b)] : r_.dominator(b); }
   // How many reachable blocks pile up under `node`.
   std::uint64_t count(std::uint32_t node) const {
     if (piled_[node] < dominator_walk_detail::kPiledInByte) return piled_[node];
@@ -133,16 +132,11 @@ class Piles {
   }
 
  private:
-  std::size_t rank(BlockId b) const {
-    const std::uint64_t below = continues_.word(b / 64) & ((std::uint64_t{1} << (b % 64)) - 1);
-    return rank_[b / 64] + static_cast<std::size_t>(std::popcount(below));
-  }
   // Where the run `b` continues piles up: climbs the run to its first block, handing the answer down.
   std::uint32_t settle_run(BlockId b, std::vector<std::size_t>& path);
 
   const Retention& r_;
-  BitArray continues_;                 // per block: reachable, its dominator a block of its type
-  std::vector<std::uint32_t> rank_;    // per word of continues_: the bits set before it
+  RankedBits continues_;                 // the reachable blocks whose dominator is a block of their type
   std::vector<std::uint32_t> run_pile_;  // per continuing block, by rank: where it piles up
   // Per node: the reachable blocks piling up under it, in a byte up to kPiledInByte, and past that in
   // `piled_past_`: each such node has that many blocks of its own, so they are few.
@@ -151,23 +145,22 @@ class Piles {
 };
 
 template <typename Same>
-Piles::Piles(const Retention& r, const Same& same, unsigned workers) : r_(r), continues_(r.block_count()) {
+Piles::Piles(const Retention& r, const Same& same, unsigned workers) : r_(r) {
   using namespace dominator_walk_detail;
   const unsigned n = workers ? workers : worker_count(r.block_count(), kBlocksPerWorker);
+  BitArray continues(r.block_count());
   run_workers(n, [&](unsigned w) {  // whole words each
-    const auto [first, last] = slice_of(continues_.word_count(), n, w);
+    const auto [first, last] = slice_of(continues.word_count(), n, w);
     for (std::size_t b = 64 * first; b < std::min<std::size_t>(64 * last, r.block_count()); ++b) {
       if ((b & kCheckMask) == 0) progress_check();
       const auto block = static_cast<BlockId>(b);
       if (!r.reachable(block)) continue;
       const std::uint32_t up = r.dominator(block);
-      if (r.is_block(up) && same(up, block)) continues_.set(b);
+      if (r.is_block(up) && same(up, block)) continues.set(b);
     }
   });
-  rank_.resize(continues_.word_count() + 1);
-  for (std::size_t w = 0; w < continues_.word_count(); ++w)
-    rank_[w + 1] = rank_[w] + static_cast<std::uint32_t>(std::popcount(continues_.word(w)));
-  run_pile_.assign(rank_.back(), kUnsetNode);
+  continues_ = RankedBits(std::move(continues));
+  run_pile_.assign(continues_.members(), kUnsetNode);
   piled_.assign(r.node_count(), 0);
   std::vector<PastCounts> past(n);
   run_workers(n, [&](unsigned w) {
@@ -177,7 +170,7 @@ Piles::Piles(const Retention& r, const Same& same, unsigned workers) : r_(r), co
       if ((i & kCheckMask) == 0) progress_check();
       const auto b = static_cast<BlockId>(i);
       if (!r.reachable(b)) continue;
-      const std::uint32_t pile = continues_.test(b) ? settle_run(b, path) : r.dominator(b);
+      const std::uint32_t pile = continues_.contains(b) ? settle_run(b, path) : r.dominator(b);
       if (!count_in_byte(piled_[pile])) past[w].add(pile);
     }
   });
@@ -190,11 +183,11 @@ inline std::uint32_t Piles::settle_run(BlockId b, std::vector<std::size_t>& path
   path.clear();
   std::uint32_t found;
   for (BlockId at = b;;) {  // `at` continues the run: its dominator is the run's block before it
-    const std::size_t slot = rank(at);
+    const std::size_t slot = continues_.rank(at);
     if ((found = load(run_pile_[slot])) != kUnsetNode) break;
     path.push_back(slot);
     const BlockId up = r_.dominator(at);
-    if (!continues_.test(up)) {
+    if (!continues_.contains(up)) {
       found = r_.dominator(up);  // `up` begins the run
       break;
     }

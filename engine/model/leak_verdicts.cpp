@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 
+#include "base/bit_array.h"
 #include "base/bounded_scan.h"
 #include "base/phase_timer.h"
 #include "base/progress.h"
@@ -29,12 +29,10 @@ std::vector<BlockId> ascending_once(std::vector<BlockId> ids, std::size_t block_
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     return ids;
   }
-  std::vector<std::uint64_t> bits((block_count + 63) / 64, 0);
-  for (const BlockId b : ids) bits[b / 64] |= std::uint64_t{1} << (b % 64);
+  BitArray bits(block_count);
+  for (const BlockId b : ids) bits.set(b);
   ids.clear();
-  for (std::size_t word = 0; word < bits.size(); ++word)
-    for (std::uint64_t w = bits[word]; w != 0; w &= w - 1)
-      ids.push_back(static_cast<BlockId>(word * 64 + static_cast<std::size_t>(std::countr_zero(w))));
+  bits.for_each_set([&](std::size_t b) { ids.push_back(static_cast<BlockId>(b)); });
   return ids;
 }
 

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "base/bit_array.h"
 #include "base/workers.h"
 #include "image/word_scan.h"
 #include "model/retention_edges.h"
@@ -359,18 +360,18 @@ class RetentionGraph final : public DominatorGraph {
     for (std::uint32_t r = 0; r < roots_; ++r)
       for (std::uint32_t t : span_of(targets, offsets, r)) pairs.emplace_back(t, blocks_ + r);
     std::sort(pairs.begin(), pairs.end());
-    has_root_predecessor_.assign((blocks_ + 63) / 64, 0);
+    has_root_predecessor_ = BitArray(blocks_);
     pred_blocks_.reserve(pairs.size());
     pred_roots_.reserve(pairs.size());
     for (const auto& [block, node] : pairs) {
-      has_root_predecessor_[block / 64] |= std::uint64_t{1} << (block % 64);
+      has_root_predecessor_.set(block);
       pred_blocks_.push_back(block);
       pred_roots_.push_back(node);
     }
   }
 
   std::span<const std::uint32_t> root_predecessors(std::uint32_t block) const {
-    if (!(has_root_predecessor_[block / 64] >> (block % 64) & 1)) return {};
+    if (!has_root_predecessor_.test(block)) return {};
     const auto [lo, hi] = std::equal_range(pred_blocks_.begin(), pred_blocks_.end(), block);
     return {pred_roots_.data() + (lo - pred_blocks_.begin()), static_cast<std::size_t>(hi - lo)};
   }
@@ -379,7 +380,7 @@ class RetentionGraph final : public DominatorGraph {
   std::uint32_t blocks_, roots_;
   bool globals_first_ = false;
   std::vector<std::uint32_t> root_offsets_, root_successors_, root_parent_, top_nodes_;
-  std::vector<std::uint64_t> has_root_predecessor_;
+  BitArray has_root_predecessor_;
   std::vector<std::uint32_t> pred_blocks_, pred_roots_;
 };
 

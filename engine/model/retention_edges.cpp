@@ -11,7 +11,7 @@
 namespace heapscope {
 
 RetentionEdges::RetentionEdges(const ReferenceGraph& graph, const RootSet& roots, BorrowedEdges borrowed)
-    : graph_(graph), roots_(roots), held_by_globals_((graph.block_count() + 63) / 64, 0),
+    : graph_(graph), roots_(roots), held_by_globals_(graph.block_count()),
       has_dropped_(graph.block_count(), false) {
   std::map<BlockId, std::vector<const RootRange*>> slots_by_block;
   for (const RootRange& r : roots.ranges)
@@ -70,12 +70,12 @@ void RetentionEdges::find_what_globals_hold() {
   parallel_flood(std::move(pending), held, 1, workers, [&](BlockId b) { return out_edges(b); },
                  [](std::uint32_t, unsigned) { return true; });
   run_workers(workers, [&](unsigned w) {  // 64 blocks a word, each worker its own words
-    const auto [first, last] = slice_of(held_by_globals_.size(), workers, w);
+    const auto [first, last] = slice_of(held_by_globals_.word_count(), workers, w);
     for (std::size_t word = first; word < last; ++word) {
       std::uint64_t bits = 0;
       for (std::size_t b = word * 64, end = std::min(held.size(), b + 64); b < end; ++b)
         bits |= std::uint64_t{held[b]} << (b & 63);
-      held_by_globals_[word] = bits;
+      held_by_globals_.word(word) = bits;
     }
   });
 }

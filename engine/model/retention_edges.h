@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/bit_array.h"
 #include "model/reference_graph.h"
 #include "model/roots.h"
 
@@ -43,7 +44,7 @@ class RetentionEdges {
     return graph_.in_edges(b);
   }
   // Whether a global holds the block, through any chain of the edges above.
-  bool held_by_globals(BlockId b) const { return held_by_globals_[b / 64] >> (b % 64) & 1; }
+  bool held_by_globals(BlockId b) const { return held_by_globals_.test(b); }
   // Whether a pointer to block `b` in root range `root` holds it (false: borrowed).
   bool root_holds(const RootRange& root, BlockId b) const {
     return root.kind == RootKind::global || !held_by_globals(b);
@@ -61,7 +62,7 @@ class RetentionEdges {
 
   const ReferenceGraph& graph_;
   const RootSet& roots_;
-  std::vector<std::uint64_t> held_by_globals_;  // a bit per block
+  BitArray held_by_globals_;  // a bit per block
   std::unordered_map<BlockId, std::vector<BlockId>> dropped_into_;  // block → the blocks whose edge to it is dropped
   KeptEdges out_, in_;  // the edges kept, where some are dropped
   // A bit per block that out_ or in_ holds: the dominator computation asks for every block's edges, and a

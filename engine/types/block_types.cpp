@@ -170,22 +170,16 @@ void BlockTypes::rename(std::uint32_t id, std::string name) {
 
 void BlockTypes::resize(std::size_t blocks) {
   subset_ = false;
-  member_bits_ = {};
-  members_before_ = {};
+  members_ = {};
   ids_.assign(blocks, kUnknown);
 }
 
 void BlockTypes::resize_for(std::size_t blocks, std::span<const BlockId> members) {
   subset_ = true;
-  member_bits_.assign((blocks + 63) / 64, 0);
-  for (const BlockId b : members) member_bits_[b >> 6] |= std::uint64_t{1} << (b & 63);
-  members_before_.resize(member_bits_.size());
-  std::uint32_t before = 0;
-  for (std::size_t w = 0; w < member_bits_.size(); ++w) {
-    members_before_[w] = before;
-    before += static_cast<std::uint32_t>(ones_in(member_bits_[w]));
-  }
-  ids_.assign(before, kUnknown);
+  BitArray bits(blocks);
+  for (const BlockId b : members) bits.set(b);
+  members_ = RankedBits(std::move(bits));
+  ids_.assign(members_.members(), kUnknown);
 }
 
 std::vector<BlockTypes::SavedType> BlockTypes::saved_types() const {

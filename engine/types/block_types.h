@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/bit_array.h"
 #include "model/block_index.h"
 #include "model/roots.h"
 #include "heap/heap_model.h"
@@ -84,29 +85,13 @@ class BlockTypes {
   static BlockTypes restored(std::vector<SavedType> types, TypeIdArray ids);
 
  private:
-  static constexpr std::size_t kNotMember = ~std::size_t{0};
-  // Where block `block`'s id is in ids_ when ids are kept for a subset: the members before it, counted
-  // from the bit per block and the count of members before each 64-block word.
-  std::size_t member_slot(std::size_t block) const {
-    const std::size_t word = block >> 6;
-    if (word >= member_bits_.size()) return kNotMember;
-    const std::uint64_t bits = member_bits_[word], bit = std::uint64_t{1} << (block & 63);
-    if (!(bits & bit)) return kNotMember;
-    return members_before_[word] + ones_in(bits & (bit - 1));
-  }
-  // std::popcount, inline: built for any x86-64 (no popcnt instruction assumed), std::popcount is a call
-  // into libgcc, and this runs for every block the namers of leaks look at.
-  static std::size_t ones_in(std::uint64_t x) {
-    x -= (x >> 1) & 0x5555555555555555;
-    x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333);
-    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0f;
-    return static_cast<std::size_t>((x * 0x0101010101010101) >> 56);
-  }
+  static constexpr std::size_t kNotMember = RankedBits::kNotMember;
+  // Where block `block`'s id is in ids_ when ids are kept for a subset: its rank among the members.
+  std::size_t member_slot(std::size_t block) const { return members_.slot_of(block); }
 
   TypeIdArray ids_;  // by block, or by member (subset_)
   bool subset_ = false;
-  std::vector<std::uint64_t> member_bits_;     // subset_: a bit per block
-  std::vector<std::uint32_t> members_before_;  // subset_: members in the words before each word
+  RankedBits members_;  // subset_: the blocks ids_ holds an id for
   std::vector<std::string> names_;
   std::vector<std::string> sources_;  // by type id, like names_
   std::vector<Naming> namings_;       // by type id, like names_
