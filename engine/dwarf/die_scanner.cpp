@@ -189,8 +189,8 @@ bool asked_about(std::uint64_t attribute) {
 
 }  // namespace
 
-// Abbreviation codes are small and dense in what compilers write; a code past kMaxCode makes the unit one
-// the scanner does not read (failed()).
+// Abbreviation codes are small and dense in what compilers write (abbrevs_), but any code reads
+// (sparse_abbrevs_).
 void DieScanner::read_abbrevs() {
   Reader r{sections_.abbrev.data(), unit_.abbrev_offset, sections_.abbrev.size()};
   if (unit_.abbrev_offset >= sections_.abbrev.size()) r.bad = true;

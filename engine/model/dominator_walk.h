@@ -1,5 +1,5 @@
 // Walks down the dominator tree, on all cores, for what `top`'s suspects ask of every reachable block: the
-// big retainer it lies under (owners_of_nodes), and where it piles up (find_piles): its nearest dominator
+// big retainer it lies under (owners_of_nodes), and where it piles up (Piles): its nearest dominator
 // that is no block of its type (a list's nodes pile up under what holds the list's head), with how many
 // blocks pile up under each node. Two walks, each with its own arrays, so that one's are gone before the
 // other's are made: `top`'s peak memory is here.
