@@ -281,6 +281,7 @@ class Propagator {
     bool any = false;
     for (std::uint64_t i = 0; i < count; ++i)
       for (std::size_t k = 0; k < slots.size(); ++k) {
+        if (((i * slots.size() + k) & kCheckMask) == 0) progress_check();  // 2^24 elements may take seconds
         const std::optional<Target> t = target_of(address + i * size + slots[k].offset, module, slots[k].pointee,
                                                   slot_node(slots[k], node));
         const Walk how = t ? name_target(*t) : Walk::none;
