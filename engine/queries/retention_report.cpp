@@ -598,11 +598,14 @@ TopReport build_top_report(Session& s, TopBy by, std::size_t count) {
     });
     if (!stop) s.frames();
   });
-  s.graph();
-  // Every reachable block's name (the suspects group by type; no row or suspect is a leak) and the
-  // dominator tree need nothing of each other past the graph: one thread each, the progress shown being
-  // the names' (the longer). No leak verdict is asked for: the tree is its own reachability pass.
-  s.compute_side_by_side([&] { s.reachable_names(); }, [&] { s.retention(); });
+  // Every reachable block's name (the suspects group by type; no row or suspect is a leak) needs no graph,
+  // and the graph and its dominator tree need no names: one thread each, the progress shown being the
+  // names' (the longer: a pointer chase through the heap in DWARF's order, where the scan and the tree's
+  // passes share the other core). No leak verdict is asked for: the tree is its own reachability pass.
+  s.compute_side_by_side([&] { s.reachable_names(); }, [&] {
+    s.graph();
+    s.retention();
+  });
   const BlockNames& names = s.reachable_names();
   const Retention& r = s.retention();
   PhaseTimer timer("top");

@@ -82,6 +82,12 @@ const T& Session::product(Slot<T>& slot, const char* name, Compute&& compute) {
   return *slot.value;
 }
 
+template <class T>
+const T* Session::computed(Slot<T>& slot) {
+  std::lock_guard lock(slot.mutex);
+  return slot.value.get();
+}
+
 const LocatedAllocator& Session::allocator() {
   return product(allocator_, "locate allocator", [&] {
     std::string error;
@@ -120,6 +126,7 @@ std::unique_ptr<HeapModel> Session::heap_from_cache() {
     }
   }
   if (!note.empty()) add_warnings({note});
+  heap_from_index_ = cached_ != nullptr;
   return cached_ ? std::move(cached_->heap) : nullptr;
 }
 
@@ -138,6 +145,7 @@ const RootSet& Session::roots() {
 }
 
 const BlockIndex& Session::block_index() {
+  if (const BlockIndex* made = computed(block_index_)) return *made;  // even while the scan holds the cache's lock
   // The cache's lock first, as graph() takes it before this product's: the saved page table is taken under it.
   std::lock_guard lock(cache_mutex_);
   const HeapModel& h = heap();  // whether a saved index holds the page table is known once the heap is
@@ -158,6 +166,7 @@ const BlockIndex& Session::block_index() {
 }
 
 const std::optional<ObjectHeaders>& Session::object_headers() {
+  if (const std::optional<ObjectHeaders>* made = computed(object_headers_)) return *made;  // as block_index()
   // The cache's lock first, as graph() takes it before this product's: the saved headers are taken under it.
   std::lock_guard lock(cache_mutex_);
   return product(object_headers_, "object headers", [&] {
@@ -182,6 +191,11 @@ std::optional<ObjectHeaders> Session::object_headers_from_cache() {
 }
 
 const ReferenceGraph& Session::graph() {
+  // What the scan (or the saved graph's check) needs, before the cache's lock, which is held throughout:
+  // products computed beside the scan (top's names) need these too, and find them made.
+  block_index();
+  roots();
+  object_headers();
   std::lock_guard lock(cache_mutex_);
   if (!graph_.value && graph_.error.empty()) {
     heap();  // whether a saved index holds the graph is known once the heap is
@@ -458,6 +472,10 @@ std::unique_ptr<Retention> Session::retention_from_cache() {
 
 template <class Part>
 bool Session::saved_at_hand(std::optional<Part> CachedProducts::*part) {
+  heap();
+  // Without a saved index nothing is saved: known without the graph, so that what asks (the names) need not
+  // wait for the scan.
+  if (!heap_from_index_) return false;
   std::lock_guard lock(cache_mutex_);
   graph();  // whether the index's graph was taken is known once the graph is
   return graph_from_cache_ && cached_ && (cached_.get()->*part).has_value();
@@ -472,10 +490,7 @@ void Session::refuse_saved(std::optional<Part> CachedProducts::*part, bool& refu
 
 template <class T, class Part, class Get>
 const T* Session::if_at_hand(Slot<T>& slot, std::optional<Part> CachedProducts::*part, Get get) {
-  {
-    std::lock_guard lock(slot.mutex);
-    if (slot.value) return slot.value.get();
-  }
+  if (const T* made = computed(slot)) return made;
   return saved_at_hand(part) ? &get() : nullptr;
 }
 

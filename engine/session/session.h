@@ -203,6 +203,9 @@ class Session {
   };
   template <class T, class Compute>
   const T& product(Slot<T>& slot, const char* name, Compute&& compute);
+  // The slot's value when computed already (null otherwise), asking for no other lock than the slot's.
+  template <class T>
+  const T* computed(Slot<T>& slot);
   void check_interrupted();
   // What a naming covers: the blocks `within` flags (every block when null), which `members`, when given,
   // lists in order; `from_roots`: typed by DWARF from the roots too (false only when `within` holds no
@@ -284,11 +287,16 @@ class Session {
   AddressEvaluator evaluate_;
   Progress progress_;
   // Guards the cache's state below and orders graph() and verdicts() with it (held while they compute:
-  // whether the graph comes from the index decides how both are made).
+  // whether the graph comes from the index decides how both are made). What the scan needs is made before
+  // it, and block_index() and object_headers() give what is made without this lock, so that a product
+  // computed beside the scan (top's names) does not wait for it.
   mutable std::recursive_mutex cache_mutex_;
   std::string cache_key_;                  // this core's key in the index cache; empty: no cache
   std::unique_ptr<CachedProducts> cached_;  // a saved index whose heap was taken, graph not yet checked
   bool graph_from_cache_ = false;
+  // Whether heap() took its heap from a saved index: set once, before heap() returns, and never again, so
+  // read without the cache's lock (which the scan holds throughout) by products computed beside the scan.
+  std::atomic<bool> heap_from_index_{false};
   bool saved_pages_refused_ = false;
   bool saved_retention_refused_ = false;
   bool saved_names_refused_ = false;

@@ -254,10 +254,11 @@ class CliInterruptAndProgress(unittest.TestCase):
         self.assertTrue(os.path.isfile(core), "gdb wrote no core")
         try:
             # No timing lines: each clears the line it is printed over, which would hide a progress line
-            # left behind by the interrupt. The scan's progress says the walk is done.
+            # left behind by the interrupt. The names' progress (top shows theirs, the scan running beside
+            # them) says the walk is done.
             cli = PtyProgram([heapscope_path(), COMMAND, core], progress_environment(os.environ))
             try:
-                position = self.interrupt_after_the_walk(cli, walk_done=r"heapscope: scan \d{1,3}%")
+                position = self.interrupt_after_the_walk(cli, walk_done=r"heapscope: dwarf types \d{1,3}%")
                 self.assertIn("heapscope: interrupted", cli.output[position:])
                 self.assertNotIn("Largest retained", cli.output[position:])
                 self.assert_progress_erased(cli, "heapscope: interrupted")
