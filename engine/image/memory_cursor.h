@@ -33,6 +33,12 @@ class MemoryCursor {
     return {};
   }
 
+  // A hint that `addr` is read soon: its cache line is fetched meanwhile when it lies in the region at
+  // hand (nothing is looked up for it otherwise).
+  void prefetch(Address addr) const {
+    if (addr >= base_ && addr < base_ + bytes_.size()) __builtin_prefetch(bytes_.data() + (addr - base_));
+  }
+
   const Image& image() const { return image_; }
 
  private:

@@ -132,7 +132,7 @@ BlockId BlockIndex::find_in(const Span& s, Address addr) const {
   const auto& blocks = *blocks_;
   BlockId i = s.first;
   if (s.last - s.first > 1) {
-    i = page_first_[s.page_table + ((addr - s.start) >> kPageShift)];
+    i = page_first_[page_of(s, addr)];
     while (i + 1 < s.last && blocks[i + 1].chunk <= addr) ++i;
   }
   if (user_bytes_contain(blocks[i], addr)) return i;

@@ -323,6 +323,13 @@ class Propagator {
   void visit(Address at, std::uint16_t module, DwarfTypeId id, DwarfTypeId node) {
     const DwarfTypeIndex& ix = *index(module);
     if (const std::vector<PointerSlot>* slots = plan_of(module, ix, id)) {
+      // A tree's nodes lie in no order the walk follows: each pointer's lookup is a miss in the page table,
+      // then one in the blocks. Hinted for all of them first, a node's misses overlap (a third of the
+      // mixed heap's typing, when it runs alone).
+      if (slots->size() > 1) {
+        for (const PointerSlot& slot : *slots) index_.prefetch_page(mem_.u64(at + slot.offset).value_or(0));
+        for (const PointerSlot& slot : *slots) index_.prefetch_block(mem_.u64(at + slot.offset).value_or(0));
+      }
       for (const PointerSlot& slot : *slots) follow(at + slot.offset, module, slot.pointee, slot_node(slot, node));
       return;
     }
@@ -446,6 +453,7 @@ class Propagator {
       return;
     }
     const std::uint64_t count = objects_in(index(t.module)->type(t.type), heap_.blocks[t.block]);
+    mem_.prefetch(t.address);  // its pointers are read when the walk comes to it, mostly soon
     enqueue(t.address, t.module, t.type, std::min(count, kMaxElements), t.node);
   }
 
