@@ -46,12 +46,10 @@ class BlockIndex {
   // table's entry for `addr` (prefetch_page), then, once that is at hand, the block it names
   // (prefetch_block). A find waits for one miss after another; several finds hinted so wait together.
   void prefetch_page(Address addr) const {
-    if (addr < low_ || addr >= high_) return;
-    if (const Span* s = span_for(addr); s && s->paged) __builtin_prefetch(page_first_.data() + page_of(*s, addr));
+    if (const Span* s = paged_span_for(addr)) __builtin_prefetch(page_first_.data() + page_of(*s, addr));
   }
   void prefetch_block(Address addr) const {
-    if (addr < low_ || addr >= high_) return;
-    if (const Span* s = span_for(addr); s && s->paged) __builtin_prefetch(&(*blocks_)[page_first_.data()[page_of(*s, addr)]]);
+    if (const Span* s = paged_span_for(addr)) __builtin_prefetch(&(*blocks_)[page_first_.data()[page_of(*s, addr)]]);
   }
 
   const BlockArray& blocks() const { return *blocks_; }
@@ -75,6 +73,12 @@ class BlockIndex {
   BlockId cover_of(const Span& s, Address at) const;  // the last block of the span starting at or before `at`
   void check_page_table() const;
   const Span* span_for(Address addr) const;
+  // The heap segment's span holding `addr`, when it has a page table; null otherwise.
+  const Span* paged_span_for(Address addr) const {
+    if (addr < low_ || addr >= high_) return nullptr;
+    const Span* s = span_for(addr);
+    return s && s->paged ? s : nullptr;
+  }
   BlockId find_in(const Span& s, Address addr) const;
 
   const BlockArray* blocks_;

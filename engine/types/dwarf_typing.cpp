@@ -324,7 +324,7 @@ class Propagator {
     const DwarfTypeIndex& ix = *index(module);
     if (const std::vector<PointerSlot>* slots = plan_of(module, ix, id)) {
       // A tree's nodes lie in no order the walk follows: each pointer's lookup is a miss in the page table,
-      // then one in the blocks. Hinted for all of them first, a node's misses overlap (a third of the
+      // then one in the blocks. Hinted for all of them first, a node's misses overlap (a tenth of the
       // mixed heap's typing, when it runs alone).
       if (slots->size() > 1) {
         for (const PointerSlot& slot : *slots) index_.prefetch_page(mem_.u64(at + slot.offset).value_or(0));
