@@ -18,22 +18,40 @@ constexpr Address kRedZone = 128;  // the x86-64 ABI lets leaf functions keep da
 
 using Ranges = std::vector<HeapSegment>;
 
+// The runs [first, last) of the block array whose chunks start in none of the arenas' heap segments, in
+// order: where the blocks that are mappings of their own (glibc's mmapped chunks, musl's lone groups) are.
+std::vector<std::pair<std::size_t, std::size_t>> blocks_outside_segments(const HeapModel& heap) {
+  std::vector<std::pair<std::size_t, std::size_t>> inside, outside;
+  for (const ArenaInfo& a : heap.arenas)
+    for (const HeapSegment& h : a.heaps) inside.push_back(heap.blocks_between(h.start, h.end));
+  std::sort(inside.begin(), inside.end());
+  std::size_t cursor = 0;
+  for (const auto& [first, last] : inside) {
+    if (first > cursor) outside.emplace_back(cursor, first);
+    cursor = std::max(cursor, last);
+  }
+  if (cursor < heap.blocks.size()) outside.emplace_back(cursor, heap.blocks.size());
+  return outside;
+}
+
 Ranges heap_ranges(const HeapModel& heap) {
   Ranges r;
   for (const ArenaInfo& a : heap.arenas) r.insert(r.end(), a.heaps.begin(), a.heaps.end());
   r.insert(r.end(), heap.metadata.begin(), heap.metadata.end());
   r.insert(r.end(), heap.reserved.begin(), heap.reserved.end());
-  // The mmapped blocks are few but anywhere in the array: slices of it on all cores.
-  const std::size_t n = heap.blocks.size();
-  const unsigned slices = worker_count(n, kBlocksPerWorker);
-  std::vector<Ranges> found(slices);
-  run_workers(slices, [&](unsigned w) {
-    const auto [first, last] = slice_of(n, slices, w);
-    for (std::size_t i = first; i < last; ++i)
-      if (const Block& b = heap.blocks[i]; b.state == BlockState::mmapped)
-        found[w].push_back({b.chunk & ~Address{4095}, b.chunk + b.chunk_size()});
-  });
-  for (const Ranges& f : found) r.insert(r.end(), f.begin(), f.end());
+  // The mmapped blocks, from the pages they start in. Only the blocks outside the segments are looked at:
+  // one inside is covered by its segment already, and a pass over every block would read the whole block
+  // array, most of a one-block command's time with a saved index. An allocator without segments leaves one
+  // run, the whole array, in slices on all cores.
+  for (const auto& [first, last] : blocks_outside_segments(heap)) {
+    const Ranges found = collect_from_slices<HeapSegment>(
+        last - first, kBlocksPerWorker, [&, first = first](std::size_t from, std::size_t to, Ranges& out) {
+          for (std::size_t i = first + from; i < first + to; ++i)
+            if (const Block& b = heap.blocks[i]; b.state == BlockState::mmapped)
+              out.push_back({b.chunk & ~Address{4095}, b.chunk + b.chunk_size()});
+        });
+    r.insert(r.end(), found.begin(), found.end());
+  }
   std::sort(r.begin(), r.end(), [](auto& x, auto& y) { return x.start < y.start; });
   return r;
 }
