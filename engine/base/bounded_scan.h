@@ -6,6 +6,7 @@
 
 #include <emmintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -49,23 +50,46 @@ inline bool all_below(std::span<const std::uint16_t> items, std::uint64_t bound)
   return _mm_movemask_epi8(_mm_cmpeq_epi8(over, _mm_setzero_si128())) == 0xffff && tail_below(items, i, bound);
 }
 
-// Of 32-bit items, their bits in `mask` (a graph edge's target without its interior bit).
-inline bool all_below(std::span<const std::uint32_t> items, std::uint64_t bound, std::uint32_t mask = ~0u) {
-  using namespace bounded_scan_detail;
-  if (bound > mask) return true;
-  if (bound == 0) return items.empty();
+namespace bounded_scan_detail {
+
+// Whether every 32-bit item's bits in `mask` are below `bound` (1 ≤ bound ≤ mask), or, with kExcepted, the
+// item is `excepted`.
+template <bool kExcepted>
+bool all_below_u32(std::span<const std::uint32_t> items, std::uint64_t bound, std::uint32_t mask,
+                   std::uint32_t excepted) {
   // Unsigned order as signed order, with each sign bit flipped: SSE2 compares signed 32-bit items only.
   const __m128i flip = _mm_set1_epi32(static_cast<int>(0x80000000u));
   const __m128i most = _mm_xor_si128(_mm_set1_epi32(static_cast<int>(bound - 1)), flip);
   const __m128i bits = _mm_set1_epi32(static_cast<int>(mask));
+  const __m128i exception = _mm_set1_epi32(static_cast<int>(excepted));
   __m128i over = _mm_setzero_si128();
   std::size_t i = 0;
-  for (; i + 4 <= items.size(); i += 4)
-    over = _mm_or_si128(over, _mm_cmpgt_epi32(_mm_xor_si128(_mm_and_si128(load(&items[i]), bits), flip), most));
+  for (; i + 4 <= items.size(); i += 4) {
+    const __m128i item = load(&items[i]);
+    __m128i above = _mm_cmpgt_epi32(_mm_xor_si128(_mm_and_si128(item, bits), flip), most);
+    if constexpr (kExcepted) above = _mm_andnot_si128(_mm_cmpeq_epi32(item, exception), above);
+    over = _mm_or_si128(over, above);
+  }
   if (_mm_movemask_epi8(over) != 0) return false;
   for (; i < items.size(); ++i)
-    if ((items[i] & mask) >= bound) return false;
+    if ((items[i] & mask) >= bound && !(kExcepted && items[i] == excepted)) return false;
   return true;
+}
+
+}  // namespace bounded_scan_detail
+
+// Of 32-bit items, their bits in `mask` (a graph edge's target without its interior bit).
+inline bool all_below(std::span<const std::uint32_t> items, std::uint64_t bound, std::uint32_t mask = ~0u) {
+  if (bound > mask) return true;
+  if (bound == 0) return items.empty();
+  return bounded_scan_detail::all_below_u32<false>(items, bound, mask, 0);
+}
+
+// Whether every item is below `bound` or is `excepted` (a dominator array's "no node").
+inline bool all_below_or(std::span<const std::uint32_t> items, std::uint64_t bound, std::uint32_t excepted) {
+  if (bound > 0xffffffffu) return true;
+  if (bound == 0) return std::all_of(items.begin(), items.end(), [&](std::uint32_t i) { return i == excepted; });
+  return bounded_scan_detail::all_below_u32<true>(items, bound, ~0u, excepted);
 }
 
 // Whether each item is at most the next.

@@ -41,6 +41,19 @@ void run_workers(unsigned n, Fn&& fn) {
   errors.rethrow();
 }
 
+// Whether holds(first, last) is true of every slice [first, last) of [0, items), each tested on a core of
+// its own (each worker a slice of at least `per_worker` items): a saved index's checks of whole arrays.
+template <class Holds>
+bool holds_in_all_slices(std::size_t items, std::size_t per_worker, Holds&& holds) {
+  const unsigned n = worker_count(items, per_worker);
+  std::vector<char> held(n);
+  run_workers(n, [&](unsigned w) {
+    const auto [first, last] = slice_of(items, n, w);
+    held[w] = holds(first, last);
+  });
+  return std::all_of(held.begin(), held.end(), [](char h) { return h != 0; });
+}
+
 // What `find(first, last, out)` appends to `out` for the slices [first, last) of [0, items), found on all
 // cores (each worker a slice of at least `per_worker` items) and returned in the order one pass would give:
 // the few items of a pass over every block that something is done with afterwards, in order.

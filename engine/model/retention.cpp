@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "base/bit_array.h"
+#include "base/bounded_scan.h"
 #include "base/workers.h"
 #include "image/word_scan.h"
 #include "model/retention_edges.h"
@@ -480,7 +481,9 @@ Retention::Retention(std::uint32_t block_count, const Saved& saved)
   if (saved.idom.size() != n || saved.bytes_low.size() != n || (!saved.bytes_high.empty() && saved.bytes_high.size() != n) ||
       saved.blocks.size() != n)
     throw std::invalid_argument("its arrays do not fit the heap");
-  if (!std::all_of(saved.idom.begin(), saved.idom.end(), [n](std::uint32_t d) { return d < n || d == kNoNode; }))
+  if (!holds_in_all_slices(n, kBlocksPerWorker, [&](std::size_t first, std::size_t last) {
+        return all_below_or(saved.idom.subspan(first, last - first), n, kNoNode);
+      }))
     throw std::invalid_argument("a dominator is no node");
   for (std::size_t i = 0; i < root_nodes_.size(); ++i) {
     const RootNode& node = root_nodes_[i];

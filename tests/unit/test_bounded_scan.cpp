@@ -76,6 +76,43 @@ TEST_CASE("bounded scans of masked items and ascending bytes agree with plain lo
   }
 }
 
+TEST_CASE("all_below_or accepts the excepted item wherever it is, and nothing else above the bound", "[base]") {
+  std::mt19937_64 random(5);
+  const std::uint32_t none = 0xffffffffu;  // a dominator array's "no node"
+  for (std::size_t n : {0, 1, 3, 4, 5, 9, 16, 17, 33, 64}) {
+    std::vector<std::uint32_t> idom(n);
+    for (std::uint32_t& d : idom) d = random() % 3 == 0 ? none : static_cast<std::uint32_t>(random() % 100);
+    for (std::uint64_t bound : {0, 1, 50, 99, 100, 101}) {
+      const bool plain = std::all_of(idom.begin(), idom.end(), [&](std::uint32_t d) { return d < bound || d == none; });
+      INFO("n " << n << " bound " << bound);
+      CHECK(all_below_or(std::span<const std::uint32_t>(idom), bound, none) == plain);
+    }
+    for (std::size_t at = 0; at < n; ++at) {  // one item just past the bound, in the vectors or the tail
+      std::vector<std::uint32_t> past = idom;
+      past[at] = 100;
+      INFO("n " << n << " at " << at);
+      CHECK_FALSE(all_below_or(std::span<const std::uint32_t>(past), 100, none));
+      CHECK(all_below_or(std::span<const std::uint32_t>(past), 101, none));
+    }
+  }
+}
+
+TEST_CASE("holds_in_all_slices is false when one slice's test fails, wherever that slice is", "[base]") {
+  const std::size_t items = 4 * kBlocksPerWorker + 5;
+  for (std::size_t bad : {std::size_t{0}, items / 2, items - 1}) {
+    INFO("bad item " << bad);
+    CHECK_FALSE(holds_in_all_slices(items, kBlocksPerWorker, [&](std::size_t first, std::size_t last) {
+      return bad < first || bad >= last;
+    }));
+  }
+  std::vector<char> seen(items);
+  CHECK(holds_in_all_slices(items, kBlocksPerWorker, [&](std::size_t first, std::size_t last) {
+    std::fill(seen.begin() + first, seen.begin() + last, 1);
+    return true;
+  }));
+  CHECK(std::all_of(seen.begin(), seen.end(), [](char c) { return c == 1; }));
+}
+
 TEST_CASE("each_above visits, in order, the items above the floor in a slice", "[base]") {
   std::mt19937_64 random(11);
   std::vector<std::uint8_t> items(1000);
