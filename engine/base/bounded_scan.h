@@ -13,6 +13,12 @@
 
 namespace heapscope {
 
+// How much of a saved index's arrays is checked before they are used: every item (a file that may hold
+// anything its checksum was made to fit), or their sizes alone (a file as heapscope's writer left it:
+// IndexFile::as_written). The checks of every item read the whole of each array: most of a command about
+// one block's time.
+enum class ItemChecks : std::uint8_t { every_item, sizes_only };
+
 namespace bounded_scan_detail {
 
 // The items of `items` that whole 16-byte vectors do not cover, one at a time.

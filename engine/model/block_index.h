@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/bounded_scan.h"
 #include "heap/heap_model.h"
 #include "model/u32_array.h"
 
@@ -21,9 +22,9 @@ class BlockIndex {
   explicit BlockIndex(const HeapModel& heap);
   // The same index with its page table as page_table() gave it (an index file's, viewed in place): a new
   // process spares the pass over every block that fills it. Throws std::invalid_argument when the table
-  // is not one of this heap's spans or leads past them, or a sample of its pages is not what the blocks
-  // give.
-  BlockIndex(const HeapModel& heap, U32Array saved_page_table);
+  // is not one of this heap's spans or leads past them (every entry is looked at, unless `checks` says
+  // the sizes alone), or a sample of its pages is not what the blocks give.
+  BlockIndex(const HeapModel& heap, U32Array saved_page_table, ItemChecks checks = ItemChecks::every_item);
   // How many indexes this process has built: a session builds one and shares it (tests check).
   static std::uint64_t built();
 
@@ -71,7 +72,7 @@ class BlockIndex {
   std::size_t find_spans(const HeapModel& heap);
   void fill_page_table(const Span& s, std::vector<BlockId>& table) const;
   BlockId cover_of(const Span& s, Address at) const;  // the last block of the span starting at or before `at`
-  void check_page_table() const;
+  void check_page_table(ItemChecks checks) const;
   const Span* span_for(Address addr) const;
   // The heap segment's span holding `addr`, when it has a page table; null otherwise.
   const Span* paged_span_for(Address addr) const {

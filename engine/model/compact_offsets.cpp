@@ -57,10 +57,7 @@ CompactOffsets CompactOffsets::Builder::finish() {
   return out;
 }
 
-std::optional<CompactOffsets> CompactOffsets::viewing(const Arrays& arrays, std::uint32_t entries) {
-  const std::size_t lines = (arrays.items + kPerLine - 1) / kPerLine;
-  if (arrays.first.size() != lines || arrays.ends.size() != lines * kPerLine || arrays.wide.size() % (kPerLine + 1) != 0)
-    return std::nullopt;
+bool CompactOffsets::lines_in_order(const Arrays& arrays, std::size_t lines, std::uint32_t entries) {
   const std::size_t runs = arrays.wide.size() / (kPerLine + 1);
   std::uint32_t end = 0;  // where the line before ended: the next one starts there
   for (std::size_t line = 0; line < lines; ++line) {
@@ -69,19 +66,26 @@ std::optional<CompactOffsets> CompactOffsets::viewing(const Arrays& arrays, std:
     if (arrays.first[line] == kWide) {
       std::uint32_t run;
       std::memcpy(&run, ends, sizeof run);
-      if (run >= runs) return std::nullopt;
+      if (run >= runs) return false;
       const std::uint32_t* offsets = &arrays.wide[std::size_t{run} * (kPerLine + 1)];
       if (offsets[0] != end || !std::is_sorted(offsets, offsets + in_line + 1) || offsets[in_line] > entries)
-        return std::nullopt;
+        return false;
       end = offsets[in_line];
       continue;
     }
-    if (arrays.first[line] != end || !ascending({ends, in_line})) return std::nullopt;
+    if (arrays.first[line] != end || !ascending({ends, in_line})) return false;
     const std::uint64_t line_end = std::uint64_t{arrays.first[line]} + ends[in_line - 1];
-    if (line_end > entries) return std::nullopt;
+    if (line_end > entries) return false;
     end = static_cast<std::uint32_t>(line_end);
   }
-  if (end != entries) return std::nullopt;
+  return end == entries;
+}
+
+std::optional<CompactOffsets> CompactOffsets::viewing(const Arrays& arrays, std::uint32_t entries, ItemChecks checks) {
+  const std::size_t lines = (arrays.items + kPerLine - 1) / kPerLine;
+  if (arrays.first.size() != lines || arrays.ends.size() != lines * kPerLine || arrays.wide.size() % (kPerLine + 1) != 0)
+    return std::nullopt;
+  if (checks == ItemChecks::every_item && !lines_in_order(arrays, lines, entries)) return std::nullopt;
   CompactOffsets c;
   c.items_ = arrays.items;
   c.first_ = ViewedArray<std::uint32_t>::viewing(arrays.first);

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/bounded_scan.h"
 #include "base/viewed_array.h"
 
 namespace heapscope {
@@ -42,8 +43,10 @@ class CompactOffsets {
   Arrays arrays() const { return {items_, first_.span(), ends_.span(), wide_.span()}; }
   // Over `arrays` kept alive by the caller, when they are what arrays() gives for items whose entries are
   // exactly [0, entries): every offset in order and in bounds, so that no range() reads astray. One pass
-  // over a byte an item; nullopt when they are not (a damaged file).
-  static std::optional<CompactOffsets> viewing(const Arrays& arrays, std::uint32_t entries);
+  // over a byte an item; nullopt when they are not (a damaged file). With ItemChecks::sizes_only (a file as
+  // heapscope wrote it), only the arrays' sizes.
+  static std::optional<CompactOffsets> viewing(const Arrays& arrays, std::uint32_t entries,
+                                               ItemChecks checks = ItemChecks::every_item);
 
   // Built item by item, from each item's entry count: the scan's way, which never holds full offsets.
   class Builder;
@@ -96,6 +99,9 @@ class CompactOffsets {
     std::memcpy(&run, &ends_[line * kPerLine], sizeof run);
     return &wide_[std::size_t{run} * (kPerLine + 1)];
   }
+  // Whether every line of `arrays` (of the right sizes) starts where the one before ended, holds its
+  // offsets in order and in [0, entries], and the last one ends at `entries`.
+  static bool lines_in_order(const Arrays& arrays, std::size_t lines, std::uint32_t entries);
 
   std::size_t items_ = 0;
   ViewedArray<std::uint32_t> first_;  // per line

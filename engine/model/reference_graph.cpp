@@ -98,9 +98,10 @@ bool fits(const ReferenceGraph::EdgeSlice& slice, std::size_t items) {
 }
 
 // The compact offsets of `saved` when they cover `blocks` blocks and all its edges, in order.
-std::optional<CompactOffsets> offsets_fitting(const ReferenceGraph::BlockEdges& saved, std::size_t blocks) {
+std::optional<CompactOffsets> offsets_fitting(const ReferenceGraph::BlockEdges& saved, std::size_t blocks,
+                                              ItemChecks checks) {
   if (saved.offsets.items != blocks || saved.edges.size() >= 0xffffffffu) return std::nullopt;
-  return CompactOffsets::viewing(saved.offsets, static_cast<std::uint32_t>(saved.edges.size()));
+  return CompactOffsets::viewing(saved.offsets, static_cast<std::uint32_t>(saved.edges.size()), checks);
 }
 
 // Whether every edge (a block id, maybe with the interior bit) is one of `blocks` blocks.
@@ -126,14 +127,22 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
   if (!edges_lead_to_blocks(arrays.roots.edges, block_count_))
     throw std::invalid_argument("saved edges lead outside the heap's blocks");
   reverse_saved_ = arrays.reverse.offsets.items > 0;
-  // The forward and the reverse edges checked side by side: passes over every block and edge.
+  // The forward and the reverse edges checked side by side: passes over every block and edge (unless
+  // the file is as heapscope wrote it).
+  const bool every_item = arrays.checks == ItemChecks::every_item;
   std::optional<CompactOffsets> forward, reverse;
   bool forward_in_heap = false, reverse_in_heap = false;
-  run_workers(reverse_saved_ ? 2 : 1, [&](unsigned w) {
-    const BlockEdges& saved = w == 0 ? arrays.forward : arrays.reverse;
-    (w == 0 ? forward : reverse) = offsets_fitting(saved, block_count_);
-    (w == 0 ? forward_in_heap : reverse_in_heap) = edges_lead_to_blocks(saved.edges, block_count_);
-  });
+  auto check = [&](unsigned direction) {
+    const BlockEdges& saved = direction == 0 ? arrays.forward : arrays.reverse;
+    (direction == 0 ? forward : reverse) = offsets_fitting(saved, block_count_, arrays.checks);
+    (direction == 0 ? forward_in_heap : reverse_in_heap) = !every_item || edges_lead_to_blocks(saved.edges, block_count_);
+  };
+  const unsigned directions = reverse_saved_ ? 2 : 1;
+  if (every_item) {
+    run_workers(directions, check);
+  } else {
+    for (unsigned d = 0; d < directions; ++d) check(d);
+  }
   if (!forward) throw std::invalid_argument("saved edges do not fit the heap's blocks");
   if (!forward_in_heap) throw std::invalid_argument("saved edges lead outside the heap's blocks");
   if (reverse_saved_) {

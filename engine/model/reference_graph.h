@@ -61,10 +61,12 @@ class ReferenceGraph {
     BlockEdges reverse;            // no items: not saved, built on first use
     RootReferrers root_referrers;  // likewise
     std::shared_ptr<const void> keep;
+    ItemChecks checks = ItemChecks::every_item;  // of the blocks' edges and offsets; the roots' are few
   };
   // Takes them as they are (no word is scanned); throws std::invalid_argument when their sizes do not fit
   // `index` and `roots` or an edge leads outside them (one pass over every array: a damaged file must not
-  // make a later read go astray). Whether the edges are this image's is the caller's check (rescan()).
+  // make a later read go astray; with ItemChecks::sizes_only, the blocks' arrays' sizes alone). Whether the
+  // edges are this image's is the caller's check (rescan()).
   ReferenceGraph(const Image& image, const BlockIndex& index, const RootSet& roots, SavedArrays arrays,
                  const ObjectHeaders* headers = nullptr);
   const ObjectHeaders* object_headers() const { return headers_; }

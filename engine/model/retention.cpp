@@ -481,7 +481,7 @@ Retention::Retention(std::uint32_t block_count, const Saved& saved)
   if (saved.idom.size() != n || saved.bytes_low.size() != n || (!saved.bytes_high.empty() && saved.bytes_high.size() != n) ||
       saved.blocks.size() != n)
     throw std::invalid_argument("its arrays do not fit the heap");
-  if (!holds_in_all_slices(n, kBlocksPerWorker, [&](std::size_t first, std::size_t last) {
+  if (saved.checks == ItemChecks::every_item && !holds_in_all_slices(n, kBlocksPerWorker, [&](std::size_t first, std::size_t last) {
         return all_below_or(saved.idom.subspan(first, last - first), n, kNoNode);
       }))
     throw std::invalid_argument("a dominator is no node");

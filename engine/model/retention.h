@@ -154,6 +154,7 @@ class Retention {
     std::span<const std::uint8_t> bytes_high;
     std::uint64_t in_use_bytes = 0, in_use_blocks = 0;
     std::shared_ptr<const void> keep;  // the memory the arrays are in, held by the arrays viewing it
+    ItemChecks checks = ItemChecks::every_item;  // of the dominators: every one, or the arrays' sizes alone
   };
   // A Retention again from what was saved of one over `block_count` blocks, viewing its arrays. Throws
   // std::invalid_argument when the arrays do not fit the blocks and the nodes, or a dominator or parent is

@@ -26,7 +26,7 @@ std::string names_meta_to_json(const BlockTypes& types, const DwarfTypes& dwarf)
 }
 
 bool names_from_saved(const std::string& text, std::span<const std::byte> ids, const std::shared_ptr<const void>& keep,
-                      std::size_t blocks, BlockTypes& types, DwarfTypes& dwarf, std::string* why) {
+                      std::size_t blocks, ItemChecks checks, BlockTypes& types, DwarfTypes& dwarf, std::string* why) {
   std::vector<BlockTypes::SavedType> saved;
   std::vector<DwarfTypes::SavedRef> refs;
   bool wide = false;
@@ -54,7 +54,7 @@ bool names_from_saved(const std::string& text, std::span<const std::byte> ids, c
       *why = "damaged names";
       return false;
     }
-  if (!block_ids.all_below(static_cast<std::uint32_t>(saved.size()))) {
+  if (checks == ItemChecks::every_item && !block_ids.all_below(static_cast<std::uint32_t>(saved.size()))) {
     *why = "a block's type is not in the names";
     return false;
   }

@@ -114,14 +114,16 @@ void add_block_edges(std::vector<IndexSectionData>& sections, const BlockEdgeSec
 }
 
 // The verdicts as saved; false when a byte is no verdict (a file written by another heapscope).
-bool read_verdicts(const IndexFile& file, std::size_t blocks, const std::shared_ptr<const void>& keep, LeakVerdicts& out) {
+bool read_verdicts(const IndexFile& file, std::size_t blocks, const std::shared_ptr<const void>& keep, ItemChecks checks,
+                   LeakVerdicts& out) {
   const std::span<const std::byte> v = file.section(IndexSection::verdicts);
   const std::span<const std::byte> p = file.section(IndexSection::possibly);
   const std::span<const std::byte> h = file.section(IndexSection::held_by);
   if (v.size() != blocks || p.size() != blocks || (!h.empty() && h.size() != blocks)) return false;
   const auto* vb = reinterpret_cast<const std::uint8_t*>(v.data());
   const auto* pb = reinterpret_cast<const std::uint8_t*>(p.data());
-  if (!all_below(std::span(vb, blocks), static_cast<std::uint8_t>(Verdict::cycle_leak) + 1)) return false;
+  const bool every_item = checks == ItemChecks::every_item;
+  if (every_item && !all_below(std::span(vb, blocks), static_cast<std::uint8_t>(Verdict::cycle_leak) + 1)) return false;
   out.verdict = ViewedArray<Verdict>::viewing({reinterpret_cast<const Verdict*>(vb), blocks}, keep);
   out.possibly = ViewedArray<std::uint8_t>::viewing({pb, blocks}, keep);
   out.held_by = ViewedArray<HeldBy>::viewing({reinterpret_cast<const HeldBy*>(h.data()), h.size()}, keep);
@@ -133,7 +135,7 @@ bool read_verdicts(const IndexFile& file, std::size_t blocks, const std::shared_
     return true;
   }
   const std::span<const std::uint32_t> leaked = file.words(IndexSection::leaked);
-  if (!all_below(leaked, blocks)) return false;
+  if (every_item && !all_below(leaked, blocks)) return false;
   out.leaked.assign(leaked.begin(), leaked.end());
   return true;
 }
@@ -196,6 +198,7 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
   const std::shared_ptr<IndexFile> mapped = std::move(file);
   const IndexFile& f = *mapped;
   auto products = std::make_unique<CachedProducts>();
+  products->checks = f.as_written() ? ItemChecks::sizes_only : ItemChecks::every_item;
   products->heap = std::make_unique<HeapModel>();
   if (!heap_meta_from_json(section_text(f, IndexSection::heap_meta), *products->heap))
     return fail("damaged heap description");
@@ -204,13 +207,14 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
   if (count != blocks) return fail("cannot map its blocks");
   products->heap->blocks = BlockArray::adopt_mapping(block_pages, count);
   products->block_pages = U32Array::viewing(f.words(IndexSection::block_pages), mapped);
-  if (!read_verdicts(f, blocks, mapped, products->verdicts)) return fail("damaged verdicts");
+  if (!read_verdicts(f, blocks, mapped, products->checks, products->verdicts)) return fail("damaged verdicts");
   ReferenceGraph::SavedArrays& g = products->graph;
   g.forward = block_edges_of(f, kForward, blocks);
   g.roots = slice_of(f, IndexSection::root_offsets, IndexSection::root_edges);
   g.reverse = block_edges_of(f, kReverse, blocks);
   g.root_referrers = {f.words(IndexSection::root_referrer_blocks), f.words(IndexSection::root_referrers)};
   g.keep = mapped;
+  g.checks = products->checks;
   if (!f.has(kReverse.lines)) return fail("no reverse edges");
   if (f.has(IndexSection::retention_meta)) {
     Retention::Saved& r = products->retention.emplace();
@@ -222,13 +226,14 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
     const std::span<const std::byte> high = f.section(IndexSection::retention_bytes_high);
     r.bytes_high = {reinterpret_cast<const std::uint8_t*>(high.data()), high.size()};
     r.keep = mapped;
+    r.checks = products->checks;
   }
   if (f.has(IndexSection::names_meta))
     products->names = CachedProducts::SavedNames{section_text(f, IndexSection::names_meta),
                                                  f.section(IndexSection::names_ids), mapped};
   if (f.has(IndexSection::objects_meta)) {
     if (!object_headers_from_saved(section_text(f, IndexSection::objects_meta), f.section(IndexSection::objects_starts),
-                                   f.section(IndexSection::objects_types), blocks, mapped,
+                                   f.section(IndexSection::objects_types), blocks, mapped, products->checks,
                                    products->object_headers.emplace()))
       return fail("damaged object headers");
   }

@@ -8,7 +8,8 @@
 // build-ids, heapscope's version and own build-id, the index format, and the session options that change
 // the products: allocator plug-ins and symbol search); and its content agrees with the core: a sample of
 // blocks' chunk headers (glibc) and out-edges, and every root range's edges, rescanned with the graph's
-// own scan (check_heap, check_graph).
+// own scan (check_heap, check_graph). Every item of its arrays is checked to lead nowhere past its table,
+// unless the file is as heapscope's writer left it (CachedProducts::checks).
 //
 // Only the CLI on core files uses it (a debugger's session already keeps products across commands on one
 // stop; a live process changes). Docs: docs/usage.md, "Index cache".
@@ -38,6 +39,10 @@ namespace heapscope {
 // What a saved index holds, loaded and found whole and of the same key, but not yet checked against the
 // image. The graph's arrays view the file's mapping (graph.keep).
 struct CachedProducts {
+  // Every item of the saved arrays checked, or, in a file as heapscope's writer left it, their sizes alone
+  // (IndexFile::as_written): set on the graph's and the dominator tree's arrays, and for the page table's
+  // and the names' checks.
+  ItemChecks checks = ItemChecks::every_item;
   std::unique_ptr<HeapModel> heap;
   U32Array block_pages;  // the block index's page table; empty when not saved
   ReferenceGraph::SavedArrays graph;

@@ -150,32 +150,35 @@ const std::string& boot_id() {
   return id;
 }
 
+// Who left a checked mark: the file's writer, or a reader that computed its checksum.
+enum class MarkedBy { writer, reader };
+
 // What a checked mark says of an index file: this boot, the file as it is now (any write to it changes
-// its change time, which no one can set back), and the checksum its header gives.
-std::string checked_record(const struct stat& st, std::uint64_t checksum) {
-  return "boot " + boot_id() + " device " + std::to_string(st.st_dev) + " inode " + std::to_string(st.st_ino) +
+// its change time, which no one can set back), the checksum its header gives, and who left the mark.
+std::string checked_record(const struct stat& st, std::uint64_t checksum, MarkedBy by) {
+  return std::string(by == MarkedBy::writer ? "written" : "hashed") + " boot " + boot_id() + " device " + std::to_string(st.st_dev) + " inode " + std::to_string(st.st_ino) +
          " size " + std::to_string(st.st_size) + " modified " + std::to_string(st.st_mtim.tv_sec) + "." +
          std::to_string(st.st_mtim.tv_nsec) + " changed " + std::to_string(st.st_ctim.tv_sec) + "." +
          std::to_string(st.st_ctim.tv_nsec) + " checksum " + std::to_string(checksum) + "\n";
 }
 
 // Records, beside `path`, that the file its stat `st` describes holds the bytes checksum `checksum` was
-// computed over. Best effort: without the mark the next reader checks the checksum itself.
-void mark_checked(const std::string& path, const struct stat& st, std::uint64_t checksum) {
+// computed over, by `by`. Best effort: without the mark the next reader checks the checksum itself.
+void mark_checked(const std::string& path, const struct stat& st, std::uint64_t checksum, MarkedBy by) {
   if (boot_id().empty()) return;
   const std::string mark = checked_mark_path(path);
   const std::string temporary = mark + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return;
-  const std::string record = checked_record(st, checksum);
+  const std::string record = checked_record(st, checksum, by);
   const bool written = write_all(fd, std::as_bytes(std::span(record.data(), record.size())));
   if (::close(fd) != 0 || !written || ::rename(temporary.c_str(), mark.c_str()) != 0) ::unlink(temporary.c_str());
 }
 
-// Whether a checked mark beside `path` says the file its stat `st` describes holds what checksum
-// `checksum` was computed over.
-bool checked_before(const std::string& path, const struct stat& st, std::uint64_t checksum) {
-  if (boot_id().empty()) return false;
+// Who left the checked mark beside `path` that says the file its stat `st` describes holds what checksum
+// `checksum` was computed over; nothing when there is no such mark.
+std::optional<MarkedBy> checked_before(const std::string& path, const struct stat& st, std::uint64_t checksum) {
+  if (boot_id().empty()) return std::nullopt;
   std::string mark;
   if (std::FILE* f = std::fopen(checked_mark_path(path).c_str(), "r")) {
     char buffer[512];
@@ -183,7 +186,9 @@ bool checked_before(const std::string& path, const struct stat& st, std::uint64_
     mark.assign(buffer, n);
     std::fclose(f);
   }
-  return !mark.empty() && mark == checked_record(st, checksum);
+  for (const MarkedBy by : {MarkedBy::writer, MarkedBy::reader})
+    if (!mark.empty() && mark == checked_record(st, checksum, by)) return by;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -221,7 +226,7 @@ void write_index_file(const std::string& path, const std::vector<IndexSectionDat
   if (::stat(path.c_str(), &now) == 0 && now.st_dev == written.st_dev && now.st_ino == written.st_ino &&
       now.st_size == written.st_size && now.st_mtim.tv_sec == written.st_mtim.tv_sec &&
       now.st_mtim.tv_nsec == written.st_mtim.tv_nsec)
-    mark_checked(path, now, checksum);
+    mark_checked(path, now, checksum, MarkedBy::writer);
 }
 
 std::string checked_mark_path(const std::string& index_path) { return index_path + ".checked"; }
@@ -240,8 +245,11 @@ std::unique_ptr<IndexFile> IndexFile::open(const std::string& path, std::string*
   }
   const auto size = static_cast<std::size_t>(st.st_size);
   FileHeader claimed{};
-  const bool checked = ::pread(fd, &claimed, sizeof claimed, 0) == static_cast<ssize_t>(sizeof claimed) &&
-                       checked_before(path, st, claimed.checksum);
+  const std::optional<MarkedBy> marked =
+      ::pread(fd, &claimed, sizeof claimed, 0) == static_cast<ssize_t>(sizeof claimed)
+          ? checked_before(path, st, claimed.checksum)
+          : std::nullopt;
+  const bool checked = marked.has_value();
   // Populated read-only when the checksum is to be computed over every page, so that the page cache's
   // pages are mapped as they are (populating a writable private mapping would copy every page); the
   // blocks' pages are made writable below, copied only if written. A file checked before in this boot is
@@ -298,13 +306,16 @@ std::unique_ptr<IndexFile> IndexFile::open(const std::string& path, std::string*
         return nullptr;
       }
   }
-  if (checked && header.checksum == claimed.checksum) return file;
+  if (checked && header.checksum == claimed.checksum) {
+    file->as_written_ = marked == MarkedBy::writer;
+    return file;
+  }
   PhaseTimer timer("cache: checksum");
   if (IndexChecksum::of({file->map_ + sizeof(FileHeader), size - sizeof(FileHeader)}) != header.checksum) {
     *error = "checksum mismatch";
     return nullptr;
   }
-  mark_checked(path, st, header.checksum);
+  mark_checked(path, st, header.checksum, MarkedBy::reader);
   return file;
 }
 

@@ -77,7 +77,8 @@ void write_index_file(const std::string& path, const std::vector<IndexSectionDat
 // over, in this boot (the page cache every reader sees until a restart). A reader that finds a mark
 // matching the file and its header's checksum does not hash the file again: a command about one block
 // then reads only the pages it needs. After a restart, a copy, any change, or with no mark, the checksum
-// is computed over every byte as before.
+// is computed over every byte as before. The mark says who left it: a file its writer's mark vouches for
+// holds what heapscope's writer wrote (IndexFile::as_written).
 std::string checked_mark_path(const std::string& index_path);
 
 // A loaded index: the file mapped privately; sections are views into it.
@@ -90,6 +91,11 @@ class IndexFile {
   ~IndexFile();
   IndexFile(const IndexFile&) = delete;
   IndexFile& operator=(const IndexFile&) = delete;
+
+  // Whether the file is as heapscope's writer left it in this boot (its writer's checked mark holds): its
+  // arrays were made by heapscope, whole by construction, and need their sizes checked, not every item
+  // (ItemChecks). A file whose checksum a reader computed may hold anything the checksum was made to fit.
+  bool as_written() const { return as_written_; }
 
   // The section's bytes; empty when the file has none.
   std::span<const std::byte> section(IndexSection kind) const;
@@ -113,6 +119,7 @@ class IndexFile {
   std::size_t size_ = 0;
   std::vector<Entry> entries_;
   bool blocks_taken_ = false;
+  bool as_written_ = false;
 };
 
 // The checksum the file carries: a hash of its body fast enough to check a whole index at load, which every

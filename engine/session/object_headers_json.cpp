@@ -16,7 +16,7 @@ std::string object_headers_meta_to_json(const ObjectHeaders& headers) {
 
 bool object_headers_from_saved(const std::string& text, std::span<const std::byte> starts,
                                std::span<const std::byte> types, std::size_t blocks,
-                               const std::shared_ptr<const void>& keep, ObjectHeaders& headers) {
+                               const std::shared_ptr<const void>& keep, ItemChecks checks, ObjectHeaders& headers) {
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
     headers.layout = j.at("layout").get<std::string>();
@@ -30,8 +30,7 @@ bool object_headers_from_saved(const std::string& text, std::span<const std::byt
   headers.starts = ViewedArray<std::uint8_t>::viewing({reinterpret_cast<const std::uint8_t*>(starts.data()), blocks}, keep);
   headers.type_of =
       ViewedArray<std::uint32_t>::viewing({reinterpret_cast<const std::uint32_t*>(types.data()), blocks}, keep);
-  const std::size_t names = headers.type_names.size();
-  return std::all_of(headers.type_of.begin(), headers.type_of.end(), [names](std::uint32_t t) { return t < names; });
+  return checks == ItemChecks::sizes_only || all_below(headers.type_of.span(), headers.type_names.size());
 }
 
 }  // namespace heapscope

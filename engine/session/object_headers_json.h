@@ -8,15 +8,17 @@
 #include <span>
 #include <string>
 
+#include "base/bounded_scan.h"
 #include "runtime/object_headers.h"
 
 namespace heapscope {
 
 std::string object_headers_meta_to_json(const ObjectHeaders& headers);
 // `headers` from `text` (what object_headers_meta_to_json wrote) and the saved arrays of a heap of
-// `blocks` blocks, viewed in memory `keep` holds; false when they do not fit it.
+// `blocks` blocks, viewed in memory `keep` holds; false when they do not fit it (each block's type
+// checked, unless `checks` says the sizes alone).
 bool object_headers_from_saved(const std::string& text, std::span<const std::byte> starts,
                                std::span<const std::byte> types, std::size_t blocks,
-                               const std::shared_ptr<const void>& keep, ObjectHeaders& headers);
+                               const std::shared_ptr<const void>& keep, ItemChecks checks, ObjectHeaders& headers);
 
 }  // namespace heapscope

@@ -153,7 +153,7 @@ const BlockIndex& Session::block_index() {
   return product(block_index_, saved ? "cache: block index" : "block index", [&] {
     if (saved) {
       try {
-        return std::make_unique<BlockIndex>(h, std::move(cached_->block_pages));
+        return std::make_unique<BlockIndex>(h, std::move(cached_->block_pages), cached_->checks);
       } catch (const std::invalid_argument& e) {
         add_warnings({options_.index_cache->rejection(cache_key_, e.what())});
         saved_pages_refused_ = true;  // the index is written again, with the table made now
@@ -378,7 +378,8 @@ std::unique_ptr<BlockNames> Session::names_from_cache() {
   names->dwarf = std::make_unique<DwarfTypes>(dwarf_indexes_);
   std::string why;
   const CachedProducts::SavedNames& saved = *cached_->names;
-  if (names_from_saved(saved.meta, saved.ids, saved.keep, heap().blocks.size(), names->types, *names->dwarf, &why))
+  if (names_from_saved(saved.meta, saved.ids, saved.keep, heap().blocks.size(), cached_->checks, names->types,
+                       *names->dwarf, &why))
     return names;
   refuse_saved(&CachedProducts::names, saved_names_refused_, why);
   return nullptr;

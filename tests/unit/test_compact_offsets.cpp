@@ -147,5 +147,12 @@ TEST_CASE("CompactOffsets views only arrays whose every range lies in order insi
   SECTION("a line's ends cut short") {
     copy.ends.pop_back();
     CHECK(!CompactOffsets::viewing(copy.arrays(), entries));
+    CHECK(!CompactOffsets::viewing(copy.arrays(), entries, ItemChecks::sizes_only));
+  }
+  SECTION("with the sizes alone checked (a file as heapscope wrote it), the offsets are not looked at") {
+    std::swap(copy.ends[3], copy.ends[4]);
+    CHECK(CompactOffsets::viewing(copy.arrays(), entries, ItemChecks::sizes_only));
+    copy.items -= CompactOffsets::kPerLine;
+    CHECK(!CompactOffsets::viewing(copy.arrays(), entries, ItemChecks::sizes_only));
   }
 }

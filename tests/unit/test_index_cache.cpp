@@ -188,6 +188,42 @@ TEST_CASE("index cache: a damaged or cut file is refused, with a note") {
   }
 }
 
+TEST_CASE("index cache: only a file as its writer left it is spared the checks of every item") {
+  CacheDirectory dir;
+  Analysed a;
+  a.analyse();
+  const IndexCache cache = dir.cache();
+  const std::string key = cache.key(a.image, SymbolSearchOptions{}, {});
+  cache.save(key, a.heap, *a.graph, a.verdicts);
+  const fs::path file = cache.path_for(key);
+  const fs::path mark = checked_mark_path(file.string());
+  std::string note;
+  std::unique_ptr<CachedProducts> loaded = cache.load(key, &note);
+  REQUIRE(loaded);
+  CHECK(loaded->checks == ItemChecks::sizes_only);
+  CHECK(loaded->graph.checks == ItemChecks::sizes_only);
+
+  SECTION("without its writer's mark, a reader hashes the file, and it and the readers after it check every item") {
+    fs::remove(mark);
+    for (int reader = 0; reader < 2; ++reader) {
+      loaded = cache.load(key, &note);
+      REQUIRE(loaded);
+      CHECK(loaded->checks == ItemChecks::every_item);
+      CHECK(loaded->graph.checks == ItemChecks::every_item);
+      CHECK(fs::exists(mark));  // the first reader's: the second does not hash it again
+    }
+  }
+  SECTION("the same bytes written again: the writer's mark is another file's") {
+    std::ifstream in(file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+    loaded = cache.load(key, &note);
+    REQUIRE(loaded);
+    CHECK(loaded->checks == ItemChecks::every_item);
+  }
+}
+
 TEST_CASE("index cache: a core written again has another key") {
   CacheDirectory dir;
   Analysed a;
