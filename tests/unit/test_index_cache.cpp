@@ -69,6 +69,19 @@ struct Analysed : testing::SmallHeap {
   LeakVerdicts verdicts;
 };
 
+// An analysed small heap, its index saved in a fresh cache directory.
+struct SavedIndex {
+  SavedIndex() {
+    a.analyse();
+    cache.save(key, a.heap, *a.graph, a.verdicts);
+  }
+  CacheDirectory dir;
+  Analysed a;
+  IndexCache cache = dir.cache();
+  std::string key = cache.key(a.image, SymbolSearchOptions{}, {});
+  fs::path file = cache.path_for(key);
+};
+
 std::vector<std::uint32_t> as_vector(std::span<const std::uint32_t> s) { return {s.begin(), s.end()}; }
 
 }  // namespace
@@ -151,13 +164,10 @@ TEST_CASE("index cache: heap, graph and verdicts load back as they were saved") 
 }
 
 TEST_CASE("index cache: a damaged or cut file is refused, with a note") {
-  CacheDirectory dir;
-  Analysed a;
-  a.analyse();
-  const IndexCache cache = dir.cache();
-  const std::string key = cache.key(a.image, SymbolSearchOptions{}, {});
-  cache.save(key, a.heap, *a.graph, a.verdicts);
-  const fs::path file = cache.path_for(key);
+  const SavedIndex saved;
+  const IndexCache& cache = saved.cache;
+  const std::string& key = saved.key;
+  const fs::path& file = saved.file;
   const auto size = fs::file_size(file);
   std::string note;
 
@@ -189,13 +199,10 @@ TEST_CASE("index cache: a damaged or cut file is refused, with a note") {
 }
 
 TEST_CASE("index cache: only a file as its writer left it is spared the checks of every item") {
-  CacheDirectory dir;
-  Analysed a;
-  a.analyse();
-  const IndexCache cache = dir.cache();
-  const std::string key = cache.key(a.image, SymbolSearchOptions{}, {});
-  cache.save(key, a.heap, *a.graph, a.verdicts);
-  const fs::path file = cache.path_for(key);
+  const SavedIndex saved;
+  const IndexCache& cache = saved.cache;
+  const std::string& key = saved.key;
+  const fs::path& file = saved.file;
   const fs::path mark = checked_mark_path(file.string());
   std::string note;
   std::unique_ptr<CachedProducts> loaded = cache.load(key, &note);
