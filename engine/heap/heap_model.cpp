@@ -27,6 +27,22 @@ std::pair<std::size_t, std::size_t> HeapModel::blocks_between(Address start, Add
   return {static_cast<std::size_t>(lo - begin), static_cast<std::size_t>(hi - begin)};
 }
 
+std::vector<SegmentBlocks> HeapModel::blocks_by_segment() const {
+  std::vector<HeapSegment> segments;
+  for (const ArenaInfo& a : arenas) segments.insert(segments.end(), a.heaps.begin(), a.heaps.end());
+  std::sort(segments.begin(), segments.end(), [](auto& x, auto& y) { return x.start < y.start; });
+  std::vector<SegmentBlocks> out;
+  std::size_t taken = 0;  // the blocks before this one are another segment's, or outside every one
+  for (const HeapSegment& seg : segments) {
+    auto [first, last] = blocks_between(seg.start, seg.end);
+    first = std::max(first, taken);
+    if (first >= last) continue;
+    out.push_back({seg, first, last});
+    taken = last;
+  }
+  return out;
+}
+
 std::optional<std::size_t> HeapModel::top_of(std::size_t arena) const {
   for (const HeapSegment& seg : arenas[arena].heaps) {
     const auto [first, last] = blocks_between(seg.start, seg.end);

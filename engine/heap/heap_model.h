@@ -130,6 +130,12 @@ struct AllocatorTerms {
   std::string size_class_heading() const { return capitalized(slab) + " utilisation per size class"; }
 };
 
+// The blocks one arena heap segment holds: [first, last) of the block array.
+struct SegmentBlocks {
+  HeapSegment segment;
+  std::size_t first = 0, last = 0;
+};
+
 struct HeapModel {
   std::string allocator;       // "glibc", "tcmalloc"
   std::string version;         // the allocator's release ("2.36", "2.10"), or empty when unknown
@@ -161,6 +167,10 @@ struct HeapModel {
   const Block* block_containing(Address addr) const;
   // The blocks [first, last) whose chunks start in [start, end) (a heap segment's). O(log n).
   std::pair<std::size_t, std::size_t> blocks_between(Address start, Address end) const;
+  // Every arena heap segment that holds blocks, with them, in address order, none overlapping the one
+  // before (a segment's blocks already in the one before are not its). The blocks between are outside every
+  // segment: mappings of their own (glibc's mmapped chunks, musl's lone groups). O(segments log n).
+  std::vector<SegmentBlocks> blocks_by_segment() const;
   // The index of arena `arena`'s top chunk, or nothing when the walk found none.
   std::optional<std::size_t> top_of(std::size_t arena) const;
 };

@@ -40,38 +40,33 @@ BlockIndex::BlockIndex(const HeapModel& heap, U32Array saved_page_table, ItemChe
 
 std::size_t BlockIndex::find_spans(const HeapModel& heap) {
   const auto& blocks = heap.blocks;
-  // Spans: arena heap segments hold runs of blocks; mmapped blocks are spans of their own.
-  std::vector<HeapSegment> segments;
-  for (const ArenaInfo& a : heap.arenas) segments.insert(segments.end(), a.heaps.begin(), a.heaps.end());
-  std::sort(segments.begin(), segments.end(), [](auto& x, auto& y) { return x.start < y.start; });
-
+  // Spans: arena heap segments hold runs of blocks; the blocks outside them (mmapped) are spans of their own.
   std::size_t pages = 0;
-  BlockId i = 0;
-  const auto n = static_cast<BlockId>(blocks.size());
-  auto seg = segments.begin();
-  while (i < n) {
-    while (seg != segments.end() && seg->end <= blocks[i].chunk) ++seg;
-    Span s;
-    if (seg != segments.end() && seg->start <= blocks[i].chunk) {
-      s.start = seg->start;
-      s.end = seg->end + 8;  // the last block's usable bytes reach into the next header's prev_size
-      s.first = i;
-      const Address seg_end = seg->end;  // blocks are in address order: the span's end is found by search
-      i = static_cast<BlockId>(std::partition_point(blocks.begin() + i, blocks.end(),
-                                                    [&](const Block& b) { return b.chunk < seg_end; }) -
-                               blocks.begin());
-      s.last = i;
-      s.page_table = static_cast<std::uint32_t>(pages);
-      s.paged = true;
-      pages += pages_of(s);
-    } else {
+  std::size_t i = 0;
+  auto lone_blocks_until = [&](std::size_t end) {
+    for (; i < end; ++i) {
+      Span s;
       s.start = blocks[i].chunk;
       s.end = blocks[i].chunk + blocks[i].chunk_size() + 8;
-      s.first = i;
-      s.last = ++i;
+      s.first = static_cast<BlockId>(i);
+      s.last = static_cast<BlockId>(i + 1);
+      spans_.push_back(s);
     }
+  };
+  for (const SegmentBlocks& run : heap.blocks_by_segment()) {
+    lone_blocks_until(run.first);
+    Span s;
+    s.start = run.segment.start;
+    s.end = run.segment.end + 8;  // the last block's usable bytes reach into the next header's prev_size
+    s.first = static_cast<BlockId>(run.first);
+    s.last = static_cast<BlockId>(run.last);
+    s.page_table = static_cast<std::uint32_t>(pages);
+    s.paged = true;
+    pages += pages_of(s);
     spans_.push_back(s);
+    i = run.last;
   }
+  lone_blocks_until(blocks.size());
   if (!spans_.empty()) {
     low_ = spans_.front().start;
     high_ = 0;
@@ -114,7 +109,8 @@ void BlockIndex::check_page_table(ItemChecks checks) const {
   for (const Span& s : spans_) {
     if (!s.paged) continue;
     const std::span<const std::uint32_t> own = table.subspan(s.page_table, pages_of(s));
-    if (checks == ItemChecks::every_item && !all_below(own, s.last)) throw std::invalid_argument("the block index's page table leads past its blocks");
+    if (checks == ItemChecks::every_item && !all_below(own, s.last))
+      throw std::invalid_argument("the block index's page table leads past its blocks");
     for (std::size_t q = (s.page_table + step - 1) / step * step; q < s.page_table + own.size(); q += step)
       if (table[q] != cover_of(s, s.start + ((q - s.page_table) << kPageShift)))
         throw std::invalid_argument("the block index's page table is not these blocks'");

@@ -135,7 +135,8 @@ ReferenceGraph::ReferenceGraph(const Image& image, const BlockIndex& index, cons
   auto check = [&](unsigned direction) {
     const BlockEdges& saved = direction == 0 ? arrays.forward : arrays.reverse;
     (direction == 0 ? forward : reverse) = offsets_fitting(saved, block_count_, arrays.checks);
-    (direction == 0 ? forward_in_heap : reverse_in_heap) = !every_item || edges_lead_to_blocks(saved.edges, block_count_);
+    (direction == 0 ? forward_in_heap : reverse_in_heap) =
+        !every_item || edges_lead_to_blocks(saved.edges, block_count_);
   };
   const unsigned directions = reverse_saved_ ? 2 : 1;
   if (every_item) {

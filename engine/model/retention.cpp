@@ -481,9 +481,10 @@ Retention::Retention(std::uint32_t block_count, const Saved& saved)
   if (saved.idom.size() != n || saved.bytes_low.size() != n || (!saved.bytes_high.empty() && saved.bytes_high.size() != n) ||
       saved.blocks.size() != n)
     throw std::invalid_argument("its arrays do not fit the heap");
-  if (saved.checks == ItemChecks::every_item && !holds_in_all_slices(n, kBlocksPerWorker, [&](std::size_t first, std::size_t last) {
-        return all_below_or(saved.idom.subspan(first, last - first), n, kNoNode);
-      }))
+  const auto dominators_are_nodes = [&](std::size_t first, std::size_t last) {
+    return all_below_or(saved.idom.subspan(first, last - first), n, kNoNode);
+  };
+  if (saved.checks == ItemChecks::every_item && !holds_in_all_slices(n, kBlocksPerWorker, dominators_are_nodes))
     throw std::invalid_argument("a dominator is no node");
   for (std::size_t i = 0; i < root_nodes_.size(); ++i) {
     const RootNode& node = root_nodes_[i];

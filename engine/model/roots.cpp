@@ -18,17 +18,14 @@ constexpr Address kRedZone = 128;  // the x86-64 ABI lets leaf functions keep da
 
 using Ranges = std::vector<HeapSegment>;
 
-// The runs [first, last) of the block array whose chunks start in none of the arenas' heap segments, in
-// order: where the blocks that are mappings of their own (glibc's mmapped chunks, musl's lone groups) are.
+// The runs [first, last) of the block array outside every arena heap segment, in order: where the blocks
+// that are mappings of their own (glibc's mmapped chunks, musl's lone groups) are.
 std::vector<std::pair<std::size_t, std::size_t>> blocks_outside_segments(const HeapModel& heap) {
-  std::vector<std::pair<std::size_t, std::size_t>> inside, outside;
-  for (const ArenaInfo& a : heap.arenas)
-    for (const HeapSegment& h : a.heaps) inside.push_back(heap.blocks_between(h.start, h.end));
-  std::sort(inside.begin(), inside.end());
+  std::vector<std::pair<std::size_t, std::size_t>> outside;
   std::size_t cursor = 0;
-  for (const auto& [first, last] : inside) {
-    if (first > cursor) outside.emplace_back(cursor, first);
-    cursor = std::max(cursor, last);
+  for (const SegmentBlocks& run : heap.blocks_by_segment()) {
+    if (run.first > cursor) outside.emplace_back(cursor, run.first);
+    cursor = run.last;
   }
   if (cursor < heap.blocks.size()) outside.emplace_back(cursor, heap.blocks.size());
   return outside;

@@ -40,8 +40,8 @@ namespace heapscope {
 // image. The graph's arrays view the file's mapping (graph.keep).
 struct CachedProducts {
   // Every item of the saved arrays checked, or, in a file as heapscope's writer left it, their sizes alone
-  // (IndexFile::as_written): set on the graph's and the dominator tree's arrays, and for the page table's
-  // and the names' checks.
+  // (IndexFile::as_written): for every saved part's checks (graph, verdicts, dominator tree, page table,
+  // names, object headers).
   ItemChecks checks = ItemChecks::every_item;
   std::unique_ptr<HeapModel> heap;
   U32Array block_pages;  // the block index's page table; empty when not saved

@@ -156,8 +156,9 @@ enum class MarkedBy { writer, reader };
 // What a checked mark says of an index file: this boot, the file as it is now (any write to it changes
 // its change time, which no one can set back), the checksum its header gives, and who left the mark.
 std::string checked_record(const struct stat& st, std::uint64_t checksum, MarkedBy by) {
-  return std::string(by == MarkedBy::writer ? "written" : "hashed") + " boot " + boot_id() + " device " + std::to_string(st.st_dev) + " inode " + std::to_string(st.st_ino) +
-         " size " + std::to_string(st.st_size) + " modified " + std::to_string(st.st_mtim.tv_sec) + "." +
+  return std::string(by == MarkedBy::writer ? "written" : "hashed") + " boot " + boot_id() + " device " +
+         std::to_string(st.st_dev) + " inode " + std::to_string(st.st_ino) + " size " + std::to_string(st.st_size) +
+         " modified " + std::to_string(st.st_mtim.tv_sec) + "." +
          std::to_string(st.st_mtim.tv_nsec) + " changed " + std::to_string(st.st_ctim.tv_sec) + "." +
          std::to_string(st.st_ctim.tv_nsec) + " checksum " + std::to_string(checksum) + "\n";
 }
