@@ -440,31 +440,37 @@ void Retention::sum_retained_sizes(const HeapModel& heap, const Dominators& tree
   const std::size_t n = idom_.size();
   std::vector<std::uint32_t> low = reuse(n), blocks = reuse(n);
   spare = {};  // the rest: gone before anything new is allocated
+  low.assign(n, 0);
   blocks.assign(n, 0);
-  // Each block's own size, in slices on all cores (counted first: no node retains more than their sum,
-  // which says how wide the counts must be); then the sums, which follow the tree.
+  // Each block's own size and count, in one pass by slices on all cores: the sizes go straight into the
+  // counts' low 32 bits. Whether the counts need high bytes is known once the sizes are summed (no node
+  // retains more than their sum); then only the blocks of 4 GiB or more are set again.
   const unsigned workers = worker_count(block_count_, kBlocksPerWorker);
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> in_use(workers);  // bytes, blocks per slice
+  struct InUse {
+    std::uint64_t bytes = 0, blocks = 0;
+    std::vector<std::uint32_t> huge;  // the blocks whose size needs high bytes
+  };
+  std::vector<InUse> in_use(workers);
   run_workers(workers, [&](unsigned w) {
     const auto [first, last] = slice_of(block_count_, workers, w);
     for (std::size_t b = first; b < last; ++b) {
       const Block& blk = heap.blocks[b];
       if (!is_allocated(blk.state)) continue;
-      in_use[w].first += blk.usable_size();
-      ++in_use[w].second;
+      const std::uint64_t size = blk.usable_size();
+      in_use[w].bytes += size;
+      ++in_use[w].blocks;
+      low[b] = static_cast<std::uint32_t>(size);
+      if (size >= ByteCounts::kNarrowLimit) in_use[w].huge.push_back(static_cast<std::uint32_t>(b));
       blocks[b] = 1;
     }
   });
-  for (const auto& [slice_bytes, slice_blocks] : in_use) {
-    in_use_bytes_ += slice_bytes;
-    in_use_blocks_ += slice_blocks;
+  for (const InUse& slice : in_use) {
+    in_use_bytes_ += slice.bytes;
+    in_use_blocks_ += slice.blocks;
   }
-  const ByteCounts::Writer bytes = retained_bytes_.assign(n, in_use_bytes_, std::move(low));
-  run_workers(workers, [&](unsigned w) {
-    const auto [first, last] = slice_of(block_count_, workers, w);
-    for (std::size_t b = first; b < last; ++b)
-      if (blocks[b]) bytes.set(b, heap.blocks[b].usable_size());
-  });
+  const ByteCounts::Writer bytes = retained_bytes_.adopt(std::move(low), in_use_bytes_);
+  for (const InUse& slice : in_use)
+    for (const std::uint32_t b : slice.huge) bytes.set(b, heap.blocks[b].usable_size());
   auto add_to_dominator = [&](std::uint32_t v) {
     const std::uint32_t up = idom_[v];
     bytes.add(up, bytes[v]);

@@ -116,6 +116,12 @@ class ByteCounts {
   // array whose memory to reuse, see Dominators::spare).
   Writer assign(std::size_t n, std::uint64_t most, std::vector<std::uint32_t> low = {}) {
     low.assign(n, 0);
+    return adopt(std::move(low), most);
+  }
+  // The counts whose low 32 bits `low` holds already, their high bytes 0, each below `most`: a caller that
+  // fills them in a pass of its own spares a pass that writes them again.
+  Writer adopt(std::vector<std::uint32_t> low, std::uint64_t most) {
+    const std::size_t n = low.size();
     low_ = ViewedArray<std::uint32_t>(std::move(low));
     high_ = most < kNarrowLimit ? ViewedArray<std::uint8_t>() : ViewedArray<std::uint8_t>(std::vector<std::uint8_t>(n, 0));
     return Writer(low_.writable(), high_.empty() ? nullptr : high_.writable());

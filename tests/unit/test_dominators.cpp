@@ -702,6 +702,18 @@ TEST_CASE("retained byte counts take high bytes only when a count may need them"
   CHECK(wide[2] == (std::uint64_t{5} << 32) + 10);
   CHECK(wide[1] == 0);
   CHECK_THROWS_AS(large.set(1, ByteCounts::kLimit), std::length_error);
+  // Counts filled beforehand keep their low 32 bits; the high bytes start at 0.
+  ByteCounts adopted;
+  const ByteCounts::Writer filled = adopted.adopt({4, 0, 6}, ByteCounts::kNarrowLimit);
+  CHECK(adopted.high().size() == 3);
+  CHECK(adopted[0] == 4);
+  CHECK(adopted[2] == 6);
+  filled.add(0, std::uint64_t{1} << 32);
+  CHECK(adopted[0] == (std::uint64_t{1} << 32) + 4);
+  ByteCounts adopted_narrow;
+  adopted_narrow.adopt({1, 2}, 100);
+  CHECK(adopted_narrow.high().empty());
+  CHECK(adopted_narrow[1] == 2);
 }
 
 TEST_CASE("a heap past 4 GiB retains its sizes in full, and one under it the same without high bytes",
