@@ -93,9 +93,12 @@ class PastCounts {
 
 // Per node: the index (into `owners`) of the owner it lies under, itself included; kNoOwner for none.
 // Meaningful for reachable nodes. `owners`: nodes none of which dominates another (the first kMaxOwners
-// count). `workers`: how many (0: one per core on a large heap, one on a small one).
-inline std::vector<OwnerIndex> owners_of_nodes(const Retention& r, std::span<const std::uint32_t> owners,
-                                               unsigned workers = 0) {
+// count). `workers`: how many (0: one per core on a large heap, one on a small one). `each(worker, b,
+// owner)` is called for every reachable block once its owner is known, by the worker whose slice of the
+// blocks holds it, in block order within the slice: what is tallied per block then needs no pass of its own.
+template <typename Each>
+std::vector<OwnerIndex> owners_of_nodes(const Retention& r, std::span<const std::uint32_t> owners, unsigned workers,
+                                        const Each& each) {
   using namespace dominator_walk_detail;
   std::vector<OwnerIndex> owner(r.node_count(), kUnsetOwner);
   owner[r.super_root()] = kNoOwner;
@@ -106,10 +109,18 @@ inline std::vector<OwnerIndex> owners_of_nodes(const Retention& r, std::span<con
     const auto [first, last] = slice_of(r.block_count(), n, w);
     for (std::size_t b = first; b < last; ++b) {
       if ((b & kCheckMask) == 0) progress_check();
-      if (r.reachable(static_cast<BlockId>(b))) settle_owner(r, owner, static_cast<std::uint32_t>(b), path);
+      const auto block = static_cast<BlockId>(b);
+      if (!r.reachable(block)) continue;
+      settle_owner(r, owner, block, path);
+      each(w, block, load(owner[b]));
     }
   });
   return owner;
+}
+
+inline std::vector<OwnerIndex> owners_of_nodes(const Retention& r, std::span<const std::uint32_t> owners,
+                                               unsigned workers = 0) {
+  return owners_of_nodes(r, owners, workers, [](unsigned, BlockId, OwnerIndex) {});
 }
 
 // Where each reachable block piles up: a run of one type's blocks, each dominating the next, piles up where

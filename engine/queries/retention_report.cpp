@@ -373,14 +373,15 @@ class SuspectFinder {
   static_assert(1.0 / kBigRetainerShare <= kMaxOwners);
 
   // The totals per type of what each big retainer holds, then the piles, each from a walk down the tree
-  // (model/dominator_walk.h) and one pass in block order, by slices on all cores; the largest piles come
+  // (model/dominator_walk.h), by slices on all cores: the owners' walk tallies each block as it goes, the
+  // piles' are tallied in a pass in block order once every pile's count is known; the largest piles come
   // back, most bytes first. The owners' walk's array is gone before the piles' are made, and those before
   // the paths are searched, which take memory of their own. A block's group is looked up where it is
   // needed rather than kept per block (4 bytes a block); groups are numbered first, in block order, the
   // order that breaks ties.
   std::vector<Pile> tally() {
     groups_.number_in_block_order(r_.block_count(), [&](BlockId b) { return r_.reachable(b); });
-    owned_ = total_owned(owners_of_nodes(r_, std::span(big_).first(walk_owners())));
+    owned_ = total_owned();
     return largest(total_piles(Piles(r_, [this](BlockId a, BlockId b) { return groups_.same(a, b); })));
   }
 
@@ -404,13 +405,16 @@ class SuspectFinder {
 
   GroupTotal one_block(BlockId b) const { return {1, heap_.blocks[b].usable_size()}; }
 
-  // Per big retainer and group: the reachable blocks it holds.
-  std::vector<std::vector<GroupTotal>> total_owned(const std::vector<OwnerIndex>& owner) const {
+  // Per big retainer and group: the reachable blocks it holds, tallied as the owners' walk settles each.
+  std::vector<std::vector<GroupTotal>> total_owned() const {
     using Owned = std::vector<std::vector<GroupTotal>>;
-    const std::vector<Owned> slices = per_slice<Owned>([&](Owned& out, BlockId b) {
-      if (owner[b] == kNoOwner) return;
-      if (out.size() <= owner[b]) out.resize(walk_owners());
-      std::vector<GroupTotal>& totals = out[owner[b]];
+    const unsigned workers = worker_count(r_.block_count(), kBlocksPerWorker);
+    std::vector<Owned> slices(workers);
+    owners_of_nodes(r_, std::span(big_).first(walk_owners()), workers, [&](unsigned w, BlockId b, OwnerIndex owner) {
+      if (owner == kNoOwner) return;
+      Owned& out = slices[w];
+      if (out.size() <= owner) out.resize(walk_owners());
+      std::vector<GroupTotal>& totals = out[owner];
       const std::uint32_t group = groups_.numbered_group(b);
       if (group >= totals.size()) totals.resize(group + 1);
       add(totals[group], one_block(b));

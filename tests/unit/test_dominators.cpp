@@ -568,7 +568,20 @@ TEST_CASE("dominator walk: owners and piles as the definition gives them, on one
     }
     for (unsigned workers : {1u, 2u, 3u}) {
       INFO("round " << round << ", " << workers << " workers");
-      const std::vector<OwnerIndex> owner = owners_of_nodes(r, owners, workers);
+      // What each() is told: every reachable block once, with its owner, each worker in block order.
+      std::vector<std::vector<std::pair<BlockId, OwnerIndex>>> told(workers);
+      const std::vector<OwnerIndex> owner = owners_of_nodes(
+          r, owners, workers, [&](unsigned w, BlockId b, OwnerIndex o) { told[w].emplace_back(b, o); });
+      std::vector<std::pair<BlockId, OwnerIndex>> told_all;
+      for (const auto& worker_told : told) {
+        CHECK(std::is_sorted(worker_told.begin(), worker_told.end()));
+        told_all.insert(told_all.end(), worker_told.begin(), worker_told.end());
+      }
+      std::sort(told_all.begin(), told_all.end());
+      std::vector<std::pair<BlockId, OwnerIndex>> expected_told;
+      for (BlockId b = 0; b < kBlocks; ++b)
+        if (r.reachable(b)) expected_told.emplace_back(b, expected_owner[b]);
+      CHECK(told_all == expected_told);
       const Piles piles(r, same, workers);
       for (BlockId b = 0; b < kBlocks; ++b) {
         if (!r.reachable(b)) continue;
