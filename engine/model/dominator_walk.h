@@ -118,11 +118,6 @@ std::vector<OwnerIndex> owners_of_nodes(const Retention& r, std::span<const std:
   return owner;
 }
 
-inline std::vector<OwnerIndex> owners_of_nodes(const Retention& r, std::span<const std::uint32_t> owners,
-                                               unsigned workers = 0) {
-  return owners_of_nodes(r, owners, workers, [](unsigned, BlockId, OwnerIndex) {});
-}
-
 // Where each reachable block piles up: a run of one type's blocks, each dominating the next, piles up where
 // the run's first block's dominator is. Most blocks' dominator is no block of their type, and there they
 // pile up: only the others, the blocks that continue a run (a third of the mixed heap's and of swipl's),

@@ -112,14 +112,9 @@ class ByteCounts {
     std::uint8_t* high_;  // null: none
   };
 
-  // `n` counts of 0, each below `most` (the largest a count will be), in arrays of its own (`low`: an
-  // array whose memory to reuse, see Dominators::spare).
-  Writer assign(std::size_t n, std::uint64_t most, std::vector<std::uint32_t> low = {}) {
-    low.assign(n, 0);
-    return adopt(std::move(low), most);
-  }
-  // The counts whose low 32 bits `low` holds already, their high bytes 0, each below `most`: a caller that
-  // fills them in a pass of its own spares a pass that writes them again.
+  // The counts whose low 32 bits `low` holds (its memory taken over: an array of the node count's size,
+  // see Dominators::spare), their high bytes 0, each below `most` (the largest a count will be): a caller
+  // fills them in a pass of its own.
   Writer adopt(std::vector<std::uint32_t> low, std::uint64_t most) {
     const std::size_t n = low.size();
     low_ = ViewedArray<std::uint32_t>(std::move(low));

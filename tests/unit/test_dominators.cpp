@@ -701,14 +701,14 @@ TEST_CASE("retention: what a global holds is the global's, and a thread's pointe
 
 TEST_CASE("retained byte counts take high bytes only when a count may need them", "[dominators][retention]") {
   ByteCounts narrow;
-  const ByteCounts::Writer small = narrow.assign(3, 1000);
+  const ByteCounts::Writer small = narrow.adopt(std::vector<std::uint32_t>(3, 0), 1000);
   CHECK(narrow.high().empty());
   small.set(0, 7);
   small.add(0, 5);
   CHECK(narrow[0] == 12);
   CHECK_THROWS_AS(small.set(1, ByteCounts::kNarrowLimit), std::length_error);
   ByteCounts wide;
-  const ByteCounts::Writer large = wide.assign(3, ByteCounts::kNarrowLimit);
+  const ByteCounts::Writer large = wide.adopt(std::vector<std::uint32_t>(3, 0), ByteCounts::kNarrowLimit);
   CHECK(wide.high().size() == 3);
   large.set(2, (std::uint64_t{5} << 32) + 9);
   large.add(2, 1);
