@@ -1,5 +1,6 @@
 #include "model/interior_idioms.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -7,8 +8,8 @@ namespace heapscope {
 
 namespace {
 
-constexpr std::array<std::string_view, kIdiomCount> kNames = {"none", "stdstring", "length64", "newarray",
-                                                             "multipleinheritance", "length-prefixed"};
+constexpr std::array<std::string_view, kIdiomCount> kNames = {
+    "none", "stdstring", "length64", "newarray", "multipleinheritance", "length-prefixed", "fixed-offset", "pool"};
 constexpr std::uint64_t kWord = 8;
 constexpr Address kPage = 4096;
 
@@ -21,6 +22,7 @@ std::string_view idiom_name(Idiom idiom) { return kNames[static_cast<std::size_t
 std::optional<IdiomSet> parse_idioms(std::string_view list, std::string* error) {
   if (list == "all") return kAllIdioms;
   if (list == "none") return kNoIdioms;
+  if (list == "memcheck") return kMemcheckIdioms;
   IdiomSet set = kNoIdioms;
   while (!list.empty()) {
     const std::size_t comma = list.find(',');
@@ -29,7 +31,8 @@ std::optional<IdiomSet> parse_idioms(std::string_view list, std::string* error) 
     while (i < kIdiomCount && kNames[i] != name) ++i;
     if (i == kIdiomCount) {
       *error = "unknown idiom '" + std::string(name) +
-               "' (all, none, or some of stdstring,length64,newarray,multipleinheritance,length-prefixed)";
+               "' (all, none, memcheck, or some of stdstring,length64,newarray,multipleinheritance,length-prefixed,"
+               "fixed-offset,pool)";
       return std::nullopt;
     }
     set |= idiom_bit(static_cast<Idiom>(i));
@@ -66,16 +69,24 @@ bool IdiomCheck::is_vtable(Address at) const {
 
 // The header (the bytes before the pointer) holds the length of what follows, and the byte that far past
 // the pointer is its terminating NUL: an unsigned field of 1, 2, 4 or 8 bytes at its own alignment, or
-// a one-byte header's upper five bits (SDS's shortest strings).
+// a one-byte header's upper five bits (SDS's shortest strings). The text's first bytes (kTextChecked) hold
+// no NUL: a structure's pointers and zeroed fields past a word that happens to be small are no string.
 bool IdiomCheck::length_prefixed(const Block& target, Address pointer) const {
+  constexpr std::uint64_t kTextChecked = 64;
   const std::uint64_t offset = pointer - target.address();
   if (offset == 0 || offset > kMaxPrefixBytes) return false;
   const std::uint64_t room = target.usable_size() - offset;  // the bytes after the pointer
   std::array<std::uint8_t, kMaxPrefixBytes> header{};
   if (!image_.read_exact(target.address(), header.data(), offset)) return false;
+  std::array<std::uint8_t, kTextChecked> text{};
+  const std::uint64_t text_read = std::min(room, kTextChecked);
+  if (!image_.read_exact(pointer, text.data(), text_read)) return false;
+  const auto text_end = std::find(text.begin(), text.begin() + text_read, std::uint8_t{0}) - text.begin();
   const auto terminated_at = [&](std::uint64_t length) {
     std::uint8_t byte = 1;
-    return length < room && image_.read_exact(pointer + length, &byte, 1) && byte == 0;
+    const bool no_nul_before = length < text_read ? text_end == static_cast<std::ptrdiff_t>(length)
+                                                  : text_end == static_cast<std::ptrdiff_t>(text_read);
+    return length < room && no_nul_before && image_.read_exact(pointer + length, &byte, 1) && byte == 0;
   };
   if (offset == 1) return terminated_at(header[0] >> 3);
   for (const std::uint64_t width : {1u, 2u, 4u, 8u})

@@ -97,8 +97,9 @@ inline void add_flood_start(std::vector<BlockId>& pending, std::vector<std::uint
 template <class Next, class Admit>
 void parallel_flood(std::vector<BlockId> pending, std::vector<std::uint8_t>& marks, std::uint8_t mark,
                     unsigned workers, Next&& next, Admit&& admit) {
-  // `admit` may also take the block the edge leaves (edge, worker, from).
-  const auto admits = [&](std::uint32_t e, unsigned w, BlockId from) {
+  // `admit` may also take the block the edge leaves (edge, worker, from). The edge is a reference into
+  // next(from)'s span, for an admit that looks up where it lies (ReferenceGraph::edge_position).
+  const auto admits = [&](const std::uint32_t& e, unsigned w, BlockId from) {
     if constexpr (std::is_invocable_v<Admit, std::uint32_t, unsigned, BlockId>) return admit(e, w, from);
     else return admit(e, w);
   };
@@ -112,7 +113,7 @@ void parallel_flood(std::vector<BlockId> pending, std::vector<std::uint8_t>& mar
         while (!stack.empty()) {
           const BlockId b = stack.back();
           stack.pop_back();
-          for (std::uint32_t e : next(b)) {
+          for (const std::uint32_t& e : next(b)) {
             const BlockId to = edge_target(e);
             std::atomic_ref<std::uint8_t> to_mark(marks[to]);
             if (to_mark.load(std::memory_order_relaxed) != 0 || !admits(e, w, b)) continue;

@@ -121,6 +121,20 @@ class ReferenceGraph {
   // Roots' edges: for root range r, the blocks its words point to.
   std::span<const std::uint32_t> root_edges(std::size_t root) const;
   std::size_t root_count() const { return root_offsets_.size() - 1; }
+  std::size_t root_edge_count() const { return root_targets_.size(); }
+
+  // Where an edge lies among all blocks' edges ([0, edge_count()), in block order) / all roots' edges
+  // ([0, root_edge_count())), given a reference into a span out_edges / root_edges returned: what a
+  // bit per edge is indexed by (the idioms' explained pointers, model/idiom_census.h).
+  std::size_t edge_position(const std::uint32_t& e) const {
+    std::size_t before = 0;
+    for (const Part& p : parts_) {
+      if (&e >= p.edges.data() && &e < p.edges.data() + p.edges.size()) return before + (&e - p.edges.data());
+      before += p.edges.size();
+    }
+    return before;  // not an edge of this graph: past the end
+  }
+  std::size_t root_edge_position(const std::uint32_t& e) const { return &e - root_targets_.data(); }
 
   // Reverse edges (built on first call): blocks pointing into b, and roots pointing into b.
   std::span<const std::uint32_t> in_edges(BlockId b) const {  // inline: the dominator tree asks it for every block

@@ -76,10 +76,11 @@ struct LeaksReport {
   std::uint64_t object_header_blocks = 0;
   std::uint64_t graph_edges = 0;  // pointers between blocks the scan found (what the graph's size is made of)
   // The blocks reachable only through an interior-pointer idiom (model/interior_idioms.h; valgrind's
-  // "reachable via heuristic"), by idiom (and offset, for length-prefixed ones), most bytes first.
+  // "reachable via heuristic"), by idiom (and offset, for length-prefixed and fixed-offset ones), most
+  // bytes first.
   struct IdiomTotal {
-    std::string idiom;        // memcheck's name, or "length-prefixed"
-    std::uint32_t offset = 0;  // where the pointers land, for length-prefixed blocks; 0 otherwise
+    std::string idiom;        // memcheck's name, or heapscope's: "length-prefixed", "fixed-offset", "pool"
+    std::uint32_t offset = 0;  // where the pointers land (length-prefixed; fixed-offset up to 1016); 0 otherwise
     StateTotal total;
   };
   std::vector<IdiomTotal> held_by_idioms;
@@ -103,7 +104,7 @@ inline constexpr const char* kLeakBytesLegend =
     "Bytes are usable sizes (what the allocator gave each block); valgrind counts the sizes "
     "asked for, so their totals are smaller for the same blocks.";
 
-// "length-prefixed +3", "stdstring": an idiom's group, as reports name it.
+// "length-prefixed +3", "fixed-offset +8", "stdstring": an idiom's group, as reports name it.
 inline std::string idiom_group_name(const LeaksReport::IdiomTotal& t) {
   return t.offset ? t.idiom + " +" + std::to_string(t.offset) : t.idiom;
 }

@@ -37,7 +37,8 @@ void add_target_options(CLI::App& app, TargetOptions& t) {
       ->type_name("DIR");
   app.add_option("--leak-check-heuristics", t.leak_idioms,
                  "Which interior-pointer idioms make a block reachable, as valgrind's option of that name: all "
-                 "(the default), none, or a list of stdstring,length64,newarray,multipleinheritance,length-prefixed")
+                 "(the default), none, memcheck (valgrind's default: its four), or a list of stdstring,length64,"
+                 "newarray,multipleinheritance,length-prefixed,fixed-offset,pool")
       ->type_name("LIST")
       ->check([](const std::string& list) {
         std::string error;

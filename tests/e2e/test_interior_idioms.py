@@ -34,12 +34,18 @@ def number(text):
 
 def memcheck(heuristics):
     """{'possibly lost': blocks, ..., 'via': {idiom: blocks}} from memcheck's leak summary at exit."""
+    return memcheck_summary(fixture_path("interior_idioms"), heuristics)
+
+
+def memcheck_summary(fixture, heuristics):
+    """memcheck's leak summary of `fixture` run to exit with --exit (the fixtures that park for a core take
+    it), as memcheck() gives it."""
     result = subprocess.run(
         [VALGRIND, "--tool=memcheck", "--leak-check=full", "--show-leak-kinds=all",
-         f"--leak-check-heuristics={heuristics}", fixture_path("interior_idioms"), "--exit"],
+         f"--leak-check-heuristics={heuristics}", fixture, "--exit"],
         capture_output=True, text=True, timeout=VALGRIND_TIMEOUT_SECONDS)
     if result.returncode != 0:
-        raise AssertionError(f"interior_idioms under valgrind exited {result.returncode}:\n{result.stderr[-2000:]}")
+        raise AssertionError(f"{fixture} under valgrind exited {result.returncode}:\n{result.stderr[-2000:]}")
     summary = {"via": {}}
     in_summary = in_heuristics = False
     for line in result.stderr.splitlines():

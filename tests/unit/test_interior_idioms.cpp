@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "model/idiom_census.h"
 #include "model/interior_idioms.h"
 #include "model/leak_verdicts.h"
 #include "model/reference_graph.h"
@@ -116,4 +117,72 @@ TEST_CASE("verdicts: length-prefixed strings count where enough blocks share the
       CHECK(held(v, i) == (strings < 8 ? 0 : held_by(Idiom::length_prefixed, 1)));
     }
   }
+}
+
+TEST_CASE("verdicts: blocks of one size pointed to at one offset are a population (fixed-offset)") {
+  for (const int nodes : {7, 12}) {
+    // An intrusive list: each node's word 1 (8 bytes in) is its link, pointing 8 bytes into the next
+    // node; the head is a root. Block `nodes` is pointed to only 16 bytes in, a stray pointer.
+    SmallHeap f(nodes + 1);
+    f.image.put(SmallHeap::user(nodes), 0x4141414141414141);
+    f.anchor(0, 0, 8);
+    for (int i = 0; i + 1 < nodes; ++i) f.link(i, i + 1, 1, 8);
+    f.anchor(nodes, 1, 16);
+    const LeakVerdicts v = verdicts(f, idiom_bit(Idiom::fixed_offset));
+    for (int i = 0; i < nodes; ++i) {
+      INFO("nodes " << nodes << ", block " << i);
+      CHECK(v.verdict[i] == Verdict::reachable);
+      CHECK(static_cast<bool>(v.possibly[i]) == (nodes < static_cast<int>(kPopulationQuorum)));
+      CHECK(held(v, i) == (nodes < static_cast<int>(kPopulationQuorum) ? 0 : held_by(Idiom::fixed_offset, 8)));
+    }
+    CHECK(v.possibly[nodes]);  // one pointer at its offset into a block of its size: no population
+    CHECK(held_offset(held_by(Idiom::fixed_offset, 8)) == 8);
+  }
+}
+
+TEST_CASE("verdicts: a population counts the pointers of unreached blocks too, not what they hold") {
+  // Blocks 0-9 form a list through +8 that no root reaches (a leaked list); block 10 is held by a root
+  // 8 bytes in. The leaked list makes +8 into 24-byte blocks the program's idiom, so block 10 is reachable
+  // through it; the list itself stays leaked.
+  SmallHeap f(11);
+  for (int i = 0; i < 9; ++i) f.link(i, i + 1, 1, 8);
+  f.anchor(10, 0, 8);
+  const LeakVerdicts v = verdicts(f, kAllIdioms);
+  CHECK(v.verdict[10] == Verdict::reachable);
+  CHECK(held(v, 10) == held_by(Idiom::fixed_offset, 8));
+  CHECK(v.verdict[0] == Verdict::direct_leak);
+  for (int i = 1; i < 10; ++i) CHECK(v.verdict[i] == Verdict::indirect_leak);
+}
+
+TEST_CASE("verdicts: a block pointed into at many word offsets is a pool") {
+  // Blocks 0-9 (24 bytes each) hold pointers into block 10, a 1 KiB pool, at slot boundaries (24 + 48 i);
+  // in the second heap at offsets 4 bytes apart, only 5 of them whole words (a parser's pointers into its
+  // text are no pool); in the third, 7 blocks point at 7 slots, one short of a population. A root holds the
+  // pointers' blocks.
+  struct Case {
+    std::uint64_t stride;
+    int pointers;
+    bool pool;
+  };
+  for (const Case c : {Case{48, 10, true}, Case{4, 10, false}, Case{48, 7, false}}) {
+    SmallHeap f(11);
+    f.heap.blocks[10].size_units = 64;  // the last block: 1024 bytes, past every other
+    for (int i = 0; i < c.pointers; ++i) {
+      f.anchor(i, i);
+      f.image.put(SmallHeap::user(i), SmallHeap::user(10) + 24 + c.stride * i);
+    }
+    const LeakVerdicts v = verdicts(f, idiom_bit(Idiom::pool));
+    INFO("stride " << c.stride << ", pointers " << c.pointers);
+    CHECK(v.verdict[10] == Verdict::reachable);
+    CHECK(static_cast<bool>(v.possibly[10]) == !c.pool);
+    CHECK(held(v, 10) == (c.pool ? held_by(Idiom::pool, 0) : 0));
+  }
+}
+
+TEST_CASE("idioms: memcheck names valgrind's default set, and heapscope's own are named") {
+  std::string error;
+  CHECK(parse_idioms("memcheck", &error) == kMemcheckIdioms);
+  CHECK(parse_idioms("fixed-offset,pool", &error) == (idiom_bit(Idiom::fixed_offset) | idiom_bit(Idiom::pool)));
+  CHECK(kAllIdioms == (kMemcheckIdioms | kPopulationIdioms));
+  CHECK(idiom_name(Idiom::fixed_offset) == "fixed-offset");
 }
