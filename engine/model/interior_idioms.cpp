@@ -22,11 +22,15 @@ std::string_view idiom_name(Idiom idiom) { return kNames[static_cast<std::size_t
 std::optional<IdiomSet> parse_idioms(std::string_view list, std::string* error) {
   if (list == "all") return kAllIdioms;
   if (list == "none") return kNoIdioms;
-  if (list == "memcheck") return kMemcheckIdioms;
   IdiomSet set = kNoIdioms;
   while (!list.empty()) {
     const std::size_t comma = list.find(',');
     const std::string_view name = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (name == "memcheck") {  // memcheck's four, alone or with others: "memcheck,fixed-offset"
+      set |= kMemcheckIdioms;
+      continue;
+    }
     std::size_t i = 1;
     while (i < kIdiomCount && kNames[i] != name) ++i;
     if (i == kIdiomCount) {
@@ -36,7 +40,6 @@ std::optional<IdiomSet> parse_idioms(std::string_view list, std::string* error) 
       return std::nullopt;
     }
     set |= idiom_bit(static_cast<Idiom>(i));
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
   }
   return set;
 }

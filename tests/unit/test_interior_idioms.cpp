@@ -182,6 +182,7 @@ TEST_CASE("verdicts: a block pointed into at many word offsets is a pool") {
 TEST_CASE("idioms: memcheck names valgrind's default set, and heapscope's own are named") {
   std::string error;
   CHECK(parse_idioms("memcheck", &error) == kMemcheckIdioms);
+  CHECK(parse_idioms("memcheck,pool", &error) == (kMemcheckIdioms | idiom_bit(Idiom::pool)));
   CHECK(parse_idioms("fixed-offset,pool", &error) == (idiom_bit(Idiom::fixed_offset) | idiom_bit(Idiom::pool)));
   CHECK(kAllIdioms == (kMemcheckIdioms | kPopulationIdioms));
   CHECK(idiom_name(Idiom::fixed_offset) == "fixed-offset");
