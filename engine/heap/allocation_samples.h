@@ -30,8 +30,11 @@ struct AllocationSamples {
   // The mean number of bytes allocated between two samples (jemalloc: 2^lg_prof_sample); 1: every
   // allocation is sampled. nullopt when unknown: then counts cannot be estimated.
   std::optional<std::uint64_t> mean_interval;
-  // How to turn sampling on for this allocator, for a process started anew ("MALLOC_CONF=prof:true").
+  // How to turn sampling on for this allocator, for a process started anew ("MALLOC_CONF=prof:true"), and
+  // how to sample every allocation (what a small heap sampled at the default rate needs); empty when the
+  // first says it.
   std::string how_to_enable;
+  std::string how_to_sample_all;
   std::vector<std::vector<Address>> stacks;  // distinct stacks, innermost return address first
   std::vector<AllocationSample> samples;     // in address order
   std::vector<std::string> warnings;

@@ -75,6 +75,7 @@ Provenance build_provenance(const Image& image, const SymbolIndex& symbols, cons
   p.enabled = samples.enabled;
   p.mean_interval = samples.mean_interval;
   p.how_to_enable = std::move(samples.how_to_enable);
+  p.how_to_sample_all = std::move(samples.how_to_sample_all);
   p.warnings = std::move(samples.warnings);
   // Only the stacks some block of the walk has become sites, in the order first met.
   std::vector<std::uint32_t> site_of_stack(samples.stacks.size(), ~std::uint32_t{0});

@@ -45,6 +45,7 @@ struct Provenance {
   std::optional<bool> enabled;
   std::optional<std::uint64_t> mean_interval;  // bytes; 1: every allocation sampled
   std::string how_to_enable;
+  std::string how_to_sample_all;
   std::vector<AllocationSite> sites;  // most estimated bytes first
   std::vector<SampledBlock> blocks;   // by block id
   std::uint64_t unmatched = 0;        // samples at no allocated block of the walk

@@ -33,7 +33,14 @@ std::string without_sites(const Provenance& p) {
                                                                            "MALLOC_CONF=prof:true does)")
                                                               : p.how_to_enable);
   if (p.enabled == false) return fmt::format("no allocation sites: {} is off in this process; {}", p.source, p.how_to_enable);
-  return fmt::format("no allocation sites: {} recorded none for the blocks of this heap; {}", p.source, p.how_to_enable);
+  // On, but no block of this heap was sampled: at a rate, a small heap may hold no sample at all.
+  const std::string rate = p.mean_interval && *p.mean_interval > 1
+                               ? fmt::format(", sampling once per {} allocated on average,", interval_text(*p.mean_interval))
+                               : std::string();
+  if (p.exact()) return fmt::format("no allocation sites: {} sampled every allocation, and none is a block of this heap", p.source);
+  return fmt::format("no allocation sites: {} was on{} and sampled none of this heap's blocks (a small heap holds few "
+                     "samples); {}",
+                     p.source, rate, p.how_to_sample_all.empty() ? p.how_to_enable : p.how_to_sample_all);
 }
 
 // A row per site (in the provenance's order, most bytes first), then the blocks without one.

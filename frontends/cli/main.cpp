@@ -408,16 +408,20 @@ int main(int argc, char** argv) {
 
   if (const std::optional<int> handled = help_or_unknown_command(app, *attach, argc, argv)) return *handled;
   stop_on_interrupt();
+  // `record`'s program and its arguments are not heapscope's to parse: CLI11 sees what comes before them.
+  int parsed_argc = argc;
+  if (argc > 1 && std::string_view(argv[1]) == "record") {
+    const int program = record_program_start(argc, argv);
+    record_options.program.assign(argv + program, argv + argc);
+    parsed_argc = program > 2 && std::string_view(argv[program - 1]) == "--" ? program - 1 : program;
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     return fail(std::string(e.what()) + " (--help lists the options)");
   }
-  if (record->parsed()) {
-    for (const std::string& arg : record->remaining()) record_options.program.push_back(arg);
-    return run_record(record_options);
-  }
+  if (record->parsed()) return run_record(record_options);
   for (auto& inv : invocations) {
     if (!inv->app->parsed()) continue;
     CoreSeries* series = positional_series(*inv->command);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <string_view>
 
 #include "elf/elf_file.h"
 
@@ -151,10 +152,23 @@ CLI::App* add_record_command(CLI::App& app, RecordOptions& options) {
   record->add_option("--slots", options.slots,
                      "Sampled blocks the recorder can keep live at once (default 65536, or 1048576 with --every 1)")
       ->check(CLI::PositiveNumber);
-  // Everything from the program's name on is the program's, its options included.
-  record->prefix_command();
-  record->add_option("PROGRAM", options.program, "The program to run, then its arguments")->required();
+  // Everything from the program's name on is the program's, its options included: main() hands it over
+  // unparsed (record_program_start); the positional is there for --help.
+  record->add_option("PROGRAM", options.program, "The program to run, then its arguments (after --, or after "
+                     "record's own options)");
   return record;
+}
+
+int record_program_start(int argc, char** argv) {
+  int i = 2;
+  while (i < argc) {
+    const std::string_view word = argv[i];
+    if (word == "--") return i + 1;
+    if (word == "--every" || word == "--slots") i += 2;
+    else if (word.starts_with("--every=") || word.starts_with("--slots=") || word == "-h" || word == "--help") ++i;
+    else break;
+  }
+  return std::min(i, argc);
 }
 
 int run_record(const RecordOptions& options) {
@@ -165,6 +179,7 @@ int run_record(const RecordOptions& options) {
     return 1;
   };
   if (library.empty()) return fail(error);
+  if (options.program.empty()) return fail("no program given: heapscope record [--every BYTES] [--slots N] -- PROGRAM ARGS...");
   const std::string program = options.program.front();
   if (const std::string problem = why_not(program_file(program)); !problem.empty()) return fail(problem);
   // The user's own preloads stay first, where they asked for them (the ASan runtime must be first of all);

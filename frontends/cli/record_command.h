@@ -20,6 +20,11 @@ struct RecordOptions {
 
 CLI::App* add_record_command(CLI::App& app, RecordOptions& options);
 
+// Where `record`'s program starts in a command line whose argv[1] is "record": past record's own options
+// and a "--" (then argv[program - 1] is "--"), argc when none follows. What comes from there on is the
+// program's, verbatim, never parsed as heapscope's (`heapscope record -- prog -a --every 3`).
+int record_program_start(int argc, char** argv);
+
 // Execs the program; returns only on failure, with the exit status to use (the error said on stderr).
 int run_record(const RecordOptions& options);
 

@@ -248,5 +248,37 @@ class RecordRefuses(unittest.TestCase):
         self.assertIn("cannot run /nonexistent/program", result.stderr)
 
 
+class RecordCommandLine(unittest.TestCase):
+    """What follows the program's name is the program's, in its order: never a literal `--` added, never an
+    option of its taken for record's."""
+
+    def test_the_programs_arguments_are_its_own(self):
+        for args, printed in ((["--", "echo", "a", "b"], "a b\n"),
+                              (["echo", "-n", "a", "--every", "3", "--", "b"], "a --every 3 -- b"),
+                              (["--every", "1", "--", "echo", "--slots", "2"], "--slots 2\n"),
+                              (["--every=1", "echo", "c"], "c\n")):
+            with self.subTest(args=args):
+                result = record(*args)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(result.stdout, printed)
+
+    def test_no_program(self):
+        result = record("--every", "1")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("no program given", result.stderr)
+
+    def test_a_program_that_sampled_nothing_is_told_the_rate_to_use(self):
+        """A small program recorded at a rate that sampled none of its blocks: it was recorded, so the advice
+        is to sample every allocation, not to start it under the recorder."""
+        core, _ = capture_program("allocation_sites-sampled-none", fixture_path("allocation_sites"),
+                                  [recorder_library()],
+                                  env={"LD_PRELOAD": recorder_library(), "HEAPSCOPE_SAMPLE_BYTES": str(1 << 40)})
+        result = run_heapscope("leaks", core, "--by", "site")
+        message = result.stdout + result.stderr
+        self.assertIn("was on", message)
+        self.assertIn("--every 1", message)
+        self.assertNotIn("start the program with", message)
+
+
 if __name__ == "__main__":
     unittest.main()

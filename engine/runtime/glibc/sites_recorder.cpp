@@ -58,6 +58,7 @@ AllocationSamples read_sites_recorder(const Image& image) {
   out.supported = true;
   out.source = "heapscope's recorder (libheapscope_sites.so)";
   out.how_to_enable = kSitesRecorderHowTo;
+  out.how_to_sample_all = kSitesRecorderSampleAll;
   const auto found = find_table(image);
   if (!found) {
     // Loaded but no table: nothing was sampled yet (the table is made at the first sample).

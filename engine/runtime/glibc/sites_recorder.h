@@ -15,6 +15,9 @@ namespace heapscope {
 inline constexpr const char* kSitesRecorderHowTo =
     "start the program with `heapscope record -- PROGRAM` (or LD_PRELOAD=/usr/local/lib/heapscope/"
     "libheapscope_sites.so; HEAPSCOPE_SAMPLE_BYTES=1 samples every allocation)";
+inline constexpr const char* kSitesRecorderSampleAll =
+    "`heapscope record --every 1 -- PROGRAM` samples every allocation (HEAPSCOPE_SAMPLE_BYTES=1 with the library "
+    "preloaded)";
 
 // The recorder's samples in `image`. `supported` is always true (the recorder can be used with any glibc
 // program); `enabled` is true when the table or the recorder's library is found, false otherwise.

@@ -25,6 +25,7 @@ class SampleReader {
     out_.source = "jemalloc heap profiling (prof)";
     out_.how_to_enable = "start the process with MALLOC_CONF=prof:true (prof:true,lg_prof_sample:0 records every "
                          "allocation)";
+    out_.how_to_sample_all = "start the process with MALLOC_CONF=prof:true,lg_prof_sample:0 to sample every allocation";
     read_switches();
     if (out_.enabled == false || !rt_.initialized) return std::move(out_);
     PhaseTimer timer("walk: jemalloc profiling samples");
