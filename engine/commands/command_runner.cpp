@@ -27,8 +27,11 @@ void add_output_options(CLI::App& app, OutputOptions& options) {
          "command has it; default: from the -o file's extension, else text")
       ->check(CLI::IsMember(names, CLI::ignore_case))
       ->option_text("FORMAT");
-  app.add_flag_callback(
-      "--json", [&options] { options.format = OutputFormat::json; }, "Same as --format json");
+  CLI::Option* json =
+      app.add_flag_callback("--json", [&options] { options.format = OutputFormat::json; }, "Same as --format json");
+  CLI::Option* html = app.add_flag_callback(
+      "--html", [&options] { options.format = OutputFormat::html; }, "Same as --format html, where the command has it");
+  json->excludes(html);
   app.add_option("-o,--output", options.path,
                  "Write the report to this file instead of printing it (report.html is HTML, and so on)")
       ->option_text("FILE");

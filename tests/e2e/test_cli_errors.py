@@ -154,6 +154,13 @@ class CommandLineTests(unittest.TestCase):
         text_file = os.path.join(work_dir(), "leaks.txt")
         self.assertEqual(run_heapscope("leaks", self.core, "-o", text_file).returncode, 0)
 
+    def test_html_is_a_flag_as_json_is(self):
+        page = run_heapscope("leaks", self.core, "--html")
+        self.assertEqual(page.returncode, 0, page.stderr)
+        self.assertTrue(page.stdout.lstrip().lower().startswith("<!doctype html"), page.stdout[:200])
+        self.assertEqual(page.stdout, run_heapscope("leaks", self.core, "--format", "html").stdout)
+        self.assert_one_line_error(run_heapscope("leaks", self.core, "--json", "--html"), "--json", "--html")
+
     def test_help_lists_the_commands_and_a_commands_options(self):
         overview = run_heapscope("help")
         self.assertEqual(overview.returncode, 0, overview.stderr)

@@ -56,7 +56,7 @@ def _option_value(words, names):
 
 def _command_words(command):
     """A command line's words, with --json added when it names no output of its own, and whether its
-    output is JSON (then run() returns it parsed): not with --format text|html|dot|svg, -o FILE or help."""
+    output is JSON (then run() returns it parsed): not with --format text|html|dot|svg, --html, -o FILE or help."""
     words = _heapscope.split_command(command) if isinstance(command, str) else [str(w) for w in command]
     if not words:
         raise ValueError("no command given; heapscope.commands() lists them")
@@ -67,6 +67,8 @@ def _command_words(command):
     output_format = _option_value(words[1:], ("--format",))
     if output_format is not None:
         return words, output_format == "json"
+    if "--html" in words[1:]:
+        return words, False
     return (words if "--json" in words[1:] else words + ["--json"]), True
 
 
