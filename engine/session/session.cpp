@@ -1,5 +1,7 @@
 #include "session/session.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <type_traits>
 
@@ -241,6 +243,10 @@ const LeakVerdicts& Session::verdicts() {
   std::lock_guard lock(cache_mutex_);
   if (!verdicts_.value) graph();  // saved verdicts are used only with the saved graph
   return product(verdicts_, graph_from_cache_ ? "cache: verdicts" : "reachability", [&] {
+    // No block walked in a damaged image or heap leaves nothing to judge: "no leaks" would be a wrong answer.
+    if (const HeapModel& h = heap(); h.blocks.empty() && (!h.complete || !image_->damage().empty()))
+      throw AnalysisError(fmt::format("0 heap blocks were walked ({}), so nothing can be said of leaks",
+                                      h.warnings.empty() ? "the heap's memory could not be read" : h.warnings.front()));
     if (graph_from_cache_) return std::make_unique<LeakVerdicts>(std::move(cached_->verdicts));
     return std::make_unique<LeakVerdicts>(compute_verdicts(graph(), heap(), options_.leak_idioms));
   });
