@@ -11,11 +11,18 @@ class SummaryCommand final : public Command {
     app.add_flag("--names", count_names_,
                  "Also name every block and give the share named, by evidence (DWARF, RTTI, shapes...): a pointer "
                  "scan and type propagation over the whole heap, many times the cost of the summary itself");
+    app.add_flag("-v,--verbose", verbose_,
+                 "Say under each module what debug info it lacks and which package has it (else one line for all)");
   }
-  Report run(Session& s) override { return build_summary_report(s, count_names_); }
+  Report run(Session& s) override {
+    SummaryReport r = build_summary_report(s, count_names_);
+    r.every_module_missing = verbose_;
+    return r;
+  }
 
  private:
   bool count_names_ = false;
+  bool verbose_ = false;
 };
 
 }  // namespace

@@ -61,6 +61,8 @@ struct SummaryReport {
   std::string command_line;  // the arguments in the image's memory (command_line_in_memory), or empty
   std::vector<ThreadRow> threads;
   std::vector<ModuleRow> modules;
+  // Text lists each module's missing debug info and its package (-v); else one line for them all.
+  bool every_module_missing = false;
 
   std::string heap_error;  // set when no heap could be walked; the rest of the heap fields are empty
   std::string allocator;

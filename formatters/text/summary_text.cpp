@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <string_view>
 
 #include "formatters/render.h"
 #include "formatters/text/text_util.h"
@@ -10,8 +11,8 @@ namespace {
 std::string state_cell(const StateTotal& t) { return fmt::format("{} / {}", t.blocks, text::bytes(t.bytes)); }
 
 // "  0x7f…  /usr/lib/…/libc.so.6  [symbols: build-id, DWARF: build-id]", the file and the debug file in
-// use when they are not the obvious ones, then what is missing and what would install it.
-void append_module(std::string& out, const ModuleRow& m) {
+// use when they are not the obvious ones, then (with `missing`) what is missing and what would install it.
+void append_module(std::string& out, const ModuleRow& m, bool missing_too) {
   const std::string indent(21, ' ');
   if (m.file_origin == "none") {
     out += fmt::format("  {:<18} {}  [no file]\n", text::hex(m.load_bias), m.path);
@@ -21,10 +22,30 @@ void append_module(std::string& out, const ModuleRow& m) {
     if (m.file_origin != "path") out += fmt::format("{}file ({}): {}\n", indent, m.file_origin, m.file);
     if (!m.debug_file.empty()) out += fmt::format("{}debug file: {}\n", indent, m.debug_file);
   }
-  if (m.missing.empty()) return;
+  if (m.missing.empty() || !missing_too) return;
   std::string missing;
   for (const std::string& what : m.missing) missing += (missing.empty() ? "" : ", ") + what;
   out += fmt::format("{}missing: {}{}\n", indent, missing, m.install_hint.empty() ? "" : " — " + m.install_hint);
+}
+
+// One command for the debug packages of every module that lacks its DWARF (a program on a machine without
+// them lacks a hundred): after the module list, where -v lists them module by module instead.
+void append_install_line(std::string& out, const SummaryReport& r) {
+  std::vector<std::string> packages;
+  std::size_t lacking = 0;
+  for (const ModuleRow& m : r.modules) {
+    if (m.missing.empty()) continue;
+    ++lacking;
+    constexpr std::string_view kApt = "apt install ";
+    if (!m.install_hint.starts_with(kApt)) continue;
+    const std::string package = m.install_hint.substr(kApt.size());
+    if (std::find(packages.begin(), packages.end(), package) == packages.end()) packages.push_back(package);
+  }
+  if (lacking == 0) return;
+  std::string command;
+  for (const std::string& p : packages) command += " " + p;
+  out += fmt::format("Debug info missing for {} module{}{} (summary -v: module by module).\n", lacking,
+                     lacking == 1 ? "" : "s", packages.empty() ? "" : fmt::format(": apt install{}", command));
 }
 
 // What modules without symbols or debug info cost, and how to get them, after the module list.
@@ -53,7 +74,8 @@ void append_process(std::string& out, const SummaryReport& r) {
   if (r.threads.size() > 16) tids += ", ...";
   out += fmt::format("Threads:  {} (tid {})\n", r.threads.size(), tids);
   out += fmt::format("Modules:  {}\n", r.modules.size());
-  for (const ModuleRow& m : r.modules) append_module(out, m);
+  for (const ModuleRow& m : r.modules) append_module(out, m, r.every_module_missing);
+  if (!r.every_module_missing) append_install_line(out, r);
   append_without_debug_info(out, r);
 }
 

@@ -556,8 +556,14 @@ class InstallHints(unittest.TestCase):
         self.assertEqual(libc["install_hint"], "apt install libc6-dbg")
         self.assertEqual(module_named(self, summary, "typed_c_stripped")["install_hint"], "",
                          "no package owns the fixture")
+        verbose = run_heapscope("summary", capture.core, "--no-debug-files", "--no-debuginfod", "-v").stdout
+        self.assertRegex(verbose, r"missing: (symbol table, )?DWARF — apt install libc6-dbg")
+        # Without -v: one line, one command for every package, no line per module.
         text = run_heapscope("summary", capture.core, "--no-debug-files", "--no-debuginfod").stdout
-        self.assertRegex(text, r"missing: (symbol table, )?DWARF — apt install libc6-dbg")
+        self.assertNotIn("missing:", text)
+        (line,) = [line for line in text.splitlines() if line.startswith("Debug info missing for")]
+        self.assertRegex(line, r"apt install( \S+)* libc6-dbg\b")
+        self.assertEqual(line.count("apt install"), 1)
         with_debug = heapscope_json("summary", capture.core, "--no-debuginfod")
         libc = next(m for m in with_debug["modules"] if os.path.basename(m["path"]).startswith("libc.so"))
         self.assertEqual((libc["dwarf_source"], libc["missing"], libc["install_hint"]), ("build-id", [], ""))
