@@ -11,6 +11,7 @@
 #include "fake_image.h"
 #include "runtime/mimalloc/mimalloc_heap.h"
 #include "runtime/mimalloc/mimalloc_runtime.h"
+#include "symbols/symbol_index.h"
 
 using namespace heapscope;
 using namespace heapscope::mimalloc;
@@ -264,4 +265,24 @@ TEST_CASE("mimalloc segment headers and statistics: look-alikes are rejected", "
     h.image.put(kStats + 8, 5);  // segments freed 5, yet current = allocated
     CHECK_FALSE(is_main_stats(h.image, l, kStats));
   }
+}
+
+TEST_CASE("mimalloc runtime: statistics not found are said in what was found, not as a warning", "[mimalloc]") {
+  // The library's file is not at hand (no symbols, no writable ranges to scan): _mi_stats_main cannot be
+  // found. Only summary's figures need it, so it is not a warning every command would repeat.
+  Heap h;
+  SymbolSearchOptions options;
+  options.use_debug_files = false;
+  options.use_debuginfod = false;
+  const SymbolIndex symbols(h.image, options);
+  std::string error;
+  const std::optional<Runtime> rt = locate_runtime(h.image, symbols, h.library, &error);
+  REQUIRE(rt);
+  CHECK_FALSE(rt->stats_main);
+  const auto stats = std::find_if(rt->discovery.begin(), rt->discovery.end(),
+                                  [](const Discovery& d) { return d.structure == "_mi_stats_main"; });
+  REQUIRE(stats != rt->discovery.end());
+  CHECK(stats->method.starts_with("not found"));
+  CHECK(std::none_of(rt->warnings.begin(), rt->warnings.end(),
+                     [](const std::string& w) { return w.find("_mi_stats_main") != std::string::npos; }));
 }

@@ -180,9 +180,10 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
       rt.discovery.push_back({"_mi_stats_main", *found, "scan, checked"});
     }
   }
+  // Said where it matters, in summary's list of what was found (a warning would repeat it in every command,
+  // though only summary's figures need them).
   if (!rt.stats_main)
-    rt.warnings.push_back("mimalloc's statistics (_mi_stats_main) were not found: summary cannot set its own figures "
-                          "beside the walk's");
+    rt.discovery.push_back({"_mi_stats_main", 0, "not found: summary shows the walk's figures without mimalloc's own"});
   return rt;
 }
 
