@@ -102,7 +102,7 @@ class Census {
   bool on(Idiom i) const { return (idioms_ & idiom_bit(i)) != 0; }
 
   void join(GroupKind kind, std::uint64_t value, HeldBy held, std::uint64_t member, Waiting pointer) {
-    Group& group = groups_[group_key(kind, value)];
+    Group& group = group_of(group_key(kind, value));
     if (group.approved) return marks_.explain(pointer.at, pointer.target, group.held);
     if (group.members == 0) group.held = held;
     group.meet(member);
@@ -116,11 +116,25 @@ class Census {
     group.waiting.push_back(pointer);
   }
 
+  // The group of `key`, through a few groups met last: a heap's interior pointers come in runs of one shape
+  // (redis' 1.5 million keys, each pointed to one byte in), and a map's lookup per pointer was a third of
+  // the census. The map's elements stay where they are as it grows.
+  Group& group_of(std::uint64_t key) {
+    for (const auto& [k, group] : recent_)
+      if (group && k == key) return *group;
+    Group& group = groups_[key];
+    recent_[next_recent_] = {key, &group};
+    next_recent_ = (next_recent_ + 1) % recent_.size();
+    return group;
+  }
+
   const ReferenceGraph& g_;
   const IdiomCheck& check_;
   IdiomSet idioms_;
   Marks& marks_;
   std::unordered_map<std::uint64_t, Group> groups_;
+  std::array<std::pair<std::uint64_t, Group*>, 4> recent_{};
+  std::size_t next_recent_ = 0;
 };
 
 // fn(position, word, target) for each pointer of `edges`' owner (read again by `read_pointers`, which
@@ -140,13 +154,10 @@ void each_interior_pointer(const ReferenceGraph& g, std::span<const std::uint32_
   });
 }
 
-bool has_interior(std::span<const std::uint32_t> edges) {
-  return std::any_of(edges.begin(), edges.end(), edge_is_interior);
-}
-
 }  // namespace
 
-ExplainedPointers::ExplainedPointers(const ReferenceGraph& g, IdiomSet idioms) : graph_(&g) {
+ExplainedPointers::ExplainedPointers(const ReferenceGraph& g, IdiomSet idioms, const std::vector<std::uint8_t>& reached)
+    : graph_(&g) {
   if (idioms == kNoIdioms) return;
   PhaseTimer timer("reachability: idioms");
   edges_ = BitArray(g.edge_count());
@@ -155,30 +166,47 @@ ExplainedPointers::ExplainedPointers(const ReferenceGraph& g, IdiomSet idioms) :
   Marks marks{edges_, roots_, idioms_};
   const IdiomCheck check(g.image(), idioms);
 
+  // Only pointers into blocks no start pointer reached need an idiom, and only they count: a shared_ptr's
+  // pointer into the block make_shared made, beside its pointer to the block's start, is neither. Nor is a
+  // block's pointer into itself (a std::string's into its own buffer), most of a C++ heap's.
+  const auto counts = [&](std::uint32_t e, BlockId owner) {
+    return edge_is_interior(e) && edge_target(e) != owner && !reached[edge_target(e)];
+  };
+  const auto any_counts = [&](std::span<const std::uint32_t> edges, BlockId owner) {
+    return std::any_of(edges.begin(), edges.end(), [&](std::uint32_t e) { return counts(e, owner); });
+  };
   Census roots(g, check, idioms, marks);
   for (std::size_t r = 0; r < g.root_count(); ++r) {
     const auto edges = g.root_edges(r);
-    if (!has_interior(edges)) continue;
+    if (!any_counts(edges, kNoBlock)) continue;
+    root_sources_.push_back(r);
     each_interior_pointer(
         g, edges, g.root_edge_position(edges.front()), [&](auto&& fn) { g.for_each_root_pointer(r, fn); },
-        [&](std::size_t at, std::uint64_t word, BlockId t) { roots.look(kRootBit | at, word, t); });
+        [&](std::size_t at, std::uint64_t word, BlockId t) {
+          if (!reached[t]) roots.look(kRootBit | at, word, t);
+        });
   }
 
   const unsigned workers = worker_count(g.block_count(), kBlocksPerWorker);
   std::vector<Census> census(workers, Census(g, check, idioms, marks));
+  std::vector<std::vector<BlockId>> sources(workers);
   run_workers(workers, [&](unsigned w) {
     MemoryCursor memory(g.image());
     const auto [first, last] = slice_of(g.block_count(), workers, w);
     for (std::size_t b = first; b < last; ++b) {
       if ((b & kCheckMask) == 0) progress_check();
       const auto edges = g.out_edges(static_cast<BlockId>(b));
-      if (!has_interior(edges)) continue;
+      if (!any_counts(edges, static_cast<BlockId>(b))) continue;
+      sources[w].push_back(static_cast<BlockId>(b));
       each_interior_pointer(
           g, edges, g.edge_position(edges.front()),
           [&](auto&& fn) { g.for_each_block_pointer(memory, static_cast<BlockId>(b), fn); },
-          [&](std::size_t at, std::uint64_t word, BlockId t) { census[w].look(at, word, t); });
+          [&](std::size_t at, std::uint64_t word, BlockId t) {
+            if (t != b && !reached[t]) census[w].look(at, word, t);
+          });
     }
   });
+  for (const std::vector<BlockId>& part : sources) sources_.insert(sources_.end(), part.begin(), part.end());
 
   // The groups each worker saw, as one: a group short of its quorum in every worker may meet it in all.
   std::unordered_map<std::uint64_t, Group>& all = roots.groups();

@@ -44,24 +44,37 @@ void keep_held_by_idioms_alone(const ReferenceGraph& g, const std::vector<std::u
 }
 
 // Marks every block some root reaches, kFirmly or kPossibly (0: none), and fills `held` for the blocks an
-// idiom holds. Two traversals on all cores: along start pointers and the interior pointers an idiom
-// explains (found first, model/idiom_census.h); then from every other interior pointer of a firmly reached
-// block or a root, along every pointer, over what is still unmarked.
+// idiom holds. Traversals on all cores, each block visited once: along start pointers; then, once the
+// interior pointers into what is still unmarked have been looked at (model/idiom_census.h), on from those
+// an idiom explains, along start pointers and explained ones alike; then from every other interior pointer
+// of a firmly reached block or a root, along every pointer, over what is still unmarked.
 std::vector<std::uint8_t> reach(const ReferenceGraph& g, IdiomSet idioms, std::vector<HeldBy>& held) {
   std::vector<std::uint8_t> marks(g.block_count(), 0);
   const unsigned workers = worker_count(g.block_count(), std::size_t{1} << 16);
-  ExplainedPointers explained(g, idioms);
-  std::vector<BlockId> interior_from_roots;
   std::vector<BlockId> pending;
   for (std::size_t r = 0; r < g.root_count(); ++r)
-    for (const std::uint32_t& e : g.root_edges(r)) {
-      if (edge_is_interior(e) && !explained.explains_root(e)) interior_from_roots.push_back(edge_target(e));
-      else add_flood_start(pending, marks, edge_target(e), kFirmly);
-    }
+    for (const std::uint32_t e : g.root_edges(r))
+      if (!edge_is_interior(e)) add_flood_start(pending, marks, edge_target(e), kFirmly);
   auto out_edges = [&](BlockId b) { return g.out_edges(b); };
+  parallel_flood(std::move(pending), marks, kFirmly, workers, out_edges,
+                 [](std::uint32_t e, unsigned) { return !edge_is_interior(e); });
+
+  ExplainedPointers explained(g, idioms, marks);
+  pending.clear();
+  for (const std::size_t r : explained.root_sources())
+    for (const std::uint32_t& e : g.root_edges(r))
+      if (edge_is_interior(e) && explained.explains_root(e)) add_flood_start(pending, marks, edge_target(e), kFirmly);
+  for (const BlockId b : explained.sources())
+    if (marks[b] == kFirmly)
+      for (const std::uint32_t& e : g.out_edges(b))
+        if (edge_is_interior(e) && explained.explains(e)) add_flood_start(pending, marks, edge_target(e), kFirmly);
   parallel_flood(std::move(pending), marks, kFirmly, workers, out_edges, [&](const std::uint32_t& e, unsigned) {
     return !edge_is_interior(e) || explained.explains(e);
   });
+  std::vector<BlockId> interior_from_roots;
+  for (std::size_t r = 0; r < g.root_count(); ++r)
+    for (const std::uint32_t& e : g.root_edges(r))
+      if (edge_is_interior(e) && !explained.explains_root(e)) interior_from_roots.push_back(edge_target(e));
   held = explained.take_idioms();
   if (!held.empty()) {
     PhaseTimer timer("reachability: what idioms alone hold");

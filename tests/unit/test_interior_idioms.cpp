@@ -187,3 +187,29 @@ TEST_CASE("idioms: memcheck names valgrind's default set, and heapscope's own ar
   CHECK(kAllIdioms == (kMemcheckIdioms | kPopulationIdioms));
   CHECK(idiom_name(Idiom::fixed_offset) == "fixed-offset");
 }
+
+TEST_CASE("verdicts: pointers into reached blocks, and a block's into itself, make no population") {
+  SECTION("a block's own pointers into itself are no pool") {
+    // Block 10, 1 KiB, points into itself at ten word offsets (list heads pointing at themselves); a root
+    // points 24 bytes into it: one pointer from outside, no population.
+    SmallHeap f(11);
+    f.heap.blocks[10].size_units = 64;
+    for (int i = 0; i < 10; ++i) f.image.put(SmallHeap::user(10) + 64 + 16 * i, SmallHeap::user(10) + 64 + 16 * i);
+    f.anchor(10, 0, 24);
+    const LeakVerdicts v = verdicts(f, kAllIdioms);
+    CHECK(v.verdict[10] == Verdict::reachable);
+    CHECK(v.possibly[10]);
+  }
+  SECTION("blocks a start pointer reaches count for no fixed-offset population") {
+    // Blocks 0-8 are held from their starts by roots and pointed to 8 bytes in by block 10 (held too);
+    // block 9 only 8 bytes in: the shape's only unreached member.
+    SmallHeap f(11);
+    f.heap.blocks[10].size_units = 10;  // 160 bytes: room for ten pointers
+    f.anchor(10, 0);
+    for (int i = 0; i < 9; ++i) f.anchor(i, i + 1);
+    for (int i = 0; i < 10; ++i) f.image.put(SmallHeap::user(10) + 8 * i, SmallHeap::user(i) + 8);
+    const LeakVerdicts v = verdicts(f, kAllIdioms);
+    CHECK(v.verdict[9] == Verdict::reachable);
+    CHECK(v.possibly[9]);
+  }
+}
