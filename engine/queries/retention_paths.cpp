@@ -72,15 +72,17 @@ RetainerPath make_path(Session& s, const BlockNames& names, RetainedBytes& retai
 constexpr std::uint32_t kStartStepCost = 2;
 constexpr std::uint32_t kInteriorStepCost = 5;
 
-// A block the search settled, `depth` blocks from the target, whose referrers of one kind (through pointers
-// to its start, or into its middle) the search reaches next, at that kind's step cost. The referrers are
-// read from the reverse edges when their cost comes, not queued one by one: a block a million others
-// point to (swipl's procedures, a table its entries point back to) then costs one entry, and a search that
-// ends a few blocks later never reads the rest.
+// A block the search settled, `depth` blocks from the target, whose referrers of one kind (blocks through
+// pointers to its start, or into its middle; roots into its middle) the search reaches next, at that kind's
+// step cost. The referrers are read from the reverse edges when their cost comes, not queued one by one: a
+// block a million others point to (swipl's procedures, a table its entries point back to) then costs one
+// entry, and a search that ends a few blocks later never reads the rest. A root's pointer to the block's
+// start ends a path at once; one into its middle costs what a block's does over a start pointer.
+enum class Referrers : std::uint8_t { start, interior, roots_inside };
 struct Expansion {
   BlockId block;
   std::uint32_t depth;
-  bool interior;
+  Referrers referrers;
 };
 
 // The expansions waiting at each cost, the search's queue. A step costs at most kInteriorStepCost, so the
@@ -119,9 +121,15 @@ class RetainerSearch {
     settle(target, kNoBlock, 1, 0);
     for (std::uint32_t cost = 0; !waiting_.empty() && !done(); ++cost)
       for (const Expansion& from : waiting_.take(cost)) {
+        if (from.referrers == Referrers::roots_inside) {
+          add_paths(from.block, /*inside=*/true);
+          if (done()) return;
+          continue;
+        }
+        const bool interior = from.referrers == Referrers::interior;
         for (const std::uint32_t e : g_.in_edges(from.block)) {
           const BlockId referrer = edge_target(e);
-          if (edge_is_interior(e) != from.interior || toward_.reached(referrer)) continue;
+          if (edge_is_interior(e) != interior || toward_.reached(referrer)) continue;
           settle(referrer, from.block, from.depth + 1, cost);
           if (done()) return;  // the rest of this cost's blocks would lead nowhere asked for
         }
@@ -135,17 +143,32 @@ class RetainerSearch {
   // `b`, reached at `cost` from `next` (its step towards the target), `depth` blocks from the target.
   void settle(BlockId b, BlockId next, std::uint32_t depth, std::uint32_t cost) {
     toward_.set(b, next);
-    for (const std::uint32_t root : g_.in_root_edges(b)) {
-      if (done() || !roots_used_.insert(root).second) continue;
-      report_.paths.push_back(make_path(s_, names_, retained_, root, b, toward_));
-    }
+    if (add_paths(b, /*inside=*/false)) waiting_.push(cost + kInteriorStepCost - kStartStepCost, {b, depth, Referrers::roots_inside});
     if (done()) return;
     if (depth >= max_depth_) {
       cut_at_depth_ = cut_at_depth_ || !g_.in_edges(b).empty();
       return;
     }
-    waiting_.push(cost + kStartStepCost, {b, depth, false});
-    waiting_.push(cost + kInteriorStepCost, {b, depth, true});
+    waiting_.push(cost + kStartStepCost, {b, depth, Referrers::start});
+    waiting_.push(cost + kInteriorStepCost, {b, depth, Referrers::interior});
+  }
+
+  // A path from each root pointing to settled block `b`'s start (or, `inside`, into its middle only) not
+  // yet on one: one per root and first block, so one root range (a module's globals, a thread's stack)
+  // gives a path through each block it holds. Returns whether a root points only into b's middle.
+  bool add_paths(BlockId b, bool inside) {
+    bool only_inside = false;
+    for (const std::uint32_t root : g_.in_root_edges(b)) {
+      const auto edges = g_.root_edges(root);
+      const bool at_start = std::find(edges.begin(), edges.end(), b) != edges.end();
+      if (at_start == inside) {
+        only_inside = only_inside || !at_start;
+        continue;
+      }
+      if (done() || !paths_made_.insert({root, b}).second) continue;
+      report_.paths.push_back(make_path(s_, names_, retained_, root, b, toward_));
+    }
+    return only_inside;
   }
 
   Session& s_;
@@ -156,7 +179,7 @@ class RetainerSearch {
   RetainersReport& report_;
   StepsToward toward_;
   CostBuckets waiting_;
-  std::set<std::size_t> roots_used_;
+  std::set<std::pair<std::size_t, BlockId>> paths_made_;  // (root range, first block)
   bool cut_at_depth_ = false;
 };
 

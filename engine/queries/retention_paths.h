@@ -11,9 +11,9 @@ namespace heapscope {
 // The longest retainer path reports look for, in blocks.
 inline constexpr std::size_t kDefaultPathDepth = 10000;
 
-// Shortest paths from roots to block `target` — a pointer into a block's middle counting two and a half
-// steps, so that paths through pointers to block starts are preferred — at most `max_paths` of them (each
-// from a different root or through a different first block), none longer than `max_depth` blocks, their
+// Shortest paths from roots to block `target` — a pointer into a block's middle, a root's too, counting two
+// and a half steps, so that paths through pointers to block starts are preferred — at most `max_paths` of
+// them (each from a different root or through a different first block), none longer than `max_depth` blocks, their
 // blocks named by `names`
 // (every block on a path leads to the target: Session::names_for({target}) names them all).
 RetainersReport find_retainers(Session& s, const BlockNames& names, RetainedSizes sizes, BlockId target,

@@ -38,13 +38,20 @@ struct PathHeap {
   nlohmann::json run(const std::vector<std::string>& command) const {
     return heapscope::testing::command_json(image, PackedToyPlugin(kObjects, std::vector(count, kObjectSize)), command);
   }
-  // The addresses of the one retainer path of object `target`.
+  // The addresses of each retainer path of object `target`, the first (the cheapest) first.
+  std::vector<std::vector<Address>> paths_to(std::size_t target, std::size_t most = 1) const {
+    const nlohmann::json r = run({"retainers", fmt::format("{:#x}", object(target)), "--paths", std::to_string(most)});
+    std::vector<std::vector<Address>> paths;
+    for (const auto& path : r["paths"]) {
+      paths.emplace_back();
+      for (const auto& step : path["steps"]) paths.back().push_back(step["address"]);
+    }
+    return paths;
+  }
   std::vector<Address> path_to(std::size_t target) const {
-    const nlohmann::json r = run({"retainers", fmt::format("{:#x}", object(target))});
-    REQUIRE(r["paths"].size() == 1);
-    std::vector<Address> steps;
-    for (const auto& step : r["paths"][0]["steps"]) steps.push_back(step["address"]);
-    return steps;
+    const auto paths = paths_to(target);
+    REQUIRE(paths.size() == 1);
+    return paths.front();
   }
 };
 
@@ -91,6 +98,29 @@ TEST_CASE("retainers: an interior pointer's path two blocks shorter than the sta
   interior_path(h);
   start_path(h, 4);
   CHECK(h.path_to(kTarget) == objects({0, 1, kTarget}));
+}
+
+TEST_CASE("retainers: a root's pointer into the target's middle costs what a block's does") {
+  // Global word 0 points 0x10 into the target; word 1 points at object 3, which points at the target's
+  // start: one block more, through start pointers only, is the path shown first.
+  PathHeap h(4);
+  h.anchor(0, kTarget, 0x10);
+  h.anchor(1, 3);
+  h.link(3, kTarget);
+  CHECK(h.path_to(kTarget) == objects({3, kTarget}));
+  CHECK(h.paths_to(kTarget, 5) == std::vector{objects({3, kTarget}), objects({kTarget})});
+}
+
+TEST_CASE("retainers: one root range gives a path through each block it holds, as many as asked") {
+  // The globals (one root range) hold objects 3 to 8, each pointing at the target.
+  PathHeap h(9);
+  for (std::size_t i = 3; i < 9; ++i) {
+    h.anchor(i, i);
+    h.link(i, kTarget);
+  }
+  CHECK(h.paths_to(kTarget, 6).size() == 6);
+  CHECK(h.paths_to(kTarget, 4).size() == 4);
+  CHECK(h.paths_to(kTarget, 10).size() == 6);
 }
 
 TEST_CASE("refs: each referrer says where in the target its pointer lands") {
