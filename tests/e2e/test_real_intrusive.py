@@ -50,6 +50,13 @@ os.environ.setdefault("HEAPSCOPE_NO_CACHE", "1")
 from heapscope_e2e import USED_STATES, RemovesItsCore, heapscope_json, work_dir  # noqa: E402
 from test_attach import take_core  # noqa: E402
 from test_real_programs import free_port  # noqa: E402
+from lldb_session import require_lldb_and_gdb, run_lldb  # noqa: E402
+from test_gdb import json_between_markers, marked, run_gdb  # noqa: E402
+
+
+def without_warnings(report):
+    """A report without its warnings, which name the frontend's image source."""
+    return {key: value for key, value in report.items() if key != "warnings"}
 
 MEMCACHED = "/usr/bin/memcached"
 NGINX = "/usr/sbin/nginx"
@@ -211,6 +218,18 @@ class MemcachedSlabs(LoadedServerCore, unittest.TestCase):
                                 f"{len(pages)} reachable blocks of 1 MiB or more; memcached malloc'd {malloced} "
                                 f"bytes of slab pages")
 
+    def test_a_slab_pages_retainers_prefer_start_pointers_and_give_the_paths_asked_for(self):
+        """A slab page is pointed into by its items' neighbours and hash chains everywhere, and held from its
+        start by memcached's slab list (a global → the list's block → the page): that path comes first, and
+        --paths N gives N distinct paths, each from its own root or through its own first block."""
+        page = next(b for b in self.held_from_a_start() if b["usable_size"] >= MEMCACHED_SLAB_PAGE)
+        retainers = heapscope_json("retainers", self.core, hex(page["address"]), "--paths", "6")
+        first = retainers["paths"][0]
+        self.assertEqual([step["into"] for step in first["steps"]], [0] * len(first["steps"]), first)
+        self.assertEqual(len(retainers["paths"]), 6)
+        starts = {(p["root"]["label"], p["steps"][0]["address"]) for p in retainers["paths"]}
+        self.assertEqual(len(starts), 6, retainers["paths"])
+
 
 # ---- nginx: a region allocator (ngx_pool_t headers in front), connection and event slot arrays, ngx_queue_t ----
 
@@ -270,6 +289,15 @@ class NginxKeepAliveConnections(LoadedServerCore, unittest.TestCase):
         self.assertGreaterEqual(len(pools), self.active,
                                 f"{len(pools)} reachable blocks of {NGINX_CONNECTION_POOL_USABLE} bytes (connection "
                                 f"pools) for {self.active} active connections")
+
+    def test_lldb_and_gdb_give_the_clis_roots(self):
+        """The owners and what each retains are the same whichever frontend reads the core."""
+        require_lldb_and_gdb()
+        cli = heapscope_json("roots", self.core)
+        lldb = run_lldb([f"target create {NGINX} --core {self.core}", "heap roots --json"])
+        self.assertEqual(without_warnings(lldb.json_of("heap roots --json")), without_warnings(cli))
+        gdb = run_gdb(marked("roots", "heap roots --json"), NGINX, self.core)
+        self.assertEqual(without_warnings(json_between_markers(gdb, "roots")), without_warnings(cli))
 
 
 # ---- mosquitto: a topic tree of uthash tables (UT_hash_handle embedded in each node), clients, retained messages ----
