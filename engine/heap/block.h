@@ -44,7 +44,10 @@ struct Block {
   Address chunk = 0;                  // where the block starts: the chunk header, or the object (bare)
   std::uint32_t size_units = 0;       // chunk size / unit_bytes()
   BlockState state = BlockState::in_use;
-  BlockLayout layout = BlockLayout::glibc_chunk;
+  BlockLayout layout : 2 = BlockLayout::glibc_chunk;
+  // The runtime says the block holds no pointers (a collector's atomic objects: it never scans them, so a
+  // word there that looks like a pointer keeps nothing alive): the pointer scan reads none of its words.
+  bool pointer_free : 1 = false;
   std::uint16_t arena = 0;            // index into HeapModel::arenas; kNoArena for mmapped blocks
 
   static constexpr std::uint16_t kNoArena = 0xffff;

@@ -168,7 +168,8 @@ class ReferenceGraph {
   // that point into allocated blocks: fn(word address, word, block).
   template <typename Fn>
   void for_each_block_pointer(MemoryCursor& memory, BlockId b, Fn&& fn) const;
-  // The parts of block b the scan reads, as fn(start, end): all its usable bytes but a runtime's header links.
+  // The parts of block b the scan reads, as fn(start, end): all its usable bytes but a runtime's header
+  // links, none of a pointer-free block's.
   template <typename Fn>
   void for_each_scanned_range(BlockId b, Fn&& fn) const;
   // Those of root range `root`; for a thread's registers, the word's RegisterWord::slot as its address.
@@ -260,7 +261,7 @@ void ReferenceGraph::for_each_block_pointer(MemoryCursor& memory, BlockId b, Fn&
 template <typename Fn>
 void ReferenceGraph::for_each_scanned_range(BlockId b, Fn&& fn) const {
   const Block& blk = index_.blocks()[b];
-  if (!is_allocated(blk.state)) return;
+  if (!is_allocated(blk.state) || blk.pointer_free) return;
   // A runtime's header links (its GC list) are bookkeeping: the scan passes over them.
   const auto [links_first, links_last] = headers_ ? headers_->links(b) : std::pair<std::uint32_t, std::uint32_t>{0, 0};
   const Address start = blk.address();

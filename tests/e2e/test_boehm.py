@@ -19,12 +19,15 @@ finalizers.
 
 import collections
 import json
+import os
 import struct
+import subprocess
 import unittest
 
 from allocator_walk import (Allocator, AttachChecks, DebuggerChecks, LEAK_TAGS, capture, damaged_copy,
                             discovered_addresses, leak_signature, leaked_ledger_blocks)
-from heapscope_e2e import heapscope_json, run_heapscope
+from heapscope_e2e import fixture_path, heapscope_json, run_heapscope, work_dir
+from test_attach import take_core
 from lldb_session import require_lldb_and_gdb, run_lldb
 from test_gdb import between_markers, marked, run_gdb
 
@@ -265,6 +268,50 @@ class BoehmFinalizersInDebuggers(unittest.TestCase):
                 self.assertEqual(finalizers["functions"], cli_finalizers["functions"])
                 self.assertEqual(top["suspects"][0]["holder"]["label"], "values with finalizers")
                 self.assertEqual(top["suspects"][0]["retained_bytes"], cli_top["suspects"][0]["retained_bytes"])
+
+
+class BoehmPointerFreeObjects(unittest.TestCase):
+    """The collector's own rule for atomic objects (GC_MALLOC_ATOMIC: never scanned), against the collection
+    the fixture runs after its core is taken (tests/fixtures/boehm_pointer_free.c): objects held only from
+    an atomic object are leaked — the next collection frees them —, those held from a normal one are not."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.core = os.path.join(work_dir(), "boehm_pointer_free.core")
+        program = subprocess.Popen([fixture_path("boehm_pointer_free")], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True)
+        try:
+            cls.objects = collections.defaultdict(set)
+            for line in program.stdout:
+                if line.strip() == "READY":
+                    break
+                label, address = line.split()
+                cls.objects[label].add(int(address, 16))
+            take_core(program.pid, cls.core)
+            program.stdin.write("collect\n")
+            program.stdin.flush()
+            words = program.stdout.readline().split()
+            program.stdin.write("exit\n")
+            program.stdin.flush()
+            program.wait(timeout=30)
+        finally:
+            if program.poll() is None:
+                program.kill()
+                program.wait()
+        if words[:1] != ["freed"]:
+            raise AssertionError(f"boehm_pointer_free printed {words!r}, not what its collection freed")
+        cls.freed = {"atomic": int(words[1]), "normal": int(words[2])}
+
+    @classmethod
+    def tearDownClass(cls):
+        if os.path.exists(cls.core):
+            os.remove(cls.core)
+
+    def test_what_only_atomic_objects_point_to_is_leaked_as_the_collection_frees_it(self):
+        self.assertEqual(self.freed, {"atomic": len(self.objects["atomic"]), "normal": 0})
+        leaked = {b["address"] for b in heapscope_json("blocks", self.core, "--state", "leaked")["blocks"]}
+        self.assertEqual(self.objects["atomic"] - leaked, set(), "held only by an atomic object: leaked")
+        self.assertEqual(self.objects["normal"] & leaked, set(), "held by a normal object: reachable")
 
 
 class BoehmDamage(unittest.TestCase):

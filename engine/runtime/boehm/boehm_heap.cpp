@@ -270,6 +270,13 @@ class Walker {
     return h;
   }
 
+  // An object of `kind`: pointer-free where the collector never scans its kind.
+  static Block object_block(Address at, std::uint64_t size, BlockState state, unsigned kind) {
+    Block b = Block::bare(at, size, state, 0);
+    b.pointer_free = kind_is_pointer_free(kind);
+    return b;
+  }
+
   void add(const Block& b) {
     model_.blocks.push_back(b);
     arena_.totals[static_cast<int>(b.state)].add(b.chunk_size());
@@ -307,7 +314,7 @@ class Walker {
       }
       if (size > kMaxSmallObjectBytes) {  // a large object alone in its run of blocks
         const std::uint64_t run = (size + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
-        add(Block::bare(at, size, BlockState::in_use, 0));
+        add(object_block(at, size, BlockState::in_use, h->kind));
         arena_.overhead_bytes += run - size;
         at += run;
         continue;
@@ -342,7 +349,7 @@ class Walker {
         } else {
           ++use.in_use;
         }
-        add(Block::bare(object, size, state, 0));
+        add(object_block(object, size, state, h->kind));
       }
       arena_.overhead_bytes += kBlockBytes - objects * size;
       at += kBlockBytes;

@@ -92,6 +92,8 @@ struct ObjKindLayout {
   static constexpr unsigned max_kinds = 16;
 };
 inline constexpr const char* kKindNames[] = {"atomic", "normal", "uncollectable", "atomic uncollectable"};
+// The built-in kinds the collector never scans (PTRFREE, AUNCOLLECTABLE): their objects hold no pointers.
+constexpr bool kind_is_pointer_free(unsigned kind) { return kind == 0 || kind == 3; }
 
 // The thread-local free lists (struct thread_local_freelists), reached through the one word of libgc's
 // static TLS (GC_thread_key): 3 kinds × 25 heads, then gcj's 25. A head below a block's size is a count,

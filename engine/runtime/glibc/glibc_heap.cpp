@@ -280,7 +280,7 @@ BlockArray lay_out_blocks(std::vector<SegmentJob>& jobs, const std::vector<Block
     for (std::size_t s = 0; s < j.slices.size(); ++s) {
       SliceWalk& slice = j.slices[s];
       const Address end = slice.slice.limit ? slice.slice.limit : j.range.end;
-      pieces.push_back({s == 0 ? j.range.start : slice.slice.start, &slice, {}, max_chunks(slice.slice.start, end)});
+      pieces.push_back({s == 0 ? j.range.start : slice.slice.start, &slice, Block{}, max_chunks(slice.slice.start, end)});
     }
   for (const Block& b : mmapped) pieces.push_back({b.chunk, nullptr, b, 1});
   std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.start < b.start; });
