@@ -293,6 +293,18 @@ struct LayoutInference::State {
         loaded(indexes.size(), false), checker(image, heap_model, index, indexes) {
     const Module* main = image.main_executable();
     main_module = static_cast<std::uint16_t>(main ? main - image.modules().data() : DwarfTypeRef::kNoModule);
+    for (std::size_t m = 0; m < indexes.size(); ++m) internal.push_back(is_runtime_internal(image.modules()[m]));
+  }
+
+  // The C library's, the dynamic linker's and the allocators' structures describe their own bookkeeping
+  // (malloc_chunk, list_head, nameserver_list, a collector's headers): never what a program leaked, though
+  // their layouts fit small blocks of pointers well.
+  static bool is_runtime_internal(const Module& module) {
+    constexpr std::string_view kPrefixes[] = {"libc.so", "libc-", "ld-linux", "ld-musl", "libc.musl", "libpthread",
+                                              "libjemalloc", "libtcmalloc", "libmimalloc", "libgc.so", "libgc-"};
+    const std::string_view path = module.path;
+    const std::string_view name = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
+    return std::any_of(std::begin(kPrefixes), std::end(kPrefixes), [&](std::string_view p) { return starts_with(name, p); });
   }
 
   const HeapModel& heap;
@@ -303,6 +315,7 @@ struct LayoutInference::State {
   std::vector<bool> loaded;
   LayoutChecker checker;
   std::uint16_t main_module = DwarfTypeRef::kNoModule;
+  std::vector<bool> internal;  // by module: is_runtime_internal, whose structures are never candidates
   // Candidates per fitting size range, the program's own [0] and the libraries' [1], gathered once: many
   // leaked blocks share a size.
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::array<std::optional<std::vector<Candidate>>, 2>> by_range;
@@ -339,7 +352,7 @@ struct LayoutInference::State {
     if (slot) return *slot;
     slot.emplace();
     for (std::size_t m = 0; m < indexes.size(); ++m)
-      if ((m == main_module) != libraries) add_candidates(m, range, *slot);
+      if ((m == main_module) != libraries && !internal[m]) add_candidates(m, range, *slot);
     return *slot;
   }
 

@@ -8,7 +8,8 @@
 // must not rule out that structure's own layout. Each member that checks out positively is evidence. The
 // program's own structures (the main executable's) are tried first, and name a block when one of them has
 // strictly more evidence than the others; only when none has any are the libraries' structures tried,
-// which need two members of evidence. The name is marked inferred.
+// which need two members of evidence — never the C library's, the dynamic linker's or an allocator's, whose
+// structures are their own bookkeeping. The name is marked inferred.
 #pragma once
 
 #include <memory>

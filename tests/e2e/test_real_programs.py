@@ -377,6 +377,12 @@ class GuileWithBoehmGc(RemovesItsCore, unittest.TestCase):
         self.assertGreaterEqual(top["rows"][0]["retained_blocks"], GUILE_PAIRS // 2, top["rows"][0])
         self.assertEqual(heapscope_json("verify", self.core)["findings"], [])
 
+    def test_no_block_is_named_by_the_c_librarys_own_structures(self):
+        # Of guile's modules only the C library has DWARF here (libc6-dbg), and its structures (list_head,
+        # malloc_chunk, nameserver_list, ...) are its own bookkeeping: layout inference names nothing.
+        leaks = heapscope_json("leaks", self.core)
+        self.assertEqual([g["type"] for g in leaks["groups"] if g["naming"] == "inferred"], [])
+
 
 TROFF_PAGE = r""".TH DEMO 1
 .SH NAME
