@@ -71,7 +71,7 @@ class DescribeCommand final : public Command {
     const BlockId b = block_argument(s, address_, &query);
     DescribeReport r = describe_block(s, b, query, bytes_, fields_);
     r.allocated_at = allocated_at(s, b, whole_stack_ ? 0 : kSiteFramesShown);
-    if (!r.allocated_at) r.no_site = no_site_reason(s.provenance());
+    if (!r.allocated_at) r.no_site = no_site_reason(s.provenance(), s.heap().blocks[b]);
     return r;
   }
 

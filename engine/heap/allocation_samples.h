@@ -35,6 +35,10 @@ struct AllocationSamples {
   // first says it.
   std::string how_to_enable;
   std::string how_to_sample_all;
+  // Arenas of another allocator in the same model (a collector's beside malloc's), whose blocks these
+  // samples never cover, and why they have no sites.
+  std::vector<std::uint16_t> other_arenas;
+  std::string other_arenas_why;
   std::vector<std::vector<Address>> stacks;  // distinct stacks, innermost return address first
   std::vector<AllocationSample> samples;     // in address order
   std::vector<std::string> warnings;

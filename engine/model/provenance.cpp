@@ -76,6 +76,8 @@ Provenance build_provenance(const Image& image, const SymbolIndex& symbols, cons
   p.mean_interval = samples.mean_interval;
   p.how_to_enable = std::move(samples.how_to_enable);
   p.how_to_sample_all = std::move(samples.how_to_sample_all);
+  p.other_arenas = std::move(samples.other_arenas);
+  p.other_arenas_why = std::move(samples.other_arenas_why);
   p.warnings = std::move(samples.warnings);
   // Only the stacks some block of the walk has become sites, in the order first met.
   std::vector<std::uint32_t> site_of_stack(samples.stacks.size(), ~std::uint32_t{0});

@@ -46,6 +46,8 @@ struct Provenance {
   std::optional<std::uint64_t> mean_interval;  // bytes; 1: every allocation sampled
   std::string how_to_enable;
   std::string how_to_sample_all;
+  std::vector<std::uint16_t> other_arenas;  // AllocationSamples::other_arenas
+  std::string other_arenas_why;
   std::vector<AllocationSite> sites;  // most estimated bytes first
   std::vector<SampledBlock> blocks;   // by block id
   std::uint64_t unmatched = 0;        // samples at no allocated block of the walk

@@ -142,7 +142,9 @@ SitesNote sites_note(const Provenance& p) {
   return n;
 }
 
-std::string no_site_reason(const Provenance& p) {
+std::string no_site_reason(const Provenance& p, const Block& block) {
+  if (std::find(p.other_arenas.begin(), p.other_arenas.end(), block.arena) != p.other_arenas.end())
+    return p.other_arenas_why;
   if (!p.supported) return p.how_to_enable.empty() ? std::string() : without_sites(p);
   if (!p.present()) return without_sites(p);
   if (p.exact()) return "no allocation site recorded for this block";

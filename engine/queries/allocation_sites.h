@@ -19,7 +19,7 @@ AllocatedAt site_ref(const Provenance& p, std::uint32_t site, std::size_t max_fr
 // Where the sites come from and how they count, with one sentence for text output.
 SitesNote sites_note(const Provenance& p);
 // Why a block has no site: sampling is off, the allocator records none, or this block was not sampled.
-std::string no_site_reason(const Provenance& p);
+std::string no_site_reason(const Provenance& p, const Block& block);
 
 // Allocated blocks by allocation site (the blocks without one in a row of their own). Throws AnalysisError
 // saying how to turn sampling on when no block has a site.

@@ -143,8 +143,19 @@ class CombinedAllocator final : public LocatedAllocator {
     return malloc_->arena_trim(model, arena, max_blockers, page_bytes);  // malloc's arenas come first
   }
 
+  // malloc's: the heaps beside it keep none heapscope reads, and say so for their own blocks.
   AllocationSamples allocation_samples(const HeapModel& model) const override {
-    return malloc_->allocation_samples(model);
+    AllocationSamples samples = malloc_->allocation_samples(model);
+    for (const auto& b : beside_)
+      for (std::size_t i = 0; i < model.arenas.size(); ++i)
+        if (b->owns_arena(model.arenas[i])) samples.other_arenas.push_back(static_cast<std::uint16_t>(i));
+    if (!samples.other_arenas.empty())
+      samples.other_arenas_why = fmt::format("no allocation site: the block is {}'s, which keeps no allocation stacks "
+                                             "heapscope can read ({} covers {}'s blocks only)",
+                                             beside_.front()->name(),
+                                             samples.source.empty() ? "allocation sampling" : samples.source,
+                                             malloc_->name());
+    return samples;
   }
 
  private:

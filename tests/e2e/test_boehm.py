@@ -176,6 +176,12 @@ class BoehmWalk(unittest.TestCase):
         self.assertIn("malloc_trim(0) returned", text)
         self.assertIn("not available: heapscope knows no trimming rules of this heap's allocator", text)
 
+    def test_describe_says_the_collector_keeps_no_allocation_sites(self):
+        gc_object = next(a.address for a in self.ledger.live if a.how == "GC_malloc")
+        describe = heapscope_json("describe", self.core, hex(gc_object))
+        self.assertIn("Boehm GC's, which keeps no allocation stacks", describe["no_site"])
+        self.assertNotIn("heapscope record", describe["no_site"])
+
     def test_every_command_runs(self):
         for command in (["leaks"], ["histogram"], ["top"], ["roots"], ["threads"], ["chains"], ["finalizers"],
                         ["fragmentation"], ["report", "-o", "/dev/null"]):
