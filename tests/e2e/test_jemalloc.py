@@ -63,6 +63,11 @@ class JemallocChecks(WalkChecks):
         self.assertEqual(checked["arenas"], len(self.summary["heap"]["arenas"]))
         self.assertEqual(checked["tcaches"], len(self.summary["threads"]))  # one thread cache per thread
         self.assertEqual(checked["tcache_entries"], sum(1 for b in self.blocks if b["state"] == "tcache"))
+        # In jemalloc's words: it has no bins of free chunks, no fastbins.
+        text = run_heapscope("verify", self.core).stdout
+        self.assertIn("Checked: jemalloc: ", text)
+        for glibc_word in ("fastbin", "chunks", "in bins"):
+            self.assertNotIn(glibc_word, text)
 
     def test_large_blocks_lie_inside_their_extents(self):
         # Cache-oblivious large allocations start at a random cache line of their extent's first page.

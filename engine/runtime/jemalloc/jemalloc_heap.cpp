@@ -95,9 +95,17 @@ class Walker {
       model_.warnings.push_back(fmt::format("… and {} more warnings like the above ({})", count, what));
     add_figures();
     if (verification_) {
-      verification_->checked.arenas = arenas_.size();
-      for (const auto& [index, arena] : model_arenas_) verification_->checked.heaps += arena.heaps.size();
-      verification_->checked.chunks = model_.blocks.size();
+      HeapCheckCounts& c = verification_->checked;
+      c.arenas = arenas_.size();
+      for (const auto& [index, arena] : model_arenas_) c.heaps += arena.heaps.size();
+      c.chunks = model_.blocks.size();
+      // In jemalloc's words, not glibc's (no bins of free chunks, no fastbins): the counts stay in JSON.
+      verification_->counts_in_glibc_words = false;
+      verification_->checked_in_own_words.push_back(fmt::format(
+          "jemalloc: {} arena{}, {} run{} of contiguous extents, {} regions and large allocations; {} cached pointer{} "
+          "in {} thread cache{}",
+          c.arenas, c.arenas == 1 ? "" : "s", c.heaps, c.heaps == 1 ? "" : "s", c.chunks, c.tcache_entries,
+          c.tcache_entries == 1 ? "" : "s", c.tcaches, c.tcaches == 1 ? "" : "s"));
     }
     for (const SizeClassUse& use : classes_)
       if (use.slabs) model_.size_classes.push_back(use);
