@@ -80,7 +80,10 @@ void OccupancyCounter::add_live(Address start, Address end, BlockId block) {
   end = std::min(end, range_end_);
   if (!open_ || start >= end) return;
   move_to(index_of(start));
-  if (sparse_ && block != kNoBlock) current_blocks_.push_back(block);
+  // A block of a granule or more does not pin a sparse granule: its pieces at either end are its own
+  // placement (jemalloc starts a large block at a random cache line of its first page), not a small block
+  // left among free ones.
+  if (sparse_ && block != kNoBlock && end - start < granule_) current_blocks_.push_back(block);
   const Address current_end = (current_ + 1) * granule_;
   if (end <= current_end) {
     current_live_ += end - start;

@@ -31,7 +31,8 @@ int fill_bucket(std::uint64_t live, std::uint64_t bytes);
 // piece touches are counted in bulk, whole granules inside one block too, so the cost is per block.
 class OccupancyCounter {
  public:
-  // Called for every block given to add_live whose first byte lies in a granule that ends up in bucket 0.
+  // Called for every block smaller than a granule given to add_live whose first byte lies in a granule that
+  // ends up in bucket 0 (a larger block's ends are its own placement, not a small block among free ones).
   using SparseSink = std::function<void(BlockId)>;
 
   explicit OccupancyCounter(std::uint64_t granule_bytes, SparseSink sparse = nullptr);

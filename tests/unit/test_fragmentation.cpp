@@ -85,6 +85,20 @@ TEST_CASE("occupancy counter: untouched pages in bulk, a partial last page, whol
   CHECK(sparse == std::vector<BlockId>{1, 4});
 }
 
+TEST_CASE("occupancy counter: a block of a page or more pins no sparse page of its own ends") {
+  // A 20 KiB block starting 64 bytes before page 1 ends (jemalloc's cache-oblivious large placement): its
+  // first page is 1.6 % used, yet the block is no small block left among free ones. A 64-byte one alone in
+  // page 8 is.
+  std::vector<BlockId> sparse;
+  OccupancyCounter pages(kPage, [&](BlockId b) { sparse.push_back(b); });
+  pages.begin_range(kHeapStart, kHeapStart + 10 * kPage);
+  pages.add_live(kHeapStart + 2 * kPage - 64, kHeapStart + 2 * kPage - 64 + 20 * 1024, 1);
+  pages.add_live(kHeapStart + 8 * kPage, kHeapStart + 8 * kPage + 64, 2);
+  pages.end_range();
+  CHECK(pages.buckets()[0] == 5);  // pages 0, 1 (the large block's head), 7, 8, 9
+  CHECK(sparse == std::vector<BlockId>{2});
+}
+
 TEST_CASE("occupancy counter: a block ending on the range's last page boundary, and an empty range") {
   OccupancyCounter pages(kPage);
   pages.begin_range(kHeapStart, kHeapStart + 3 * kPage);
