@@ -113,9 +113,9 @@ class CostBuckets {
 class RetainerSearch {
  public:
   RetainerSearch(Session& s, const BlockNames& names, RetainedSizes sizes, std::size_t max_paths,
-                 std::size_t max_depth, RetainersReport& report)
+                 std::size_t max_depth, const RootFilter& roots, RetainersReport& report)
       : s_(s), g_(s.graph()), names_(names), retained_(s, sizes), max_paths_(max_paths), max_depth_(max_depth),
-        report_(report), toward_(g_.block_count()) {}
+        roots_(roots), report_(report), toward_(g_.block_count()) {}
 
   void run(BlockId target) {
     settle(target, kNoBlock, 1, 0);
@@ -159,6 +159,7 @@ class RetainerSearch {
   bool add_paths(BlockId b, bool inside) {
     bool only_inside = false;
     for (const std::uint32_t root : g_.in_root_edges(b)) {
+      if (roots_ && !roots_(root)) continue;
       const auto edges = g_.root_edges(root);
       const bool at_start = std::find(edges.begin(), edges.end(), b) != edges.end();
       if (at_start == inside) {
@@ -176,6 +177,7 @@ class RetainerSearch {
   const BlockNames& names_;
   RetainedBytes retained_;
   const std::size_t max_paths_, max_depth_;
+  const RootFilter& roots_;
   RetainersReport& report_;
   StepsToward toward_;
   CostBuckets waiting_;
@@ -185,12 +187,13 @@ class RetainerSearch {
 
 // The report without the target's verdict: a path alone needs no reachability pass (top's suspects').
 RetainersReport search_retainers(Session& s, const BlockNames& names, RetainedSizes sizes, BlockId target,
-                                 Address query, std::size_t max_paths, std::size_t max_depth) {
+                                 Address query, std::size_t max_paths, std::size_t max_depth,
+                                 const RootFilter& roots = {}) {
   RetainersReport r;
   r.query = query;
   r.target = block_ref(s, names, target);
   if (max_paths == 0) return r;
-  RetainerSearch search(s, names, sizes, max_paths, max_depth, r);
+  RetainerSearch search(s, names, sizes, max_paths, max_depth, roots, r);
   search.run(target);
   r.depth_limited = search.cut_at_depth() && r.paths.size() < max_paths;
   return r;
@@ -215,9 +218,10 @@ RetainersReport find_retainers(Session& s, const BlockNames& names, RetainedSize
   return r;
 }
 
-std::optional<RetainerPath> shortest_retainer_path(Session& s, const BlockNames& names, BlockId target) {
+std::optional<RetainerPath> shortest_retainer_path(Session& s, const BlockNames& names, BlockId target,
+                                                  const RootFilter& roots) {
   RetainersReport found = search_retainers(s, names, RetainedSizes::dominator_tree, target,
-                                           s.heap().blocks[target].address(), 1, kDefaultPathDepth);
+                                           s.heap().blocks[target].address(), 1, kDefaultPathDepth, roots);
   if (found.paths.empty()) return std::nullopt;
   return std::move(found.paths.front());
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "queries/block_refs.h"
@@ -19,10 +20,14 @@ inline constexpr std::size_t kDefaultPathDepth = 10000;
 RetainersReport find_retainers(Session& s, const BlockNames& names, RetainedSizes sizes, BlockId target,
                                Address query, std::size_t max_paths, std::size_t max_depth);
 
-// One shortest path from a root to `target` (as find_retainers chooses it); none when no root reaches it within kDefaultPathDepth blocks.
-// Its blocks are named by `names` (every block on it is reachable: Session::reachable_names() will do),
-// or by Session::names().
-std::optional<RetainerPath> shortest_retainer_path(Session& s, const BlockNames& names, BlockId target);
+// Which root ranges a path may start at (all, when empty).
+using RootFilter = std::function<bool(std::size_t root)>;
+
+// One shortest path from a root (one `roots` allows) to `target` (as find_retainers chooses it); none when
+// no such root reaches it within kDefaultPathDepth blocks. Its blocks are named by `names` (every block on
+// it is reachable: Session::reachable_names() will do), or by Session::names().
+std::optional<RetainerPath> shortest_retainer_path(Session& s, const BlockNames& names, BlockId target,
+                                                  const RootFilter& roots = {});
 std::optional<RetainerPath> shortest_retainer_path(Session& s, BlockId target);
 
 // Every block and root that points into `target`.

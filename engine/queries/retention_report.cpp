@@ -279,10 +279,38 @@ std::vector<std::uint32_t> big_retainers(const Retention& r, std::span<const std
   return out;
 }
 
+// Whether root range `range` is memory of `owner` (an owner node of the ownership tree): a thread's
+// registers, stack and TLS are its thread's, a module's writable data its globals', a mapping its own.
+// Owners of other kinds (registrations, exited threads) hold pieces of those: any range may be theirs.
+bool owned_by(const Image& image, const RootRange& range, const RootNode& owner) {
+  switch (owner.owner_kind) {
+    case OwnerKind::thread:
+      return range.thread == owner.thread && (range.kind == RootKind::registers || range.kind == RootKind::stack ||
+                                              range.kind == RootKind::tls || range.kind == RootKind::dynamic_tls);
+    case OwnerKind::global:
+      return range.kind == RootKind::global && range.module < image.modules().size() &&
+             image.modules()[range.module].name() == owner.module;
+    case OwnerKind::anonymous:
+      return range.kind == RootKind::anonymous && range.start <= owner.address && owner.address < range.end;
+    default:
+      return true;
+  }
+}
+
+// The shortest path to `node` when it is a block, from the memory of the owner that `holder` is or is part
+// of: a suspect's path starts where its header says the bytes are held ("globals of app" is not
+// illustrated by a register's pointer). None when no such root reaches it.
 std::optional<RetainerPath> shortest_path(Session& s, const BlockNames& names, const Retention& r,
-                                          std::uint32_t node) {
+                                          std::uint32_t node, std::uint32_t holder) {
   if (!r.is_block(node)) return std::nullopt;
-  return shortest_retainer_path(s, names, node);
+  if (!r.is_holder(holder) || r.is_block(holder)) return shortest_retainer_path(s, names, node);
+  std::uint32_t owner = holder - r.block_count();  // the holder's index among the root nodes, up to its owner
+  while (r.root_nodes()[owner].level == RootNode::Level::part && r.root_nodes()[owner].parent != RootNode::kNoParent)
+    owner = r.root_nodes()[owner].parent;
+  const RootNode& held_by = r.root_nodes()[owner];
+  const RootSet& roots = s.roots();
+  return shortest_retainer_path(s, names, node,
+                                [&](std::size_t root) { return owned_by(s.image(), roots.ranges[root], held_by); });
 }
 
 // The reachable nodes but the super-root that retain at least `least` bytes, in id order: one pass on all
@@ -511,7 +539,7 @@ class SuspectFinder {
       row.bytes = totals[g].bytes;
       sus.retained_types.push_back(std::move(row));
     }
-    sus.path = shortest_path(s_, names_, r_, point);
+    sus.path = shortest_path(s_, names_, r_, point, big_[i]);
     return sus;
   }
 
@@ -524,7 +552,7 @@ class SuspectFinder {
     sus.type = groups_.name(static_cast<std::uint32_t>(pile.first & 0xffffffffu));
     sus.instances = pile.second.count;
     sus.instance_bytes = pile.second.bytes;
-    sus.path = shortest_path(s_, names_, r_, holder);
+    sus.path = shortest_path(s_, names_, r_, holder, holder);
     return sus;
   }
 

@@ -173,6 +173,18 @@ class LoadedServerCore(RemovesItsCore):
                         f"{self.name}: {possibly['blocks']} blocks, {possibly['bytes']} bytes possibly leaked of "
                         f"{in_use} bytes in use ({100 * possibly['bytes'] / in_use:.1f}%)")
 
+    def test_each_suspects_path_starts_at_the_owner_its_header_names(self):
+        for suspect in heapscope_json("top", self.core, "-n", "1")["suspects"]:
+            holder, path = suspect["holder"], suspect.get("path")
+            if holder["kind"] != "root" or not path:
+                continue
+            with self.subTest(holder=holder["label"]):
+                if holder["root_kind"] == "global":
+                    self.assertEqual(path["root"]["kind"], "global", path["root"])
+                    self.assertIn(holder["module"], path["root"]["label"])
+                elif holder["tid"]:
+                    self.assertIn(f"(tid {holder['tid']})", path["root"]["label"])
+
     def test_nothing_is_definitely_leaked(self):
         # memcheck attached to the running server under this load (vgdb leak_check) finds 0 bytes definitely
         # and indirectly lost in each of these servers.
