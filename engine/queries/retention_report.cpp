@@ -664,8 +664,18 @@ RootsReport build_roots_report(Session& s, std::size_t count) {
     const auto kind = static_cast<OwnerKind>(k);
     const std::uint32_t node = r.owner_kind_node(kind);
     if (node == kNoNode) continue;
-    RootKindRow row{owner_kind_name(kind), 0, retained_of(r, node), {}};
-    for (const RootNode& n : r.root_nodes()) row.roots += n.level == RootNode::Level::owner && n.owner_kind == kind;
+    RootKindRow row{owner_kind_name(kind), 0, retained_of(r, node), {}, {}};
+    Retained alone;  // Σ over the kind's owners of what each keeps alive alone
+    for (std::uint32_t i = 0; i < r.root_nodes().size(); ++i) {
+      const RootNode& n = r.root_nodes()[i];
+      if (n.level != RootNode::Level::owner || n.owner_kind != kind) continue;
+      ++row.roots;
+      const Retained own = retained_of(r, r.root_node_id(i));
+      alone.bytes += own.bytes;
+      alone.blocks += own.blocks;
+    }
+    row.together = retained_total(r, row.retained.bytes - std::min(alone.bytes, row.retained.bytes),
+                                  row.retained.blocks - std::min(alone.blocks, row.retained.blocks));
     if (kind == OwnerKind::thread) row.parts = thread_part_totals(r);
     by_kinds.bytes += row.retained.bytes;
     by_kinds.blocks += row.retained.blocks;

@@ -96,6 +96,9 @@ struct RootKindRow {
   std::string kind;  // owner_kind_name(): thread, global, finalizer, anonymous, exited_thread
   std::uint64_t roots = 0;  // owners of this kind
   Retained retained;        // what owners of this kind keep alive between them
+  // What no one owner of this kind keeps alive alone, but several together (a block two modules' globals
+  // point to): `retained` less the owners' own, so that the owner rows and it add up to the kind.
+  Retained together;
   std::vector<RootPartTotal> parts;  // threads: Σ over threads of what their registers, stacks, TLS alone keep
 };
 

@@ -96,6 +96,9 @@ std::string render_json(const RootsReport& r) {
   for (const RootKindRow& k : r.kinds) {
     ordered_json j = {{"kind", k.kind}, {"roots", k.roots}};
     add_retained(j, k.retained);
+    ordered_json together;
+    add_retained(together, k.together);
+    j["together"] = std::move(together);
     if (!k.parts.empty()) {
       ordered_json parts = ordered_json::object();
       for (const RootPartTotal& p : k.parts) parts[p.kind] = {{"retained_bytes", p.bytes}, {"retained_blocks", p.blocks}};

@@ -61,6 +61,9 @@ std::string render_text(const RootsReport& r) {
     out += fmt::format("{} {:>6}  {}\n", text::retained_cells(k.retained), k.roots, k.kind);
     for (const RootPartTotal& p : k.parts)
       if (p.bytes) out += fmt::format("{:>10} {:>7} {:>9} {:>6}    of which {} alone\n", text::bytes(p.bytes), "", p.blocks, "", p.kind);
+    if (k.together.blocks)
+      out += fmt::format("{} {:>6}    of which held by several {} owners together, none alone\n",
+                         text::retained_cells(k.together), "", k.kind);
   }
   if (r.shared.blocks)
     out += fmt::format("{} {:>6}  (held by roots of several kinds)\n", text::retained_cells(r.shared), "");

@@ -185,6 +185,19 @@ class LoadedServerCore(RemovesItsCore):
                 elif holder["tid"]:
                     self.assertIn(f"(tid {holder['tid']})", path["root"]["label"])
 
+    def test_each_owner_kinds_rows_add_up_to_it(self):
+        """What each owner keeps alive alone, and what several owners of its kind keep together, is the kind's
+        total: nothing is left unaccounted for."""
+        roots = heapscope_json("roots", self.core, "-n", "0")
+        owners = {}
+        for row in roots["roots"]:
+            if row["depth"] == 0:
+                owners.setdefault(row["kind"], []).append(row)
+        for kind in roots["kinds"]:
+            with self.subTest(kind=kind["kind"]):
+                alone = sum(row["retained_bytes"] for row in owners.get(kind["kind"], []))
+                self.assertEqual(alone + kind["together"]["retained_bytes"], kind["retained_bytes"], kind)
+
     def test_nothing_is_definitely_leaked(self):
         # memcheck attached to the running server under this load (vgdb leak_check) finds 0 bytes definitely
         # and indirectly lost in each of these servers.
