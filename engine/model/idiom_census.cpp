@@ -141,8 +141,8 @@ class Census {
 // finds them in the order the scan made the edges) that makes an interior edge. An owner whose words no
 // longer give its edges (an image read differently than the graph was built) is passed over.
 template <class ReadPointers, class Fn>
-void each_interior_pointer(const ReferenceGraph& g, std::span<const std::uint32_t> edges, std::size_t first,
-                           ReadPointers&& read_pointers, Fn&& fn) {
+void each_interior_pointer(std::span<const std::uint32_t> edges, std::size_t first, ReadPointers&& read_pointers,
+                           Fn&& fn) {
   std::size_t k = 0;
   read_pointers([&](Address, std::uint64_t word, BlockId t) {
     if (k >= edges.size() || edge_target(edges[k]) != t) {
@@ -181,7 +181,7 @@ ExplainedPointers::ExplainedPointers(const ReferenceGraph& g, IdiomSet idioms, c
     if (!any_counts(edges, kNoBlock)) continue;
     root_sources_.push_back(r);
     each_interior_pointer(
-        g, edges, g.root_edge_position(edges.front()), [&](auto&& fn) { g.for_each_root_pointer(r, fn); },
+        edges, g.root_edge_position(edges.front()), [&](auto&& fn) { g.for_each_root_pointer(r, fn); },
         [&](std::size_t at, std::uint64_t word, BlockId t) {
           if (!reached[t]) roots.look(kRootBit | at, word, t);
         });
@@ -199,7 +199,7 @@ ExplainedPointers::ExplainedPointers(const ReferenceGraph& g, IdiomSet idioms, c
       if (!any_counts(edges, static_cast<BlockId>(b))) continue;
       sources[w].push_back(static_cast<BlockId>(b));
       each_interior_pointer(
-          g, edges, g.edge_position(edges.front()),
+          edges, g.edge_position(edges.front()),
           [&](auto&& fn) { g.for_each_block_pointer(memory, static_cast<BlockId>(b), fn); },
           [&](std::size_t at, std::uint64_t word, BlockId t) {
             if (t != b && !reached[t]) census[w].look(at, word, t);

@@ -150,6 +150,14 @@ class LoadedServerCore(RemovesItsCore):
         shutil.rmtree(cls.scratch, ignore_errors=True)
 
     @classmethod
+    def write_config(cls, name, text):
+        """The server's configuration file `name` in the scratch directory, holding `text`; its path."""
+        path = os.path.join(cls.scratch, name)
+        with open(path, "w", encoding="ascii") as f:
+            f.write(text)
+        return path
+
+    @classmethod
     def start(cls, held, argv, port):
         with open(os.path.join(cls.scratch, "stderr"), "wb") as stderr:
             server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
@@ -291,9 +299,7 @@ class NginxKeepAliveConnections(LoadedServerCore, unittest.TestCase):
     @classmethod
     def start_and_load(cls, held):
         port = free_port()
-        conf = os.path.join(cls.scratch, "nginx.conf")
-        with open(conf, "w", encoding="ascii") as f:
-            f.write(NGINX_CONF.format(scratch=cls.scratch, port=port))
+        conf = cls.write_config("nginx.conf", NGINX_CONF.format(scratch=cls.scratch, port=port))
         server = cls.start(held, [NGINX, "-p", cls.scratch, "-c", conf, "-e", os.path.join(cls.scratch, "error.log")],
                            port)
         deadline = time.monotonic() + LOAD_TIMEOUT_SECONDS
@@ -399,9 +405,7 @@ class MosquittoRetainedAndClients(LoadedServerCore, unittest.TestCase):
     @classmethod
     def start_and_load(cls, held):
         port = free_port()
-        conf = os.path.join(cls.scratch, "mosquitto.conf")
-        with open(conf, "w", encoding="ascii") as f:
-            f.write(MOSQUITTO_CONF.format(port=port))
+        conf = cls.write_config("mosquitto.conf", MOSQUITTO_CONF.format(port=port))
         server = cls.start(held, [MOSQUITTO, "-c", conf], port)
         deadline = time.monotonic() + LOAD_TIMEOUT_SECONDS
         loader = mqtt_connect(port, b"loader")
@@ -488,9 +492,7 @@ class HaproxyStreams(LoadedServerCore, unittest.TestCase):
     @classmethod
     def start_and_load(cls, held):
         port, sink_port = free_port(), free_port()
-        cfg = os.path.join(cls.scratch, "haproxy.cfg")
-        with open(cfg, "w", encoding="ascii") as f:
-            f.write(HAPROXY_CFG.format(scratch=cls.scratch, port=port, sink_port=sink_port))
+        cfg = cls.write_config("haproxy.cfg", HAPROXY_CFG.format(scratch=cls.scratch, port=port, sink_port=sink_port))
         server = cls.start(held, [HAPROXY, "-db", "-f", cfg], port)
         deadline = time.monotonic() + LOAD_TIMEOUT_SECONDS
         for i in range(HAPROXY_IDLE):
