@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 
-#include "base/bit_array.h"
 #include "base/bounded_scan.h"
 #include "base/phase_timer.h"
 #include "base/progress.h"
