@@ -48,6 +48,9 @@ struct Block {
   // The runtime says the block holds no pointers (a collector's atomic objects: it never scans them, so a
   // word there that looks like a pointer keeps nothing alive): the pointer scan reads none of its words.
   bool pointer_free : 1 = false;
+  // The collector never frees it, reached or not, and scans it as a root of its heap (Boehm GC's
+  // uncollectable objects): unreached, it is a leak, not garbage the next collection frees.
+  bool uncollectable : 1 = false;
   std::uint16_t arena = 0;            // index into HeapModel::arenas; kNoArena for mmapped blocks
 
   static constexpr std::uint16_t kNoArena = 0xffff;

@@ -130,6 +130,34 @@ struct AllocatorTerms {
   std::string size_class_heading() const { return capitalized(slab) + " utilisation per size class"; }
 };
 
+// A garbage collector's own rules of reachability for its heap (a collector beside malloc: Boehm GC). Its
+// objects are reached only from the collector's roots and from the objects it scans; a pointer from the
+// malloc heap or from memory nobody registered keeps nothing of it alive, and the next collection frees
+// what those rules leave unreached. The collector's words, in neutral terms:
+struct CollectorRules {
+  std::string name;         // "Boehm GC"
+  // The unit it gives back to its free pages: a page none of whose objects survive (Boehm: a heap block).
+  std::uint32_t page_bytes = 4096;
+  std::uint16_t arena = 0;  // the collector's arena in HeapModel::arenas
+  // Whether the data of every module is a root (Boehm: GC_no_dls unset), besides the registered ranges.
+  bool module_data_roots = true;
+  // Whether a pointer into an object's interior keeps it alive from anywhere (GC_all_interior_pointers).
+  // When not, only the displacements in `valid_offsets` do from the heap and from static roots; a thread's
+  // stack and registers keep an object alive by any pointer into it.
+  bool interior_pointers = true;
+  // Whether anonymous memory counts as a root: the heap holds objects whose kind the collector marks
+  // through the program's own procedure, which may mark memory outside the heap (guile's threads mark
+  // their VM stacks, anonymous mappings) and says nowhere which.
+  bool anonymous_roots = false;
+  std::vector<std::uint16_t> valid_offsets;  // ascending, 0 first; when interior_pointers is off
+  std::vector<HeapSegment> registered_roots;  // ranges the program registered as roots (GC_add_roots)
+  std::vector<HeapSegment> excluded_roots;    // ranges excluded from every root (GC_exclude_static_roots)
+  // The collector's own code: a thread started there is the collector's (a parallel marker), and its stack,
+  // which holds the collector's scratch (a marker's mark stack), is none of its roots.
+  HeapSegment code;
+  bool operator==(const CollectorRules&) const = default;
+};
+
 // The blocks one arena heap segment holds: [first, last) of the block array.
 struct SegmentBlocks {
   HeapSegment segment;
@@ -160,6 +188,8 @@ struct HeapModel {
   std::vector<FreePages> free_pages;       // likewise
   // The allocator's trimming settings (glibc: mp_.trim_threshold, mp_.top_pad); absent when unknown.
   std::optional<TrimSettings> trim;
+  // The collector's rules when the model holds a garbage-collected heap (its blocks then reached by them).
+  std::optional<CollectorRules> collector;
   bool complete = true;
 
   StateTotals totals() const;

@@ -7,6 +7,7 @@
 #include "base/phase_timer.h"
 #include "base/progress.h"
 #include "base/workers.h"
+#include "model/collector_reach.h"
 #include "model/idiom_census.h"
 #include "model/parallel_flood.h"
 
@@ -18,6 +19,10 @@ namespace {
 // explains (valgrind's "definitely reachable", and "reachable via heuristic"), or only by chains through a
 // pointer into some block's interior ("possibly").
 constexpr std::uint8_t kFirmly = 1, kPossibly = 2;
+// A block of a collector's heap that its rules leave unreached (model/collector_reach.h): no pointer malloc's
+// rules would follow reaches it, since the next collection frees it.
+constexpr std::uint8_t kCollected = 4;
+bool reached(std::uint8_t mark) { return mark == kFirmly || mark == kPossibly; }
 
 // A block an idiom held that a start pointer from another reached block or a root reaches too is held by
 // that pointer, as memcheck counts it ("reachable via heuristic" only where no such pointer is; a block's
@@ -35,7 +40,7 @@ void keep_held_by_idioms_alone(const ReferenceGraph& g, const std::vector<std::u
     const auto [first, last] = slice_of(g.block_count(), slices, w);
     for (std::size_t b = first; b < last; ++b) {
       if (marks[b] != kFirmly) std::atomic_ref<HeldBy>(held[b]).store(0, std::memory_order_relaxed);
-      if (marks[b])
+      if (reached(marks[b]))
         for (const std::uint32_t e : g.out_edges(static_cast<BlockId>(b))) release(e, static_cast<BlockId>(b));
     }
   });
@@ -47,10 +52,21 @@ void keep_held_by_idioms_alone(const ReferenceGraph& g, const std::vector<std::u
 // interior pointers into what is still unmarked have been looked at (model/idiom_census.h), on from those
 // an idiom explains, along start pointers and explained ones alike; then from every other interior pointer
 // of a firmly reached block or a root, along every pointer, over what is still unmarked.
-std::vector<std::uint8_t> reach(const ReferenceGraph& g, IdiomSet idioms, std::vector<HeldBy>& held) {
+// A collector's heap is decided first by its own rules: what they keep starts the traversals, firmly
+// reached, and what they leave is kCollected, which no traversal enters.
+std::vector<std::uint8_t> reach(const ReferenceGraph& g, const HeapModel& heap, IdiomSet idioms,
+                                std::vector<HeldBy>& held) {
   std::vector<std::uint8_t> marks(g.block_count(), 0);
   const unsigned workers = worker_count(g.block_count(), std::size_t{1} << 16);
   std::vector<BlockId> pending;
+  if (heap.collector) {
+    const std::vector<std::uint8_t> kept = collector_keeps(g, heap);
+    for (std::size_t b = 0; b < kept.size(); ++b)
+      if (collectable(heap, heap.blocks[b])) {  // an uncollectable object is left to malloc's rules
+        marks[b] = kept[b] ? kFirmly : kCollected;
+        if (kept[b]) pending.push_back(static_cast<BlockId>(b));
+      }
+  }
   for (std::size_t r = 0; r < g.root_count(); ++r)
     for (const std::uint32_t e : g.root_edges(r))
       if (!edge_is_interior(e)) add_flood_start(pending, marks, edge_target(e), kFirmly);
@@ -112,7 +128,7 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap, Id
   std::vector<Verdict> verdict(n, Verdict::not_allocated);
   std::vector<HeldBy> held_by;
   progress_total(n);  // the traversal visits at most every block once
-  std::vector<std::uint8_t> marks = reach(g, idioms, held_by);
+  std::vector<std::uint8_t> marks = reach(g, heap, idioms, held_by);
   // One pass over every block, in slices on all cores, reading the block array (the largest thing here)
   // only for the blocks not reached; what follows looks at the leaked blocks alone. Each mark becomes the
   // block's "possibly" flag in place (the marks are out.possibly in the end: one array less to fault in).
@@ -123,7 +139,7 @@ LeakVerdicts compute_verdicts(const ReferenceGraph& g, const HeapModel& heap, Id
     for (std::size_t b = first; b < last; ++b) {
       const std::uint8_t mark = marks[b];
       marks[b] = mark == kPossibly;
-      if (mark) {
+      if (reached(mark)) {
         verdict[b] = Verdict::reachable;  // only allocated blocks are reached: no need to read the block
       } else if (is_allocated(heap.blocks[b].state)) {
         verdict[b] = Verdict::direct_leak;

@@ -93,6 +93,7 @@ class ReferenceGraph {
   std::vector<std::uint32_t> rescan_root(std::size_t root) const;
 
   const Image& image() const { return image_; }
+  const RootSet& roots() const { return roots_; }
   // Whether `word`, pointing into `target`, makes an interior edge (not its start, nor its object's start
   // past a runtime's header).
   bool points_inside(BlockId target, std::uint64_t word) const { return edge_is_interior(edge_to(target, word)); }

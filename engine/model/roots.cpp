@@ -291,6 +291,91 @@ void add_finalizer_roots(const Image& image, RootSet& roots) {
   roots.ranges = std::move(carved);
 }
 
+// Whether a root of `kind` is one of the collector's by its own kind: a thread's registers, stack and TLS,
+// a finalizer's registration, a module's data unless the collector reads none (GC_no_dls), and anonymous
+// memory where the heap's own mark procedures may read it (CollectorRules::anonymous_roots).
+bool collector_root_by_kind(const RootRange& r, const CollectorRules& rules) {
+  switch (r.kind) {
+    case RootKind::registers:
+    case RootKind::stack:
+    case RootKind::tls:
+    case RootKind::finalizer: return true;
+    case RootKind::anonymous: return rules.anonymous_roots;
+    case RootKind::global: return r.module != RootRange::kNoModule && rules.module_data_roots;
+    default: return false;  // anonymous mappings, malloc'ed TLS, exited threads' descriptors
+  }
+}
+
+bool inside_any(const Ranges& ranges, Address start, Address end) {
+  return std::any_of(ranges.begin(), ranges.end(), [&](const HeapSegment& r) { return r.start <= start && end <= r.end; });
+}
+
+// The threads the collector started itself (their start routine in its code): its parallel markers.
+std::vector<bool> collectors_threads(const Image& image, const LibcThreads& libc, const CollectorRules& rules) {
+  std::vector<bool> own(image.threads().size(), false);
+  for (std::size_t i = 0; i < own.size(); ++i)
+    if (const LibcThread* t = recorded_thread(libc, image.threads()[i].fs_base()))
+      own[i] = t->start_routine >= rules.code.start && t->start_routine < rules.code.end;
+  return own;
+}
+
+// Each root split where a registered or excluded range begins or ends, and marked a collector's root or
+// not; a registered range no root covers (inside a malloc block) becomes a root of its own. The threads
+// the collector started hold none of its roots.
+void mark_collector_roots(const Image& image, const LibcThreads& libc, RootSet& roots, const CollectorRules& rules) {
+  const std::vector<bool> own_threads = collectors_threads(image, libc, rules);
+  const auto own_thread = [&](const RootRange& r) {
+    const bool of_thread = r.kind == RootKind::registers || r.kind == RootKind::stack || r.kind == RootKind::tls;
+    return of_thread && r.thread < own_threads.size() && own_threads[r.thread];
+  };
+  std::vector<Address> cuts;
+  for (const Ranges* set : {&rules.registered_roots, &rules.excluded_roots})
+    for (const HeapSegment& r : *set) cuts.insert(cuts.end(), {r.start, r.end});
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<RootRange> out;
+  Ranges covered;
+  for (RootRange& r : roots.ranges) {
+    std::vector<RootRange> pieces;
+    if (r.kind == RootKind::registers) {
+      pieces.push_back(std::move(r));
+    } else {
+      Address from = r.start;
+      for (auto cut = std::upper_bound(cuts.begin(), cuts.end(), r.start); cut != cuts.end() && *cut < r.end; ++cut) {
+        RootRange piece = r;
+        piece.start = from;
+        piece.end = *cut;
+        pieces.push_back(std::move(piece));
+        from = *cut;
+      }
+      r.start = from;
+      pieces.push_back(std::move(r));
+    }
+    for (RootRange& piece : pieces) {
+      const bool registers = piece.kind == RootKind::registers;
+      if (!registers) covered.push_back({piece.start, piece.end});
+      piece.collector_root =
+          !own_thread(piece) &&
+          (registers || (!inside_any(rules.excluded_roots, piece.start, piece.end) &&
+                         (inside_any(rules.registered_roots, piece.start, piece.end) || collector_root_by_kind(piece, rules))));
+      out.push_back(std::move(piece));
+    }
+  }
+  std::sort(covered.begin(), covered.end(), [](auto& x, auto& y) { return x.start < y.start; });
+  for (const HeapSegment& registered : rules.registered_roots) {
+    RootRange proto;
+    proto.kind = RootKind::anonymous;
+    proto.start = registered.start & ~Address{7};
+    proto.end = registered.end;
+    proto.collector_root = true;
+    proto.label = "registered with the collector";
+    std::vector<RootRange> uncovered;
+    add_minus(uncovered, proto, covered);
+    for (RootRange& piece : uncovered)
+      if (!inside_any(rules.excluded_roots, piece.start, piece.end)) out.push_back(std::move(piece));
+  }
+  roots.ranges = std::move(out);
+}
+
 }  // namespace
 
 std::string finalizer_label(const Image& image, const FinalizerRegistration& reg) {
@@ -394,6 +479,7 @@ RootSet collect_roots(const Image& image, const HeapModel& heap, const LibcThrea
   roots.finalizers = std::move(finalizers.registrations);
   roots.finalizer_notes = std::move(finalizers.notes);
   add_finalizer_roots(image, roots);
+  if (heap.collector) mark_collector_roots(image, threads, roots, *heap.collector);
   return roots;
 }
 
@@ -452,7 +538,8 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
                          thread_root_label(RootKind::dynamic_tls, thread_label(image, root.thread)), root.anchor,
                          word - root.start);
     case RootKind::anonymous:
-      return fmt::format("anonymous mapping 0x{:x}-0x{:x} at +0x{:x}", root.start, root.end, word - root.start);
+      return fmt::format("{} 0x{:x}-0x{:x} at +0x{:x}", root.label.empty() ? "anonymous mapping" : root.label,
+                         root.start, root.end, word - root.start);
     case RootKind::exited_thread:
       return fmt::format("descriptor of an exited thread {} (pthread_t 0x{:x}) at +0x{:x}",
                          root.in_stack_cache ? "in glibc's stack cache" : "that was never joined", root.anchor,

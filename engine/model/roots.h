@@ -57,7 +57,12 @@ struct RootRange {
   bool in_stack_cache = false;  // exited_thread: detached or joined, its stack kept by glibc for reuse
   // finalizer: the range's words are addresses complemented (FinalizerRegistration::hidden_pointer)
   bool hidden_pointer = false;
-  std::string label;  // finalizer: "exit handler close_channel(void*) (cxa_atexit) argument"; global: see module
+  // A root of a garbage collector's heap too, by its rules (HeapModel::collector): threads, modules' data,
+  // what the program registered, less what it excluded. Every range is a root of malloc's heap.
+  bool collector_root = false;
+  // finalizer: "exit handler close_channel(void*) (cxa_atexit) argument"; global: see module; anonymous:
+  // "registered with the collector" for a registered root in memory no other root covers (a malloc block)
+  std::string label;
 };
 
 struct RootSet {
@@ -67,7 +72,8 @@ struct RootSet {
   std::vector<std::string> finalizer_notes;  // how the finalizer lists were found without libc's symbols
 };
 
-// Collects the roots of an image. Heap memory (arena heaps and mmapped chunks) is never a root, and
+// Collects the roots of an image, each marked whether it is a root of a collector's heap as well (split
+// where a registered or excluded range begins or ends). Heap memory (arena heaps and mmapped chunks) is never a root, and
 // neither is allocator metadata: only allocated blocks become graph targets. The stacks of exited threads
 // (glibc's thread list) are dead memory and no root either; only their descriptors are. A finalizer
 // registration's slot is taken out of whatever other root covered it; a slot inside a heap block (an

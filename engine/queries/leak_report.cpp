@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <span>
 #include <tuple>
 
 #include <fmt/format.h>
 #include "base/phase_timer.h"
 #include "base/progress.h"
 #include "base/workers.h"
+#include "model/collector_reach.h"
 #include "queries/naming_tally.h"
 #include "queries/process_summary.h"
 #include "types/content_naming.h"
@@ -143,25 +145,24 @@ void add_total(StateTotal& to, const StateTotal& from) {
   to.bytes += from.bytes;
 }
 
-}  // namespace
 
-LeaksReport build_leaks_report(Session& s, std::size_t examples) {
+// The groups, namings and totals of `blocks` (leaked ones, in block order), tallied in slices on all cores
+// and summed in block order: a name is made once per group, not once per block of millions.
+struct LeakTally {
+  std::vector<LeakGroup> groups;  // by bytes, largest first
+  std::vector<NamingShare> named;
+  StateTotal leaked, direct, indirect, cycle;
+};
+
+LeakTally tally_leaked(Session& s, std::span<const BlockId> blocks, std::size_t examples) {
   const HeapModel& heap = s.heap();
   const LeakVerdicts& v = s.verdicts();
   const BlockTypes& types = s.leak_names().types;
-  PhaseTimer timer("leak report");
-  LeaksReport r;
-  // The leaked blocks tallied by group (type id and size, which is name and size: one id per name; an
-  // unnamed block's name is its size) in slices on all cores, the slices then summed in block order: a
-  // name is made once per group, not once per block of millions.
-  const unsigned n = worker_count(v.leaked.size(), std::size_t{1} << 16);
+  const unsigned n = worker_count(blocks.size(), std::size_t{1} << 16);
   std::vector<LeakSlice> slices(n);
-  std::vector<StateTotal> possibly(n);
   run_workers(n, [&](unsigned w) {
-    const auto [first, last] = slice_of(v.leaked.size(), n, w);
-    slices[w] = tally_slice(heap, v, types, std::span(v.leaked).subspan(first, last - first), examples);
-    const auto [from, to] = slice_of(v.possibly.size(), n, w);
-    possibly[w] = possibly_reachable(heap, v, from, to);
+    const auto [first, last] = slice_of(blocks.size(), n, w);
+    slices[w] = tally_slice(heap, v, types, blocks.subspan(first, last - first), examples);
   });
   struct Grouped {
     LeakGroup group;
@@ -169,14 +170,13 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
   };
   std::map<std::pair<std::uint32_t, std::uint64_t>, Grouped> groups;
   NamingTally named;
-  for (unsigned w = 0; w < n; ++w) {
-    LeakSlice& slice = slices[w];
+  LeakTally out;
+  for (LeakSlice& slice : slices) {
     named.add(slice.named);
-    add_total(r.leaked, slice.leaked);
-    add_total(r.direct, slice.direct);
-    add_total(r.indirect, slice.indirect);
-    add_total(r.cycle, slice.cycle);
-    add_total(r.possibly, possibly[w]);
+    add_total(out.leaked, slice.leaked);
+    add_total(out.direct, slice.direct);
+    add_total(out.indirect, slice.indirect);
+    add_total(out.cycle, slice.cycle);
     for (auto& [key, part] : slice.groups) {
       auto [it, fresh] = groups.try_emplace(key);
       LeakGroup& g = it->second.group;
@@ -197,17 +197,85 @@ LeaksReport build_leaks_report(Session& s, std::size_t examples) {
       g.cycle += part.totals.cycle;
     }
   }
-  r.named = named.shares();
+  out.named = named.shares();
   for (auto& [key, grouped] : groups) {
     LeakGroup& g = grouped.group;
     g.type = types.name(grouped.first, heap.blocks[grouped.first]);
     g.naming = naming_name(types.naming_of(key.first));
-    r.groups.push_back(std::move(g));
+    out.groups.push_back(std::move(g));
   }
   // By bytes, largest first; equal bytes by name, then size.
-  std::sort(r.groups.begin(), r.groups.end(), [](const LeakGroup& a, const LeakGroup& b) {
+  std::sort(out.groups.begin(), out.groups.end(), [](const LeakGroup& a, const LeakGroup& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : std::tie(a.type, a.size) < std::tie(b.type, b.size);
   });
+  return out;
+}
+
+// The bytes of the collector's pages that hold garbage and nothing it keeps: what its next collection
+// gives back to its free pages whole (Boehm: what GC_get_free_bytes() grows by). A page's free objects hold
+// it no more than its garbage does; an object on a thread's local free list, or one it keeps, does. An
+// object of a page or more is a run of pages of its own.
+std::uint64_t freed_page_bytes(const HeapModel& heap, const LeakVerdicts& v, const CollectorRules& rules) {
+  const std::uint64_t page = rules.page_bytes;
+  std::uint64_t freed = 0;
+  Address current = ~Address{0};
+  bool garbage = false, held = false;
+  const auto close = [&] {
+    if (garbage && !held) freed += page;
+  };
+  for (std::size_t b = 0; b < heap.blocks.size(); ++b) {
+    const Block& blk = heap.blocks[b];
+    if (blk.arena != rules.arena) continue;
+    const bool collected = collectable(heap, blk) && is_leaked(v.verdict[b]);
+    if (blk.chunk_size() >= page) {
+      if (collected) freed += (blk.chunk_size() + page - 1) / page * page;
+      continue;
+    }
+    if (const Address at = blk.chunk & ~(page - 1); at != current) {
+      close();
+      current = at;
+      garbage = held = false;
+    }
+    garbage = garbage || collected;
+    held = held || (!collected && blk.state != BlockState::free);
+  }
+  close();
+  return freed;
+}
+
+}  // namespace
+
+LeaksReport build_leaks_report(Session& s, std::size_t examples) {
+  const HeapModel& heap = s.heap();
+  const LeakVerdicts& v = s.verdicts();
+  PhaseTimer timer("leak report");
+  LeaksReport r;
+  // A collector's garbage is counted apart from the leaks: its next collection frees it.
+  std::vector<BlockId> leaked, garbage;
+  if (heap.collector) {
+    for (const BlockId b : v.leaked) (collectable(heap, heap.blocks[b]) ? garbage : leaked).push_back(b);
+  }
+  LeakTally leaks = tally_leaked(s, heap.collector ? std::span<const BlockId>(leaked) : std::span(v.leaked), examples);
+  r.groups = std::move(leaks.groups);
+  r.named = std::move(leaks.named);
+  r.leaked = leaks.leaked;
+  r.direct = leaks.direct;
+  r.indirect = leaks.indirect;
+  r.cycle = leaks.cycle;
+  if (heap.collector) {
+    LeakTally collected = tally_leaked(s, garbage, examples);
+    r.collectable = LeaksReport::Collectable{.collector = heap.collector->name,
+                                             .total = collected.leaked,
+                                             .whole_page_bytes = freed_page_bytes(heap, v, *heap.collector),
+                                             .groups = std::move(collected.groups)};
+  }
+  const unsigned n = worker_count(v.possibly.size(), std::size_t{1} << 16);
+  std::vector<StateTotal> possibly(n);
+  run_workers(n, [&](unsigned w) {
+    const auto [from, to] = slice_of(v.possibly.size(), n, w);
+    possibly[w] = possibly_reachable(heap, v, from, to);
+  });
+  for (const StateTotal& p : possibly) add_total(r.possibly, p);
   r.modules_without_symbols = modules_without_file(s.image());
   r.graph_edges = s.graph().edge_count();
   if (const std::optional<ObjectHeaders>& headers = s.object_headers()) {

@@ -85,6 +85,18 @@ struct LeaksReport {
   };
   std::vector<IdiomTotal> held_by_idioms;
   StateTotal in_use;  // every allocated block (chunk bytes): what "possibly leaked" is a share of
+  // A garbage collector's heap (HeapModel::collector): the objects its rules leave unreached, which its next
+  // collection frees — garbage, not leaks, so counted apart from them (an uncollectable object nothing
+  // reaches is a leak) and grouped the same way. Absent without a collector.
+  struct Collectable {
+    std::string collector;  // "Boehm GC"
+    StateTotal total;       // usable bytes
+    // The bytes of its pages that hold such objects and nothing it keeps: what the collection gives back
+    // to its free pages whole (Boehm: what GC_get_free_bytes() grows by).
+    std::uint64_t whole_page_bytes = 0;
+    std::vector<LeakGroup> groups;  // by bytes, largest first
+  };
+  std::optional<Collectable> collectable;
   std::vector<std::string> warnings;
 };
 

@@ -51,6 +51,10 @@ void merge_heap(HeapModel& into, HeapModel more) {
   into.version = fmt::format("{}{}", into.version.empty() ? "" : into.version + " + ",
                              more.version.empty() ? "unknown" : more.version);
   into.complete = into.complete && more.complete;
+  if (more.collector) {
+    into.collector = std::move(more.collector);
+    into.collector->arena = static_cast<std::uint16_t>(into.collector->arena + arena_base);
+  }
 }
 
 // The blocks and arenas of `model` that `owned` picks (by arena index; mmapped blocks belong to malloc's

@@ -27,6 +27,9 @@ struct LibcThread {
   // Where its TLS area (static TLS blocks, descriptor, key values) begins above its stack, when the C library
   // records it (musl: the descriptor's `stack`, the stack's top); 0 when it does not (glibc: the DTV says).
   Address tls_start = 0;
+  // The function it was started with (glibc: struct pthread's start_routine); 0 for the main thread or
+  // when unknown.
+  Address start_routine = 0;
 
   // Its stack is dead memory: exited and not on a stack the application provided.
   bool exited() const { return list == List::cache || (list == List::used && tid == 0); }

@@ -8,10 +8,11 @@ namespace heapscope {
 
 // A field added to one of these structures must be saved below (and the index format version bumped):
 // these sizes fail to compile until then.
-static_assert(sizeof(HeapModel) == 784 && sizeof(HeapSegment) == 16);
+static_assert(sizeof(HeapModel) == 928 && sizeof(HeapSegment) == 16);
 static_assert(sizeof(ArenaInfo) == 184 && sizeof(StateTotal) == 16 && sizeof(WalkStop) == 24);
 static_assert(sizeof(Discovery) == 72 && sizeof(MallInfo) == 80 && sizeof(TrimSettings) == 16);
 static_assert(sizeof(AllocatorFigure) == 96 && sizeof(SizeClassUse) == 48 && sizeof(FreePages) == 80);
+static_assert(sizeof(CollectorRules) == 136);
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StateTotal, blocks, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(HeapSegment, start, end)
@@ -24,6 +25,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MallInfo, arena, ordblks, smblks, hblks, hblk
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrimSettings, threshold, pad)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SizeClassUse, object_bytes, slabs, slab_bytes, in_use, cached, free)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FreePages, kind, meaning, runs, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CollectorRules, name, arena, page_bytes, module_data_roots, interior_pointers, anonymous_roots, valid_offsets,
+                                   registered_roots, excluded_roots, code)
 
 namespace {
 
@@ -74,6 +77,7 @@ std::string heap_meta_to_json(const HeapModel& heap) {
       {"size_classes", heap.size_classes},
       {"free_pages", heap.free_pages},
       {"trim", optional_to_json(heap.trim)},
+      {"collector", optional_to_json(heap.collector)},
       {"complete", heap.complete},
   };
   return json_text(j);
@@ -102,6 +106,7 @@ bool heap_meta_from_json(const std::string& text, HeapModel& heap) {
     heap.size_classes = j.at("size_classes").get<std::vector<SizeClassUse>>();
     heap.free_pages = j.at("free_pages").get<std::vector<FreePages>>();
     heap.trim = optional_from_json<TrimSettings>(j.at("trim"));
+    heap.collector = optional_from_json<CollectorRules>(j.at("collector"));
     heap.complete = j.at("complete").get<bool>();
     return true;
   } catch (const json::exception&) {

@@ -18,26 +18,30 @@ ordered_json total_json(const StateTotal& t) { return {{"blocks", t.blocks}, {"b
 
 std::string render_json(const LeaksReport& r) {
   ordered_json out = {{"command", "leaks"}};
-  ordered_json groups = ordered_json::array();
   const bool by_site = r.by == "site";
-  for (const LeakGroup& g : r.groups) {
-    ordered_json group = {{"type", g.type},        {"naming", g.naming}, {"size", g.size},
-                          {"count", g.count},      {"bytes", g.bytes},   {"direct", g.direct},
-                          {"indirect", g.indirect}, {"cycle", g.cycle},  {"examples", g.examples}};
-    if (by_site) {
-      group = {{"site", json::allocated_at(g.site)}, {"count", g.count},     {"bytes", g.bytes},
-               {"direct", g.direct},                 {"indirect", g.indirect}, {"cycle", g.cycle},
-               {"examples", g.examples}};
-      if (r.sites && !r.sites->exact) {
-        group["estimated_count"] = g.estimated_count;
-        group["estimated_bytes"] = g.estimated_bytes;
+  const auto groups_json = [&](const std::vector<LeakGroup>& of) {
+    ordered_json groups = ordered_json::array();
+    for (const LeakGroup& g : of) {
+      ordered_json group = {{"type", g.type},        {"naming", g.naming}, {"size", g.size},
+                            {"count", g.count},      {"bytes", g.bytes},   {"direct", g.direct},
+                            {"indirect", g.indirect}, {"cycle", g.cycle},  {"examples", g.examples}};
+      if (by_site) {
+        group = {{"site", json::allocated_at(g.site)}, {"count", g.count},     {"bytes", g.bytes},
+                 {"direct", g.direct},                 {"indirect", g.indirect}, {"cycle", g.cycle},
+                 {"examples", g.examples}};
+        if (r.sites && !r.sites->exact) {
+          group["estimated_count"] = g.estimated_count;
+          group["estimated_bytes"] = g.estimated_bytes;
+        }
       }
+      // Per example, the text it starts with: only for groups whose examples hold text.
+      if (std::any_of(g.example_texts.begin(), g.example_texts.end(), [](auto& t) { return !t.empty(); }))
+        group["example_texts"] = g.example_texts;
+      groups.push_back(std::move(group));
     }
-    // Per example, the text it starts with: only for groups whose examples hold text.
-    if (std::any_of(g.example_texts.begin(), g.example_texts.end(), [](auto& t) { return !t.empty(); }))
-      group["example_texts"] = g.example_texts;
-    groups.push_back(std::move(group));
-  }
+    return groups;
+  };
+  const ordered_json groups = groups_json(r.groups);
   out["by"] = r.by;
   if (r.sites) out["sites"] = json::sites_note(*r.sites);
   out["groups"] = groups;
@@ -45,6 +49,12 @@ std::string render_json(const LeaksReport& r) {
   out["totals"] = {{"blocks", r.leaked.blocks}, {"bytes", r.leaked.bytes}, {"direct", total_json(r.direct)},
                    {"indirect", total_json(r.indirect)}, {"cycle", total_json(r.cycle)},
                    {"possibly", total_json(r.possibly)}};
+  out["collectable"] = r.collectable ? ordered_json{{"collector", r.collectable->collector},
+                                                    {"blocks", r.collectable->total.blocks},
+                                                    {"bytes", r.collectable->total.bytes},
+                                                    {"whole_page_bytes", r.collectable->whole_page_bytes},
+                                                    {"groups", groups_json(r.collectable->groups)}}
+                                     : ordered_json(nullptr);
   out["partial"] = r.partial;
   out["modules_without_symbols"] = r.modules_without_symbols;
   out["object_headers"] = r.object_headers.empty()

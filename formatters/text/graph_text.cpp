@@ -6,11 +6,12 @@ namespace heapscope {
 
 using text::block_line;
 
-std::string render_text(const LeaksReport& r) {
-  std::string out = text::missing_symbols_note(r.modules_without_symbols);
-  if (r.groups.empty()) out += std::string(no_leaks_sentence(r)) + "\n";
-  if (r.sites) out += r.sites->sentence + "\n\n";
-  for (const LeakGroup& g : r.groups) {
+namespace {
+
+// A leaks report's groups: bytes, count, size, name and verdicts, then examples (and their text).
+std::string leak_group_lines(const LeaksReport& r, const std::vector<LeakGroup>& groups) {
+  std::string out;
+  for (const LeakGroup& g : groups) {
     std::string kinds;
     auto add = [&](std::uint64_t n, const char* what) {
       if (n) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, what);
@@ -37,6 +38,29 @@ std::string render_text(const LeaksReport& r) {
       if (!g.example_texts[i].empty())
         out += fmt::format("           {}  \"{}\"\n", text::hex(g.examples[i]), g.example_texts[i]);
   }
+  return out;
+}
+
+// A collector's garbage, after the leaks: what its next collection frees, by group, with its total.
+std::string collectable_lines(const LeaksReport& r) {
+  if (!r.collectable) return {};
+  const LeaksReport::Collectable& c = *r.collectable;
+  if (c.total.blocks == 0)
+    return fmt::format("\nUnreachable in {}'s heap: nothing (its next collection frees no object)\n", c.collector);
+  return fmt::format("\nUnreachable in {}'s heap: the next collection frees these (garbage, not leaks):\n{}"
+                     "Unreachable: {} in {} objects, {} of it in whole pages the collection gives back to its free "
+                     "pages\n",
+                     c.collector, leak_group_lines(r, c.groups), text::bytes(c.total.bytes), c.total.blocks,
+                     text::bytes(c.whole_page_bytes));
+}
+
+}  // namespace
+
+std::string render_text(const LeaksReport& r) {
+  std::string out = text::missing_symbols_note(r.modules_without_symbols);
+  if (r.groups.empty()) out += std::string(no_leaks_sentence(r)) + "\n";
+  if (r.sites) out += r.sites->sentence + "\n\n";
+  out += leak_group_lines(r, r.groups);
   out += fmt::format("\nLeaked: {} in {} blocks (direct {} in {}, indirect {} in {}, in cycles {} in {})\n",
                      text::bytes(r.leaked.bytes), r.leaked.blocks, text::bytes(r.direct.bytes), r.direct.blocks,
                      text::bytes(r.indirect.bytes), r.indirect.blocks, text::bytes(r.cycle.bytes), r.cycle.blocks);
@@ -51,6 +75,7 @@ std::string render_text(const LeaksReport& r) {
       out += fmt::format(" {} {} in {} blocks;", idiom_group_name(t), text::bytes(t.total.bytes), t.total.blocks);
     out.back() = '\n';
   }
+  out += collectable_lines(r);
   out += std::string(kLeakBytesLegend) + "\n";
   if (!r.object_headers.empty())
     out += fmt::format("Object headers recognised: {} in {} blocks; a pointer to the object past one counts as a "

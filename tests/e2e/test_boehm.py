@@ -276,15 +276,20 @@ class BoehmFinalizersInDebuggers(unittest.TestCase):
                 self.assertEqual(top["suspects"][0]["retained_bytes"], cli_top["suspects"][0]["retained_bytes"])
 
 
-class BoehmPointerFreeObjects(unittest.TestCase):
-    """The collector's own rule for atomic objects (GC_MALLOC_ATOMIC: never scanned), against the collection
-    the fixture runs after its core is taken (tests/fixtures/boehm_pointer_free.c): objects held only from
-    an atomic object are leaked — the next collection frees them —, those held from a normal one are not."""
+class BoehmCollectorRules(unittest.TestCase):
+    """The collector's own rules (tests/fixtures/boehm_collector_rules.c), against the collection the fixture
+    runs after its core is taken: what only an atomic object, a malloc'ed table, an excluded global or an
+    anonymous mapping holds is garbage the next collection frees, reported apart from the leaks; what a normal
+    object, a registered root or a lost uncollectable object holds is kept, and the lost uncollectable object
+    is a leak."""
+
+    FREED = {"atomic", "malloced", "excluded", "anonymous"}
+    KEPT = {"normal", "registered", "uncollectable"}
 
     @classmethod
     def setUpClass(cls):
-        cls.core = os.path.join(work_dir(), "boehm_pointer_free.core")
-        program = subprocess.Popen([fixture_path("boehm_pointer_free")], stdin=subprocess.PIPE,
+        cls.core = os.path.join(work_dir(), "boehm_collector_rules.core")
+        program = subprocess.Popen([fixture_path("boehm_collector_rules")], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, text=True)
         try:
             cls.objects = collections.defaultdict(set)
@@ -296,7 +301,14 @@ class BoehmPointerFreeObjects(unittest.TestCase):
             take_core(program.pid, cls.core)
             program.stdin.write("collect\n")
             program.stdin.flush()
-            words = program.stdout.readline().split()
+            cls.freed = {}
+            for line in program.stdout:
+                words = line.split()
+                if words == ["done"]:
+                    break
+                if words[:1] != ["freed"]:
+                    raise AssertionError(f"boehm_collector_rules printed {line!r}, not what its collection freed")
+                cls.freed[words[1]] = int(words[2])
             program.stdin.write("exit\n")
             program.stdin.flush()
             program.wait(timeout=30)
@@ -304,20 +316,37 @@ class BoehmPointerFreeObjects(unittest.TestCase):
             if program.poll() is None:
                 program.kill()
                 program.wait()
-        if words[:1] != ["freed"]:
-            raise AssertionError(f"boehm_pointer_free printed {words!r}, not what its collection freed")
-        cls.freed = {"atomic": int(words[1]), "normal": int(words[2])}
+        cls.leaks = heapscope_json("leaks", cls.core)
+        cls.leaked = {b["address"] for b in heapscope_json("blocks", cls.core, "--state", "leaked")["blocks"]}
 
     @classmethod
     def tearDownClass(cls):
         if os.path.exists(cls.core):
             os.remove(cls.core)
 
-    def test_what_only_atomic_objects_point_to_is_leaked_as_the_collection_frees_it(self):
-        self.assertEqual(self.freed, {"atomic": len(self.objects["atomic"]), "normal": 0})
-        leaked = {b["address"] for b in heapscope_json("blocks", self.core, "--state", "leaked")["blocks"]}
-        self.assertEqual(self.objects["atomic"] - leaked, set(), "held only by an atomic object: leaked")
-        self.assertEqual(self.objects["normal"] & leaked, set(), "held by a normal object: reachable")
+    def test_the_collection_frees_what_its_rules_leave_unreached(self):
+        per_group = len(self.objects["normal"])
+        self.assertEqual(self.freed, {group: per_group if group in self.FREED else 0 for group in self.FREED | self.KEPT})
+        for group in self.FREED:
+            self.assertEqual(self.objects[group] - self.leaked, set(), f"{group}: the collection frees them")
+        for group in self.KEPT:
+            self.assertEqual(self.objects[group] & self.leaked, set(), f"{group}: the collection keeps them")
+
+    def test_garbage_is_counted_apart_from_the_leaks(self):
+        collectable = self.leaks["collectable"]
+        self.assertEqual(collectable["collector"], "Boehm GC")
+        garbage = {a for g in collectable["groups"] for a in g["examples"]}
+        self.assertGreaterEqual(collectable["blocks"], len(self.FREED) * len(self.objects["normal"]))
+        self.assertTrue(garbage & set().union(*(self.objects[g] for g in self.FREED)), garbage)
+        # The lost uncollectable holder is a leak, never garbage: the collector never frees it.
+        (holder,) = self.objects["holder"]
+        self.assertIn(holder, {a for g in self.leaks["groups"] for a in g["examples"]})
+        self.assertNotIn(holder, garbage)
+        self.assertEqual(self.leaks["totals"]["blocks"] + collectable["blocks"], len(self.leaked))
+
+    def test_the_text_says_what_the_next_collection_frees(self):
+        text = run_heapscope("leaks", self.core).stdout
+        self.assertIn("Unreachable in Boehm GC's heap: the next collection frees these (garbage, not leaks)", text)
 
 
 class BoehmDamage(unittest.TestCase):

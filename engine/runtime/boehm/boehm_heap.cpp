@@ -67,6 +67,11 @@ class Walker {
          "free once the program next allocates their size", unswept_blocks_, unswept_bytes_},
     };
     arena_.heaps = sections_;
+    model_.collector = rt_.rules;
+    model_.collector->name = "Boehm GC";
+    model_.collector->arena = static_cast<std::uint16_t>(model_.arenas.size());
+    model_.collector->page_bytes = kBlockBytes;
+    model_.collector->anonymous_roots = procedure_marked_;
     model_.arenas.push_back(std::move(arena_));
     if (check_)
       check_->checked_in_own_words.push_back(fmt::format(
@@ -270,10 +275,15 @@ class Walker {
     return h;
   }
 
-  // An object of `kind`: pointer-free where the collector never scans its kind.
-  static Block object_block(Address at, std::uint64_t size, BlockState state, unsigned kind) {
+  // An object of `kind`: pointer-free where the collector never scans its kind, uncollectable where it
+  // never frees it.
+  // Notes an allocated object of a kind marked through a procedure (CollectorRules::anonymous_roots).
+  Block object_block(Address at, std::uint64_t size, BlockState state, unsigned kind) {
     Block b = Block::bare(at, size, state, 0);
-    b.pointer_free = kind_is_pointer_free(kind);
+    b.pointer_free = kind < rt_.kind_pointer_free.size() ? rt_.kind_pointer_free[kind] : kind_is_pointer_free(kind);
+    b.uncollectable = kind_is_uncollectable(kind);
+    procedure_marked_ = procedure_marked_ || (is_allocated(state) && kind < rt_.kind_marked_by_procedure.size() &&
+                                              rt_.kind_marked_by_procedure[kind]);
     return b;
   }
 
@@ -442,6 +452,7 @@ class Walker {
     std::uint64_t sections = 0, headers = 0, free_entries = 0, local_entries = 0, local_lists = 0;
   } counted_;
   Address current_section_ = 0;
+  bool procedure_marked_ = false;
 };
 
 }  // namespace

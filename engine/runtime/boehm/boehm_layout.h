@@ -42,6 +42,8 @@ struct ArraysLayout {
   static constexpr std::uint64_t toggleref_arr = 0x160;
   static constexpr std::uint64_t ext_descriptors = 0x1a8;  // typed allocation's descriptors (a root)
   static constexpr std::uint64_t n_root_sets = 0x17c;     // int
+  static constexpr std::uint64_t excl_table_entries = 0x180;
+  static constexpr std::uint64_t valid_offsets = 0x59e8;  // char[4096]: the displacements that count
   static constexpr std::uint64_t normal_free_lists = 0x5b8;       // NORMAL (GC_malloc)
   static constexpr std::uint64_t atomic_free_lists = 0x9c0;       // PTRFREE (GC_malloc_atomic)
   static constexpr std::uint64_t uncollectable_free_lists = 0xdc8;
@@ -49,7 +51,12 @@ struct ArraysLayout {
   static constexpr std::uint64_t heap_sects = 0x169e8;     // a pointer to {start, bytes} × n_heap_sects
   static constexpr std::uint64_t static_roots = 0x169f0;   // struct roots[2048]
   static constexpr std::uint64_t static_root_bytes = 0x20; // {start, end, next, tmp}
+  static constexpr std::uint64_t static_root_tmp = 0x18;   // int: registered for a dynamic library's data
   static constexpr std::uint64_t max_root_sets = 2048;
+  static constexpr std::uint64_t excl_table = 0x269f0;     // {start, end} × excl_table_entries
+  static constexpr std::uint64_t excl_bytes = 0x10;
+  static constexpr std::uint64_t max_exclusions = 512;
+  static constexpr std::uint64_t valid_offset_count = 4096;
   static constexpr std::uint64_t top_index = 0x289f0;
 };
 
@@ -89,11 +96,17 @@ struct ObjKindLayout {
   static constexpr std::uint64_t size = 0x30;
   static constexpr std::uint64_t free_lists = 0x0;
   static constexpr std::uint64_t reclaim_lists = 0x8;
+  static constexpr std::uint64_t descriptor = 0x10;       // GC_DS_LENGTH (tag 0): the bytes scanned
+  static constexpr std::uint64_t relocate_descriptor = 0x18;  // int: the object's size is added to it
   static constexpr unsigned max_kinds = 16;
 };
+// A descriptor's low two bits say how the collector scans an object: 2 (GC_DS_PROC) through a procedure.
+inline constexpr std::uint64_t kDescriptorTagMask = 3, kProcedureTag = 2;
 inline constexpr const char* kKindNames[] = {"atomic", "normal", "uncollectable", "atomic uncollectable"};
 // The built-in kinds the collector never scans (PTRFREE, AUNCOLLECTABLE): their objects hold no pointers.
 constexpr bool kind_is_pointer_free(unsigned kind) { return kind == 0 || kind == 3; }
+// The kinds the collector never frees (UNCOLLECTABLE, AUNCOLLECTABLE: IS_UNCOLLECTABLE).
+constexpr bool kind_is_uncollectable(unsigned kind) { return kind == 2 || kind == 3; }
 
 // The thread-local free lists (struct thread_local_freelists), reached through the one word of libgc's
 // static TLS (GC_thread_key): 3 kinds × 25 heads, then gcj's 25. A head below a block's size is a count,

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 #include "runtime/boehm/boehm_layout.h"
@@ -36,6 +37,8 @@ void find_kinds(const Image& image, const Module& module, const ModuleSymbols& s
   if (!kinds) {
     rt.kind_free_lists = {atomic, normal, uncollectable, rt.arrays + ArraysLayout::atomic_uncollectable_free_lists};
     rt.kind_reclaim_lists.assign(rt.kind_free_lists.size(), 0);
+    for (unsigned k = 0; k < rt.kind_free_lists.size(); ++k) rt.kind_pointer_free.push_back(kind_is_pointer_free(k));
+    rt.kind_marked_by_procedure.assign(rt.kind_free_lists.size(), false);
     rt.warnings.push_back(
         "Boehm GC's object kinds (GC_obj_kinds) were not found: only the four built-in kinds' free lists are read, "
         "so free objects of other kinds (gcj, typed) count as in use");
@@ -47,6 +50,13 @@ void find_kinds(const Image& image, const Module& module, const ModuleSymbols& s
     if (heads == 0) break;
     rt.kind_free_lists.push_back(heads);
     rt.kind_reclaim_lists.push_back(image.read_u64(entry + ObjKindLayout::reclaim_lists).value_or(0));
+    // A length descriptor of 0 not grown by the object's size scans nothing (PTRFREE's, and a custom
+    // kind's made the same way); a bitmap, a mark procedure or a per-object descriptor may scan words.
+    const std::optional<std::uint64_t> descriptor = image.read_u64(entry + ObjKindLayout::descriptor);
+    const std::optional<std::uint32_t> relocate = image.read_u32(entry + ObjKindLayout::relocate_descriptor);
+    rt.kind_pointer_free.push_back(descriptor && relocate ? *descriptor == 0 && *relocate == 0
+                                                          : kind_is_pointer_free(k));
+    rt.kind_marked_by_procedure.push_back(descriptor && (*descriptor & kDescriptorTagMask) == kProcedureTag);
   }
   rt.discovery.push_back({"GC_obj_kinds", *kinds, "scan, checked"});
 }
@@ -77,6 +87,59 @@ void find_thread_free_lists(const Image& image, const Module& module, const Modu
     if (const Address lists = image.read_u64(block).value_or(0)) rt.thread_free_lists.emplace_back(t, lists);
   }
   rt.discovery.push_back({"GC_thread_key", module.load_bias, fmt::format("TLS module {}", *module_id)});
+}
+
+// What the collector counts as roots and pointers, read from the process: GC_no_dls (no module's data is
+// a root unless registered, or pushed by the program's own procedure), GC_all_interior_pointers and the registered displacements, the ranges the
+// program registered (GC_static_roots less those GC_register_dynamic_libraries adds for a module's data,
+// marked temporary) and the ranges it excluded. What cannot be read keeps the most inclusive rule, with a
+// warning: then fewer objects count as garbage, never more.
+void read_rules(const Image& image, const SymbolIndex& symbols, const Module& module, Runtime& rt) {
+  CollectorRules& rules = rt.rules;
+  rules.code = {module.start, module.end};
+  const auto int_at = [&](std::string_view symbol) -> std::optional<std::uint32_t> {
+    const std::optional<Address> at = symbols.address_of(module, symbol);
+    return at ? image.read_u32(*at) : std::nullopt;
+  };
+  const std::optional<std::uint32_t> no_dls = int_at("GC_no_dls");
+  const std::optional<std::uint32_t> interior = int_at("GC_all_interior_pointers");
+  // A program that pushes roots of its own (GC_set_push_other_roots: ECL pushes its core structure and its
+  // symbols, in its library's data) says nowhere which: every module's data counts then.
+  const std::optional<Address> push_at = symbols.address_of(module, "GC_push_other_roots");
+  const Address pusher = push_at ? image.read_u64(*push_at).value_or(0) : 0;
+  const bool program_pushes_roots = pusher != 0 && (pusher < module.start || pusher >= module.end);
+  rules.module_data_roots = !no_dls || *no_dls == 0 || program_pushes_roots;
+  rules.interior_pointers = !interior || *interior != 0;
+  if (!rules.interior_pointers) {
+    std::vector<std::uint8_t> valid(ArraysLayout::valid_offset_count);
+    if (image.read(rt.arrays + ArraysLayout::valid_offsets, valid.data(), valid.size()) == valid.size()) {
+      for (std::uint16_t d = 0; d < valid.size(); ++d)
+        if (d == 0 || valid[d]) rules.valid_offsets.push_back(d);
+    } else {
+      rules.interior_pointers = true;
+      rt.warnings.push_back("Boehm GC's valid displacements are unreadable: every interior pointer counts");
+    }
+  }
+  const auto ranges_at = [&](Address table, std::uint64_t count, std::uint64_t max, std::uint64_t stride,
+                             bool registered_only) {
+    std::vector<HeapSegment> out;
+    for (std::uint64_t i = 0; i < std::min(count, max); ++i) {
+      const Address entry = table + i * stride;
+      const Address start = image.read_u64(entry).value_or(0), end = image.read_u64(entry + 8).value_or(0);
+      if (registered_only && image.read_u32(entry + ArraysLayout::static_root_tmp).value_or(1) != 0) continue;
+      if (start < end) out.push_back({start, end});
+    }
+    std::sort(out.begin(), out.end(), [](const HeapSegment& a, const HeapSegment& b) { return a.start < b.start; });
+    return out;
+  };
+  const std::optional<std::uint32_t> roots = image.read_u32(rt.arrays + ArraysLayout::n_root_sets);
+  const std::optional<std::uint64_t> exclusions = image.read_u64(rt.arrays + ArraysLayout::excl_table_entries);
+  if (!roots || !exclusions)
+    rt.warnings.push_back("Boehm GC's registered and excluded roots are unreadable: only threads and modules' data count");
+  rules.registered_roots = ranges_at(rt.arrays + ArraysLayout::static_roots, roots.value_or(0),
+                                     ArraysLayout::max_root_sets, ArraysLayout::static_root_bytes, true);
+  rules.excluded_roots = ranges_at(rt.arrays + ArraysLayout::excl_table, exclusions.value_or(0),
+                                   ArraysLayout::max_exclusions, ArraysLayout::excl_bytes, false);
 }
 
 }  // namespace
@@ -125,6 +188,7 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
   rt.discovery.push_back({"GC_arrays", rt.arrays, "symbol, size checked"});
   find_kinds(image, module, *syms, rt);
   find_thread_free_lists(image, module, *syms, rt);
+  read_rules(image, symbols, module, rt);
   return rt;
 }
 

@@ -24,6 +24,12 @@ struct Runtime {
   // could not be found.
   std::vector<Address> kind_free_lists;
   std::vector<Address> kind_reclaim_lists;  // each kind's reclaim list array (bookkeeping), 0 when unknown
+  // Each kind's objects hold no pointers the collector follows (its descriptor scans no word), in kind order.
+  std::vector<bool> kind_pointer_free;
+  // Each kind the collector marks through a procedure of the program's (a GC_DS_PROC descriptor).
+  std::vector<bool> kind_marked_by_procedure;
+  // The collector's rules of reachability as the process set them (the arena is the walk's to set).
+  CollectorRules rules;
   // Each thread's local free lists (struct thread_local_freelists), with its index in Image::threads().
   std::vector<std::pair<std::uint32_t, Address>> thread_free_lists;
   std::vector<Discovery> discovery;

@@ -37,6 +37,7 @@ struct Layout {
   Address rtld_global = 0;
   std::uint64_t used = 0, user = 0, cache = 0;  // list heads inside _rtld_global
   std::uint64_t list = 0, tid = 0, size = 0;    // inside struct pthread
+  std::optional<std::uint64_t> start_routine;   // likewise, when glibc describes it
 };
 
 std::optional<Layout> find_layout(const MemoryReader& read, const LibcSymbolLookup& lookup,
@@ -61,6 +62,7 @@ std::optional<Layout> find_layout(const MemoryReader& read, const LibcSymbolLook
   l.list = *list;
   l.tid = *tid;
   l.size = size;
+  l.start_routine = field_offset(read, lookup, "_thread_db_pthread_start_routine", 64);
   return l;
 }
 
@@ -118,6 +120,7 @@ LibcThreads find_glibc_threads(const MemoryReader& read, const LibcSymbolLookup&
       t.descriptor = node - layout->list;
       std::uint32_t tid = 0;
       if (read(t.descriptor + layout->tid, &tid, sizeof tid) == sizeof tid) t.tid = tid;
+      if (layout->start_routine) t.start_routine = read_u64(read, t.descriptor + *layout->start_routine).value_or(0);
       t.list = kind;
       out.threads.push_back(t);
     }
