@@ -6,6 +6,7 @@
 #include <map>
 
 #include "base/progress.h"
+#include "model/collector_reach.h"
 #include "queries/leak_report.h"
 
 namespace heapscope {
@@ -201,6 +202,7 @@ LeaksReport leaks_by_site(Session& s, std::size_t examples) {
   for (std::size_t k = 0; k < v.leaked.size(); ++k) {  // v.leaked is in block order
     if ((k & kCheckMask) == 0) progress_check();
     const BlockId i = v.leaked[k];
+    if (collectable(heap, heap.blocks[i])) continue;  // a collector's garbage: in r.collectable, by type
     const std::uint32_t site = cursor.site_of(i);
     LeakGroup& g = t.of(site);
     const std::uint64_t size = heap.blocks[i].usable_size();
