@@ -170,7 +170,7 @@ class ReferenceGraph {
   template <typename Fn>
   void for_each_block_pointer(MemoryCursor& memory, BlockId b, Fn&& fn) const;
   // The parts of block b the scan reads, as fn(start, end): all its usable bytes but a runtime's header
-  // links, none of a pointer-free block's.
+  // links (and past the header of an object whose body holds no pointers), none of a pointer-free block's.
   template <typename Fn>
   void for_each_scanned_range(BlockId b, Fn&& fn) const;
   // Those of root range `root`; for a thread's registers, the word's RegisterWord::slot as its address.
@@ -266,8 +266,11 @@ void ReferenceGraph::for_each_scanned_range(BlockId b, Fn&& fn) const {
   // A runtime's header links (its GC list) are bookkeeping: the scan passes over them.
   const auto [links_first, links_last] = headers_ ? headers_->links(b) : std::pair<std::uint32_t, std::uint32_t>{0, 0};
   const Address start = blk.address();
+  // A runtime's object whose body holds no pointers: its header alone.
+  const std::uint32_t prefix = headers_ ? headers_->scanned_bytes(b) : 0;
+  const std::uint64_t end = prefix ? std::min<std::uint64_t>(prefix, blk.usable_size()) : blk.usable_size();
   if (links_first > 0) fn(start, start + links_first);
-  fn(start + links_last, start + blk.usable_size());
+  fn(start + links_last, start + end);
 }
 
 template <typename Fn>

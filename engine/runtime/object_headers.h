@@ -35,6 +35,10 @@ struct ObjectHeaders {
   // type_names, 0 for none. Empty when the runtime names nothing.
   ViewedArray<std::uint32_t> type_of;
   std::vector<std::string> type_names{""};
+  // Per type name: how many bytes of an object of it, held at its block's start, the scan reads — its
+  // header's words, where the rest holds no pointers (a str's characters, an int's digits, a bytes' bytes:
+  // a word there that looks like a pointer keeps nothing alive) —; 0 for all of it. As many as type_names.
+  std::vector<std::uint32_t> scanned_prefix{0};
 
   std::uint32_t object_offset(std::uint32_t block) const {
     return block < starts.size() ? starts[block] & ~kLinksBefore : 0;
@@ -46,6 +50,11 @@ struct ObjectHeaders {
     return {object - kLinkBytes, object};
   }
   static constexpr std::uint32_t kLinkBytes = 16;
+  // The bytes of `block` the scan reads from its start, 0 for all of them (scanned_prefix).
+  std::uint32_t scanned_bytes(std::uint32_t block) const {
+    if (block >= type_of.size() || object_offset(block) != 0 || type_of[block] >= scanned_prefix.size()) return 0;
+    return scanned_prefix[type_of[block]];
+  }
 };
 
 // The object headers of the runtime the image runs, when one of those heapscope knows is there and its

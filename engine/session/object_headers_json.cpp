@@ -11,7 +11,8 @@ namespace heapscope {
 
 std::string object_headers_meta_to_json(const ObjectHeaders& headers) {
   return json_text(nlohmann::json{
-      {"layout", headers.layout}, {"count", headers.count}, {"type_names", headers.type_names}});
+      {"layout", headers.layout}, {"count", headers.count}, {"type_names", headers.type_names},
+      {"scanned_prefix", headers.scanned_prefix}});
 }
 
 bool object_headers_from_saved(const std::string& text, std::span<const std::byte> starts,
@@ -22,10 +23,12 @@ bool object_headers_from_saved(const std::string& text, std::span<const std::byt
     headers.layout = j.at("layout").get<std::string>();
     headers.count = j.at("count").get<std::uint64_t>();
     headers.type_names = j.at("type_names").get<std::vector<std::string>>();
+    headers.scanned_prefix = j.at("scanned_prefix").get<std::vector<std::uint32_t>>();
   } catch (const nlohmann::json::exception&) {
     return false;
   }
-  if (starts.size() != blocks || types.size() != blocks * sizeof(std::uint32_t) || headers.type_names.empty())
+  if (starts.size() != blocks || types.size() != blocks * sizeof(std::uint32_t) || headers.type_names.empty() ||
+      headers.scanned_prefix.size() != headers.type_names.size())
     return false;
   headers.starts = ViewedArray<std::uint8_t>::viewing({reinterpret_cast<const std::uint8_t*>(starts.data()), blocks}, keep);
   headers.type_of =

@@ -178,6 +178,18 @@ bool on_consistent_list(const Image& image, Address head, std::uint64_t next, st
 
 bool plausible_refcount(std::uint64_t refcount) { return refcount != 0 && refcount <= kMaxRefcount; }
 
+// The builtin types whose objects (never GC-tracked) hold no pointers past their header: how many bytes
+// of one the scan reads, 0 for a type not among them. A str keeps pointers in its header alone (3.11's wstr,
+// a non-ASCII str's utf8 copy: both within its first 72 bytes, 3.11's compact layout and 3.12's); the others
+// none past their type.
+std::uint32_t pointer_free_body_prefix(std::string_view type_name) {
+  constexpr std::uint32_t kStrHeader = 72, kObjectHeader = 16;
+  if (type_name == "str") return kStrHeader;
+  for (const char* name : {"bytes", "int", "float", "complex", "bool"})
+    if (type_name == name) return kObjectHeader;
+  return 0;
+}
+
 // The object a block holds, if any: where it starts (0 for an object without a header), whether a
 // PyGC_Head's links sit right before it, and its type.
 struct Found {
@@ -318,6 +330,8 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
     for (const std::size_t b : with_preheader) marker.values_of(image, heap, b, types);
   if (objects == 0) return std::nullopt;
   marker.finish();
+  out.scanned_prefix.clear();
+  for (const std::string& name : out.type_names) out.scanned_prefix.push_back(pointer_free_body_prefix(name));
   out.layout = fmt::format(
       "CPython 3.{} (release from {}; header layout from heapscope's table for 3.{}): a PyGC_Head (16 bytes) "
       "before each GC-tracked object{}{}",
