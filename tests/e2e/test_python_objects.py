@@ -77,8 +77,9 @@ class PythonPointerFreeBodies(unittest.TestCase):
         leaked = {b["address"] for b in cached_heapscope_json("blocks", core, "--state", "leaked")["blocks"]}
         for kind in ("str", "bytes"):
             self.assertEqual(len(lost[kind]), 20)
-            # A copy of an address may outlive the list on the interpreter's stack: most, not always all.
-            self.assertGreaterEqual(len(lost[kind] & leaked), 18, (kind, len(lost[kind] & leaked)))
+            # A copy of an address may outlive the list (in the buffers ctypes' calls leave behind, on the
+            # interpreter's stack): three in four at least, where scanning the bodies leaks none.
+            self.assertGreaterEqual(len(lost[kind] & leaked), 15, (kind, len(lost[kind] & leaked)))
 
 
 if __name__ == "__main__":
