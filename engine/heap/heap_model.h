@@ -155,7 +155,6 @@ struct CollectorRules {
   // The collector's own code: a thread started there is the collector's (a parallel marker), and its stack,
   // which holds the collector's scratch (a marker's mark stack), is none of its roots.
   HeapSegment code;
-  bool operator==(const CollectorRules&) const = default;
 };
 
 // The blocks one arena heap segment holds: [first, last) of the block array.
