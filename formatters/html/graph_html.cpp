@@ -101,6 +101,11 @@ void add_leaks(Page& page, const LeaksReport& r, int level) {
   for (const LeaksReport::IdiomTotal& t : r.held_by_idioms)
     page.paragraph(fmt::format("Reachable through the interior-pointer idiom {} alone: {} in {} blocks",
                                idiom_group_name(t), text::bytes(t.total.bytes), t.total.blocks));
+  if (r.collectable)
+    page.paragraph(fmt::format("Unreachable in {}'s heap, garbage its next collection frees (not leaks, not in the "
+                               "table): {} in {} objects, {} of it in whole pages it gives back to its free pages",
+                               r.collectable->collector, text::bytes(r.collectable->total.bytes),
+                               r.collectable->total.blocks, text::bytes(r.collectable->whole_page_bytes)));
   page.paragraph(kLeakBytesLegend);
   if (r.groups.empty()) {  // the sentence alone: a table with no rows would say nothing more
     page.paragraph(no_leaks_sentence(r));

@@ -347,6 +347,8 @@ class BoehmCollectorRules(unittest.TestCase):
     def test_the_text_says_what_the_next_collection_frees(self):
         text = run_heapscope("leaks", self.core).stdout
         self.assertIn("Unreachable in Boehm GC's heap: the next collection frees these (garbage, not leaks)", text)
+        page = run_heapscope("leaks", self.core, "--html").stdout
+        self.assertIn("Unreachable in Boehm GC&#39;s heap, garbage its next collection frees", page.replace("&#x27;", "&#39;"))
 
 
 class BoehmDamage(unittest.TestCase):
