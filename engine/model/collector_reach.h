@@ -18,10 +18,13 @@ namespace heapscope {
 // for everything else. Empty when the heap has no collector.
 std::vector<std::uint8_t> collector_keeps(const ReferenceGraph& graph, const HeapModel& heap);
 
+// Whether block `b` is an allocated object of the collector's heap.
+inline bool in_collectors_heap(const HeapModel& heap, const Block& b) {
+  return heap.collector && b.arena == heap.collector->arena && is_allocated(b.state);
+}
+
 // Whether block `b` is one the collector frees when nothing it counts reaches it: an allocated block of its
 // heap, not uncollectable.
-inline bool collectable(const HeapModel& heap, const Block& b) {
-  return heap.collector && b.arena == heap.collector->arena && is_allocated(b.state) && !b.uncollectable;
-}
+inline bool collectable(const HeapModel& heap, const Block& b) { return in_collectors_heap(heap, b) && !b.uncollectable; }
 
 }  // namespace heapscope

@@ -145,7 +145,6 @@ void add_total(StateTotal& to, const StateTotal& from) {
   to.bytes += from.bytes;
 }
 
-
 // The groups, namings and totals of `blocks` (leaked ones, in block order), tallied in slices on all cores
 // and summed in block order: a name is made once per group, not once per block of millions.
 struct LeakTally {
@@ -223,21 +222,23 @@ std::uint64_t freed_page_bytes(const HeapModel& heap, const LeakVerdicts& v, con
   const auto close = [&] {
     if (garbage && !held) freed += page;
   };
-  for (std::size_t b = 0; b < heap.blocks.size(); ++b) {
-    const Block& blk = heap.blocks[b];
-    if (blk.arena != rules.arena) continue;
-    const bool collected = collectable(heap, blk) && is_leaked(v.verdict[b]);
-    if (blk.chunk_size() >= page) {
-      if (collected) freed += (blk.chunk_size() + page - 1) / page * page;
-      continue;
+  for (const HeapSegment& section : heap.arenas[rules.arena].heaps) {
+    const auto [first, last] = heap.blocks_between(section.start, section.end);
+    for (std::size_t b = first; b < last; ++b) {
+      const Block& blk = heap.blocks[b];
+      const bool collected = collectable(heap, blk) && is_leaked(v.verdict[b]);
+      if (blk.chunk_size() >= page) {
+        if (collected) freed += (blk.chunk_size() + page - 1) / page * page;
+        continue;
+      }
+      if (const Address at = blk.chunk & ~(page - 1); at != current) {
+        close();
+        current = at;
+        garbage = held = false;
+      }
+      garbage = garbage || collected;
+      held = held || (!collected && blk.state != BlockState::free);
     }
-    if (const Address at = blk.chunk & ~(page - 1); at != current) {
-      close();
-      current = at;
-      garbage = held = false;
-    }
-    garbage = garbage || collected;
-    held = held || (!collected && blk.state != BlockState::free);
   }
   close();
   return freed;

@@ -276,8 +276,8 @@ class Walker {
   }
 
   // An object of `kind`: pointer-free where the collector never scans its kind, uncollectable where it
-  // never frees it.
-  // Notes an allocated object of a kind marked through a procedure (CollectorRules::anonymous_roots).
+  // never frees it; an allocated one of a kind marked through a procedure is noted
+  // (CollectorRules::anonymous_roots).
   Block object_block(Address at, std::uint64_t size, BlockState state, unsigned kind) {
     Block b = Block::bare(at, size, state, 0);
     b.pointer_free = kind < rt_.kind_pointer_free.size() ? rt_.kind_pointer_free[kind] : kind_is_pointer_free(kind);
