@@ -175,7 +175,9 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
         rt.warnings.push_back(fmt::format("musl's list of meta areas is damaged at 0x{:x} (not a meta area with this "
                                           "process's secret, or a loop): the other areas are looked for by the secret",
                                           at));
-        rt.areas_missing = true;
+        // What the link points at may be an area whose check word is damaged: no scan finds it, so its groups
+        // are missing whatever the scan finds (a loop loses nothing the scan cannot find).
+        rt.areas_missing = !seen.contains(at);
         scan = true;
         break;
       }
@@ -205,7 +207,6 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
       return std::nullopt;
     }
     if (rt.areas_missing && found.empty()) rt.warnings.push_back("no meta area was found by the secret either");
-    rt.areas_missing = rt.areas_missing && found.empty();
     rt.discovery.push_back({"meta areas", rt.areas.front(),
                             fmt::format("scan of writable pages for the secret (AT_RANDOM), {} areas", rt.areas.size())});
   }

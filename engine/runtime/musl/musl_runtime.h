@@ -26,7 +26,7 @@ struct Runtime {
   std::vector<Address> areas;      // meta areas, in list order (or address order when found by scan)
   std::vector<Discovery> discovery;
   std::vector<std::string> warnings;
-  bool areas_missing = false;      // the area list was damaged: what the lost areas describe is missing
+  bool areas_missing = false;      // the area list broke at a non-area: what a lost area describes is missing
 };
 
 // The secret musl's malloc draws from AT_RANDOM; nothing when the image has no auxiliary vector or its
