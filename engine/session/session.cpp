@@ -327,6 +327,22 @@ const CoroutineFrames& Session::coroutines() {
   return product(coroutines_, "coroutines", [&] { return find_coroutine_frames(*image_, symbols_, heap()); });
 }
 
+namespace {
+
+// The names of `blocks` that certain evidence gave (DWARF, a symbol, RTTI); "" for the others.
+std::vector<std::string> certain_names(const BlockTypes& types, std::span<const BlockId> blocks) {
+  std::vector<std::string> out;
+  out.reserve(blocks.size());
+  for (const BlockId b : blocks) {
+    const Naming n = types.naming(b);
+    const bool certain = n == Naming::dwarf || n == Naming::symbol || n == Naming::rtti;
+    out.push_back(certain ? types.name_of(types.type_id(b)) : std::string());
+  }
+  return out;
+}
+
+}  // namespace
+
 std::unique_ptr<BlockNames> Session::name_blocks(const NamingScope& scope) {
   const HeapModel& h = heap();
   const BlockIndex& index = block_index();
@@ -350,7 +366,11 @@ std::unique_ptr<BlockNames> Session::name_blocks(const NamingScope& scope) {
     // each block what this gives it).
     const LeakVerdicts& v = verdicts();
     if (scope.only_leaked) {
-      name_leaked_blocks(*image_, h, index, v, names->types, *names->dwarf, scope.within, scope.members);
+      // What a tie of layout inference points to is mostly reachable: named as names() names it.
+      const KnownNames known = [this](std::span<const BlockId> blocks) {
+        return certain_names(names_for(blocks).types, blocks);
+      };
+      name_leaked_blocks(*image_, h, index, v, names->types, *names->dwarf, scope.within, scope.members, known);
       return names;
     }
     std::vector<bool> leaked(h.blocks.size(), false);
@@ -360,7 +380,11 @@ std::unique_ptr<BlockNames> Session::name_blocks(const NamingScope& scope) {
         leaked[b] = true;
         members.push_back(b);
       }
-    name_leaked_blocks(*image_, h, index, v, names->types, *names->dwarf, &leaked, &members);
+    // The reachable blocks are named from the roots by now (from_roots: this naming covers every block
+    // that leads to what it names).
+    const KnownNames known = [&](std::span<const BlockId> blocks) { return certain_names(names->types, blocks); };
+    name_leaked_blocks(*image_, h, index, v, names->types, *names->dwarf, &leaked, &members,
+                       scope.from_roots ? known : KnownNames{});
   }
   return names;
 }

@@ -162,6 +162,19 @@ class LayoutChecker {
     return found;
   }
 
+  // Where `block`'s members of `checked` that point to a structure lead: fn(block id, the structure's
+  // name) for each that points to an allocated block's start.
+  template <typename Fn>
+  void for_each_pointee(const Block& block, std::uint16_t module, const std::vector<Slot>& checked, Fn&& fn) {
+    for (const Slot& s : checked) {
+      if (s.kind != Slot::Kind::data_pointer || s.pointee == kNoDwarfType) continue;
+      const auto value = mem_.u64(block.address() + s.offset);
+      if (!value || *value == 0) continue;
+      if (const BlockId target = index_.starting_at(*value); target != kNoBlock)
+        fn(target, indexes_[module]->type(s.pointee).name);
+    }
+  }
+
  private:
   const Image& image_;
   const HeapModel& heap_;
@@ -371,6 +384,35 @@ struct LayoutInference::State {
     }
     return {std::move(best), best_evidence};
   }
+
+  // Of structures tied at `block`, the one whose members' pointees carry the certain names its members'
+  // types have (one point each; a pointee certainly named otherwise takes one), when one leads; null
+  // otherwise.
+  const Candidate* break_tie(const Block& block, const std::vector<const Candidate*>& tied) {
+    const Candidate* leader = nullptr;
+    int lead = 0;
+    bool shared = false;
+    for (const Candidate* c : tied) {
+      int score = 0;
+      checker.for_each_pointee(block, c->module, checker.slots(c->module, c->type),
+                               [&](BlockId target, const std::string& name) {
+                                 if (const auto it = known.find(target); it != known.end())
+                                   score += it->second == name ? 1 : -1;
+                               });
+      if (score > lead) {
+        leader = c;
+        lead = score;
+        shared = false;
+      } else if (score == lead && score > 0) {
+        shared = true;
+      }
+    }
+    return shared ? nullptr : leader;
+  }
+
+  std::unordered_map<BlockId, std::vector<const Candidate*>> ties;  // blocks the program's structures tie at
+  std::unordered_map<BlockId, std::string> known;                   // certain names of blocks ties point to
+  std::unordered_map<BlockId, std::optional<DwarfTypeRef>> decided;  // infer's answers
 };
 
 LayoutInference::LayoutInference(const Image& image, const HeapModel& heap, const BlockIndex& index,
@@ -379,7 +421,31 @@ LayoutInference::LayoutInference(const Image& image, const HeapModel& heap, cons
 
 LayoutInference::~LayoutInference() = default;
 
+std::vector<BlockId> LayoutInference::tie_pointees(BlockId b) {
+  std::vector<BlockId> out;
+  const auto tied = state_->ties.find(b);
+  if (tied == state_->ties.end()) return out;
+  const Block& block = state_->heap.blocks[b];
+  for (const Candidate* c : tied->second)
+    state_->checker.for_each_pointee(block, c->module, state_->checker.slots(c->module, c->type),
+                                     [&](BlockId target, const std::string&) { out.push_back(target); });
+  return out;
+}
+
+void LayoutInference::know_names(std::unordered_map<BlockId, std::string> names) {
+  state_->known = std::move(names);
+  for (const auto& [b, tied] : state_->ties) state_->decided.erase(b);
+  state_->ties.clear();
+}
+
 std::optional<DwarfTypeRef> LayoutInference::infer(BlockId b) {
+  // Asked twice of a block when ties are looked for first (tie_pointees), decided once.
+  const auto [decided, fresh] = state_->decided.try_emplace(b);
+  if (fresh) decided->second = decide(b);
+  return decided->second;
+}
+
+std::optional<DwarfTypeRef> LayoutInference::decide(BlockId b) {
   const Block& block = state_->heap.blocks[b];
   if (!is_allocated(block.state) || block.usable_size() > kLargestInferred) return std::nullopt;
   // The program's own structures first: a leak is most often of the program's own types, and a library's
@@ -387,7 +453,11 @@ std::optional<DwarfTypeRef> LayoutInference::infer(BlockId b) {
   // does) must not outvote them. A tie among them names nothing.
   const auto [own, own_evidence] = state_->best_of(block, state_->candidates(block, /*libraries=*/false));
   if (own.size() == 1) return DwarfTypeRef{own.front()->module, own.front()->type};
-  if (!own.empty()) return std::nullopt;
+  if (!own.empty()) {
+    if (const Candidate* c = state_->break_tie(block, own)) return DwarfTypeRef{c->module, c->type};
+    state_->ties[b] = own;
+    return std::nullopt;
+  }
   // A library's structure needs two members of evidence: its internal lists and flexible-array headers fit
   // any block that starts with one pointer to a block of the right size.
   constexpr int kLibraryEvidence = 2;

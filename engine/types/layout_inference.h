@@ -14,6 +14,9 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "heap/heap_model.h"
 #include "image/image.h"
@@ -30,8 +33,16 @@ class LayoutInference {
   ~LayoutInference();
   // The structure that clearly wins for allocated block `b`; nullopt when none does (or no DWARF).
   std::optional<DwarfTypeRef> infer(BlockId b);
+  // When the program's structures tied at `b` (infer said nullopt), the blocks their pointer members lead
+  // to; empty otherwise. Certain names of some of them (DWARF from the roots, a symbol, RTTI), given to
+  // know_names, break such ties from then on: a lost list node whose `next` leads to a live `conn` is a
+  // conn, not the `request` laid out alike — the one structure whose members' pointees are named as its
+  // members' types say.
+  std::vector<BlockId> tie_pointees(BlockId b);
+  void know_names(std::unordered_map<BlockId, std::string> names);
 
  private:
+  std::optional<DwarfTypeRef> decide(BlockId b);
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -58,11 +58,29 @@ void settle_lists_or_rings(const Image& image, const DwarfTypes& dwarf, std::vec
   }
 }
 
+// Gives `inference` the certain names of what its ties among `blocks` point to, asked of `known` once.
+void break_ties_by_known_names(std::span<const BlockId> blocks, LayoutInference& inference, const KnownNames& known) {
+  std::vector<BlockId> pointees;
+  for (const BlockId b : blocks)
+    if (!inference.infer(b)) {
+      const std::vector<BlockId> more = inference.tie_pointees(b);
+      pointees.insert(pointees.end(), more.begin(), more.end());
+    }
+  if (pointees.empty()) return;
+  std::sort(pointees.begin(), pointees.end());
+  pointees.erase(std::unique(pointees.begin(), pointees.end()), pointees.end());
+  const std::vector<std::string> names = known(pointees);
+  std::unordered_map<BlockId, std::string> named;
+  for (std::size_t i = 0; i < pointees.size() && i < names.size(); ++i)
+    if (!names[i].empty()) named.emplace(pointees[i], names[i]);
+  inference.know_names(std::move(named));
+}
+
 }  // namespace
 
 void name_unrooted_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
                           std::span<const BlockId> order, BlockTypes& types, DwarfTypes& dwarf,
-                          const std::vector<bool>* within) {
+                          const std::vector<bool>* within, const KnownNames& known) {
   std::vector<ListOrRing> lists_or_rings;
   {
     PhaseTimer step("leak names: from vtables");
@@ -89,8 +107,10 @@ void name_unrooted_blocks(const Image& image, const HeapModel& heap, const Block
   {
     PhaseTimer step("leak names: layout inference");
     LayoutInference inference(image, heap, index, dwarf);
-    type_from_inferred_blocks(image, heap, index, select(order, within, types, /*named=*/false),
-                              [&](BlockId b) { return inference.infer(b); }, types, dwarf, within);
+    const std::vector<BlockId> unnamed = select(order, within, types, /*named=*/false);
+    if (known) break_ties_by_known_names(unnamed, inference, known);
+    type_from_inferred_blocks(image, heap, index, unnamed, [&](BlockId b) { return inference.infer(b); }, types,
+                              dwarf, within);
     settle_lists_or_rings(image, dwarf, std::move(lists_or_rings), within, types);
   }
   PhaseTimer step("leak names: content");
@@ -99,7 +119,8 @@ void name_unrooted_blocks(const Image& image, const HeapModel& heap, const Block
 
 void name_leaked_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
                         const LeakVerdicts& verdicts, BlockTypes& types, DwarfTypes& dwarf,
-                        const std::vector<bool>* within, const std::vector<BlockId>* members) {
+                        const std::vector<bool>* within, const std::vector<BlockId>* members,
+                        const KnownNames& known) {
   PhaseTimer timer("leak names");
   // Where lost structures start first (direct leaks, then cycles, then what they lead to): a structure
   // inferred at its start names what it leads to.
@@ -117,7 +138,7 @@ void name_leaked_blocks(const Image& image, const HeapModel& heap, const BlockIn
   }
   order.insert(order.end(), cycles.begin(), cycles.end());
   order.insert(order.end(), indirect.begin(), indirect.end());
-  name_unrooted_blocks(image, heap, index, order, types, dwarf, within);
+  name_unrooted_blocks(image, heap, index, order, types, dwarf, within, known);
 }
 
 }  // namespace heapscope

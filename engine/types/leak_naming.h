@@ -12,7 +12,9 @@
 // that of the leaks, not of the heap.
 #pragma once
 
+#include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "heap/heap_model.h"
@@ -24,13 +26,17 @@
 
 namespace heapscope {
 
+// Certain names (DWARF from the roots, a symbol, RTTI; "" when none) of `blocks`, in order: what layout
+// inference asks of the blocks a tie points to (LayoutInference::tie_pointees), most of them reachable.
+using KnownNames = std::function<std::vector<std::string>(std::span<const BlockId> blocks)>;
+
 // The namers above, on the blocks of `order` (taken in that order: a structure inferred at a block names
 // what the block leads to), as if no root reached them. name_leaked_blocks runs them on the leaks; the
 // precision benchmark (frontends/cli/naming_precision.cpp) on reachable blocks DWARF types, to count
 // where they disagree with DWARF.
 void name_unrooted_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
                           std::span<const BlockId> order, BlockTypes& types, DwarfTypes& dwarf,
-                          const std::vector<bool>* within = nullptr);
+                          const std::vector<bool>* within = nullptr, const KnownNames& known = {});
 
 // With `within` (closed under predecessors, as infer_types takes it), only the leaked blocks in it are
 // named, with the names the whole-heap pass gives them: every name here comes from the block's own
@@ -39,6 +45,7 @@ void name_unrooted_blocks(const Image& image, const HeapModel& heap, const Block
 // among them alone.
 void name_leaked_blocks(const Image& image, const HeapModel& heap, const BlockIndex& index,
                         const LeakVerdicts& verdicts, BlockTypes& types, DwarfTypes& dwarf,
-                        const std::vector<bool>* within = nullptr, const std::vector<BlockId>* members = nullptr);
+                        const std::vector<bool>* within = nullptr, const std::vector<BlockId>* members = nullptr,
+                        const KnownNames& known = {});
 
 }  // namespace heapscope

@@ -231,6 +231,44 @@ class LedgeredWithoutRing(unittest.TestCase):
                                  "int-list-node": {("std::list node", "pattern")}})
 
 
+class TiedLayouts(unittest.TestCase):
+    """tied_layouts: lost blocks whose layout fits three structures alike are named by the certain names of
+    what their links lead to (a live conn, named by DWARF from its global), in `leaks` (the leaked blocks'
+    names alone) and in `blocks` (the whole heap's) alike; one whose links are null stays unknown."""
+
+    @classmethod
+    def setUpClass(cls):
+        capture = capture_fixture("tied_layouts")
+        cls.ledger = capture.ledger
+        cls.leaks = heapscope_json("leaks", capture.core)
+        cls.blocks = {b["address"]: b for b in heapscope_json("blocks", capture.core, "--state", "all")["blocks"]}
+        cls.leaked = {b["address"]: b for b in
+                      heapscope_json("blocks", capture.core, "--state", "leaked")["blocks"]}
+
+    def expected(self):
+        return sorted((r.how, r.address) for r in self.ledger.live)
+
+    def named(self, listing):
+        def name(block):
+            return "unknown" if block["naming"] == "none" else block["type"].removesuffix("?")
+        return sorted((name(listing[r.address]), r.address) for r in self.ledger.live)
+
+    def test_every_lost_block_is_leaked(self):
+        self.assertEqual(sorted(r.address for r in self.ledger.live if r.address not in self.leaked), [])
+
+    def test_the_leaks_naming_tells_the_structures_apart(self):
+        self.assertEqual(self.named(self.leaked), self.expected())
+
+    def test_the_whole_heaps_naming_gives_the_same_names(self):
+        self.assertEqual(self.named(self.blocks), self.expected())
+
+    def test_the_guesses_are_marked(self):
+        for record in self.ledger.live:
+            if record.how in ("conn", "request", "timer"):
+                self.assertEqual(self.leaked[record.address]["naming"], "inferred")
+                self.assertEqual(self.leaked[record.address]["type"], record.how + "?")
+
+
 class LedgeredStripped(LedgeredLeakNames, unittest.TestCase):
     flags = ("--no-debug-files",)
 
