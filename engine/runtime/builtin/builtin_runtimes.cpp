@@ -2,6 +2,7 @@
 
 #include "runtime/boehm/boehm_allocator.h"
 #include "runtime/boehm/boehm_finalizers.h"
+#include "runtime/cpython/pymalloc_allocator.h"
 #include "runtime/glibc/glibc_allocator.h"
 #include "runtime/glibc/glibc_finalizers.h"
 #include "runtime/glibc/glibc_threads.h"
@@ -17,7 +18,8 @@ namespace heapscope {
 const std::vector<const AllocatorPlugin*>& builtin_allocator_plugins() {
   static const std::vector<const AllocatorPlugin*> plugins{&glibc::allocator_plugin(), &tcmalloc::allocator_plugin(),
                                                            &jemalloc::allocator_plugin(), &mimalloc::allocator_plugin(),
-                                                           &musl::allocator_plugin(), &boehm::allocator_plugin()};
+                                                           &musl::allocator_plugin(), &boehm::allocator_plugin(),
+                                                           &pymalloc::allocator_plugin()};
   return plugins;
 }
 
