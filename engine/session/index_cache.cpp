@@ -233,7 +233,8 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
                                                  f.section(IndexSection::names_ids), mapped};
   if (f.has(IndexSection::objects_meta)) {
     if (!object_headers_from_saved(section_text(f, IndexSection::objects_meta), f.section(IndexSection::objects_starts),
-                                   f.section(IndexSection::objects_types), blocks, mapped, products->checks,
+                                   f.section(IndexSection::objects_types), f.section(IndexSection::objects_ends),
+                                   blocks, mapped, products->checks,
                                    products->object_headers.emplace()))
       return fail("damaged object headers");
   }
@@ -299,6 +300,8 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
     sections.push_back(pieces(IndexSection::objects_meta, {text_bytes(objects_meta)}));
     sections.push_back(pieces(IndexSection::objects_starts, {bytes_of(std::span<const std::uint8_t>(headers->starts))}));
     sections.push_back(pieces(IndexSection::objects_types, {bytes_of(std::span<const std::uint32_t>(headers->type_of))}));
+    if (!headers->object_end.empty())
+      sections.push_back(pieces(IndexSection::objects_ends, {bytes_of(std::span<const std::uint32_t>(headers->object_end))}));
   }
   const std::string path = path_for(key);
   write_index_file(path, sections);

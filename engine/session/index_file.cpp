@@ -25,9 +25,9 @@ namespace heapscope {
 namespace {
 
 // Bumped whenever the layout of any section changes (a field of Block or of the JSON, an edge's meaning).
-constexpr std::uint32_t kFormatVersion = 9;  // 5: the dominator tree; 6: the names, object headers, SSE2 checksum;
-                                             // 7: compact offsets; 8: retained sizes' high bytes only if needed;
-                                             // 9: a collector's rules, Block::uncollectable
+constexpr std::uint32_t kFormatVersion = 10;  // 5: the dominator tree; 6: the names, object headers, SSE2 checksum;
+                                              // 7: compact offsets; 8: retained sizes' high bytes only if needed;
+                                              // 9: a collector's rules, Block::uncollectable; 10: objects' ends
 constexpr char kMagic[8] = {'H', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kSectionAlign = 64;
@@ -58,7 +58,7 @@ bool is_u32_section(IndexSection kind) {
   return (kind >= IndexSection::forward_lines && kind <= IndexSection::root_referrers) ||
          (kind >= IndexSection::retention_idom && kind <= IndexSection::retention_blocks) ||
          kind == IndexSection::objects_types || kind == IndexSection::forward_wide || kind == IndexSection::reverse_wide ||
-         kind == IndexSection::block_pages || kind == IndexSection::leaked;
+         kind == IndexSection::block_pages || kind == IndexSection::leaked || kind == IndexSection::objects_ends;
 }
 
 std::string errno_text() { return std::strerror(errno); }

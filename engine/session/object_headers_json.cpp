@@ -16,7 +16,7 @@ std::string object_headers_meta_to_json(const ObjectHeaders& headers) {
 }
 
 bool object_headers_from_saved(const std::string& text, std::span<const std::byte> starts,
-                               std::span<const std::byte> types, std::size_t blocks,
+                               std::span<const std::byte> types, std::span<const std::byte> ends, std::size_t blocks,
                                const std::shared_ptr<const void>& keep, ItemChecks checks, ObjectHeaders& headers) {
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
@@ -28,8 +28,13 @@ bool object_headers_from_saved(const std::string& text, std::span<const std::byt
     return false;
   }
   if (starts.size() != blocks || types.size() != blocks * sizeof(std::uint32_t) || headers.type_names.empty() ||
-      headers.scanned_prefix.size() != headers.type_names.size())
+      headers.scanned_prefix.size() != headers.type_names.size() ||
+      (!ends.empty() && ends.size() != blocks * sizeof(std::uint32_t)))
     return false;
+  // An end past its block makes the scan read no further than the block: nothing to check per item.
+  if (!ends.empty())
+    headers.object_end =
+        ViewedArray<std::uint32_t>::viewing({reinterpret_cast<const std::uint32_t*>(ends.data()), blocks}, keep);
   headers.starts = ViewedArray<std::uint8_t>::viewing({reinterpret_cast<const std::uint8_t*>(starts.data()), blocks}, keep);
   headers.type_of =
       ViewedArray<std::uint32_t>::viewing({reinterpret_cast<const std::uint32_t*>(types.data()), blocks}, keep);

@@ -14,11 +14,12 @@
 namespace heapscope {
 
 std::string object_headers_meta_to_json(const ObjectHeaders& headers);
-// `headers` from `text` (what object_headers_meta_to_json wrote) and the saved arrays of a heap of
+// `headers` from `text` (what object_headers_meta_to_json wrote) and the saved arrays (`ends` empty when
+// none was saved) of a heap of
 // `blocks` blocks, viewed in memory `keep` holds; false when they do not fit it (each block's type
 // checked, unless `checks` says the sizes alone).
 bool object_headers_from_saved(const std::string& text, std::span<const std::byte> starts,
-                               std::span<const std::byte> types, std::size_t blocks,
+                               std::span<const std::byte> types, std::span<const std::byte> ends, std::size_t blocks,
                                const std::shared_ptr<const void>& keep, ItemChecks checks, ObjectHeaders& headers);
 
 }  // namespace heapscope

@@ -13,7 +13,8 @@ namespace heapscope {
 namespace {
 
 // PyTypeObject's fields read here: the same offsets in every 64-bit release since 3.8.
-constexpr Address kTpName = 24, kTpBasicsize = 32, kTpFlags = 168;
+constexpr Address kTpName = 24, kTpBasicsize = 32, kTpItemsize = 40, kTpFlags = 168;
+constexpr Address kObSize = 16;  // a variable-size object's item count, after ob_refcnt and ob_type
 constexpr std::uint64_t kHaveGc = 1ull << 14;         // Py_TPFLAGS_HAVE_GC
 constexpr std::uint64_t kManagedDict = 1ull << 4;     // Py_TPFLAGS_MANAGED_DICT (3.11)
 constexpr std::uint64_t kManagedWeakref = 1ull << 3;  // Py_TPFLAGS_MANAGED_WEAKREF (3.12)
@@ -100,8 +101,10 @@ struct TypeFacts {
   bool is_type = false;
   std::uint64_t flags = 0;
   std::uint64_t basicsize = 0;
+  std::uint64_t itemsize = 0;  // a variable-size type's bytes per item (a tuple's 8), 0 otherwise
   std::uint32_t name = 0;  // index into ObjectHeaders::type_names
   const ContainerBody* body = nullptr;  // where a builtin container keeps its items, when it is one
+  bool is_str = false;
 };
 
 class Types {
@@ -158,6 +161,8 @@ class Types {
       return TypeFacts{};
     t.name = intern(*name);
     t.body = container_body(*name);
+    t.is_str = *name == "str";
+    if (const auto itemsize = image_.read_u64(type + kTpItemsize); itemsize && *itemsize <= 64) t.itemsize = *itemsize;
     return t;
   }
 
@@ -180,15 +185,29 @@ bool plausible_refcount(std::uint64_t refcount) { return refcount != 0 && refcou
 
 // The builtin types whose objects (never GC-tracked) hold no pointers past their header: how many bytes
 // of one the scan reads, 0 for a type not among them. A str keeps pointers in its header alone (3.11's wstr,
-// a non-ASCII str's utf8 copy: both within its first 72 bytes, 3.11's compact layout and 3.12's); the others
-// none past their type.
+// a non-ASCII str's utf8 copy, a legacy str's data: within its first 80 bytes in every release; each str's
+// own header, by its form, is its object_end: str_header); the others none past their type.
 std::uint32_t pointer_free_body_prefix(std::string_view type_name) {
-  constexpr std::uint32_t kStrHeader = 72, kObjectHeader = 16;
+  constexpr std::uint32_t kStrHeader = 80, kObjectHeader = 16;
   if (type_name == "str") return kStrHeader;
   for (const char* name : {"bytes", "int", "float", "complex", "bool"})
     if (type_name == name) return kObjectHeader;
   return 0;
 }
+
+// A str's header, by its form (its state bits: compact, ascii), as the release lays it out:
+// PyASCIIObject (48 bytes to 3.11, with wstr; 40 from 3.12), PyCompactUnicodeObject (utf8_length and utf8
+// more: 72, 56), PyUnicodeObject (its data pointer more: 80, 64). Its characters hold no pointers.
+constexpr Address kStrState = 32;
+constexpr std::uint32_t kStrCompact = 1u << 5, kStrAscii = 1u << 6;
+std::uint32_t str_header(int minor, std::uint32_t state) {
+  const bool wstr = minor <= 11;
+  if (!(state & kStrCompact)) return wstr ? 80 : 64;
+  if (!(state & kStrAscii)) return wstr ? 72 : 56;
+  return wstr ? 48 : 40;
+}
+
+std::uint64_t round_up8(std::uint64_t n) { return (n + 7) / 8 * 8; }
 
 // The object a block holds, if any: where it starts (0 for an object without a header), whether a
 // PyGC_Head's links sit right before it, and its type.
@@ -196,6 +215,7 @@ struct Found {
   std::uint32_t offset = 0;
   bool links = false;
   const TypeFacts* facts = nullptr;
+  std::uint64_t end = 0;  // where the object ends, from the block's start; 0 when unknown
 };
 
 class ObjectFinder {
@@ -219,9 +239,29 @@ class ObjectFinder {
     if (got >= 2 && plausible_refcount(w[0])) {
       const TypeFacts& t = types_.of(w[1]);
       // No size check here: a compact str is smaller than str's tp_basicsize.
-      if (t.is_type && !(t.flags & kHaveGc)) return Found{0, false, &t};
+      if (t.is_type && !(t.flags & kHaveGc)) {
+        Found f{0, false, &t, 0};
+        if (t.is_str && got > kStrState / 8) f.end = str_header(release_.minor, static_cast<std::uint32_t>(w[kStrState / 8]));
+        return f;
+      }
     }
     return std::nullopt;
+  }
+
+  // Where a GC-tracked object at `offset` ends: its type's size, and its items' for a variable-size type.
+  std::uint64_t end_of(const Block& block, std::uint32_t offset, const TypeFacts& t) const {
+    std::uint64_t items = 0;
+    if (t.itemsize) {
+      const auto size = image_.read_u64(block.address() + offset + kObSize);
+      if (!size) return 0;
+      const auto count = static_cast<std::int64_t>(*size);
+      items = t.itemsize * static_cast<std::uint64_t>(count < 0 ? -count : count);
+    }
+    // 3.13 keeps an instance's attribute values inline past its basic size (Py_TPFLAGS_INLINE_VALUES).
+    constexpr std::uint64_t kInlineValues = 1ull << 2;
+    if (release_.minor >= 13 && (t.flags & kInlineValues)) return 0;
+    const std::uint64_t end = round_up8(offset + t.basicsize + items);
+    return end <= block.usable_size() ? end : 0;
   }
 
  private:
@@ -232,7 +272,7 @@ class ObjectFinder {
     if (!t.is_type || !(t.flags & kHaveGc) || offset + t.basicsize > block.usable_size()) return std::nullopt;
     const Address head = block.address() + offset - kGcHeadBytes;
     if (!on_consistent_list(image_, head, next, prev & ~kPrevFlags)) return std::nullopt;
-    return Found{offset, true, &t};
+    return Found{offset, true, &t, end_of(block, offset, t)};
   }
 
   const Image& image_;
@@ -247,6 +287,31 @@ std::optional<std::size_t> block_holding(const HeapModel& heap, Address addr) {
   return static_cast<std::size_t>(b - &heap.blocks[0]);
 }
 
+// How many bytes of its items' block a container uses (its spare room keeps what it held before): a list
+// its ob_size items; a dict's keys their header, index and dk_nentries entries — 3.8-3.10: a 40-byte header
+// (dk_size at 8, dk_nentries at 32), 1-8 bytes an index slot by dk_size, 24-byte entries; 3.11 on: a
+// 32-byte header (dk_log2_size at 8, dk_log2_index_bytes at 9, dk_kind at 10, dk_nentries at 24), entries of
+// 16 bytes for str keys (a kind other than 0), 24 otherwise. 0 when it cannot tell (a set: its table is
+// sparse by design).
+std::uint64_t used_bytes(const Image& image, Address object, const ContainerBody& c, Address body, int minor) {
+  if (c.type == "list") {
+    const auto size = image.read_u64(object + kObSize);
+    return size && *size < (std::uint64_t{1} << 40) ? *size * 8 : 0;
+  }
+  if (c.type != "dict") return 0;
+  const auto nentries = image.read_u64(body + (minor <= 10 ? 32 : 24));
+  if (!nentries || *nentries > (std::uint64_t{1} << 32)) return 0;
+  if (minor <= 10) {
+    const auto size = image.read_u64(body + 8);
+    if (!size || *size == 0 || *size > (std::uint64_t{1} << 32)) return 0;
+    const std::uint64_t slot = *size <= 0xff ? 1 : *size <= 0xffff ? 2 : 4;
+    return round_up8(40 + *size * slot + *nentries * 24);
+  }
+  std::uint8_t sizes[3] = {};
+  if (!image.read_exact(body + 8, sizes, sizeof sizes) || sizes[1] > 40) return 0;
+  return round_up8(32 + (std::uint64_t{1} << sizes[1]) + *nentries * (sizes[2] == 0 ? 24 : 16));
+}
+
 class Marker {
  public:
   Marker(ObjectHeaders& out, std::size_t blocks) : out_(out), starts_(blocks, 0), type_of_(blocks, 0) {}
@@ -258,13 +323,22 @@ class Marker {
     ++out_.count;
   }
 
-  // The block a builtin container's items live in, named after it when it holds no object itself.
-  void body_of(const Image& image, const HeapModel& heap, std::size_t owner, const ContainerBody& c, Types& types) {
-    const auto at = image.read_u64(heap.blocks[owner].address() + (starts_[owner] & ~ObjectHeaders::kLinksBefore) + c.field);
+  // The block a builtin container's items live in, named after it when it holds no object itself, and
+  // how much of it the container uses.
+  void body_of(const Image& image, const HeapModel& heap, std::size_t owner, const ContainerBody& c, Types& types,
+               int minor) {
+    const Address object = heap.blocks[owner].address() + (starts_[owner] & ~ObjectHeaders::kLinksBefore);
+    const auto at = image.read_u64(object + c.field);
     if (!at || *at == 0) return;
     const auto b = block_holding(heap, *at);
     if (!b || heap.blocks[*b].address() != *at || type_of_[*b]) return;
     type_of_[*b] = types.intern(std::string(c.body));
+    if (const std::uint64_t end = used_bytes(image, object, c, *at, minor); end && end <= heap.blocks[*b].usable_size())
+      end_[*b] = static_cast<std::uint32_t>(end);
+  }
+
+  void ends(std::size_t b, std::uint64_t end) {
+    if (end && end <= UINT32_MAX) end_[b] = static_cast<std::uint32_t>(end);
   }
 
   // A split dict's values array (3.11, 3.12), pointed to past a prefix whose last byte is the prefix's
@@ -293,12 +367,14 @@ class Marker {
   void finish() {
     out_.starts = ViewedArray<std::uint8_t>(std::move(starts_));
     out_.type_of = ViewedArray<std::uint32_t>(std::move(type_of_));
+    out_.object_end = ViewedArray<std::uint32_t>(std::move(end_));
   }
 
  private:
   ObjectHeaders& out_;
   std::vector<std::uint8_t> starts_;
   std::vector<std::uint32_t> type_of_;
+  std::vector<std::uint32_t> end_ = std::vector<std::uint32_t>(starts_.size(), 0);
 };
 
 }  // namespace
@@ -321,11 +397,12 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
     const std::optional<Found> f = finder.find(block);
     if (!f) continue;
     marker.object(b, *f);
+    marker.ends(b, f->end);
     ++objects;
     if (f->offset > kGcHeadBytes) with_preheader.push_back(b);
     if (f->facts->body) containers.emplace_back(b, f->facts->body);
   }
-  for (const auto& [b, c] : containers) marker.body_of(image, heap, b, *c, types);
+  for (const auto& [b, c] : containers) marker.body_of(image, heap, b, *c, types, release.minor);
   if (release.values_prefix)
     for (const std::size_t b : with_preheader) marker.values_of(image, heap, b, types);
   if (objects == 0) return std::nullopt;
