@@ -44,6 +44,11 @@ std::uint64_t RetainedBytes::operator()(BlockId b) {
   return tree_->retained_bytes(b);
 }
 
+std::string runtime_field(Session& s, BlockId b, std::uint64_t offset) {
+  const std::optional<ObjectHeaders>& headers = s.object_headers();
+  return headers ? runtime_field_at(s.image(), s.heap(), *headers, b, offset) : std::string();
+}
+
 std::optional<std::uint64_t> pointer_offset(Session& s, BlockId from, BlockId to) {
   const std::vector<Address> sites = s.graph().edge_sites(from, to);
   if (sites.empty()) return std::nullopt;

@@ -40,6 +40,10 @@ class RetainedBytes {
 // word is complemented). 0 when it cannot be read.
 std::uint64_t landing_offset(Session& s, Address site, BlockId to, const RootRange* root = nullptr);
 
+// The runtime's name for the word at `offset` of block `b` (a Python dict's `["orders"]`, a list's `[3]`),
+// when the image runs a runtime whose objects heapscope reads; empty otherwise.
+std::string runtime_field(Session& s, BlockId b, std::uint64_t offset);
+
 // Offset of the first word of block `from` that points into block `to` (ReferenceGraph::edge_sites).
 std::optional<std::uint64_t> pointer_offset(Session& s, BlockId from, BlockId to);
 

@@ -59,6 +59,7 @@ RetainerPath make_path(Session& s, const BlockNames& names, RetainedBytes& retai
     const BlockId next = toward[b];
     if (next != kNoBlock) step.offset = pointer_offset(s, b, next);
     if (step.offset) step.field = field_at(*names.dwarf, names.dwarf->of_block(names.types, b), *step.offset);
+    if (step.offset && step.field.empty()) step.field = runtime_field(s, b, *step.offset);
     site = step.offset ? step.block.address + *step.offset : 0;
     p.steps.push_back(std::move(step));
     if (next == kNoBlock) break;

@@ -25,6 +25,7 @@ namespace heapscope {
 
 struct ObjectHeaders {
   std::string layout;  // what was recognised, and from what: "CPython 3.11 (Py_Version) ..."
+  std::uint32_t release = 0;  // the runtime's release as its field names need it (CPython: 11 for 3.11)
 
   // Where a block's object starts, and whether the 16 bytes before it are list links. A byte per block
   // (0: the block holds no object past a header).
@@ -73,5 +74,9 @@ std::optional<ObjectHeaders> find_object_headers(const Image& image, const Symbo
 // its type's name. false (and *why) on the first disagreement, or when no known runtime is there.
 bool check_object_headers(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
                           const ObjectHeaders& saved, std::span<const std::size_t> blocks, std::string* why);
+// The runtime's name for the word at `offset` of `block`, as its programs would write it: a dict's entry
+// `["orders"]`, a list's item `[3]`; empty when the runtime's objects say nothing there.
+std::string runtime_field_at(const Image& image, const HeapModel& heap, const ObjectHeaders& headers,
+                             std::size_t block, std::uint64_t offset);
 
 }  // namespace heapscope

@@ -11,7 +11,8 @@ namespace heapscope {
 
 std::string object_headers_meta_to_json(const ObjectHeaders& headers) {
   return json_text(nlohmann::json{
-      {"layout", headers.layout}, {"count", headers.count}, {"type_names", headers.type_names},
+      {"layout", headers.layout}, {"release", headers.release}, {"count", headers.count},
+      {"type_names", headers.type_names},
       {"scanned_prefix", headers.scanned_prefix}});
 }
 
@@ -22,6 +23,7 @@ bool object_headers_from_saved(const std::string& text, std::span<const std::byt
     const nlohmann::json j = nlohmann::json::parse(text);
     headers.layout = j.at("layout").get<std::string>();
     headers.count = j.at("count").get<std::uint64_t>();
+    headers.release = j.at("release").get<std::uint32_t>();
     headers.type_names = j.at("type_names").get<std::vector<std::string>>();
     headers.scanned_prefix = j.at("scanned_prefix").get<std::vector<std::uint32_t>>();
   } catch (const nlohmann::json::exception&) {

@@ -14,7 +14,7 @@ import json
 import os
 import unittest
 
-from heapscope_e2e import RemovesItsCore, capture_program, heapscope_json, work_dir
+from heapscope_e2e import RemovesItsCore, capture_program, heapscope_json, run_heapscope, work_dir
 from lldb_session import parked_fixture
 from test_attach import take_core
 
@@ -96,6 +96,21 @@ class PymallocChecks:
         garbage = [int(x) for x in self.ledger["garbage"]]
         found = sum(leaked_block(x) for x in garbage)
         self.assertGreaterEqual(found, GARBAGE_FOUND * len(garbage), f"{found} of {len(garbage)}")
+
+    def test_describe_names_an_objects_class(self):
+        text = run_heapscope("describe", self.core, hex(int(self.ledger["customer"])))
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertRegex(text.stdout, r"^Block 0x[0-9a-f]+ \(Customer, \d+ bytes\)")
+
+    def test_a_path_names_the_module_variable(self):
+        # customers = [...] at module level: the module's dict keys' entry and the list's index say so. (A
+        # Customer the fixture did not touch last: the one whose id it took may still sit in a frame's
+        # spent value stack, a shorter path.)
+        customer = heapscope_json("blocks", self.core, "--type", "Customer")["blocks"][USERS // 3]
+        text = run_heapscope("retainers", self.core, hex(customer["address"]), "--paths", "6")
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn('(["customers"])', text.stdout)
+        self.assertRegex(text.stdout, r"\(list items, \d+ bytes\), .*, pointer at \+0x[0-9a-f]+ \(\[\d+\]\)")
 
     def test_nothing_the_program_holds_is_leaked(self):
         names = {b["type"] for b in self.leaked}

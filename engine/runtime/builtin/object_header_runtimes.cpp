@@ -15,4 +15,9 @@ bool check_object_headers(const Image& image, const SymbolIndex& symbols, const 
   return check_cpython_objects(image, symbols, heap, saved, blocks, why);
 }
 
+std::string runtime_field_at(const Image& image, const HeapModel& heap, const ObjectHeaders& headers,
+                             std::size_t block, std::uint64_t offset) {
+  return cpython_field_at(image, heap, headers, block, offset);
+}
+
 }  // namespace heapscope

@@ -409,6 +409,7 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
   marker.finish();
   out.scanned_prefix.clear();
   for (const std::string& name : out.type_names) out.scanned_prefix.push_back(pointer_free_body_prefix(name));
+  out.release = static_cast<std::uint32_t>(release.minor);
   out.layout = fmt::format(
       "CPython 3.{} (release from {}; header layout from heapscope's table for 3.{}): a PyGC_Head (16 bytes) "
       "before each GC-tracked object{}{}",
@@ -416,6 +417,62 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
       release.preheader_flags ? ", two more words before it for classes that manage their instances' dicts" : "",
       release.values_prefix ? ", split dicts' values past a prefix" : "");
   return out;
+}
+
+namespace {
+
+// The text of the str at `at` when it is short ASCII text (a dict's key, an attribute's name); nothing
+// otherwise.
+std::optional<std::string> ascii_text(const Image& image, Address at, int minor) {
+  constexpr std::uint64_t kLongestKey = 80;
+  std::uint64_t head[5] = {};
+  if (!image.read_exact(at, head, sizeof head) || head[2] == 0 || head[2] > kLongestKey) return std::nullopt;
+  const auto state = static_cast<std::uint32_t>(head[kStrState / 8]);
+  if (!(state & kStrCompact) || !(state & kStrAscii)) return std::nullopt;
+  const auto name_at = image.read_u64(head[1] + kTpName);
+  if (!name_at || image.read_c_string(*name_at, 8) != "str") return std::nullopt;
+  std::string text(head[2], '\0');
+  if (!image.read_exact(at + str_header(minor, state), text.data(), text.size())) return std::nullopt;
+  if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c < 0x7f; })) return std::nullopt;
+  return text;
+}
+
+// A dict keys' entries: where they start in the block, each one's size, and where its key and value lie.
+struct KeysEntries {
+  std::uint64_t start = 0, size = 0, key = 0;
+};
+
+std::optional<KeysEntries> keys_entries(const Image& image, Address keys, int minor) {
+  if (minor <= 10) {
+    const auto size = image.read_u64(keys + 8);
+    if (!size || *size == 0 || *size > (std::uint64_t{1} << 32)) return std::nullopt;
+    const std::uint64_t slot = *size <= 0xff ? 1 : *size <= 0xffff ? 2 : 4;
+    return KeysEntries{40 + *size * slot, 24, 8};
+  }
+  std::uint8_t sizes[3] = {};
+  if (!image.read_exact(keys + 8, sizes, sizeof sizes) || sizes[1] > 40) return std::nullopt;
+  const bool general = sizes[2] == 0;
+  return KeysEntries{32 + (std::uint64_t{1} << sizes[1]), general ? 24u : 16u, general ? 8u : 0u};
+}
+
+}  // namespace
+
+std::string cpython_field_at(const Image& image, const HeapModel& heap, const ObjectHeaders& headers,
+                             std::size_t block, std::uint64_t offset) {
+  if (block >= headers.type_of.size() || headers.type_of[block] >= headers.type_names.size()) return {};
+  const std::string& type = headers.type_names[headers.type_of[block]];
+  const Address base = heap.blocks[block].address();
+  const int minor = static_cast<int>(headers.release);
+  if (type == "list items") return fmt::format("[{}]", offset / 8);
+  if (type != "dict keys") return {};
+  const std::optional<KeysEntries> e = keys_entries(image, base, minor);
+  if (!e || offset < e->start) return {};
+  const std::uint64_t entry = (offset - e->start) / e->size, within = (offset - e->start) % e->size;
+  if (within != e->key && within != e->key + 8) return {};
+  const auto key = image.read_u64(base + e->start + entry * e->size + e->key);
+  const std::optional<std::string> text = key ? ascii_text(image, *key, minor) : std::nullopt;
+  const std::string name = text ? fmt::format("[\"{}\"]", *text) : fmt::format("[entry {}]", entry);
+  return within == e->key ? "key of " + name : name;
 }
 
 bool check_cpython_objects(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,

@@ -25,6 +25,10 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
 // check_object_headers for CPython: each of `blocks` found again as find_cpython_objects finds it. A block
 // where no object is found now may still have been given a start by the passes after the first (a split
 // dict's values), never list links.
+// The Python name of the word at `offset` of `block`: `["key"]` for a dict keys' entry (its value; `key
+// of ["key"]` for its key), `[i]` for a list's item; empty elsewhere.
+std::string cpython_field_at(const Image& image, const HeapModel& heap, const ObjectHeaders& headers,
+                             std::size_t block, std::uint64_t offset);
 bool check_cpython_objects(const Image& image, const SymbolIndex& symbols, const HeapModel& heap,
                            const ObjectHeaders& saved, std::span<const std::size_t> blocks, std::string* why);
 
