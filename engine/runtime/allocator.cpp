@@ -150,14 +150,20 @@ class CombinedAllocator final : public LocatedAllocator {
   // malloc's: the heaps beside it keep none heapscope reads, and say so for their own blocks.
   AllocationSamples allocation_samples(const HeapModel& model) const override {
     AllocationSamples samples = malloc_->allocation_samples(model);
-    for (const auto& b : beside_)
+    std::string owners;  // "Boehm GC's", "Boehm GC's or pymalloc's"
+    for (const auto& b : beside_) {
+      bool owns = false;
       for (std::size_t i = 0; i < model.arenas.size(); ++i)
-        if (b->owns_arena(model.arenas[i])) samples.other_arenas.push_back(static_cast<std::uint16_t>(i));
+        if (b->owns_arena(model.arenas[i])) {
+          samples.other_arenas.push_back(static_cast<std::uint16_t>(i));
+          owns = true;
+        }
+      if (owns) owners += (owners.empty() ? "" : " or ") + b->name() + "'s";
+    }
     if (!samples.other_arenas.empty())
-      samples.other_arenas_why = fmt::format("no allocation site: the block is {}'s, which keeps no allocation stacks "
+      samples.other_arenas_why = fmt::format("no allocation site: the block is {}, which keeps no allocation stacks "
                                              "heapscope can read ({} covers {}'s blocks only)",
-                                             beside_.front()->name(),
-                                             samples.source.empty() ? "allocation sampling" : samples.source,
+                                             owners, samples.source.empty() ? "allocation sampling" : samples.source,
                                              malloc_->name());
     return samples;
   }

@@ -41,11 +41,13 @@ struct ObjectHeaders {
   // header's words, where the rest holds no pointers (a str's characters, an int's digits, a bytes' bytes:
   // a word there that looks like a pointer keeps nothing alive) —; 0 for all of it. As many as type_names.
   std::vector<std::uint32_t> scanned_prefix{0};
-  // Per block: how many bytes from its start its object fills, where the runtime says (a tuple's items, a
-  // list's used items, a dict's used entries, a str's header): 0 for the whole block. Past them the block
-  // holds what a dead object left (an allocator reuses slots without clearing them, a runtime its
+  // Per block: how many 8-byte words from its start its object fills, where the runtime says (a tuple's
+  // items, a list's used items, a dict's used entries, a str's header): 0 for the whole block, and for an
+  // object past 512 KiB (2 bytes a block: a heap of small objects has tens of millions). Past them the
+  // block holds what a dead object left (an allocator reuses slots without clearing them, a runtime its
   // containers' spare room): a word there is no reference. Empty when the runtime says nothing.
-  ViewedArray<std::uint32_t> object_end;
+  ViewedArray<std::uint16_t> object_end_words;
+  static constexpr std::uint64_t kMaxEndWords = 0xffff;
 
   std::uint32_t object_offset(std::uint32_t block) const {
     return block < starts.size() ? starts[block] & ~kLinksBefore : 0;
@@ -57,9 +59,9 @@ struct ObjectHeaders {
     return {object - kLinkBytes, object};
   }
   static constexpr std::uint32_t kLinkBytes = 16;
-  // The bytes of `block` the scan reads from its start, 0 for all of them (object_end, scanned_prefix).
+  // The bytes of `block` the scan reads from its start, 0 for all of them (object_end_words, scanned_prefix).
   std::uint32_t scanned_bytes(std::uint32_t block) const {
-    const std::uint32_t end = block < object_end.size() ? object_end[block] : 0;
+    const std::uint32_t end = block < object_end_words.size() ? std::uint32_t{object_end_words[block]} * 8 : 0;
     if (block >= type_of.size() || object_offset(block) != 0 || type_of[block] >= scanned_prefix.size()) return end;
     const std::uint32_t prefix = scanned_prefix[type_of[block]];
     return prefix && end ? std::min(prefix, end) : prefix | end;

@@ -300,8 +300,9 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
     sections.push_back(pieces(IndexSection::objects_meta, {text_bytes(objects_meta)}));
     sections.push_back(pieces(IndexSection::objects_starts, {bytes_of(std::span<const std::uint8_t>(headers->starts))}));
     sections.push_back(pieces(IndexSection::objects_types, {bytes_of(std::span<const std::uint32_t>(headers->type_of))}));
-    if (!headers->object_end.empty())
-      sections.push_back(pieces(IndexSection::objects_ends, {bytes_of(std::span<const std::uint32_t>(headers->object_end))}));
+    if (!headers->object_end_words.empty())
+      sections.push_back(
+          pieces(IndexSection::objects_ends, {bytes_of(std::span<const std::uint16_t>(headers->object_end_words))}));
   }
   const std::string path = path_for(key);
   write_index_file(path, sections);

@@ -58,7 +58,7 @@ bool is_u32_section(IndexSection kind) {
   return (kind >= IndexSection::forward_lines && kind <= IndexSection::root_referrers) ||
          (kind >= IndexSection::retention_idom && kind <= IndexSection::retention_blocks) ||
          kind == IndexSection::objects_types || kind == IndexSection::forward_wide || kind == IndexSection::reverse_wide ||
-         kind == IndexSection::block_pages || kind == IndexSection::leaked || kind == IndexSection::objects_ends;
+         kind == IndexSection::block_pages || kind == IndexSection::leaked;
 }
 
 std::string errno_text() { return std::strerror(errno); }

@@ -31,12 +31,12 @@ bool object_headers_from_saved(const std::string& text, std::span<const std::byt
   }
   if (starts.size() != blocks || types.size() != blocks * sizeof(std::uint32_t) || headers.type_names.empty() ||
       headers.scanned_prefix.size() != headers.type_names.size() ||
-      (!ends.empty() && ends.size() != blocks * sizeof(std::uint32_t)))
+      (!ends.empty() && ends.size() != blocks * sizeof(std::uint16_t)))
     return false;
   // An end past its block makes the scan read no further than the block: nothing to check per item.
   if (!ends.empty())
-    headers.object_end =
-        ViewedArray<std::uint32_t>::viewing({reinterpret_cast<const std::uint32_t*>(ends.data()), blocks}, keep);
+    headers.object_end_words =
+        ViewedArray<std::uint16_t>::viewing({reinterpret_cast<const std::uint16_t*>(ends.data()), blocks}, keep);
   headers.starts = ViewedArray<std::uint8_t>::viewing({reinterpret_cast<const std::uint8_t*>(starts.data()), blocks}, keep);
   headers.type_of =
       ViewedArray<std::uint32_t>::viewing({reinterpret_cast<const std::uint32_t*>(types.data()), blocks}, keep);

@@ -5,6 +5,8 @@
 - python: python3 with PYTHONMALLOC=malloc (every object a glibc malloc block) holding a dict of OBJECTS / 5
   entries, each an int key and a tuple of a str and a one-float list (int, tuple, str, list, its item array,
   float: about 5 blocks an entry beyond the small ints).
+- pymalloc: the same python3 program under its default allocator: the objects in pymalloc's pools (those
+  of up to 512 bytes), the dict's table in malloc's heap.
 - swipl: SWI-Prolog (linked with tcmalloc) after asserting CLAUSES facts `fact(I, text_of(I))`.
 
 No program here leaks on purpose, so these cores have no leak record: the bench checks verdicts only on its
@@ -22,9 +24,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 REDIS, REDIS_CLI, PYTHON, SWIPL = "/usr/bin/redis-server", "/usr/bin/redis-cli", "/usr/bin/python3", "/usr/bin/swipl"
 
 # The scale of each kind (the issue's: redis 1.5M keys, python3 20M objects) and its program.
-DEFAULT_SCALES = {"redis": 1_500_000, "python": 20_000_000, "swipl": 1_000_000}
-PROGRAMS = {"redis": REDIS, "python": PYTHON, "swipl": SWIPL}
-ALLOCATORS = {"redis": "jemalloc", "python": "glibc", "swipl": "tcmalloc"}
+DEFAULT_SCALES = {"redis": 1_500_000, "python": 20_000_000, "pymalloc": 20_000_000, "swipl": 1_000_000}
+PROGRAMS = {"redis": REDIS, "python": PYTHON, "pymalloc": PYTHON, "swipl": SWIPL}
+ALLOCATORS = {"redis": "jemalloc", "python": "glibc", "pymalloc": "glibc + pymalloc", "swipl": "tcmalloc"}
 
 PYTHON_PROGRAM = """
 import sys, time
@@ -99,8 +101,8 @@ def capture_at_ready(core, program_args):
                           + program_args)
 
 
-def python_core(core, objects):
-    capture_at_ready(core, ["env", "PYTHONMALLOC=malloc", PYTHON, "-c", PYTHON_PROGRAM, str(objects)])
+def python_core(core, objects, allocator="malloc"):
+    capture_at_ready(core, ["env", f"PYTHONMALLOC={allocator}", PYTHON, "-c", PYTHON_PROGRAM, str(objects)])
 
 
 def swipl_core(core, clauses, work):
@@ -122,6 +124,8 @@ def make_program_core(work, kind, scale):
         redis_core(core, scale)
     elif kind == "python":
         python_core(core, scale)
+    elif kind == "pymalloc":
+        python_core(core, scale, "pymalloc")
     else:
         swipl_core(core, scale, work)
     print(f"  captured {core} ({os.path.getsize(core) / 2**20:.0f} MiB) in {time.time() - t0:.1f} s", flush=True)

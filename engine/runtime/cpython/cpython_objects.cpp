@@ -186,7 +186,7 @@ bool plausible_refcount(std::uint64_t refcount) { return refcount != 0 && refcou
 // The builtin types whose objects (never GC-tracked) hold no pointers past their header: how many bytes
 // of one the scan reads, 0 for a type not among them. A str keeps pointers in its header alone (3.11's wstr,
 // a non-ASCII str's utf8 copy, a legacy str's data: within its first 80 bytes in every release; each str's
-// own header, by its form, is its object_end: str_header); the others none past their type.
+// own header, by its form, is its object_end_words: str_header); the others none past their type.
 std::uint32_t pointer_free_body_prefix(std::string_view type_name) {
   constexpr std::uint32_t kStrHeader = 80, kObjectHeader = 16;
   if (type_name == "str") return kStrHeader;
@@ -333,12 +333,13 @@ class Marker {
     const auto b = block_holding(heap, *at);
     if (!b || heap.blocks[*b].address() != *at || type_of_[*b]) return;
     type_of_[*b] = types.intern(std::string(c.body));
-    if (const std::uint64_t end = used_bytes(image, object, c, *at, minor); end && end <= heap.blocks[*b].usable_size())
-      end_[*b] = static_cast<std::uint32_t>(end);
+    if (const std::uint64_t end = used_bytes(image, object, c, *at, minor); end <= heap.blocks[*b].usable_size())
+      ends(*b, end);
   }
 
   void ends(std::size_t b, std::uint64_t end) {
-    if (end && end <= UINT32_MAX) end_[b] = static_cast<std::uint32_t>(end);
+    const std::uint64_t words = (end + 7) / 8;
+    if (words <= ObjectHeaders::kMaxEndWords) end_[b] = static_cast<std::uint16_t>(words);
   }
 
   // A split dict's values array (3.11, 3.12), pointed to past a prefix whose last byte is the prefix's
@@ -367,14 +368,14 @@ class Marker {
   void finish() {
     out_.starts = ViewedArray<std::uint8_t>(std::move(starts_));
     out_.type_of = ViewedArray<std::uint32_t>(std::move(type_of_));
-    out_.object_end = ViewedArray<std::uint32_t>(std::move(end_));
+    out_.object_end_words = ViewedArray<std::uint16_t>(std::move(end_));
   }
 
  private:
   ObjectHeaders& out_;
   std::vector<std::uint8_t> starts_;
   std::vector<std::uint32_t> type_of_;
-  std::vector<std::uint32_t> end_ = std::vector<std::uint32_t>(starts_.size(), 0);
+  std::vector<std::uint16_t> end_ = std::vector<std::uint16_t>(starts_.size(), 0);
 };
 
 }  // namespace
