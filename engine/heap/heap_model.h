@@ -175,6 +175,9 @@ struct HeapModel {
   // Address space the allocator keeps without memory (jemalloc's retained extents): its own, holding no
   // blocks and no data, so neither a root nor "outside malloc"; sorted by address.
   std::vector<HeapSegment> reserved;
+  // Memory a runtime says holds no references though it is no heap (an interpreter's cache of borrowed
+  // pointers, its stack's spent slots): never roots; sorted by address.
+  std::vector<HeapSegment> not_roots;
   StateTotal mmapped_total;    // mapping bytes (alignment lead included), what mallinfo2's hblkhd counts
   StateTotal mmapped_chunks;   // the same blocks in chunk bytes, as every other state is counted
   std::vector<Discovery> discovery;

@@ -269,8 +269,30 @@ void ReferenceGraph::for_each_scanned_range(BlockId b, Fn&& fn) const {
   // A runtime's object whose body holds no pointers: its header alone.
   const std::uint32_t prefix = headers_ ? headers_->scanned_bytes(b) : 0;
   const std::uint64_t end = prefix ? std::min<std::uint64_t>(prefix, blk.usable_size()) : blk.usable_size();
-  if (links_first > 0) fn(start, start + links_first);
-  fn(start + links_last, start + end);
+  // Records one word of which is no reference (a dict's hashes): their other words alone.
+  if (const ObjectHeaders::StridedBlock* s = headers_ ? headers_->strided_block(b) : nullptr; s && s->stride_words) {
+    const std::uint64_t stride = std::uint64_t{s->stride_words} * 8, skipped = std::uint64_t{s->skipped_word} * 8;
+    for (std::uint64_t at = std::uint64_t{s->first_word} * 8; at + stride <= end; at += stride) {
+      if (skipped > 0) fn(start + at, start + at + skipped);
+      fn(start + at + skipped + 8, start + at + stride);
+    }
+    return;
+  }
+  // A weak reference's words are no references: the ranges around them.
+  const std::uint64_t weak = headers_ ? headers_->weak_words_of(b) : 0;
+  const Address object = start + (headers_ ? headers_->object_offset(b) : 0);
+  auto emit = [&](Address from, Address to) {
+    if (weak == 0) return fn(from, to);
+    Address run = from;
+    for (Address at = from; at + 8 <= to && at < object + 64 * 8; at += 8)
+      if (at >= object && (weak >> ((at - object) / 8) & 1)) {
+        if (run < at) fn(run, at);
+        run = at + 8;
+      }
+    if (run < to) fn(run, to);
+  };
+  if (links_first > 0) emit(start, start + links_first);
+  emit(start + links_last, start + end);
 }
 
 template <typename Fn>

@@ -36,6 +36,7 @@ Ranges heap_ranges(const HeapModel& heap) {
   for (const ArenaInfo& a : heap.arenas) r.insert(r.end(), a.heaps.begin(), a.heaps.end());
   r.insert(r.end(), heap.metadata.begin(), heap.metadata.end());
   r.insert(r.end(), heap.reserved.begin(), heap.reserved.end());
+  r.insert(r.end(), heap.not_roots.begin(), heap.not_roots.end());
   // The mmapped blocks, from the pages they start in. Only the blocks outside the segments are looked at:
   // one inside is covered by its segment already, and a pass over every block would read the whole block
   // array, most of a one-block command's time with a saved index. An allocator without segments leaves one

@@ -41,6 +41,10 @@ struct ObjectHeaders {
   // header's words, where the rest holds no pointers (a str's characters, an int's digits, a bytes' bytes:
   // a word there that looks like a pointer keeps nothing alive) —; 0 for all of it. As many as type_names.
   std::vector<std::uint32_t> scanned_prefix{0};
+  // Per type name: bit i set when word i of an object of it (from the object's start) is no reference —
+  // a weak reference's referent and its links in the referent's list of weak references. As many as
+  // type_names.
+  std::vector<std::uint64_t> weak_words{0};
   // Per block: how many 8-byte words from its start its object fills, where the runtime says (a tuple's
   // items, a list's used items, a dict's used entries, a str's header): 0 for the whole block, and for an
   // object past 512 KiB (2 bytes a block: a heap of small objects has tens of millions). Past them the
@@ -48,6 +52,33 @@ struct ObjectHeaders {
   // containers' spare room): a word there is no reference. Empty when the runtime says nothing.
   ViewedArray<std::uint16_t> object_end_words;
   static constexpr std::uint64_t kMaxEndWords = 0xffff;
+
+  // Blocks whose words past a header are records of `stride_words` words one of which is no reference (a
+  // Python dict's entries of hash, key and value: an int key's hash is the int, an id() is an address),
+  // sorted by block: the scan reads the records' other words alone, from `first_word` to the object's end.
+  // Few (one per dict keys of that kind), so a sorted list, looked up only for the types `strided_types`
+  // flags.
+  struct StridedBlock {
+    std::uint32_t block = 0;
+    std::uint16_t first_word = 0;
+    std::uint8_t stride_words = 0;
+    std::uint8_t skipped_word = 0;
+  };
+  std::vector<StridedBlock> strided;
+  std::vector<std::uint8_t> strided_types;  // per type name: 1 when its blocks may be in `strided`
+
+  // weak_words of the object block `block` holds; 0 when none.
+  std::uint64_t weak_words_of(std::uint32_t block) const {
+    return block < type_of.size() && type_of[block] < weak_words.size() ? weak_words[type_of[block]] : 0;
+  }
+
+  const StridedBlock* strided_block(std::uint32_t block) const {
+    if (block >= type_of.size() || type_of[block] >= strided_types.size() || !strided_types[type_of[block]])
+      return nullptr;
+    const auto it = std::lower_bound(strided.begin(), strided.end(), block,
+                                     [](const StridedBlock& s, std::uint32_t b) { return s.block < b; });
+    return it != strided.end() && it->block == block ? &*it : nullptr;
+  }
 
   std::uint32_t object_offset(std::uint32_t block) const {
     return block < starts.size() ? starts[block] & ~kLinksBefore : 0;

@@ -8,7 +8,7 @@ namespace heapscope {
 
 // A field added to one of these structures must be saved below (and the index format version bumped):
 // these sizes fail to compile until then.
-static_assert(sizeof(HeapModel) == 928 && sizeof(HeapSegment) == 16);
+static_assert(sizeof(HeapModel) == 952 && sizeof(HeapSegment) == 16);
 static_assert(sizeof(ArenaInfo) == 184 && sizeof(StateTotal) == 16 && sizeof(WalkStop) == 24);
 static_assert(sizeof(Discovery) == 72 && sizeof(MallInfo) == 80 && sizeof(TrimSettings) == 16);
 static_assert(sizeof(AllocatorFigure) == 96 && sizeof(SizeClassUse) == 48 && sizeof(FreePages) == 80);
@@ -65,6 +65,7 @@ std::string heap_meta_to_json(const HeapModel& heap) {
       {"arenas", heap.arenas},
       {"metadata", heap.metadata},
       {"reserved", heap.reserved},
+      {"not_roots", heap.not_roots},
       {"mmapped_total", heap.mmapped_total},
       {"mmapped_chunks", heap.mmapped_chunks},
       {"discovery", heap.discovery},
@@ -91,6 +92,7 @@ bool heap_meta_from_json(const std::string& text, HeapModel& heap) {
     heap.arenas = j.at("arenas").get<std::vector<ArenaInfo>>();
     heap.metadata = j.at("metadata").get<std::vector<HeapSegment>>();
     heap.reserved = j.at("reserved").get<std::vector<HeapSegment>>();
+    heap.not_roots = j.at("not_roots").get<std::vector<HeapSegment>>();
     heap.mmapped_total = j.at("mmapped_total").get<StateTotal>();
     heap.mmapped_chunks = j.at("mmapped_chunks").get<StateTotal>();
     heap.discovery = j.at("discovery").get<std::vector<Discovery>>();

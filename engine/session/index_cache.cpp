@@ -234,6 +234,7 @@ std::unique_ptr<CachedProducts> IndexCache::load(const std::string& key, std::st
   if (f.has(IndexSection::objects_meta)) {
     if (!object_headers_from_saved(section_text(f, IndexSection::objects_meta), f.section(IndexSection::objects_starts),
                                    f.section(IndexSection::objects_types), f.section(IndexSection::objects_ends),
+                                   f.section(IndexSection::objects_strided),
                                    blocks, mapped, products->checks,
                                    products->object_headers.emplace()))
       return fail("damaged object headers");
@@ -300,6 +301,9 @@ void IndexCache::save(const std::string& key, const HeapModel& heap, const Refer
     sections.push_back(pieces(IndexSection::objects_meta, {text_bytes(objects_meta)}));
     sections.push_back(pieces(IndexSection::objects_starts, {bytes_of(std::span<const std::uint8_t>(headers->starts))}));
     sections.push_back(pieces(IndexSection::objects_types, {bytes_of(std::span<const std::uint32_t>(headers->type_of))}));
+    if (!headers->strided.empty())
+      sections.push_back(pieces(IndexSection::objects_strided,
+                                {bytes_of(std::span<const ObjectHeaders::StridedBlock>(headers->strided))}));
     if (!headers->object_end_words.empty())
       sections.push_back(
           pieces(IndexSection::objects_ends, {bytes_of(std::span<const std::uint16_t>(headers->object_end_words))}));

@@ -57,6 +57,7 @@ enum class IndexSection : std::uint32_t {
   block_pages,           // u32[]: the block index's page table (model/block_index.h), or absent
   leaked,                // u32[]: the leaked blocks, in order (LeakVerdicts::leaked), or absent
   objects_ends,          // u16[blocks]: where each block's object ends, in words (ObjectHeaders::object_end_words), or absent
+  objects_strided,       // ObjectHeaders::StridedBlock[], or absent
 };
 
 // One section to write: its bytes as a sequence of pieces (the graph's edges are one piece per scan

@@ -19,7 +19,8 @@ std::string object_headers_meta_to_json(const ObjectHeaders& headers);
 // `blocks` blocks, viewed in memory `keep` holds; false when they do not fit it (each block's type
 // checked, unless `checks` says the sizes alone).
 bool object_headers_from_saved(const std::string& text, std::span<const std::byte> starts,
-                               std::span<const std::byte> types, std::span<const std::byte> ends, std::size_t blocks,
+                               std::span<const std::byte> types, std::span<const std::byte> ends,
+                               std::span<const std::byte> strided, std::size_t blocks,
                                const std::shared_ptr<const void>& keep, ItemChecks checks, ObjectHeaders& headers);
 
 }  // namespace heapscope

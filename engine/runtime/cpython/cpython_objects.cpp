@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -14,7 +15,17 @@ namespace {
 
 // PyTypeObject's fields read here: the same offsets in every 64-bit release since 3.8.
 constexpr Address kTpName = 24, kTpBasicsize = 32, kTpItemsize = 40, kTpFlags = 168;
-constexpr Address kObSize = 16;  // a variable-size object's item count, after ob_refcnt and ob_type
+constexpr Address kObSize = 16;
+constexpr Address kTpBase = 256;
+// A weak reference (PyWeakReference: wr_object, wr_callback, hash, wr_prev, wr_next after its header): the
+// words that are no references, from the object's start.
+constexpr std::uint64_t kWeakReferenceWords = (1u << 2) | (1u << 5) | (1u << 6);
+bool is_weakref_type_name(std::string_view name) {
+  for (const char* n : {"weakref", "weakref.ReferenceType", "weakproxy", "weakref.ProxyType", "weakcallableproxy",
+                        "weakref.CallableProxyType"})
+    if (name == n) return true;
+  return false;
+}  // a variable-size object's item count, after ob_refcnt and ob_type
 constexpr std::uint64_t kHaveGc = 1ull << 14;         // Py_TPFLAGS_HAVE_GC
 constexpr std::uint64_t kManagedDict = 1ull << 4;     // Py_TPFLAGS_MANAGED_DICT (3.11)
 constexpr std::uint64_t kManagedWeakref = 1ull << 3;  // Py_TPFLAGS_MANAGED_WEAKREF (3.12)
@@ -162,6 +173,7 @@ class Types {
     t.name = intern(*name);
     t.body = container_body(*name);
     t.is_str = *name == "str";
+    if (is_weak_reference(type)) weak_names_.insert(t.name);
     if (const auto itemsize = image_.read_u64(type + kTpItemsize); itemsize && *itemsize <= 64) t.itemsize = *itemsize;
     return t;
   }
@@ -170,6 +182,24 @@ class Types {
   std::vector<std::string>& names_;
   std::unordered_map<Address, TypeFacts> known_;
   std::unordered_map<std::string, std::uint32_t> name_ids_;
+  std::unordered_set<std::uint32_t> weak_names_;
+
+  // Whether `type` is a weak reference's (weakref.ref, its proxies, or a class deriving from one).
+  bool is_weak_reference(Address type) const {
+    constexpr int kMaxBases = 16;
+    for (int depth = 0; type && depth < kMaxBases; ++depth) {
+      const auto name_at = image_.read_u64(type + kTpName);
+      const std::optional<std::string> name = name_at ? image_.read_c_string(*name_at, 32) : std::nullopt;
+      if (name && is_weakref_type_name(*name)) return true;
+      const auto base = image_.read_u64(type + kTpBase);
+      type = base ? *base : 0;
+    }
+    return false;
+  }
+
+ public:
+  // The weak reference types' names: their objects' referent and list links are no references.
+  const std::unordered_set<std::uint32_t>& weak_names() const { return weak_names_; }
 };
 
 // The header's links agree with their neighbours': next's prev and prev's next are this header.
@@ -287,29 +317,39 @@ std::optional<std::size_t> block_holding(const HeapModel& heap, Address addr) {
   return static_cast<std::size_t>(b - &heap.blocks[0]);
 }
 
+// A dict keys' entries: where they start in the block (past its header and index: 40 bytes and dk_size
+// slots of 1-8 bytes to 3.10; 32 bytes and 2^dk_log2_index_bytes from 3.11), each one's size (hash, key,
+// value: 24 bytes; from 3.11 a table of str keys keeps no hash: 16), and where its key lies.
+struct KeysEntries {
+  std::uint64_t start = 0, size = 0, key = 0;
+};
+
+std::optional<KeysEntries> keys_entries(const Image& image, Address keys, int minor) {
+  if (minor <= 10) {
+    const auto size = image.read_u64(keys + 8);
+    if (!size || *size == 0 || *size > (std::uint64_t{1} << 32)) return std::nullopt;
+    const std::uint64_t slot = *size <= 0xff ? 1 : *size <= 0xffff ? 2 : 4;
+    return KeysEntries{40 + *size * slot, 24, 8};
+  }
+  std::uint8_t sizes[3] = {};
+  if (!image.read_exact(keys + 8, sizes, sizeof sizes) || sizes[1] > 40) return std::nullopt;
+  const bool general = sizes[2] == 0;
+  return KeysEntries{32 + (std::uint64_t{1} << sizes[1]), general ? 24u : 16u, general ? 8u : 0u};
+}
+
 // How many bytes of its items' block a container uses (its spare room keeps what it held before): a list
-// its ob_size items; a dict's keys their header, index and dk_nentries entries — 3.8-3.10: a 40-byte header
-// (dk_size at 8, dk_nentries at 32), 1-8 bytes an index slot by dk_size, 24-byte entries; 3.11 on: a
-// 32-byte header (dk_log2_size at 8, dk_log2_index_bytes at 9, dk_kind at 10, dk_nentries at 24), entries of
-// 16 bytes for str keys (a kind other than 0), 24 otherwise. 0 when it cannot tell (a set: its table is
-// sparse by design).
+// its ob_size items, a dict's keys up to its dk_nentries entries (its header: dk_nentries at 32 to 3.10, at
+// 24 from 3.11). 0 when it cannot tell (a set: its table is sparse by design).
 std::uint64_t used_bytes(const Image& image, Address object, const ContainerBody& c, Address body, int minor) {
   if (c.type == "list") {
     const auto size = image.read_u64(object + kObSize);
     return size && *size < (std::uint64_t{1} << 40) ? *size * 8 : 0;
   }
   if (c.type != "dict") return 0;
+  const std::optional<KeysEntries> e = keys_entries(image, body, minor);
   const auto nentries = image.read_u64(body + (minor <= 10 ? 32 : 24));
-  if (!nentries || *nentries > (std::uint64_t{1} << 32)) return 0;
-  if (minor <= 10) {
-    const auto size = image.read_u64(body + 8);
-    if (!size || *size == 0 || *size > (std::uint64_t{1} << 32)) return 0;
-    const std::uint64_t slot = *size <= 0xff ? 1 : *size <= 0xffff ? 2 : 4;
-    return round_up8(40 + *size * slot + *nentries * 24);
-  }
-  std::uint8_t sizes[3] = {};
-  if (!image.read_exact(body + 8, sizes, sizeof sizes) || sizes[1] > 40) return 0;
-  return round_up8(32 + (std::uint64_t{1} << sizes[1]) + *nentries * (sizes[2] == 0 ? 24 : 16));
+  if (!e || !nentries || *nentries > (std::uint64_t{1} << 32)) return 0;
+  return round_up8(e->start + *nentries * e->size);
 }
 
 class Marker {
@@ -335,6 +375,13 @@ class Marker {
     type_of_[*b] = types.intern(std::string(c.body));
     if (const std::uint64_t end = used_bytes(image, object, c, *at, minor); end <= heap.blocks[*b].usable_size())
       ends(*b, end);
+    // A dict's hashes are no references (an int key's hash is its value: id()s are addresses).
+    constexpr std::uint64_t kHashedEntryBytes = 24;
+    if (c.type == "dict")
+      if (const std::optional<KeysEntries> e = keys_entries(image, *at, minor);
+          e && e->size == kHashedEntryBytes && e->start / 8 <= ObjectHeaders::kMaxEndWords)
+        strided_.push_back({static_cast<std::uint32_t>(*b), static_cast<std::uint16_t>(e->start / 8),
+                            static_cast<std::uint8_t>(e->size / 8), 0});
   }
 
   void ends(std::size_t b, std::uint64_t end) {
@@ -369,6 +416,8 @@ class Marker {
     out_.starts = ViewedArray<std::uint8_t>(std::move(starts_));
     out_.type_of = ViewedArray<std::uint32_t>(std::move(type_of_));
     out_.object_end_words = ViewedArray<std::uint16_t>(std::move(end_));
+    std::sort(strided_.begin(), strided_.end(), [](const auto& a, const auto& b) { return a.block < b.block; });
+    out_.strided = std::move(strided_);
   }
 
  private:
@@ -376,6 +425,7 @@ class Marker {
   std::vector<std::uint8_t> starts_;
   std::vector<std::uint32_t> type_of_;
   std::vector<std::uint16_t> end_ = std::vector<std::uint16_t>(starts_.size(), 0);
+  std::vector<ObjectHeaders::StridedBlock> strided_;
 };
 
 }  // namespace
@@ -409,7 +459,12 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
   if (objects == 0) return std::nullopt;
   marker.finish();
   out.scanned_prefix.clear();
-  for (const std::string& name : out.type_names) out.scanned_prefix.push_back(pointer_free_body_prefix(name));
+  for (const std::string& name : out.type_names) {
+    out.scanned_prefix.push_back(pointer_free_body_prefix(name));
+    out.strided_types.push_back(name == "dict keys");
+  }
+  out.weak_words.assign(out.type_names.size(), 0);
+  for (const std::uint32_t id : types.weak_names()) out.weak_words[id] = kWeakReferenceWords;
   out.release = static_cast<std::uint32_t>(release.minor);
   out.layout = fmt::format(
       "CPython 3.{} (release from {}; header layout from heapscope's table for 3.{}): a PyGC_Head (16 bytes) "
@@ -436,24 +491,6 @@ std::optional<std::string> ascii_text(const Image& image, Address at, int minor)
   if (!image.read_exact(at + str_header(minor, state), text.data(), text.size())) return std::nullopt;
   if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c < 0x7f; })) return std::nullopt;
   return text;
-}
-
-// A dict keys' entries: where they start in the block, each one's size, and where its key and value lie.
-struct KeysEntries {
-  std::uint64_t start = 0, size = 0, key = 0;
-};
-
-std::optional<KeysEntries> keys_entries(const Image& image, Address keys, int minor) {
-  if (minor <= 10) {
-    const auto size = image.read_u64(keys + 8);
-    if (!size || *size == 0 || *size > (std::uint64_t{1} << 32)) return std::nullopt;
-    const std::uint64_t slot = *size <= 0xff ? 1 : *size <= 0xffff ? 2 : 4;
-    return KeysEntries{40 + *size * slot, 24, 8};
-  }
-  std::uint8_t sizes[3] = {};
-  if (!image.read_exact(keys + 8, sizes, sizeof sizes) || sizes[1] > 40) return std::nullopt;
-  const bool general = sizes[2] == 0;
-  return KeysEntries{32 + (std::uint64_t{1} << sizes[1]), general ? 24u : 16u, general ? 8u : 0u};
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "base/phase_timer.h"
 #include "base/progress.h"
+#include "runtime/cpython/cpython_roots.h"
 
 namespace heapscope::pymalloc {
 
@@ -101,6 +102,7 @@ class Walker {
                               "pymalloc's share); the walk's: carved slots not on their pool's free list",
                               header_counts, in_use_});
     model_.arenas.push_back(std::move(arena_));
+    model_.not_roots = rt_.not_roots;
     if (check_)
       check_->checked_in_own_words.push_back(fmt::format(
           "pymalloc: {} pool{} in {} run{} of pools, {} slots, {} on free lists", rt_.pools.size(),
@@ -233,6 +235,7 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
       }
     }
   }
+  rt.not_roots = cpython::non_reference_ranges(image, symbols, *rt.module);
   if (rt.pools.empty()) {
     *why_not = "no pymalloc pool in the image's anonymous memory (PYTHONMALLOC=malloc, or nothing small allocated)";
     return std::nullopt;

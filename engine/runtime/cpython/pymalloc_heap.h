@@ -38,6 +38,7 @@ struct Runtime {
   const Module* module = nullptr;  // the interpreter (python3.11, libpython3.12.so.1.0)
   std::string version;             // "3.11" from the module's name; empty when it does not say
   std::vector<Pool> pools;         // in address order
+  std::vector<HeapSegment> not_roots;  // the interpreter's words that are no references (cpython_roots.h)
 };
 
 // The module of a CPython interpreter (exports PyObject_Malloc), or null.
