@@ -3,23 +3,17 @@
 #include "base/phase_timer.h"
 #include "runtime/boehm/boehm_heap.h"
 #include "runtime/boehm/boehm_runtime.h"
+#include "runtime/runtime_allocator.h"
 
 namespace heapscope::boehm {
 
 namespace {
 
-class BoehmAllocator final : public LocatedAllocator {
- public:
-  BoehmAllocator(const Image& image, Runtime runtime) : image_(image), runtime_(std::move(runtime)) {}
-
-  std::string name() const override { return "Boehm GC"; }
-  std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
-  std::optional<HeapVerification> verify(const HeapModel&) const override { return verify_heap(image_, runtime_); }
-  bool owns_arena(const ArenaInfo& arena) const override { return arena.address == runtime_.arrays; }
-
- private:
-  const Image& image_;
-  const Runtime runtime_;
+constexpr AllocatorFunctions<Runtime> kBoehm{
+    .name = "Boehm GC",
+    .walk = walk_heap,
+    .verify = [](const Image& image, const Runtime& rt, const HeapModel&) { return verify_heap(image, rt); },
+    .owns_arena = [](const Runtime& rt, const ArenaInfo& arena) { return arena.address == rt.arrays; },
 };
 
 class BoehmPlugin final : public AllocatorPlugin {
@@ -37,7 +31,7 @@ class BoehmPlugin final : public AllocatorPlugin {
     }
     std::optional<Runtime> runtime = locate_runtime(image, symbols, *module, why_not);
     if (!runtime) return nullptr;
-    return std::make_unique<BoehmAllocator>(image, std::move(*runtime));
+    return located_allocator(image, std::move(*runtime), kBoehm);
   }
 
   // A collector that is loaded but cannot be walked is worth a warning; one never initialised is not.

@@ -1,25 +1,19 @@
 #include "runtime/cpython/pymalloc_allocator.h"
 
 #include "runtime/cpython/pymalloc_heap.h"
+#include "runtime/runtime_allocator.h"
 
 namespace heapscope::pymalloc {
 
 namespace {
 
-class PymallocAllocator final : public LocatedAllocator {
- public:
-  PymallocAllocator(const Image& image, Runtime runtime) : image_(image), runtime_(std::move(runtime)) {}
-
-  std::string name() const override { return "pymalloc"; }
-  std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
-  std::optional<HeapVerification> verify(const HeapModel&) const override { return verify_heap(image_, runtime_); }
-  bool owns_arena(const ArenaInfo& arena) const override {
-    return !runtime_.pools.empty() && arena.address == runtime_.pools.front().address;
-  }
-
- private:
-  const Image& image_;
-  const Runtime runtime_;
+constexpr AllocatorFunctions<Runtime> kPymalloc{
+    .name = "pymalloc",
+    .walk = walk_heap,
+    .verify = [](const Image& image, const Runtime& rt, const HeapModel&) { return verify_heap(image, rt); },
+    .owns_arena = [](const Runtime& rt, const ArenaInfo& arena) {
+      return !rt.pools.empty() && arena.address == rt.pools.front().address;
+    },
 };
 
 class PymallocPlugin final : public AllocatorPlugin {
@@ -31,7 +25,7 @@ class PymallocPlugin final : public AllocatorPlugin {
                                            std::string* why_not) const override {
     std::optional<Runtime> runtime = locate_runtime(image, symbols, why_not);
     if (!runtime) return nullptr;
-    return std::make_unique<PymallocAllocator>(image, std::move(*runtime));
+    return located_allocator(image, std::move(*runtime), kPymalloc);
   }
 };
 

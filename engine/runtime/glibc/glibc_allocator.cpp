@@ -8,30 +8,22 @@
 #include "runtime/glibc/glibc_trim.h"
 #include "runtime/glibc/glibc_verify.h"
 #include "runtime/glibc/sites_recorder.h"
+#include "runtime/runtime_allocator.h"
 
 namespace heapscope::glibc {
 
 namespace {
 
-class GlibcAllocator final : public LocatedAllocator {
- public:
-  GlibcAllocator(const Image& image, Runtime runtime) : image_(image), runtime_(std::move(runtime)) {}
-
-  std::string name() const override { return "glibc"; }
-  std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
-  std::optional<HeapVerification> verify(const HeapModel& model) const override {
-    return verify_heap(image_, runtime_, model);
-  }
-  std::optional<ArenaTrim> arena_trim(const HeapModel& model, std::size_t arena, std::size_t max_blockers,
-                                      std::uint64_t page_bytes) const override {
-    return glibc::arena_trim(model, arena, model.trim, max_blockers, page_bytes);
-  }
-  // glibc records no allocation stacks; heapscope's recorder, preloaded, keeps them in the process.
-  AllocationSamples allocation_samples(const HeapModel&) const override { return read_sites_recorder(image_); }
-
- private:
-  const Image& image_;
-  const Runtime runtime_;
+constexpr AllocatorFunctions<Runtime> kGlibc{
+    .name = "glibc",
+    .walk = walk_heap,
+    .verify = verify_heap,
+    .arena_trim = [](const HeapModel& model, std::size_t arena, std::size_t max_blockers,
+                     std::uint64_t page_bytes) -> std::optional<ArenaTrim> {
+      return glibc::arena_trim(model, arena, model.trim, max_blockers, page_bytes);
+    },
+    // glibc records no allocation stacks; heapscope's recorder, preloaded, keeps them in the process.
+    .samples = [](const Image& image, const Runtime&) { return read_sites_recorder(image); },
 };
 
 class GlibcPlugin final : public AllocatorPlugin {
@@ -49,7 +41,7 @@ class GlibcPlugin final : public AllocatorPlugin {
     }
     std::optional<Runtime> runtime = locate_runtime(image, symbols, why_not);
     if (!runtime) return nullptr;
-    return std::make_unique<GlibcAllocator>(image, std::move(*runtime));
+    return located_allocator(image, std::move(*runtime), kGlibc);
   }
 
   // Under an interposed allocator, glibc's arenas still hold what was malloc'ed through glibc (before the

@@ -3,30 +3,23 @@
 #include "base/phase_timer.h"
 #include "runtime/mimalloc/mimalloc_heap.h"
 #include "runtime/mimalloc/mimalloc_runtime.h"
+#include "runtime/runtime_allocator.h"
 
 namespace heapscope::mimalloc {
 
 namespace {
 
-class MimallocAllocator final : public LocatedAllocator {
- public:
-  MimallocAllocator(const Image& image, Runtime runtime) : image_(image), runtime_(std::move(runtime)) {}
-
-  std::string name() const override { return "mimalloc"; }
-  std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
-  // The walk's checks again, recorded as findings.
-  std::optional<HeapVerification> verify(const HeapModel&) const override { return verify_heap(image_, runtime_); }
-
-  AllocationSamples allocation_samples(const HeapModel&) const override {
-    AllocationSamples s;
-    s.source = "mimalloc";
-    s.how_to_enable = "mimalloc keeps no allocation stacks; heapscope's recorder samples glibc's malloc only";
-    return s;
-  }
-
- private:
-  const Image& image_;
-  const Runtime runtime_;
+constexpr AllocatorFunctions<Runtime> kMimalloc{
+    .name = "mimalloc",
+    .walk = walk_heap,
+    // The walk's checks again, recorded as findings.
+    .verify = [](const Image& image, const Runtime& rt, const HeapModel&) { return verify_heap(image, rt); },
+    .samples = [](const Image&, const Runtime&) {
+      AllocationSamples s;
+      s.source = "mimalloc";
+      s.how_to_enable = "mimalloc keeps no allocation stacks; heapscope's recorder samples glibc's malloc only";
+      return s;
+    },
 };
 
 class MimallocPlugin final : public AllocatorPlugin {
@@ -40,7 +33,7 @@ class MimallocPlugin final : public AllocatorPlugin {
     if (!module) return nullptr;
     std::optional<Runtime> runtime = locate_runtime(image, symbols, *module, why_not);
     if (!runtime) return nullptr;
-    return std::make_unique<MimallocAllocator>(image, std::move(*runtime));
+    return located_allocator(image, std::move(*runtime), kMimalloc);
   }
 
   bool claims(const MallocProvider& provider, const SymbolIndex& symbols) const override {

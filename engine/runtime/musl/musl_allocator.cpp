@@ -5,30 +5,23 @@
 #include "base/phase_timer.h"
 #include "runtime/musl/musl_heap.h"
 #include "runtime/musl/musl_runtime.h"
+#include "runtime/runtime_allocator.h"
 
 namespace heapscope::musl {
 
 namespace {
 
-class MuslAllocator final : public LocatedAllocator {
- public:
-  MuslAllocator(const Image& image, Runtime runtime) : image_(image), runtime_(std::move(runtime)) {}
-
-  std::string name() const override { return "musl"; }
-  std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
-  // The walk's checks again, recorded as findings.
-  std::optional<HeapVerification> verify(const HeapModel&) const override { return verify_heap(image_, runtime_); }
-
-  AllocationSamples allocation_samples(const HeapModel&) const override {
-    AllocationSamples s;
-    s.source = "musl";
-    s.how_to_enable = "musl's malloc keeps no allocation stacks; heapscope's recorder samples glibc's malloc only";
-    return s;
-  }
-
- private:
-  const Image& image_;
-  const Runtime runtime_;
+constexpr AllocatorFunctions<Runtime> kMusl{
+    .name = "musl",
+    .walk = walk_heap,
+    // The walk's checks again, recorded as findings.
+    .verify = [](const Image& image, const Runtime& rt, const HeapModel&) { return verify_heap(image, rt); },
+    .samples = [](const Image&, const Runtime&) {
+      AllocationSamples s;
+      s.source = "musl";
+      s.how_to_enable = "musl's malloc keeps no allocation stacks; heapscope's recorder samples glibc's malloc only";
+      return s;
+    },
 };
 
 // Whether the program is a static one (no dynamic linker) or runs under musl's dynamic linker: where a
@@ -64,7 +57,7 @@ class MuslPlugin final : public AllocatorPlugin {
     }
     std::optional<Runtime> runtime = locate_runtime(image, symbols, module, why_not);
     if (!runtime) return nullptr;
-    return std::make_unique<MuslAllocator>(image, std::move(*runtime));
+    return located_allocator(image, std::move(*runtime), kMusl);
   }
 
   bool claims(const MallocProvider& provider, const SymbolIndex& symbols) const override {

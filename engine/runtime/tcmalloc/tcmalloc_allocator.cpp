@@ -3,37 +3,29 @@
 #include "base/phase_timer.h"
 #include "runtime/tcmalloc/tcmalloc_heap.h"
 #include "runtime/tcmalloc/tcmalloc_runtime.h"
+#include "runtime/runtime_allocator.h"
 
 namespace heapscope::tcmalloc {
 
 namespace {
 
-class TcmallocAllocator final : public LocatedAllocator {
- public:
-  TcmallocAllocator(const Image& image, Runtime runtime, bool full)
-      : image_(image), runtime_(std::move(runtime)), full_(full) {}
-
-  std::string name() const override { return "tcmalloc"; }
-  std::optional<HeapModel> walk(std::string*) const override { return walk_heap(image_, runtime_); }
-
-  // gperftools keeps a stack per sampled allocation (a span of its own whose `objects` is a StackTrace)
-  // only where it is built with sampling: libtcmalloc_minimal, what Debian's programs link, is built with
-  // NO_TCMALLOC_SAMPLES and records none, whatever TCMALLOC_SAMPLE_PARAMETER says.
-  AllocationSamples allocation_samples(const HeapModel&) const override {
-    AllocationSamples s;
-    s.source = "tcmalloc";
-    s.how_to_enable =
-        full_ ? "gperftools' full tcmalloc keeps stacks of sampled allocations (TCMALLOC_SAMPLE_PARAMETER), which "
+constexpr AllocatorFunctions<Runtime> kTcmalloc{
+    .name = "tcmalloc",
+    .walk = walk_heap,
+    // gperftools keeps a stack per sampled allocation (a span of its own whose `objects` is a StackTrace)
+    // only where it is built with sampling: libtcmalloc_minimal, what Debian's programs link, is built with
+    // NO_TCMALLOC_SAMPLES and records none, whatever TCMALLOC_SAMPLE_PARAMETER says.
+    .samples = [](const Image&, const Runtime& rt) {
+      AllocationSamples s;
+      s.source = "tcmalloc";
+      s.how_to_enable =
+          rt.full_library
+              ? "gperftools' full tcmalloc keeps stacks of sampled allocations (TCMALLOC_SAMPLE_PARAMETER), which "
                 "heapscope does not read yet"
               : "libtcmalloc_minimal is built without sampling (NO_TCMALLOC_SAMPLES) and records no allocation "
                 "stacks, whatever TCMALLOC_SAMPLE_PARAMETER says";
-    return s;
-  }
-
- private:
-  const Image& image_;
-  const Runtime runtime_;
-  const bool full_;  // gperftools' full libtcmalloc (with the heap profiler), not libtcmalloc_minimal
+      return s;
+    },
 };
 
 class TcmallocPlugin final : public AllocatorPlugin {
@@ -48,8 +40,8 @@ class TcmallocPlugin final : public AllocatorPlugin {
     std::optional<Runtime> runtime = locate_runtime(image, symbols, *module, why_not);
     if (!runtime) return nullptr;
     // Only the full library has the heap profiler.
-    const bool full = symbols.address_of(*module, "HeapProfilerStart").has_value();
-    return std::make_unique<TcmallocAllocator>(image, std::move(*runtime), full);
+    runtime->full_library = symbols.address_of(*module, "HeapProfilerStart").has_value();
+    return located_allocator(image, std::move(*runtime), kTcmalloc);
   }
 
   bool claims(const MallocProvider& provider, const SymbolIndex& symbols) const override {

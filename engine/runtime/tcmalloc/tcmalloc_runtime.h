@@ -30,6 +30,7 @@ struct Runtime {
   const Layout* layout = nullptr;
   const Module* module = nullptr;
   std::string version;  // "2.10"; empty when unknown
+  bool full_library = false;  // gperftools' full libtcmalloc (with the heap profiler), not libtcmalloc_minimal
   bool inited = false;  // Static::inited_: false before the first allocation
   Address sizemap = 0, central_cache = 0, pageheap = 0;
   Address thread_heaps = 0;  // &ThreadCache::thread_heaps_ (0 when the symbol is missing)
