@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "runtime/allocator.h"
@@ -21,6 +22,15 @@ struct AllocatorFunctions {
   AllocationSamples (*samples)(const Image&, const Runtime&) = nullptr;
   bool (*owns_arena)(const Runtime&, const ArenaInfo&) = nullptr;
 };
+
+// What an allocator that keeps no allocation stacks heapscope reads says of them: `source` names it, `why`
+// says so and what would.
+inline AllocationSamples no_allocation_stacks(std::string source, std::string why) {
+  AllocationSamples s;
+  s.source = std::move(source);
+  s.how_to_enable = std::move(why);
+  return s;
+}
 
 template <class Runtime>
 class RuntimeAllocator final : public LocatedAllocator {

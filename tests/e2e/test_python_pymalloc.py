@@ -44,6 +44,18 @@ def read_ledger(path):
     return ledger, stats
 
 
+def inside_any(blocks):
+    """Whether an address (an object's id) lies in one of `blocks` (a `blocks --json` listing)."""
+    blocks = sorted(blocks, key=lambda b: b["address"])
+    starts = [b["address"] for b in blocks]
+
+    def holds(address):
+        i = bisect.bisect_right(starts, address) - 1
+        return i >= 0 and address < starts[i] + blocks[i]["usable_size"]
+
+    return holds
+
+
 def pymalloc_figure(summary):
     (figure,) = [f for f in summary["heap"]["figures"] if f["name"] == "pools' counts of blocks in use"]
     return figure
@@ -86,13 +98,7 @@ class PymallocChecks:
                 self.assertEqual(self.histogram[name]["count"], self.ledger["census"][name])
 
     def test_the_garbage_cycles_are_leaked(self):
-        blocks = sorted(self.leaked, key=lambda b: b["address"])
-        starts = [b["address"] for b in blocks]
-
-        def leaked_block(address):
-            i = bisect.bisect_right(starts, address) - 1
-            return i >= 0 and address < starts[i] + blocks[i]["usable_size"]
-
+        leaked_block = inside_any(self.leaked)
         garbage = [int(x) for x in self.ledger["garbage"]]
         found = sum(leaked_block(x) for x in garbage)
         self.assertGreaterEqual(found, GARBAGE_FOUND * len(garbage), f"{found} of {len(garbage)}")
@@ -115,13 +121,7 @@ class PymallocChecks:
     def test_no_reference_by_the_interpreters_rules_keeps_garbage(self):
         # Cycles held only by weak references, by a dict keyed by their id()s (whose hashes are their
         # addresses), or by a returned call's spent locals in the data stack (3.11+) are garbage.
-        blocks = sorted(self.leaked, key=lambda b: b["address"])
-        starts = [b["address"] for b in blocks]
-
-        def leaked_block(address):
-            i = bisect.bisect_right(starts, address) - 1
-            return i >= 0 and address < starts[i] + blocks[i]["usable_size"]
-
+        leaked_block = inside_any(self.leaked)
         for kind, ids in self.ledger["special"].items():
             if kind == "touched" and self.ledger["version"] < [3, 11]:
                 continue  # frames were objects before 3.11's data stack (a zombie frame keeps its last call's)

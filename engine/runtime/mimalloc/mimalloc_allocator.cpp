@@ -15,10 +15,8 @@ constexpr AllocatorFunctions<Runtime> kMimalloc{
     // The walk's checks again, recorded as findings.
     .verify = [](const Image& image, const Runtime& rt, const HeapModel&) { return verify_heap(image, rt); },
     .samples = [](const Image&, const Runtime&) {
-      AllocationSamples s;
-      s.source = "mimalloc";
-      s.how_to_enable = "mimalloc keeps no allocation stacks; heapscope's recorder samples glibc's malloc only";
-      return s;
+      return no_allocation_stacks(
+          "mimalloc", "mimalloc keeps no allocation stacks; heapscope's recorder samples glibc's malloc only");
     },
 };
 

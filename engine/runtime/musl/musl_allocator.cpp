@@ -17,10 +17,8 @@ constexpr AllocatorFunctions<Runtime> kMusl{
     // The walk's checks again, recorded as findings.
     .verify = [](const Image& image, const Runtime& rt, const HeapModel&) { return verify_heap(image, rt); },
     .samples = [](const Image&, const Runtime&) {
-      AllocationSamples s;
-      s.source = "musl";
-      s.how_to_enable = "musl's malloc keeps no allocation stacks; heapscope's recorder samples glibc's malloc only";
-      return s;
+      return no_allocation_stacks(
+          "musl", "musl's malloc keeps no allocation stacks; heapscope's recorder samples glibc's malloc only");
     },
 };
 

@@ -16,15 +16,12 @@ constexpr AllocatorFunctions<Runtime> kTcmalloc{
     // only where it is built with sampling: libtcmalloc_minimal, what Debian's programs link, is built with
     // NO_TCMALLOC_SAMPLES and records none, whatever TCMALLOC_SAMPLE_PARAMETER says.
     .samples = [](const Image&, const Runtime& rt) {
-      AllocationSamples s;
-      s.source = "tcmalloc";
-      s.how_to_enable =
-          rt.full_library
-              ? "gperftools' full tcmalloc keeps stacks of sampled allocations (TCMALLOC_SAMPLE_PARAMETER), which "
-                "heapscope does not read yet"
-              : "libtcmalloc_minimal is built without sampling (NO_TCMALLOC_SAMPLES) and records no allocation "
-                "stacks, whatever TCMALLOC_SAMPLE_PARAMETER says";
-      return s;
+      return no_allocation_stacks(
+          "tcmalloc", rt.full_library
+                          ? "gperftools' full tcmalloc keeps stacks of sampled allocations (TCMALLOC_SAMPLE_PARAMETER), "
+                            "which heapscope does not read yet"
+                          : "libtcmalloc_minimal is built without sampling (NO_TCMALLOC_SAMPLES) and records no "
+                            "allocation stacks, whatever TCMALLOC_SAMPLE_PARAMETER says");
     },
 };
 
