@@ -15,8 +15,9 @@ import os
 import unittest
 
 from heapscope_e2e import RemovesItsCore, capture_program, heapscope_json, run_heapscope, work_dir
-from lldb_session import parked_fixture
+from lldb_session import parked_fixture, require_lldb_and_gdb, run_lldb
 from test_attach import take_core
+from test_gdb import json_between_markers, marked, run_gdb
 
 DEBIAN_PYTHON = "/usr/bin/python3"
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "python_pymalloc.py")
@@ -155,15 +156,22 @@ class Pyenv313Pymalloc(PymallocChecks, unittest.TestCase):
 
 @unittest.skipUnless(os.access(DEBIAN_PYTHON, os.X_OK), "Debian's python3 is not installed")
 class PymallocLive(RemovesItsCore, unittest.TestCase):
-    """`heapscope attach` walks the pools of the running process as the core of the same stop holds them."""
+    """`heapscope attach`, the LLDB plugin and GDB attached to the running process walk its pools as the core
+    of the same stop holds them, and find the same leaks."""
 
     @classmethod
     def setUpClass(cls):
+        require_lldb_and_gdb()
         directory = work_dir()
         ledger_file = os.path.join(directory, "python-pymalloc-live.ledger")
         cls.core = os.path.join(directory, "python-pymalloc-live.core")
         with parked_fixture(DEBIAN_PYTHON, ledger_file, "python_pymalloc", env={"PYTHONMALLOC": "pymalloc"},
                             args=(SCRIPT, str(USERS), str(CYCLES))) as process:
+            # The fixture sleeps in pause(): a debugger's stop and continue run no Python code.
+            cls.lldb = run_lldb(["heap summary --json", "heap leaks --json", "process detach"],
+                                lldb_args=["-p", str(process.pid)])
+            cls.gdb = run_gdb(marked("summary", "heap summary --json") + marked("leaks", "heap leaks --json") +
+                              ["detach"], "-p", str(process.pid))
             cls.live = heapscope_json("attach", process.pid, "summary")
             cls.live_leaks = heapscope_json("attach", process.pid, "leaks")
             take_core(process.pid, cls.core)
@@ -176,6 +184,14 @@ class PymallocLive(RemovesItsCore, unittest.TestCase):
     def test_attach_reads_what_the_core_holds(self):
         self.assertEqual(pymalloc_figure(self.live), pymalloc_figure(heapscope_json("summary", self.core)))
         self.assertEqual(self.live_leaks["totals"], heapscope_json("leaks", self.core)["totals"])
+
+    def test_lldb_and_gdb_read_what_the_core_holds(self):
+        from_core = pymalloc_figure(heapscope_json("summary", self.core))
+        leaks = heapscope_json("leaks", self.core)["totals"]
+        self.assertEqual(pymalloc_figure(self.lldb.json_of("heap summary --json")), from_core)
+        self.assertEqual(self.lldb.json_of("heap leaks --json")["totals"], leaks)
+        self.assertEqual(pymalloc_figure(json_between_markers(self.gdb, "summary")), from_core)
+        self.assertEqual(json_between_markers(self.gdb, "leaks")["totals"], leaks)
 
 
 if __name__ == "__main__":
