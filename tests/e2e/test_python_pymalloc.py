@@ -12,8 +12,10 @@ import bisect
 import glob
 import json
 import os
+import struct
 import unittest
 
+from allocator_walk import damaged_copy
 from heapscope_e2e import RemovesItsCore, capture_program, heapscope_json, run_heapscope, work_dir
 from lldb_session import parked_fixture, require_lldb_and_gdb, run_lldb
 from test_attach import take_core
@@ -152,6 +154,33 @@ class Pyenv39Pymalloc(PymallocChecks, unittest.TestCase):
 class Pyenv313Pymalloc(PymallocChecks, unittest.TestCase):
     PYTHON = pyenv_python("3.13")
     KEY = "python-pymalloc-3.13"
+
+
+@unittest.skipUnless(os.access(DEBIAN_PYTHON, os.X_OK), "Debian's python3 is not installed")
+class PymallocDamage(unittest.TestCase):
+    """A pool whose free list leads astray: the walk goes on with a warning and a partial heap, `verify`
+    names the pool, and `leaks` still answers."""
+
+    def test_a_free_list_that_leads_astray_is_a_finding(self):
+        core, _ = capture_program("python-pymalloc", DEBIAN_PYTHON, extra_sources=(SCRIPT,),
+                                  env={"PYTHONMALLOC": "pymalloc"}, args=(SCRIPT, str(USERS), str(CYCLES)))
+        summary = heapscope_json("summary", core)
+        (pools,) = [d["address"] for d in summary["heap"]["discovery"] if d["structure"] == "pools"]
+        slots = [b for b in heapscope_json("blocks", core, "--state", "free")["blocks"]
+                 if b["usable_size"] <= 512 and b["arena"] == pools]
+        self.assertTrue(slots)
+        # A free slot's first word is the next free slot's address: half a slot past the pool's start is none.
+        for slot in slots[:16]:
+            pool = slot["address"] & ~(16384 - 1)
+            bad = damaged_copy(core, "python-pymalloc-bad-free-list", {slot["address"]: struct.pack("<Q", pool + 8)})
+            findings = heapscope_json("verify", bad)["findings"]
+            if findings:
+                break
+        self.assertIn("free_list", [f["kind"] for f in findings])
+        damaged = heapscope_json("summary", bad)
+        self.assertFalse(damaged["heap"]["complete"])
+        self.assertTrue(any(w.startswith("pymalloc free_list at ") for w in damaged["warnings"]), damaged["warnings"])
+        self.assertEqual(run_heapscope("leaks", bad).returncode, 0)
 
 
 @unittest.skipUnless(os.access(DEBIAN_PYTHON, os.X_OK), "Debian's python3 is not installed")
