@@ -244,8 +244,9 @@ RefsReport find_referrers(Session& s, BlockId target, Address query) {
     const BlockId from = edge_target(e);
     if (!seen.insert(from).second) continue;  // one entry per pointer word: the edge's sites
     for (const Address at : g.edge_sites(from, target))
-      r.referrers.push_back(
-          {block_ref(s, names, from), at - blocks[from].address(), std::nullopt, landing_offset(s, at, target)});
+      r.referrers.push_back({block_ref(s, names, from), at - blocks[from].address(),
+                             runtime_field(s, from, at - blocks[from].address()), std::nullopt,
+                             landing_offset(s, at, target)});
   }
   std::set<std::uint32_t> roots(g.in_root_edges(target).begin(), g.in_root_edges(target).end());
   for (std::uint32_t root : roots) {
@@ -295,7 +296,7 @@ DescribeReport describe_block(Session& s, BlockId target, Address query, std::si
   for (const PointerWord& p : pointer_words) {
     std::string where = pointer_target(s, names, p.value, p.to);
     if (where.empty()) continue;  // not a pointer to anything heapscope can name
-    r.pointers.push_back({p.at - b.address(), p.value, std::move(where)});
+    r.pointers.push_back({p.at - b.address(), p.value, std::move(where), runtime_field(s, target, p.at - b.address())});
   }
   BlockFields fields = block_fields(s, names, target, max_fields);
   r.fields_type = std::move(fields.type);

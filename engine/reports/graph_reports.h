@@ -153,6 +153,7 @@ struct RetainersReport {
 struct Referrer {
   std::optional<BlockRef> block;  // a heap block holding the pointer...
   std::uint64_t offset = 0;       // ...at this offset
+  std::string field;              // the block's field there (a runtime's name: `["orders"]`, `[3]`), or empty
   std::optional<RootRef> root;    // or a root
   std::uint64_t into = 0;         // how far into the target the pointer lands (0: its start)
 };
@@ -168,6 +169,7 @@ struct PointerSlot {
   std::uint64_t offset = 0;
   Address value = 0;
   std::string points_to;  // "block 0x… (Node, 24 bytes)", "global g in app", "stack of thread 2"
+  std::string field;      // the block's field there (a runtime's name: `["orders"]`, `[3]`), or empty
 };
 
 // One field of a DWARF-typed block, like a line of gdb's `print *p`.

@@ -87,6 +87,7 @@ std::string render_json(const RefsReport& r) {
       ordered_json j = {{"kind", "block"}};
       j.update(json::block(*ref.block));
       j["offset"] = ref.offset;
+      j["field"] = ref.field;
       j["into"] = ref.into;
       refs.push_back(j);
     } else if (ref.root) {
@@ -105,7 +106,7 @@ std::string render_json(const DescribeReport& r) {
   if (!r.text.empty()) block["text"] = r.text;
   ordered_json pointers = ordered_json::array();
   for (const PointerSlot& p : r.pointers)
-    pointers.push_back({{"offset", p.offset}, {"value", p.value}, {"points_to", p.points_to}});
+    pointers.push_back({{"offset", p.offset}, {"value", p.value}, {"points_to", p.points_to}, {"field", p.field}});
   ordered_json fields = ordered_json::array();
   for (const FieldRow& f : r.fields)
     fields.push_back({{"path", f.path}, {"type", f.type}, {"offset", f.offset}, {"value", f.value},

@@ -107,7 +107,8 @@ std::string render_text(const RefsReport& r) {
   for (const Referrer& ref : r.referrers) {
     const std::string lands = " → " + text::landing_line(ref.into, r.target);
     if (ref.block)
-      out += fmt::format("  block {} at +0x{:x}{}\n", block_line(*ref.block), ref.offset, lands);
+      out += fmt::format("  block {} at +0x{:x}{}{}\n", block_line(*ref.block), ref.offset,
+                         ref.field.empty() ? "" : " (" + ref.field + ")", lands);
     else if (ref.root)
       out += fmt::format("  {}{}{}\n", ref.root->label,
                          ref.root->address ? fmt::format(" [0x{:x}]", ref.root->address) : "", lands);
@@ -133,7 +134,9 @@ std::string render_text(const DescribeReport& r) {
     out += fmt::format("  0x{:x}: {:<48} {}\n", r.dump_address + row, hex, ascii);
   }
   if (!r.pointers.empty()) out += "Pointers it holds:\n";
-  for (const PointerSlot& p : r.pointers) out += fmt::format("  +0x{:<4x} 0x{:x} → {}\n", p.offset, p.value, p.points_to);
+  for (const PointerSlot& p : r.pointers)
+    out += fmt::format("  +0x{:<4x} {}0x{:x} → {}\n", p.offset, p.field.empty() ? "" : p.field + " ", p.value,
+                       p.points_to);
   if (!r.fields_type.empty()) out += fmt::format("Fields of {}:\n", r.fields_type);
   for (const FieldRow& f : r.fields) {
     // "  +0x10   .series (series)", then its fields two spaces deeper; gdb-like "name (type) = value".

@@ -120,6 +120,14 @@ class PymallocChecks:
         self.assertEqual(text.returncode, 0, text.stderr)
         self.assertIn('(["customers"])', text.stdout)
         self.assertRegex(text.stdout, r"\(list items, \d+ bytes\), .*, pointer at \+0x[0-9a-f]+ \(\[\d+\]\)")
+        # refs and describe name the same words.
+        refs = run_heapscope("refs", self.core, hex(customer["address"])).stdout
+        self.assertRegex(refs, r"block 0x[0-9a-f]+ \(list items, \d+ bytes\) at \+0x[0-9a-f]+ \(\[\d+\]\) → ")
+        paths = heapscope_json("retainers", self.core, hex(customer["address"]), "--paths", "6")["paths"]
+        keys = [step["address"] for path in paths for step in path["steps"] if step["field"] == '["customers"]']
+        self.assertTrue(keys)
+        described = run_heapscope("describe", self.core, hex(keys[0])).stdout
+        self.assertRegex(described, r'\n  \+0x[0-9a-f]+ +\["customers"\] 0x[0-9a-f]+ → block ')
 
     def test_no_reference_by_the_interpreters_rules_keeps_garbage(self):
         # Cycles held only by weak references, by a dict keyed by their id()s (whose hashes are their
