@@ -1,22 +1,21 @@
 #include "runtime/cpython/cpython_objects.h"
 
 #include <algorithm>
-#include <charconv>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "base/progress.h"
+#include "runtime/cpython/cpython_layout.h"
 
 namespace heapscope {
 
 namespace {
 
-// PyTypeObject's fields read here: the same offsets in every 64-bit release since 3.8.
-constexpr Address kTpName = 24, kTpBasicsize = 32, kTpItemsize = 40, kTpFlags = 168;
-constexpr Address kObSize = 16;
-constexpr Address kTpBase = 256;
+using cpython::kTpBase, cpython::kTpBasicsize, cpython::kTpFlags, cpython::kTpItemsize, cpython::kTpName;
+using cpython::minor_from_name;
+constexpr Address kObSize = 16;  // a variable-size object's item count, after ob_refcnt and ob_type
 // A weak reference (PyWeakReference: wr_object, wr_callback, hash, wr_prev, wr_next after its header): the
 // words that are no references, from the object's start.
 constexpr std::uint64_t kWeakReferenceWords = (1u << 2) | (1u << 5) | (1u << 6);
@@ -25,7 +24,7 @@ bool is_weakref_type_name(std::string_view name) {
                         "weakref.CallableProxyType"})
     if (name == n) return true;
   return false;
-}  // a variable-size object's item count, after ob_refcnt and ob_type
+}
 constexpr std::uint64_t kHaveGc = 1ull << 14;         // Py_TPFLAGS_HAVE_GC
 constexpr std::uint64_t kManagedDict = 1ull << 4;     // Py_TPFLAGS_MANAGED_DICT (3.11)
 constexpr std::uint64_t kManagedWeakref = 1ull << 3;  // Py_TPFLAGS_MANAGED_WEAKREF (3.12)
@@ -49,17 +48,6 @@ Release release_table(int minor) {
   if (minor <= 10) return {minor, 0, false};
   if (minor == 11) return {minor, kManagedDict, true};
   return {minor, kManagedDict | kManagedWeakref, true};  // 3.12; later releases are read as 3.12
-}
-
-// "python3.11", "libpython3.11.so.1.0" → 11.
-std::optional<int> minor_from_name(std::string_view name) {
-  const std::size_t at = name.find("python3.");
-  if (at == std::string_view::npos) return std::nullopt;
-  const std::string_view digits = name.substr(at + 8);
-  int minor = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minor);
-  if (ec != std::errc() || end == digits.data()) return std::nullopt;
-  return minor;
 }
 
 const Module* interpreter_module(const Image& image) {
@@ -338,18 +326,17 @@ std::optional<KeysEntries> keys_entries(const Image& image, Address keys, int mi
 }
 
 // How many bytes of its items' block a container uses (its spare room keeps what it held before): a list
-// its ob_size items, a dict's keys up to its dk_nentries entries (its header: dk_nentries at 32 to 3.10, at
-// 24 from 3.11). 0 when it cannot tell (a set: its table is sparse by design).
-std::uint64_t used_bytes(const Image& image, Address object, const ContainerBody& c, Address body, int minor) {
-  if (c.type == "list") {
-    const auto size = image.read_u64(object + kObSize);
-    return size && *size < (std::uint64_t{1} << 40) ? *size * 8 : 0;
-  }
-  if (c.type != "dict") return 0;
-  const std::optional<KeysEntries> e = keys_entries(image, body, minor);
-  const auto nentries = image.read_u64(body + (minor <= 10 ? 32 : 24));
-  if (!e || !nentries || *nentries > (std::uint64_t{1} << 32)) return 0;
-  return round_up8(e->start + *nentries * e->size);
+// its ob_size items; a dict's keys, laid out as `e` says, up to its dk_nentries entries (dk_nentries at 32
+// to 3.10, at 24 from 3.11). 0 when it cannot tell.
+std::uint64_t list_used_bytes(const Image& image, Address list) {
+  const auto size = image.read_u64(list + kObSize);
+  return size && *size < (std::uint64_t{1} << 40) ? *size * 8 : 0;
+}
+
+std::uint64_t keys_used_bytes(const Image& image, Address keys, const KeysEntries& e, int minor) {
+  const auto nentries = image.read_u64(keys + (minor <= 10 ? 32 : 24));
+  if (!nentries || *nentries > (std::uint64_t{1} << 32)) return 0;
+  return round_up8(e.start + *nentries * e.size);
 }
 
 class Marker {
@@ -373,15 +360,20 @@ class Marker {
     const auto b = block_holding(heap, *at);
     if (!b || heap.blocks[*b].address() != *at || type_of_[*b]) return;
     type_of_[*b] = types.intern(std::string(c.body));
-    if (const std::uint64_t end = used_bytes(image, object, c, *at, minor); end <= heap.blocks[*b].usable_size())
-      ends(*b, end);
+    const std::uint64_t room = heap.blocks[*b].usable_size();
+    if (c.type == "list") {
+      if (const std::uint64_t end = list_used_bytes(image, object); end <= room) ends(*b, end);
+      return;
+    }
+    if (c.type != "dict") return;  // a set's table is sparse by design
+    const std::optional<KeysEntries> e = keys_entries(image, *at, minor);
+    if (!e) return;
+    if (const std::uint64_t end = keys_used_bytes(image, *at, *e, minor); end <= room) ends(*b, end);
     // A dict's hashes are no references (an int key's hash is its value: id()s are addresses).
     constexpr std::uint64_t kHashedEntryBytes = 24;
-    if (c.type == "dict")
-      if (const std::optional<KeysEntries> e = keys_entries(image, *at, minor);
-          e && e->size == kHashedEntryBytes && e->start / 8 <= ObjectHeaders::kMaxEndWords)
-        strided_.push_back({static_cast<std::uint32_t>(*b), static_cast<std::uint16_t>(e->start / 8),
-                            static_cast<std::uint8_t>(e->size / 8), 0});
+    if (e->size == kHashedEntryBytes && e->start / 8 <= ObjectHeaders::kMaxEndWords)
+      strided_.push_back({static_cast<std::uint32_t>(*b), static_cast<std::uint16_t>(e->start / 8),
+                          static_cast<std::uint8_t>(e->size / 8), 0});
   }
 
   void ends(std::size_t b, std::uint64_t end) {
@@ -485,8 +477,7 @@ std::optional<std::string> ascii_text(const Image& image, Address at, int minor)
   if (!image.read_exact(at, head, sizeof head) || head[2] == 0 || head[2] > kLongestKey) return std::nullopt;
   const auto state = static_cast<std::uint32_t>(head[kStrState / 8]);
   if (!(state & kStrCompact) || !(state & kStrAscii)) return std::nullopt;
-  const auto name_at = image.read_u64(head[1] + kTpName);
-  if (!name_at || image.read_c_string(*name_at, 8) != "str") return std::nullopt;
+  if (!cpython::has_type_named(image, at, "str")) return std::nullopt;
   std::string text(head[2], '\0');
   if (!image.read_exact(at + str_header(minor, state), text.data(), text.size())) return std::nullopt;
   if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c < 0x7f; })) return std::nullopt;

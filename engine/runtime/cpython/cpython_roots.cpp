@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "base/phase_timer.h"
 #include "base/progress.h"
+#include "runtime/cpython/cpython_layout.h"
 #include "runtime/module_data.h"
 
 namespace heapscope::cpython {
@@ -11,14 +13,7 @@ namespace {
 
 constexpr std::uint64_t kTypeCacheEntries = 4096;  // MCACHE_SIZE_EXP 12, every release since 3.8
 constexpr std::uint64_t kEntryBytes = 24;          // unsigned int version (padded), name, value
-constexpr Address kTpName = 24;
-
-// Whether `at` holds a str object (its type's name is "str"): a type cache entry's name is an interned str.
-bool is_str(const Image& image, Address at) {
-  const auto type = image.read_u64(at + 8);
-  const auto name = type ? image.read_u64(*type + kTpName) : std::nullopt;
-  return name && image.read_c_string(*name, 8) == "str";
-}
+constexpr std::size_t kEntryWords = kEntryBytes / 8;
 
 // The type cache: a run of 4096 entries whose versions fit 32 bits and whose names are null or str objects,
 // a quarter of them at least named (a run of zeros is none). Each entry's value word, as a range.
@@ -27,25 +22,25 @@ void add_type_cache(const Image& image, const WritableRanges& data, std::vector<
     if (end - start < kTypeCacheEntries * kEntryBytes) continue;
     std::vector<std::uint64_t> words((end - start) / 8);
     if (image.read(start, words.data(), words.size() * 8) != words.size() * 8) continue;
-    for (std::size_t phase = 0; phase < kEntryBytes / 8; ++phase) {
-      std::size_t run = 0, named = 0;
-      for (std::size_t i = phase; i + 2 < words.size(); i += kEntryBytes / 8) {
-        const bool valid = words[i] >> 32 == 0 && (words[i + 1] == 0 || is_str(image, words[i + 1]));
-        if (!valid) {
-          run = named = 0;
+    for (std::size_t phase = 0; phase < kEntryWords; ++phase) {
+      std::size_t first = phase, named = 0;  // the run of entries [first, i)
+      for (std::size_t i = phase;; i += kEntryWords) {
+        const bool entry = i + kEntryWords <= words.size() && words[i] >> 32 == 0 &&
+                           (words[i + 1] == 0 || cpython::has_type_named(image, words[i + 1], "str"));
+        if (entry) {
+          named += words[i + 1] != 0;
           continue;
         }
-        ++run;
-        named += words[i + 1] != 0;
         // The run's named entries' values, once it is long and named enough (zeros before the cache
         // count as entries: their values are null, none is taken).
-        const bool last = i + 5 >= words.size() || !(words[i + 3] >> 32 == 0 &&
-                                                    (words[i + 4] == 0 || is_str(image, words[i + 4])));
-        if (last && run >= kTypeCacheEntries && named >= kTypeCacheEntries / 4) {
-          for (std::size_t e = i + 3 - run * 3; e <= i; e += 3)
+        if ((i - first) / kEntryWords >= kTypeCacheEntries && named >= kTypeCacheEntries / 4) {
+          for (std::size_t e = first; e < i; e += kEntryWords)
             if (words[e + 1] != 0) out.push_back({start + (e + 2) * 8, start + (e + 3) * 8});
           return;
         }
+        if (i + kEntryWords > words.size()) break;
+        first = i + kEntryWords;
+        named = 0;
       }
     }
   }
@@ -98,6 +93,7 @@ void add_spent_data_stacks(const Image& image, const WritableRanges& data, std::
 }  // namespace
 
 std::vector<HeapSegment> non_reference_ranges(const Image& image, const SymbolIndex& symbols, const Module& module) {
+  PhaseTimer timer("walk: CPython's non-references");
   std::vector<HeapSegment> out;
   const ModuleSymbols* syms = symbols.symbols_for(module);
   if (!syms) return out;

@@ -2,13 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cstring>
-#include <map>
-#include <regex>
+#include <cstddef>
 
 #include "base/phase_timer.h"
 #include "base/progress.h"
+#include "runtime/cpython/cpython_layout.h"
 #include "runtime/cpython/cpython_roots.h"
 
 namespace heapscope::pymalloc {
@@ -218,8 +216,7 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
     *why_not = "no module exports PyObject_Malloc (no CPython interpreter)";
     return std::nullopt;
   }
-  static const std::regex kVersion(R"((?:python|libpython)(3\.\d+))");
-  if (std::smatch m; std::regex_search(rt.module->path, m, kVersion)) rt.version = m[1];
+  if (const auto minor = cpython::minor_from_name(rt.module->name())) rt.version = fmt::format("3.{}", *minor);
   {
     PhaseTimer timer("walk: locate pymalloc pools");
     for (const MemoryRegion& r : image.regions()) {
@@ -235,11 +232,11 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
       }
     }
   }
-  rt.not_roots = cpython::non_reference_ranges(image, symbols, *rt.module);
   if (rt.pools.empty()) {
     *why_not = "no pymalloc pool in the image's anonymous memory (PYTHONMALLOC=malloc, or nothing small allocated)";
     return std::nullopt;
   }
+  rt.not_roots = cpython::non_reference_ranges(image, symbols, *rt.module);
   return rt;
 }
 
@@ -247,7 +244,6 @@ HeapModel walk_heap(const Image& image, const Runtime& rt) { return Walker(image
 
 HeapVerification verify_heap(const Image& image, const Runtime& rt) {
   HeapVerification out;
-  out.counts_in_glibc_words = true;
   Walker(image, rt, &out).run();
   return out;
 }
