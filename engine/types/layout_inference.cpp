@@ -412,7 +412,6 @@ struct LayoutInference::State {
 
   std::unordered_map<BlockId, std::vector<const Candidate*>> ties;  // blocks the program's structures tie at
   std::unordered_map<BlockId, std::string> known;                   // certain names of blocks ties point to
-  std::unordered_map<BlockId, std::optional<DwarfTypeRef>> decided;  // infer's answers
 };
 
 LayoutInference::LayoutInference(const Image& image, const HeapModel& heap, const BlockIndex& index,
@@ -432,20 +431,19 @@ std::vector<BlockId> LayoutInference::tie_pointees(BlockId b) {
   return out;
 }
 
+std::vector<BlockId> LayoutInference::tied_blocks() const {
+  std::vector<BlockId> out;
+  for (const auto& [b, tied] : state_->ties) out.push_back(b);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void LayoutInference::know_names(std::unordered_map<BlockId, std::string> names) {
   state_->known = std::move(names);
-  for (const auto& [b, tied] : state_->ties) state_->decided.erase(b);
   state_->ties.clear();
 }
 
 std::optional<DwarfTypeRef> LayoutInference::infer(BlockId b) {
-  // Asked twice of a block when ties are looked for first (tie_pointees), decided once.
-  const auto [decided, fresh] = state_->decided.try_emplace(b);
-  if (fresh) decided->second = decide(b);
-  return decided->second;
-}
-
-std::optional<DwarfTypeRef> LayoutInference::decide(BlockId b) {
   const Block& block = state_->heap.blocks[b];
   if (!is_allocated(block.state) || block.usable_size() > kLargestInferred) return std::nullopt;
   // The program's own structures first: a leak is most often of the program's own types, and a library's

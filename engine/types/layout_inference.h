@@ -33,16 +33,16 @@ class LayoutInference {
   ~LayoutInference();
   // The structure that clearly wins for allocated block `b`; nullopt when none does (or no DWARF).
   std::optional<DwarfTypeRef> infer(BlockId b);
-  // When the program's structures tied at `b` (infer said nullopt), the blocks their pointer members lead
-  // to; empty otherwise. Certain names of some of them (DWARF from the roots, a symbol, RTTI), given to
-  // know_names, break such ties from then on: a lost list node whose `next` leads to a live `conn` is a
-  // conn, not the `request` laid out alike — the one structure whose members' pointees are named as its
-  // members' types say.
+  // The blocks infer met where the program's structures tied (it said nullopt), in order; for each, the
+  // blocks the tied structures' pointer members lead to. Certain names of some of those (DWARF from the
+  // roots, a symbol, RTTI), given to know_names, break such ties from then on: a lost list node whose
+  // `next` leads to a live `conn` is a conn, not the `request` laid out alike — the one structure whose
+  // members' pointees are named as its members' types say.
+  std::vector<BlockId> tied_blocks() const;
   std::vector<BlockId> tie_pointees(BlockId b);
   void know_names(std::unordered_map<BlockId, std::string> names);
 
  private:
-  std::optional<DwarfTypeRef> decide(BlockId b);
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -58,15 +58,15 @@ void settle_lists_or_rings(const Image& image, const DwarfTypes& dwarf, std::vec
   }
 }
 
-// Gives `inference` the certain names of what its ties among `blocks` point to, asked of `known` once.
-void break_ties_by_known_names(std::span<const BlockId> blocks, LayoutInference& inference, const KnownNames& known) {
+// Gives `inference` the certain names of what the ties it met point to, asked of `known` once; false when
+// it met none.
+bool break_ties_by_known_names(LayoutInference& inference, const KnownNames& known) {
   std::vector<BlockId> pointees;
-  for (const BlockId b : blocks)
-    if (!inference.infer(b)) {
-      const std::vector<BlockId> more = inference.tie_pointees(b);
-      pointees.insert(pointees.end(), more.begin(), more.end());
-    }
-  if (pointees.empty()) return;
+  for (const BlockId b : inference.tied_blocks()) {
+    const std::vector<BlockId> more = inference.tie_pointees(b);
+    pointees.insert(pointees.end(), more.begin(), more.end());
+  }
+  if (pointees.empty()) return false;
   std::sort(pointees.begin(), pointees.end());
   pointees.erase(std::unique(pointees.begin(), pointees.end()), pointees.end());
   const std::vector<std::string> names = known(pointees);
@@ -74,6 +74,7 @@ void break_ties_by_known_names(std::span<const BlockId> blocks, LayoutInference&
   for (std::size_t i = 0; i < pointees.size() && i < names.size(); ++i)
     if (!names[i].empty()) named.emplace(pointees[i], names[i]);
   inference.know_names(std::move(named));
+  return true;
 }
 
 }  // namespace
@@ -107,10 +108,14 @@ void name_unrooted_blocks(const Image& image, const HeapModel& heap, const Block
   {
     PhaseTimer step("leak names: layout inference");
     LayoutInference inference(image, heap, index, dwarf);
-    const std::vector<BlockId> unnamed = select(order, within, types, /*named=*/false);
-    if (known) break_ties_by_known_names(unnamed, inference, known);
-    type_from_inferred_blocks(image, heap, index, unnamed, [&](BlockId b) { return inference.infer(b); }, types,
+    const auto infer = [&](BlockId b) { return inference.infer(b); };
+    type_from_inferred_blocks(image, heap, index, select(order, within, types, /*named=*/false), infer, types,
                               dwarf, within);
+    // The ties met on the way, with what their pointees are certainly named: a second pass over what is
+    // still unnamed, so that the names cost nothing when nothing tied.
+    if (known && break_ties_by_known_names(inference, known))
+      type_from_inferred_blocks(image, heap, index, select(order, within, types, /*named=*/false), infer, types,
+                                dwarf, within);
     settle_lists_or_rings(image, dwarf, std::move(lists_or_rings), within, types);
   }
   PhaseTimer step("leak names: content");
