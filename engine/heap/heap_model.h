@@ -163,6 +163,22 @@ struct SegmentBlocks {
   std::size_t first = 0, last = 0;
 };
 
+// A frame of an interpreter's own stack (a Python function's, in CPython's data stack): memory that is no
+// heap, a root owned by the thread running the frame, whose words the interpreter names.
+struct InterpreterFrame {
+  struct Local {
+    Address at = 0;  // one word
+    std::string name;
+  };
+  std::uint32_t tid = 0;    // the thread running it (the system's id); 0 when the interpreter does not say
+  std::uint32_t depth = 0;  // 0: the innermost of its thread
+  std::string function;     // "handle" ("Server.handle": the qualified name)
+  std::string file;         // "app.py"
+  std::uint32_t line = 0;   // where it is (0: unknown)
+  Address start = 0, end = 0;  // the frame's words: its header, its locals, its value stack
+  std::vector<Local> locals;   // in address order
+};
+
 struct HeapModel {
   std::string allocator;       // "glibc", "tcmalloc"
   std::string version;         // the allocator's release ("2.36", "2.10"), or empty when unknown
@@ -178,6 +194,9 @@ struct HeapModel {
   // Memory a runtime says holds no references though it is no heap (an interpreter's cache of borrowed
   // pointers, its stack's spent slots): never roots; sorted by address.
   std::vector<HeapSegment> not_roots;
+  // An interpreter's frames in memory that is no heap (runtime/cpython/cpython_frames.h): roots owned by their
+  // threads, each word named by its frame and local.
+  std::vector<InterpreterFrame> interpreter_frames;
   StateTotal mmapped_total;    // mapping bytes (alignment lead included), what mallinfo2's hblkhd counts
   StateTotal mmapped_chunks;   // the same blocks in chunk bytes, as every other state is counted
   std::vector<Discovery> discovery;

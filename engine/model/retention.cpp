@@ -45,6 +45,11 @@ class RootNodeBuilder {
     std::vector<std::vector<StackWord>> stack_words(roots.ranges.size());
     for (std::size_t r = 0; r < roots.ranges.size(); ++r)
       if (roots.ranges[r].kind == RootKind::stack) stack_words[r] = place_in_frames(roots.ranges[r]);
+    // Likewise an interpreter frame's value stack: what a local of the frame holds is the local's.
+    std::set<std::pair<Address, BlockId>> held_by_locals;  // (frame, block)
+    for (std::size_t r = 0; r < roots.ranges.size(); ++r)
+      if (roots.ranges[r].kind == RootKind::interpreter_frame && !roots.ranges[r].local.empty())
+        for (std::uint32_t e : graph_.root_edges(r)) held_by_locals.emplace(roots.ranges[r].anchor, edge_target(e));
     for (std::size_t r = 0; r < roots.ranges.size(); ++r) {
       const RootRange& range = roots.ranges[r];
       if (range.kind == RootKind::global && split_by_symbol(range)) continue;
@@ -54,6 +59,9 @@ class RootNodeBuilder {
         // A register holding what its own thread's stack holds is a working copy; the stack slot (a
         // frame's variable) is where the pointer lives, and the one to charge.
         if (range.kind == RootKind::registers && on_stacks.contains({range.thread, edge_target(e)})) continue;
+        if (range.kind == RootKind::interpreter_frame && range.local.empty() &&
+            held_by_locals.contains({range.anchor, edge_target(e)}))
+          continue;
         hold(node, range, edge_target(e));
       }
     }
@@ -85,7 +93,7 @@ class RootNodeBuilder {
 
   // What a node is, for finding it again: (what, owner, detail).
   enum class What { kind, thread, thread_part, dynamic_tls_module, frame, variable, module, global_variable,
-                    file_mapping, finalizer, exited_thread, anonymous };
+                    file_mapping, finalizer, exited_thread, anonymous, interpreter_frame, interpreter_local };
   using Key = std::tuple<What, std::uint64_t, std::uint64_t>;
 
   // The node for `key`, made from `proto` under `parent` the first time.
@@ -144,6 +152,7 @@ class RootNodeBuilder {
         return node({What::file_mapping, r.start, 0}, std::move(n), kind_node(OwnerKind::global));
       }
       case RootKind::finalizer: return finalizer_node(r);
+      case RootKind::interpreter_frame: return interpreter_frame_node(r);
       case RootKind::exited_thread: {
         RootNode n = proto(Level::owner, r.kind, fmt::format("descriptor of exited thread 0x{:x}", r.anchor));
         n.address = r.anchor;
@@ -171,6 +180,23 @@ class RootNodeBuilder {
     n.address = r.start;
     const std::uint32_t parent = of_live_thread ? thread_part(r.thread, RootKind::tls) : kind_node(OwnerKind::finalizer);
     return node({What::finalizer, r.anchor, 0}, std::move(n), parent);
+  }
+
+  // A Python frame is a part of its thread (of the anonymous memory it lies in when its thread is not
+  // seen); a local, of its frame.
+  std::uint32_t interpreter_frame_node(const RootRange& r) {
+    const bool of_thread = r.thread != RootRange::kNoThread;
+    const std::string thread = of_thread ? thread_label(image_, r.thread) : "a thread heapscope does not see";
+    RootNode frame = proto(Level::part, r.kind, interpreter_frame_label(thread, r.label, ""));
+    frame.thread = of_thread ? r.thread : RootNode::kNoThread;
+    frame.frame = static_cast<std::uint32_t>(r.anchor);
+    const std::uint32_t parent = of_thread ? thread_node(r.thread) : kind_node(OwnerKind::anonymous);
+    const std::uint32_t frame_node = node({What::interpreter_frame, r.anchor, 0}, frame, parent);
+    if (r.local.empty()) return frame_node;
+    RootNode local = std::move(frame);
+    local.label = interpreter_frame_label(thread, r.label, r.local);
+    local.variable = r.local;
+    return node({What::interpreter_local, r.anchor, r.start}, std::move(local), frame_node);
   }
 
   std::string module_name(std::uint32_t module) const {

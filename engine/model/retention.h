@@ -76,8 +76,10 @@ struct RootNode {
   std::uint32_t thread = kNoThread;  // thread owners and their parts: index into Image::threads()
   Address address = 0;  // global variable: its address; anonymous: the mapping's start; finalizer: its slot; 0 otherwise
   static constexpr std::uint32_t kNoFrame = 0xffffffffu;
-  std::uint32_t frame = kNoFrame;  // stack: the frame (index from the innermost) when the unwind covers it
-  std::string variable;            // stack: the local variable holding the pointers, when DWARF names it
+  // stack: the frame (index from the innermost) when the unwind covers it; interpreter_frame: the frame
+  // (index into HeapModel::interpreter_frames)
+  std::uint32_t frame = kNoFrame;
+  std::string variable;  // stack: the local variable holding the pointers, when DWARF names it; interpreter_frame: its local
   static constexpr std::uint32_t kNoFinalizer = 0xffffffffu;
   std::uint32_t finalizer = kNoFinalizer;  // finalizer: the registration (index into RootSet::finalizers)
 };

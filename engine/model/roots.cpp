@@ -259,6 +259,33 @@ void add_unclaimed_file_roots(const Image& image, std::vector<RootRange>& out, R
   }
 }
 
+// `added` (sorted, not overlapping) carved out of the roots collected before them (registers aside), so no
+// word counts twice, and added to them: whole, or only where an earlier root covered them.
+enum class Carve { whole, where_covered };
+void carve_out(RootSet& roots, std::vector<RootRange> added, Carve how) {
+  Ranges taken;
+  for (const RootRange& a : added) taken.push_back({a.start, a.end});
+  std::vector<RootRange> carved, covered;
+  for (RootRange& r : roots.ranges) {
+    if (r.kind == RootKind::registers) {
+      carved.push_back(std::move(r));
+      continue;
+    }
+    if (how == Carve::where_covered)
+      for (const RootRange& a : added)
+        if (a.start < r.end && r.start < a.end) {
+          RootRange piece = a;
+          piece.start = std::max(a.start, r.start);
+          piece.end = std::min(a.end, r.end);
+          covered.push_back(std::move(piece));
+        }
+    add_minus(carved, std::move(r), taken);
+  }
+  std::vector<RootRange>& kept = how == Carve::whole ? added : covered;
+  carved.insert(carved.end(), std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end()));
+  roots.ranges = std::move(carved);
+}
+
 // One root per registration that holds memory, its slot carved out of the roots collected before it.
 void add_finalizer_roots(const Image& image, RootSet& roots) {
   std::vector<std::size_t> order;
@@ -267,11 +294,10 @@ void add_finalizer_roots(const Image& image, RootSet& roots) {
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return roots.finalizers[a].slot_start < roots.finalizers[b].slot_start;
   });
-  Ranges slots;
   std::vector<RootRange> finalizers;
   for (std::size_t i : order) {
     const FinalizerRegistration& reg = roots.finalizers[i];
-    if (!slots.empty() && reg.slot_start < slots.back().end) continue;  // two registrations of one object: one holds it
+    if (!finalizers.empty() && reg.slot_start < finalizers.back().end) continue;  // two registrations of one object: one holds it
     RootRange r;
     r.kind = RootKind::finalizer;
     r.start = reg.slot_start;
@@ -281,15 +307,50 @@ void add_finalizer_roots(const Image& image, RootSet& roots) {
     r.hidden_pointer = reg.hidden_pointer;
     r.label = finalizer_label(image, reg);
     finalizers.push_back(std::move(r));
-    slots.push_back({reg.slot_start, reg.slot_end});
   }
-  std::vector<RootRange> carved;
-  for (RootRange& r : roots.ranges) {
-    if (r.kind == RootKind::registers) carved.push_back(std::move(r));
-    else add_minus(carved, std::move(r), slots);
+  carve_out(roots, std::move(finalizers), Carve::whole);
+}
+
+// An interpreter's frames (HeapModel::interpreter_frames): each local's word a root of its own, the frame's
+// other words one more, owned by the frame's thread; only where its memory was a root already (its own
+// anonymous mapping), never inside the heap.
+void add_interpreter_frame_roots(const Image& image, const HeapModel& heap, RootSet& roots) {
+  std::vector<RootRange> frames;
+  for (std::size_t i = 0; i < heap.interpreter_frames.size(); ++i) {
+    const InterpreterFrame& f = heap.interpreter_frames[i];
+    RootRange proto;
+    proto.kind = RootKind::interpreter_frame;
+    proto.anchor = i;
+    proto.thread = RootRange::kNoThread;
+    for (std::uint32_t t = 0; t < image.threads().size(); ++t)
+      if (f.tid && image.threads()[t].tid == f.tid) proto.thread = t;
+    proto.label = interpreter_frame_text(f, LabelDetail::exact);
+    Address cursor = f.start;
+    const auto frame_words = [&](Address end) {
+      if (cursor >= end) return;
+      RootRange r = proto;
+      r.start = cursor;
+      r.end = end;
+      frames.push_back(std::move(r));
+    };
+    for (const InterpreterFrame::Local& local : f.locals) {
+      if (local.at < cursor || local.at + 8 > f.end) continue;
+      frame_words(local.at);
+      RootRange r = proto;
+      r.start = local.at;
+      r.end = local.at + 8;
+      r.local = local.name;
+      frames.push_back(std::move(r));
+      cursor = local.at + 8;
+    }
+    frame_words(f.end);
   }
-  carved.insert(carved.end(), std::make_move_iterator(finalizers.begin()), std::make_move_iterator(finalizers.end()));
-  roots.ranges = std::move(carved);
+  std::sort(frames.begin(), frames.end(), [](const RootRange& a, const RootRange& b) { return a.start < b.start; });
+  // Two frames never share words; a chain read twice (a thread state found twice) gives the same frames.
+  frames.erase(std::unique(frames.begin(), frames.end(), [](const RootRange& a, const RootRange& b) {
+                 return b.start < a.end;
+               }), frames.end());
+  if (!frames.empty()) carve_out(roots, std::move(frames), Carve::where_covered);
 }
 
 // Whether a root of `kind` is one of the collector's by its own kind: a thread's registers, stack and TLS,
@@ -422,6 +483,16 @@ std::string frame_root_label(const std::string& thread, std::size_t index, const
   return fmt::format("stack of {} frame #{} {}{}", thread, index, frame.describe(), held_by);
 }
 
+std::string interpreter_frame_text(const InterpreterFrame& frame, LabelDetail detail) {
+  if (detail == LabelDetail::stable) return fmt::format("python frame {}() in {}", frame.function, frame.file);
+  return frame.line ? fmt::format("python frame {}() at {}:{}", frame.function, frame.file, frame.line)
+                    : fmt::format("python frame {}() in {}", frame.function, frame.file);
+}
+
+std::string interpreter_frame_label(const std::string& thread, const std::string& frame_text, const std::string& local) {
+  return local.empty() ? fmt::format("{}, {}", thread, frame_text) : fmt::format("{}, {}, local {}", thread, frame_text, local);
+}
+
 std::string global_root_label(const std::string& symbol, const std::string& module, Address offset) {
   return offset ? fmt::format("global {}+0x{:x} in {}", symbol, offset, module)
                 : fmt::format("global {} in {}", symbol, module);
@@ -437,6 +508,7 @@ const char* root_kind_name(RootKind k) {
     case RootKind::anonymous: return "anonymous";
     case RootKind::exited_thread: return "exited_thread";
     case RootKind::finalizer: return "finalizer";
+    case RootKind::interpreter_frame: return "interpreter_frame";
   }
   return "?";
 }
@@ -480,6 +552,7 @@ RootSet collect_roots(const Image& image, const HeapModel& heap, const LibcThrea
   roots.finalizers = std::move(finalizers.registrations);
   roots.finalizer_notes = std::move(finalizers.notes);
   add_finalizer_roots(image, roots);
+  add_interpreter_frame_roots(image, heap, roots);
   if (heap.collector) mark_collector_roots(image, threads, roots, *heap.collector);
   return roots;
 }
@@ -547,6 +620,10 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
                          word - root.start);
     case RootKind::finalizer:
       return root.label;
+    case RootKind::interpreter_frame:
+      return interpreter_frame_label(
+          root.thread == RootRange::kNoThread ? std::string("a thread heapscope does not see") : thread_label(image, root.thread),
+          root.label, root.local);
   }
   return "?";
 }

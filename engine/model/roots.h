@@ -24,6 +24,8 @@ enum class RootKind : std::uint8_t {
   exited_thread,  // the descriptor (struct pthread) of an exited thread glibc still keeps; its stack is dead
   finalizer,  // what an exit handler, thread_local destructor or pthread key destructor will receive
               // (runtime/libc_runtime.h); carved out of the roots above, so no byte counts twice
+  interpreter_frame,  // an interpreter's frame in memory of its own (HeapModel::interpreter_frames: a Python
+                      // function's locals), carved out of the root that covers it
 };
 // "thread 3 (tid 1234)" for the thread at `index` of Image::threads() (numbered from 1, as debuggers do).
 std::string thread_label(const Image& image, std::uint32_t index);
@@ -37,22 +39,31 @@ std::string thread_root_label(RootKind kind, const std::string& thread);
 // exact: "stack of T frame #2 f() at a.c:10 variable v"; stable: "stack of T in f variable v".
 std::string frame_root_label(const std::string& thread, std::size_t index, const Frame& frame,
                              const std::string& variable, LabelDetail detail);
+// "python frame handle() at app.py:42"; stable: "python frame handle() in app.py".
+std::string interpreter_frame_text(const InterpreterFrame& frame, LabelDetail detail);
+// "thread 1 (tid 42), python frame handle() at app.py:42, local cache"; no local: the frame's other words.
+std::string interpreter_frame_label(const std::string& thread, const std::string& frame_text, const std::string& local);
 // "global g in app", "global g+0x8 in app".
 std::string global_root_label(const std::string& symbol, const std::string& module, Address offset = 0);
 
-// "register", "stack", "global", "tls", "dynamic_tls", "anonymous", "exited_thread", "finalizer"
+// "register", "stack", "global", "tls", "dynamic_tls", "anonymous", "exited_thread", "finalizer",
+// "interpreter_frame"
 const char* root_kind_name(RootKind k);
 
 struct RootRange {
   RootKind kind = RootKind::global;
   Address start = 0, end = 0;  // for registers: unused (values are in register_values)
-  std::uint32_t thread = 0;    // index into Image::threads() (registers, stack, tls, dynamic_tls)
+  // index into Image::threads() (registers, stack, tls, dynamic_tls, interpreter_frame: kNoThread when the
+  // frame's thread is not among them)
+  std::uint32_t thread = 0;
+  static constexpr std::uint32_t kNoThread = ~std::uint32_t{0};
   static constexpr std::uint32_t kNoModule = ~std::uint32_t{0};
   // index into Image::modules() (global); kNoModule for a writable file mapping no module holds (then
   // `label` is the mapped file's path)
   std::uint32_t module = 0;
   // stack: the thread's stack pointer; dynamic_tls: the module id; exited_thread: pthread_t; finalizer: the
-  // registration (index into RootSet::finalizers)
+  // registration (index into RootSet::finalizers); interpreter_frame: the frame (index into
+  // HeapModel::interpreter_frames)
   Address anchor = 0;
   bool in_stack_cache = false;  // exited_thread: detached or joined, its stack kept by glibc for reuse
   // finalizer: the range's words are addresses complemented (FinalizerRegistration::hidden_pointer)
@@ -61,8 +72,10 @@ struct RootRange {
   // what the program registered, less what it excluded. Every range is a root of malloc's heap.
   bool collector_root = false;
   // finalizer: "exit handler close_channel(void*) (cxa_atexit) argument"; global: see module; anonymous:
-  // "registered with the collector" for a registered root in memory no other root covers (a malloc block)
+  // "registered with the collector" for a registered root in memory no other root covers (a malloc block);
+  // interpreter_frame: the frame's label ("python frame handle() at app.py:42")
   std::string label;
+  std::string local;  // interpreter_frame: the local variable the word is ("cache"); empty: the frame's other words
 };
 
 struct RootSet {

@@ -17,8 +17,9 @@ namespace {
 // A root's name without what differs between two runs of one program (thread ids, addresses of
 // anonymous mappings, frame depths), so that the same root matches in cores of separate runs. Roots
 // that fold into one label (a recursive function's frames) are summed.
-std::string stable_root_label(const RootNode& n, const std::vector<std::vector<Frame>>& frames) {
-  const std::string thread = fmt::format("thread {}", n.thread + 1);
+std::string stable_root_label(const RootNode& n, const std::vector<std::vector<Frame>>& frames,
+                              const std::vector<InterpreterFrame>& interpreter_frames) {
+  const std::string thread = n.thread == RootNode::kNoThread ? "a thread" : fmt::format("thread {}", n.thread + 1);
   if (n.owner_kind == OwnerKind::thread && n.level == RootNode::Level::owner) return thread;
   switch (n.kind) {
     case RootKind::global: return n.label;
@@ -32,6 +33,10 @@ std::string stable_root_label(const RootNode& n, const std::vector<std::vector<F
       if (n.frame == RootNode::kNoFrame || n.thread >= frames.size() || n.frame >= frames[n.thread].size())
         return thread_root_label(n.kind, thread);
       return frame_root_label(thread, n.frame, frames[n.thread][n.frame], n.variable, LabelDetail::stable);
+    case RootKind::interpreter_frame:
+      if (n.frame >= interpreter_frames.size()) return n.label;
+      return interpreter_frame_label(thread, interpreter_frame_text(interpreter_frames[n.frame], LabelDetail::stable),
+                                     n.variable);
     case RootKind::anonymous: return "anonymous mappings";
     case RootKind::exited_thread: return "descriptors of exited threads";
     default: return n.label;  // finalizers: named by handler and variable
@@ -47,7 +52,7 @@ std::vector<SnapshotRootTotal> root_totals(Session& s) {
     const RootNode& n = r.root_nodes()[i];
     const std::uint32_t node = r.root_node_id(i);
     if (n.level == RootNode::Level::kind || !r.reachable(node) || r.retained_blocks(node) == 0) continue;
-    std::string label = stable_root_label(n, frames);
+    std::string label = stable_root_label(n, frames, s.heap().interpreter_frames);
     auto [it, fresh] = by_label.try_emplace(label, out.size());
     const bool part = n.level == RootNode::Level::part;
     if (fresh) out.push_back({std::move(label), part ? root_kind_name(n.kind) : owner_kind_name(n.owner_kind), 0, 0});

@@ -280,13 +280,14 @@ std::vector<std::uint32_t> big_retainers(const Retention& r, std::span<const std
 }
 
 // Whether root range `range` is memory of `owner` (an owner node of the ownership tree): a thread's
-// registers, stack and TLS are its thread's, a module's writable data its globals', a mapping its own.
+// registers, stack, TLS and interpreter frames are its thread's, a module's writable data its globals', a mapping its own.
 // Owners of other kinds (registrations, exited threads) hold pieces of those: any range may be theirs.
 bool owned_by(const Image& image, const RootRange& range, const RootNode& owner) {
   switch (owner.owner_kind) {
     case OwnerKind::thread:
       return range.thread == owner.thread && (range.kind == RootKind::registers || range.kind == RootKind::stack ||
-                                              range.kind == RootKind::tls || range.kind == RootKind::dynamic_tls);
+                                              range.kind == RootKind::tls || range.kind == RootKind::dynamic_tls ||
+                                              range.kind == RootKind::interpreter_frame);
     case OwnerKind::global:
       return range.kind == RootKind::global && range.module < image.modules().size() &&
              image.modules()[range.module].name() == owner.module;

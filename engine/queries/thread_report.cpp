@@ -59,7 +59,7 @@ std::vector<LiveThreadRow> live_threads(Session& s) {
     }
     const bool whole_part = r.root_nodes()[n.parent].level == RootNode::Level::owner;
     if (!whole_part) {
-      if (n.frame != RootNode::kNoFrame) frame_rows[n.thread].push_back({n.frame, n.label, n.variable, bytes});
+      if (n.kind == RootKind::stack && n.frame != RootNode::kNoFrame) frame_rows[n.thread].push_back({n.frame, n.label, n.variable, bytes});
       continue;
     }
     if (n.kind == RootKind::registers) row.registers_retained += bytes;

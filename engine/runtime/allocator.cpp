@@ -41,6 +41,7 @@ void merge_heap(HeapModel& into, HeapModel more) {
   append_sorted(into.metadata, more.metadata, by_start);
   append_sorted(into.reserved, more.reserved, by_start);
   append_sorted(into.not_roots, more.not_roots, by_start);
+  for (InterpreterFrame& f : more.interpreter_frames) into.interpreter_frames.push_back(std::move(f));
   into.discovery.insert(into.discovery.end(), more.discovery.begin(), more.discovery.end());
   into.warnings.insert(into.warnings.end(), more.warnings.begin(), more.warnings.end());
   into.figures.insert(into.figures.end(), more.figures.begin(), more.figures.end());

@@ -8,11 +8,11 @@ namespace heapscope {
 
 // A field added to one of these structures must be saved below (and the index format version bumped):
 // these sizes fail to compile until then.
-static_assert(sizeof(HeapModel) == 952 && sizeof(HeapSegment) == 16);
+static_assert(sizeof(HeapModel) == 976 && sizeof(HeapSegment) == 16);
 static_assert(sizeof(ArenaInfo) == 184 && sizeof(StateTotal) == 16 && sizeof(WalkStop) == 24);
 static_assert(sizeof(Discovery) == 72 && sizeof(MallInfo) == 80 && sizeof(TrimSettings) == 16);
 static_assert(sizeof(AllocatorFigure) == 96 && sizeof(SizeClassUse) == 48 && sizeof(FreePages) == 80);
-static_assert(sizeof(CollectorRules) == 136);
+static_assert(sizeof(CollectorRules) == 136 && sizeof(InterpreterFrame) == 120);
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StateTotal, blocks, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(HeapSegment, start, end)
@@ -22,6 +22,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ArenaInfo, address, is_main, heaps, system_by
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Discovery, structure, address, method)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MallInfo, arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks,
                                    fordblks, keepcost)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InterpreterFrame::Local, at, name)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InterpreterFrame, tid, depth, function, file, line, start, end, locals)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrimSettings, threshold, pad)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SizeClassUse, object_bytes, slabs, slab_bytes, in_use, cached, free)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FreePages, kind, meaning, runs, bytes)
@@ -66,6 +68,7 @@ std::string heap_meta_to_json(const HeapModel& heap) {
       {"metadata", heap.metadata},
       {"reserved", heap.reserved},
       {"not_roots", heap.not_roots},
+      {"interpreter_frames", heap.interpreter_frames},
       {"mmapped_total", heap.mmapped_total},
       {"mmapped_chunks", heap.mmapped_chunks},
       {"discovery", heap.discovery},
@@ -93,6 +96,7 @@ bool heap_meta_from_json(const std::string& text, HeapModel& heap) {
     heap.metadata = j.at("metadata").get<std::vector<HeapSegment>>();
     heap.reserved = j.at("reserved").get<std::vector<HeapSegment>>();
     heap.not_roots = j.at("not_roots").get<std::vector<HeapSegment>>();
+    heap.interpreter_frames = j.at("interpreter_frames").get<std::vector<InterpreterFrame>>();
     heap.mmapped_total = j.at("mmapped_total").get<StateTotal>();
     heap.mmapped_chunks = j.at("mmapped_chunks").get<StateTotal>();
     heap.discovery = j.at("discovery").get<std::vector<Discovery>>();

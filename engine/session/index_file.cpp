@@ -25,9 +25,10 @@ namespace heapscope {
 namespace {
 
 // Bumped whenever the layout of any section changes (a field of Block or of the JSON, an edge's meaning).
-constexpr std::uint32_t kFormatVersion = 10;  // 5: the dominator tree; 6: the names, object headers, SSE2 checksum;
+constexpr std::uint32_t kFormatVersion = 11;  // 5: the dominator tree; 6: the names, object headers, SSE2 checksum;
                                               // 7: compact offsets; 8: retained sizes' high bytes only if needed;
-                                              // 9: a collector's rules, Block::uncollectable; 10: objects' ends
+                                              // 9: a collector's rules, Block::uncollectable; 10: objects' ends;
+                                              // 11: an interpreter's frames
 constexpr char kMagic[8] = {'H', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kSectionAlign = 64;

@@ -12,6 +12,7 @@ import bisect
 import glob
 import json
 import os
+import re
 import struct
 import unittest
 
@@ -57,6 +58,13 @@ def inside_any(blocks):
         return i >= 0 and address < starts[i] + blocks[i]["usable_size"]
 
     return holds
+
+
+def pause_line():
+    """The line of the fixture where serve() sleeps."""
+    with open(SCRIPT, encoding="utf-8") as f:
+        (line,) = [n for n, text in enumerate(f, 1) if "signal.pause()  # the line serve()'s frame is at" in text]
+    return line
 
 
 def pymalloc_figure(summary):
@@ -128,6 +136,24 @@ class PymallocChecks:
         self.assertTrue(keys)
         described = run_heapscope("describe", self.core, hex(keys[0])).stdout
         self.assertRegex(described, r'\n  \+0x[0-9a-f]+ +\["customers"\] 0x[0-9a-f]+ → block ')
+
+    def test_a_local_is_charged_to_its_python_frame(self):
+        # serve() sleeps holding session_cache, a list of 50 Points nothing else holds: the list, its items
+        # and the Points are the local's, in the frame of serve() at the line it sleeps on (3.11+: before,
+        # frames were heap objects).
+        if self.ledger["version"] < [3, 11]:
+            self.skipTest("frames are heap objects before 3.11")
+        frame = rf"thread 1 \(tid \d+\), python frame serve\(\) at \S*python_pymalloc\.py:{pause_line()}"
+        text = run_heapscope("retainers", self.core, hex(int(self.ledger["local"])))
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertRegex(text.stdout, r"Path 1 \(1 step\):\n  " + frame + r", local session_cache \[0x")
+        roots = heapscope_json("roots", self.core, "-n", "0")["roots"]
+        (local,) = [r for r in roots if re.fullmatch(frame + ", local session_cache", r["label"])]
+        self.assertEqual(local["kind"], "interpreter_frame")
+        self.assertEqual(local["retained_blocks"], 52)
+        (owner,) = [r for r in roots if re.fullmatch(frame, r["label"])]
+        self.assertEqual(owner["owner"], local["owner"])
+        self.assertRegex(owner["owner"], r"^thread 1 \(tid \d+\)$")
 
     def test_no_reference_by_the_interpreters_rules_keeps_garbage(self):
         # Cycles held only by weak references, by a dict keyed by their id()s (whose hashes are their

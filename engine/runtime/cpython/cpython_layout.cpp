@@ -1,5 +1,6 @@
 #include "runtime/cpython/cpython_layout.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace heapscope::cpython {
@@ -8,6 +9,34 @@ bool has_type_named(const Image& image, Address object, std::string_view name) {
   const auto type = image.read_u64(object + kObType);
   const auto name_at = type ? image.read_u64(*type + kTpName) : std::nullopt;
   return name_at && image.read_c_string(*name_at, name.size() + 1) == name;
+}
+
+std::uint32_t str_header(int minor, std::uint32_t state) {
+  const bool wstr = minor <= 11;
+  if (!(state & kStrCompact)) return wstr ? 80 : 64;
+  if (!(state & kStrAscii)) return wstr ? 72 : 56;
+  return wstr ? 48 : 40;
+}
+
+std::optional<std::string> ascii_text(const Image& image, Address at, int minor, std::uint64_t longest) {
+  std::uint64_t head[5] = {};  // refcount, type, length, hash, state
+  if (!image.read_exact(at, head, sizeof head) || head[2] == 0 || head[2] > longest) return std::nullopt;
+  const auto state = static_cast<std::uint32_t>(head[kStrState / 8]);
+  if (!(state & kStrCompact) || !(state & kStrAscii)) return std::nullopt;
+  if (!has_type_named(image, at, "str")) return std::nullopt;
+  std::string text(head[2], '\0');
+  if (!image.read_exact(at + str_header(minor, state), text.data(), text.size())) return std::nullopt;
+  if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c < 0x7f; })) return std::nullopt;
+  return text;
+}
+
+std::optional<StateLayout> state_layout(int minor) {
+  switch (minor) {
+    case 11: return StateLayout{296, 16, 160, {{{3872, 4512, "list"}, {4520, 5160, "dict"}, {5168, 5808, ""}}}};
+    case 12: return StateLayout{232, 16, 144, {{{270072, 270712, "list"}, {270736, 272016, "dict"}, {271376, 272020, ""}}}};
+    case 13: return StateLayout{232, 16, 160, {{{11208, 11848, "list"}, {11856, 12496, "dict"}, {12504, 13144, ""}}}};
+    default: return std::nullopt;
+  }
 }
 
 std::optional<int> minor_from_name(std::string_view name) {

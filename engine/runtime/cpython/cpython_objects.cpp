@@ -213,18 +213,6 @@ std::uint32_t pointer_free_body_prefix(std::string_view type_name) {
   return 0;
 }
 
-// A str's header, by its form (its state bits: compact, ascii), as the release lays it out:
-// PyASCIIObject (48 bytes to 3.11, with wstr; 40 from 3.12), PyCompactUnicodeObject (utf8_length and utf8
-// more: 72, 56), PyUnicodeObject (its data pointer more: 80, 64). Its characters hold no pointers.
-constexpr Address kStrState = 32;
-constexpr std::uint32_t kStrCompact = 1u << 5, kStrAscii = 1u << 6;
-std::uint32_t str_header(int minor, std::uint32_t state) {
-  const bool wstr = minor <= 11;
-  if (!(state & kStrCompact)) return wstr ? 80 : 64;
-  if (!(state & kStrAscii)) return wstr ? 72 : 56;
-  return wstr ? 48 : 40;
-}
-
 std::uint64_t round_up8(std::uint64_t n) { return (n + 7) / 8 * 8; }
 
 // The object a block holds, if any: where it starts (0 for an object without a header), whether a
@@ -259,7 +247,7 @@ class ObjectFinder {
       // No size check here: a compact str is smaller than str's tp_basicsize.
       if (t.is_type && !(t.flags & kHaveGc)) {
         Found f{0, false, &t, 0};
-        if (t.is_str && got > kStrState / 8) f.end = str_header(release_.minor, static_cast<std::uint32_t>(w[kStrState / 8]));
+        if (t.is_str && got > cpython::kStrState / 8) f.end = cpython::str_header(release_.minor, static_cast<std::uint32_t>(w[cpython::kStrState / 8]));
         return f;
       }
     }
@@ -467,25 +455,6 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
   return out;
 }
 
-namespace {
-
-// The text of the str at `at` when it is short ASCII text (a dict's key, an attribute's name); nothing
-// otherwise.
-std::optional<std::string> ascii_text(const Image& image, Address at, int minor) {
-  constexpr std::uint64_t kLongestKey = 80;
-  std::uint64_t head[5] = {};
-  if (!image.read_exact(at, head, sizeof head) || head[2] == 0 || head[2] > kLongestKey) return std::nullopt;
-  const auto state = static_cast<std::uint32_t>(head[kStrState / 8]);
-  if (!(state & kStrCompact) || !(state & kStrAscii)) return std::nullopt;
-  if (!cpython::has_type_named(image, at, "str")) return std::nullopt;
-  std::string text(head[2], '\0');
-  if (!image.read_exact(at + str_header(minor, state), text.data(), text.size())) return std::nullopt;
-  if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c < 0x7f; })) return std::nullopt;
-  return text;
-}
-
-}  // namespace
-
 std::string cpython_field_at(const Image& image, const HeapModel& heap, const ObjectHeaders& headers,
                              std::size_t block, std::uint64_t offset) {
   if (block >= headers.type_of.size() || headers.type_of[block] >= headers.type_names.size()) return {};
@@ -499,7 +468,7 @@ std::string cpython_field_at(const Image& image, const HeapModel& heap, const Ob
   const std::uint64_t entry = (offset - e->start) / e->size, within = (offset - e->start) % e->size;
   if (within != e->key && within != e->key + 8) return {};
   const auto key = image.read_u64(base + e->start + entry * e->size + e->key);
-  const std::optional<std::string> text = key ? ascii_text(image, *key, minor) : std::nullopt;
+  const std::optional<std::string> text = key ? cpython::ascii_text(image, *key, minor, 80) : std::nullopt;
   const std::string name = text ? fmt::format("[\"{}\"]", *text) : fmt::format("[entry {}]", entry);
   return within == e->key ? "key of " + name : name;
 }

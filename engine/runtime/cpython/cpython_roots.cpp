@@ -1,11 +1,11 @@
 #include "runtime/cpython/cpython_roots.h"
 
 #include <algorithm>
+#include <set>
 
 #include "base/phase_timer.h"
 #include "base/progress.h"
 #include "runtime/cpython/cpython_layout.h"
-#include "runtime/module_data.h"
 
 namespace heapscope::cpython {
 
@@ -46,6 +46,35 @@ void add_type_cache(const Image& image, const WritableRanges& data, std::vector<
   }
 }
 
+// The interpreter's free lists of lists, dicts and dicts' keys (3.11+, in its state): { items[80] ... int
+// numfree }, the slots past the count spent: they point to objects handed out again, or freed. A list
+// whose counted entries are not freed objects of its kind (no references left) is not taken.
+void add_spent_free_lists(const Image& image, const std::vector<DataStack>& stacks, int minor,
+                          std::vector<HeapSegment>& out) {
+  const std::optional<StateLayout> layout = state_layout(minor);
+  if (!layout) return;
+  constexpr std::size_t kSlots = 80;
+  std::set<Address> interpreters;
+  for (const DataStack& s : stacks)
+    if (const auto interp = image.read_u64(s.fields - layout->state_data_stack + layout->state_interp))
+      interpreters.insert(*interp);
+  for (const Address interp : interpreters) {
+    for (const auto& [items_at, count_at, type] : layout->free_lists) {
+      std::uint64_t items[kSlots] = {};
+      const auto count = image.read_u64(interp + count_at);
+      if (!count || static_cast<std::uint32_t>(*count) > kSlots || !image.read_exact(interp + items_at, items, sizeof items))
+        continue;
+      const auto n = static_cast<std::uint32_t>(*count);
+      const bool freed = std::all_of(items, items + n, [&](std::uint64_t item) {
+        return item && image.read_u64(item).value_or(1) == 0 && (type.empty() || has_type_named(image, item, type));
+      });
+      std::size_t end = n;
+      while (end < kSlots && items[end] != 0) ++end;
+      if (freed && end > n) out.push_back({interp + items_at + n * 8, interp + items_at + end * 8});
+    }
+  }
+}
+
 // Where a data stack chunk may start: an anonymous mapping's first page, beginning {previous, size} with
 // a size of whole pages within the mapping (_PY_DATA_STACK_CHUNK_SIZE is 16 KiB; larger ones for deep calls).
 bool may_start_chunk(const Image& image, const MemoryRegion& r) {
@@ -56,11 +85,10 @@ bool may_start_chunk(const Image& image, const MemoryRegion& r) {
          (previous == 0 || previous % 4096 == 0);
 }
 
-// Each thread's data stack (3.11+): its state, malloc'ed (PyMem_RawCalloc) or in the interpreter's data,
-// holds datastack_chunk, datastack_top and datastack_limit side by side; the chunk's slots from the top to
-// its end are spent. The states are looked for in anonymous memory and the interpreter's data, one word
-// at a time, until every chunk's is found.
-void add_spent_data_stacks(const Image& image, const WritableRanges& data, std::vector<HeapSegment>& out) {
+}  // namespace
+
+std::vector<DataStack> find_data_stacks(const Image& image, const WritableRanges& data) {
+  std::vector<DataStack> out;
   std::vector<Address> chunks;
   std::vector<std::pair<Address, Address>> searched(data.begin(), data.end());
   for (const MemoryRegion& r : image.regions()) {
@@ -68,13 +96,12 @@ void add_spent_data_stacks(const Image& image, const WritableRanges& data, std::
     if (may_start_chunk(image, r)) chunks.push_back(r.start);
     searched.emplace_back(r.start, r.end);
   }
-  if (chunks.empty()) return;
+  if (chunks.empty()) return out;
   std::sort(chunks.begin(), chunks.end());
-  std::size_t found = 0;
   constexpr std::size_t kWindow = std::size_t{1} << 20;
   std::vector<std::uint64_t> words(kWindow / 8 + 2);
   for (const auto& [start, end] : searched) {
-    for (Address at = start; at < end && found < chunks.size(); at += kWindow) {
+    for (Address at = start; at < end && out.size() < chunks.size(); at += kWindow) {
       progress_check();
       const std::size_t n = std::min<std::uint64_t>(kWindow + 16, end - at) / 8;
       if (image.read(at, words.data(), n * 8) != n * 8) continue;
@@ -83,23 +110,23 @@ void add_spent_data_stacks(const Image& image, const WritableRanges& data, std::
         const Address chunk = words[i], top = words[i + 1], limit = words[i + 2];
         const auto size = image.read_u64(chunk + 8);
         if (!size || chunk + *size != limit || top < chunk + 24 || top > limit || top % 8) continue;
-        if (top < limit) out.push_back({top, limit});
-        ++found;
+        out.push_back({at + i * 8, chunk, top, limit});
       }
     }
   }
+  return out;
 }
 
-}  // namespace
 
-std::vector<HeapSegment> non_reference_ranges(const Image& image, const SymbolIndex& symbols, const Module& module) {
+std::vector<HeapSegment> non_reference_ranges(const Image& image, const WritableRanges& data,
+                                              const std::vector<DataStack>& stacks, int minor) {
   PhaseTimer timer("walk: CPython's non-references");
   std::vector<HeapSegment> out;
-  const ModuleSymbols* syms = symbols.symbols_for(module);
-  if (!syms) return out;
-  const WritableRanges data = writable_ranges(module, *syms);
   add_type_cache(image, data, out);
-  add_spent_data_stacks(image, data, out);
+  add_spent_free_lists(image, stacks, minor, out);
+  // A data stack's slots from its top to its chunk's end are spent.
+  for (const DataStack& s : stacks)
+    if (s.top < s.limit) out.push_back({s.top, s.limit});
   std::sort(out.begin(), out.end(), [](const HeapSegment& a, const HeapSegment& b) { return a.start < b.start; });
   return out;
 }

@@ -6,6 +6,7 @@
 
 #include "base/phase_timer.h"
 #include "base/progress.h"
+#include "runtime/cpython/cpython_frames.h"
 #include "runtime/cpython/cpython_layout.h"
 #include "runtime/cpython/cpython_roots.h"
 
@@ -101,6 +102,7 @@ class Walker {
                               header_counts, in_use_});
     model_.arenas.push_back(std::move(arena_));
     model_.not_roots = rt_.not_roots;
+    model_.interpreter_frames = rt_.frames;
     if (check_)
       check_->checked_in_own_words.push_back(fmt::format(
           "pymalloc: {} pool{} in {} run{} of pools, {} slots, {} on free lists", rt_.pools.size(),
@@ -236,7 +238,14 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
     *why_not = "no pymalloc pool in the image's anonymous memory (PYTHONMALLOC=malloc, or nothing small allocated)";
     return std::nullopt;
   }
-  rt.not_roots = cpython::non_reference_ranges(image, symbols, *rt.module);
+  if (const ModuleSymbols* syms = symbols.symbols_for(*rt.module)) {
+    const WritableRanges data = writable_ranges(*rt.module, *syms);
+    const std::vector<cpython::DataStack> stacks = cpython::find_data_stacks(image, data);
+    const int minor = cpython::minor_from_name(rt.module->name()).value_or(0);
+    rt.not_roots = cpython::non_reference_ranges(image, data, stacks, minor);
+    rt.frames = cpython::python_frames(image, stacks, minor, rt.not_roots);
+    std::sort(rt.not_roots.begin(), rt.not_roots.end(), [](const HeapSegment& a, const HeapSegment& b) { return a.start < b.start; });
+  }
   return rt;
 }
 

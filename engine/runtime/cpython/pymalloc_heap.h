@@ -39,6 +39,7 @@ struct Runtime {
   std::string version;             // "3.11" from the module's name; empty when it does not say
   std::vector<Pool> pools;         // in address order
   std::vector<HeapSegment> not_roots;  // the interpreter's words that are no references (cpython_roots.h)
+  std::vector<InterpreterFrame> frames;  // its threads' frames (cpython_frames.h)
 };
 
 // The module of a CPython interpreter (exports PyObject_Malloc), or null.
