@@ -167,8 +167,8 @@ struct SegmentBlocks {
 // heap, a root owned by the thread running the frame, whose words the interpreter names.
 struct InterpreterFrame {
   struct Local {
-    Address at = 0;  // one word
-    std::string name;
+    Address at = 0;    // one word
+    std::string name;  // what it is in the frame: "local cache", "globals", "function"
   };
   std::uint32_t tid = 0;    // the thread running it (the system's id); 0 when the interpreter does not say
   std::uint32_t depth = 0;  // 0: the innermost of its thread
@@ -176,7 +176,7 @@ struct InterpreterFrame {
   std::string file;         // "app.py"
   std::uint32_t line = 0;   // where it is (0: unknown)
   Address start = 0, end = 0;  // the frame's words: its header, its locals, its value stack
-  std::vector<Local> locals;   // in address order
+  std::vector<Local> locals;   // its named words, in address order: the references it holds, its locals
 };
 
 struct HeapModel {

@@ -48,7 +48,7 @@ class RootNodeBuilder {
     // Likewise an interpreter frame's value stack: what a local of the frame holds is the local's.
     std::set<std::pair<Address, BlockId>> held_by_locals;  // (frame, block)
     for (std::size_t r = 0; r < roots.ranges.size(); ++r)
-      if (roots.ranges[r].kind == RootKind::interpreter_frame && !roots.ranges[r].local.empty())
+      if (roots.ranges[r].kind == RootKind::interpreter_frame && !roots.ranges[r].part.empty())
         for (std::uint32_t e : graph_.root_edges(r)) held_by_locals.emplace(roots.ranges[r].anchor, edge_target(e));
     for (std::size_t r = 0; r < roots.ranges.size(); ++r) {
       const RootRange& range = roots.ranges[r];
@@ -59,7 +59,7 @@ class RootNodeBuilder {
         // A register holding what its own thread's stack holds is a working copy; the stack slot (a
         // frame's variable) is where the pointer lives, and the one to charge.
         if (range.kind == RootKind::registers && on_stacks.contains({range.thread, edge_target(e)})) continue;
-        if (range.kind == RootKind::interpreter_frame && range.local.empty() &&
+        if (range.kind == RootKind::interpreter_frame && range.part.empty() &&
             held_by_locals.contains({range.anchor, edge_target(e)}))
           continue;
         hold(node, range, edge_target(e));
@@ -192,10 +192,10 @@ class RootNodeBuilder {
     frame.frame = static_cast<std::uint32_t>(r.anchor);
     const std::uint32_t parent = of_thread ? thread_node(r.thread) : kind_node(OwnerKind::anonymous);
     const std::uint32_t frame_node = node({What::interpreter_frame, r.anchor, 0}, frame, parent);
-    if (r.local.empty()) return frame_node;
+    if (r.part.empty()) return frame_node;
     RootNode local = std::move(frame);
-    local.label = interpreter_frame_label(thread, r.label, r.local);
-    local.variable = r.local;
+    local.label = interpreter_frame_label(thread, r.label, r.part);
+    local.variable = r.part;
     return node({What::interpreter_local, r.anchor, r.start}, std::move(local), frame_node);
   }
 

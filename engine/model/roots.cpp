@@ -339,7 +339,7 @@ void add_interpreter_frame_roots(const Image& image, const HeapModel& heap, Root
       RootRange r = proto;
       r.start = local.at;
       r.end = local.at + 8;
-      r.local = local.name;
+      r.part = local.name;
       frames.push_back(std::move(r));
       cursor = local.at + 8;
     }
@@ -489,8 +489,8 @@ std::string interpreter_frame_text(const InterpreterFrame& frame, LabelDetail de
                     : fmt::format("python frame {}() in {}", frame.function, frame.file);
 }
 
-std::string interpreter_frame_label(const std::string& thread, const std::string& frame_text, const std::string& local) {
-  return local.empty() ? fmt::format("{}, {}", thread, frame_text) : fmt::format("{}, {}, local {}", thread, frame_text, local);
+std::string interpreter_frame_label(const std::string& thread, const std::string& frame_text, const std::string& part) {
+  return part.empty() ? fmt::format("{}, {}", thread, frame_text) : fmt::format("{}, {}, {}", thread, frame_text, part);
 }
 
 std::string global_root_label(const std::string& symbol, const std::string& module, Address offset) {
@@ -623,7 +623,7 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
     case RootKind::interpreter_frame:
       return interpreter_frame_label(
           root.thread == RootRange::kNoThread ? std::string("a thread heapscope does not see") : thread_label(image, root.thread),
-          root.label, root.local);
+          root.label, root.part);
   }
   return "?";
 }

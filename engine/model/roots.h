@@ -41,8 +41,9 @@ std::string frame_root_label(const std::string& thread, std::size_t index, const
                              const std::string& variable, LabelDetail detail);
 // "python frame handle() at app.py:42"; stable: "python frame handle() in app.py".
 std::string interpreter_frame_text(const InterpreterFrame& frame, LabelDetail detail);
-// "thread 1 (tid 42), python frame handle() at app.py:42, local cache"; no local: the frame's other words.
-std::string interpreter_frame_label(const std::string& thread, const std::string& frame_text, const std::string& local);
+// "thread 1 (tid 42), python frame handle() at app.py:42, local cache" (`part`: "local cache"); no part: the
+// frame's other words.
+std::string interpreter_frame_label(const std::string& thread, const std::string& frame_text, const std::string& part);
 // "global g in app", "global g+0x8 in app".
 std::string global_root_label(const std::string& symbol, const std::string& module, Address offset = 0);
 
@@ -75,7 +76,8 @@ struct RootRange {
   // "registered with the collector" for a registered root in memory no other root covers (a malloc block);
   // interpreter_frame: the frame's label ("python frame handle() at app.py:42")
   std::string label;
-  std::string local;  // interpreter_frame: the local variable the word is ("cache"); empty: the frame's other words
+  // interpreter_frame: what the word is in its frame ("local cache", "globals"); empty: the frame's other words
+  std::string part;
 };
 
 struct RootSet {

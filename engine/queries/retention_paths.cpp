@@ -156,10 +156,18 @@ class RetainerSearch {
 
   // A path from each root pointing to settled block `b`'s start (or, `inside`, into its middle only) not
   // yet on one: one per root and first block, so one root range (a module's globals, a thread's stack)
-  // gives a path through each block it holds. Returns whether a root points only into b's middle.
+  // gives a path through each block it holds; an interpreter's frame first, whose words a program's own
+  // names say (a native frame's copy of the same pointer says less). Returns whether a root points only
+  // into b's middle.
   bool add_paths(BlockId b, bool inside) {
     bool only_inside = false;
-    for (const std::uint32_t root : g_.in_root_edges(b)) {
+    const auto in_roots = g_.in_root_edges(b);
+    if (in_roots.empty()) return false;
+    std::vector<std::uint32_t> roots(in_roots.begin(), in_roots.end());
+    std::stable_partition(roots.begin(), roots.end(), [&](std::uint32_t root) {
+      return s_.roots().ranges[root].kind == RootKind::interpreter_frame;
+    });
+    for (const std::uint32_t root : roots) {
       if (roots_ && !roots_(root)) continue;
       const auto edges = g_.root_edges(root);
       const bool at_start = std::find(edges.begin(), edges.end(), b) != edges.end();

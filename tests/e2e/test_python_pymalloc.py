@@ -127,6 +127,11 @@ class PymallocChecks:
         text = run_heapscope("retainers", self.core, hex(customer["address"]), "--paths", "6")
         self.assertEqual(text.returncode, 0, text.stderr)
         self.assertIn('(["customers"])', text.stdout)
+        if self.ledger["version"] >= [3, 11]:
+            # The module's code runs in a frame whose globals are the module's dict: the first path says so.
+            self.assertRegex(text.stdout, r"Path 1 \(\d+ steps\):\n  thread 1 \(tid \d+\), python frame <module>\(\) at "
+                                          r"\S*python_pymalloc\.py:\d+, globals \[0x[0-9a-f]+\]\n  → [^\n]*\(dict, "
+                                          r'\d+ bytes\)[^\n]*\n  → [^\n]*\(\["customers"\]\)')
         self.assertRegex(text.stdout, r"\(list items, \d+ bytes\), .*, pointer at \+0x[0-9a-f]+ \(\[\d+\]\)")
         # refs and describe name the same words.
         refs = run_heapscope("refs", self.core, hex(customer["address"])).stdout

@@ -20,6 +20,7 @@ struct FrameLayout {
   Address state_current_frame;  // 3.13: PyThreadState.current_frame
   Address cframe_current_frame;
   Address frame_code, frame_previous, frame_instruction, frame_stacktop, frame_is_entry, frame_owner, frame_localsplus;
+  Address frame_function, frame_globals, frame_builtins, frame_locals_dict;
   Address code_localsplusnames, code_filename, code_qualname, code_nlocalsplus, code_stacksize, code_firstlineno,
       code_linetable, code_instructions;
   bool instruction_is_current;  // 3.13's instr_ptr: the instruction being executed; before: the last executed
@@ -27,9 +28,9 @@ struct FrameLayout {
 
 std::optional<FrameLayout> frame_layout(int minor) {
   switch (minor) {
-    case 11: return FrameLayout{56, 0, 8, 32, 48, 56, 64, 68, 69, 72, 96, 112, 128, 76, 68, 72, 136, 184, false};
-    case 12: return FrameLayout{56, 0, 0, 0, 8, 56, 64, 0, 70, 72, 96, 112, 128, 72, 64, 68, 136, 192, false};
-    case 13: return FrameLayout{0, 72, 0, 0, 8, 56, 64, 0, 70, 72, 96, 112, 128, 72, 64, 68, 136, 200, true};
+    case 11: return FrameLayout{56, 0, 8, 32, 48, 56, 64, 68, 69, 72, 0, 8, 16, 24, 96, 112, 128, 76, 68, 72, 136, 184, false};
+    case 12: return FrameLayout{56, 0, 0, 0, 8, 56, 64, 0, 70, 72, 16, 24, 32, 40, 96, 112, 128, 72, 64, 68, 136, 192, false};
+    case 13: return FrameLayout{0, 72, 0, 0, 8, 56, 64, 0, 70, 72, 16, 24, 32, 40, 96, 112, 128, 72, 64, 68, 136, 200, true};
     default: return std::nullopt;
   }
 }
@@ -127,11 +128,16 @@ class FrameReader {
       f.end = std::min(whole, locals + static_cast<Address>(*stacktop) * 8);
       if (f.end < whole) spent.push_back({f.end, whole});
     }
+    // The references the frame itself holds, then its locals by name.
+    for (const auto& [offset, name] : {std::pair{l_.frame_function, "function"}, std::pair{l_.frame_globals, "globals"},
+                                       std::pair{l_.frame_builtins, "builtins"}, std::pair{l_.frame_locals_dict, "locals dict"}})
+      f.locals.push_back({at + offset, name});
+    std::sort(f.locals.begin(), f.locals.end(), [](const auto& a, const auto& b) { return a.at < b.at; });
     const auto names = image_.read_u64(code + l_.code_localsplusnames);
     for (std::int32_t i = 0; i < nlocalsplus; ++i) {
       const auto name = names ? image_.read_u64(*names + kTupleItems + static_cast<Address>(i) * 8) : std::nullopt;
-      f.locals.push_back({locals + static_cast<Address>(i) * 8,
-                          (name ? text_at_object(*name) : std::nullopt).value_or(fmt::format("local {}", i))});
+      const std::optional<std::string> text = name ? text_at_object(*name) : std::nullopt;
+      f.locals.push_back({locals + static_cast<Address>(i) * 8, text ? "local " + *text : fmt::format("local #{}", i)});
     }
     f.line = line_at(code, instruction);
     return f;
