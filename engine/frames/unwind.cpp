@@ -444,13 +444,13 @@ std::vector<std::vector<Frame>> unwind_threads(const Image& image, const SymbolI
 }
 
 std::string Frame::describe() const {
+  const std::string_view base = std::string_view(file).substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1);
+  // A source location without code (an interpreter's traceback keeps files and lines alone): "app.py:31".
+  if (function.empty() && module_offset.empty() && pc == 0 && !file.empty()) return fmt::format("{}:{}", base, line);
   std::string out = !function.empty()        ? (function.find('(') == std::string::npos ? function + "()" : function)
                     : !module_offset.empty() ? module_offset
                                              : fmt::format("0x{:x}", pc);
-  if (!file.empty()) {
-    const auto slash = file.rfind('/');
-    out += fmt::format(" at {}:{}", slash == std::string::npos ? file : file.substr(slash + 1), line);
-  }
+  if (!file.empty()) out += fmt::format(" at {}:{}", base, line);
   return out;
 }
 

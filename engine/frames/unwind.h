@@ -36,7 +36,8 @@ struct Frame {
   bool covers(Address a) const { return a >= sp_low && a < sp_high; }
   // "process_batch() at worker.cpp:88"; when the function is unknown, its module and offset
   // ("clangd+0x12e7a2"), or the pc in hex outside every module. C names get "()";
-  // demangled C++ names carry their parameter lists already.
+  // demangled C++ names carry their parameter lists already. A source location alone (no pc, no function:
+  // an interpreter's traceback): "app.py:31".
   std::string describe() const;
   // The variable whose memory holds `a`, or null.
   const FrameVariable* variable_at(Address a) const {

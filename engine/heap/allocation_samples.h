@@ -1,5 +1,5 @@
 // Allocation stacks an allocator keeps of its own sampled blocks (jemalloc's heap profiling, tcmalloc's
-// sampled spans), read raw from the image: which block, the return addresses of the allocating call, the
+// sampled spans; an interpreter's recorder, tracemalloc, of every block it traced), read raw from the image: which block, the return addresses of the allocating call, the
 // size asked for. An allocator plug-in fills it (LocatedAllocator::allocation_samples); the session's
 // provenance product (model/provenance.h) matches the blocks and symbolizes the stacks.
 #pragma once
@@ -13,11 +13,18 @@
 
 namespace heapscope {
 
+// A frame of a stack an interpreter recorded as source locations (tracemalloc's traceback: no addresses).
+struct SourceFrame {
+  std::string function;  // empty when the recorder keeps none (tracemalloc keeps files and lines only)
+  std::string file;
+  std::uint32_t line = 0;
+};
+
 struct AllocationSample {
   Address block = 0;              // the user pointer of the sampled block
   std::uint64_t requested = 0;    // bytes the program asked for; 0 when not recorded
   std::uint64_t time_ns = 0;      // when it was allocated (the allocator's clock); 0 when not recorded
-  std::uint32_t stack = 0;        // index into AllocationSamples::stacks
+  std::uint32_t stack = 0;        // index into AllocationSamples::stacks (source_stacks when it has any)
 };
 
 struct AllocationSamples {
@@ -40,6 +47,8 @@ struct AllocationSamples {
   std::vector<std::uint16_t> other_arenas;
   std::string other_arenas_why;
   std::vector<std::vector<Address>> stacks;  // distinct stacks, innermost return address first
+  // Distinct stacks as the interpreter's own recorder keeps them (innermost first), in place of `stacks`.
+  std::vector<std::vector<SourceFrame>> source_stacks;
   std::vector<AllocationSample> samples;     // in address order
   std::vector<std::string> warnings;
 };

@@ -47,6 +47,30 @@ bool freed_block_at(const HeapModel& heap, Address at) {
   return it != last && it->address() == at && !is_allocated(it->state);
 }
 
+// A site from return addresses: symbolized, the allocator's own frames cut off.
+AllocationSite native_site(const Image& image, const SymbolIndex& symbols, const DwarfFiles& dwarf,
+                           const Module* allocator_module, const std::vector<Address>& stack) {
+  AllocationSite made;
+  made.stack = stack;
+  made.frames = symbolize_return_addresses(image, symbols, dwarf, made.stack);
+  made.allocator_frames = allocator_frame_count(made.frames, image, allocator_module);
+  made.frames.erase(made.frames.begin(), made.frames.begin() + static_cast<std::ptrdiff_t>(made.allocator_frames));
+  return made;
+}
+
+// A site from an interpreter's source locations: its frames as they are.
+AllocationSite source_site(const std::vector<SourceFrame>& stack) {
+  AllocationSite made;
+  for (const SourceFrame& f : stack) {
+    Frame frame;
+    frame.function = f.function;
+    frame.file = f.file;
+    frame.line = static_cast<int>(f.line);
+    made.frames.push_back(std::move(frame));
+  }
+  return made;
+}
+
 }  // namespace
 
 std::string AllocationSite::label() const {
@@ -80,10 +104,12 @@ Provenance build_provenance(const Image& image, const SymbolIndex& symbols, cons
   p.other_arenas_why = std::move(samples.other_arenas_why);
   p.warnings = std::move(samples.warnings);
   // Only the stacks some block of the walk has become sites, in the order first met.
-  std::vector<std::uint32_t> site_of_stack(samples.stacks.size(), ~std::uint32_t{0});
+  const bool source = !samples.source_stacks.empty();
+  const std::size_t stack_count = source ? samples.source_stacks.size() : samples.stacks.size();
+  std::vector<std::uint32_t> site_of_stack(stack_count, ~std::uint32_t{0});
   for (const AllocationSample& s : samples.samples) {
     const BlockId b = index->starting_at(s.block);
-    if (b == kNoBlock || s.stack >= samples.stacks.size()) {
+    if (b == kNoBlock || s.stack >= stack_count) {
       if (!freed_block_at(heap, s.block)) ++p.unmatched;
       continue;
     }
@@ -91,12 +117,8 @@ Provenance build_provenance(const Image& image, const SymbolIndex& symbols, cons
     if (site == ~std::uint32_t{0}) {
       progress_check();
       site = static_cast<std::uint32_t>(p.sites.size());
-      AllocationSite made;
-      made.stack = samples.stacks[s.stack];
-      made.frames = symbolize_return_addresses(image, symbols, dwarf, made.stack);
-      made.allocator_frames = allocator_frame_count(made.frames, image, allocator_module);
-      made.frames.erase(made.frames.begin(), made.frames.begin() + static_cast<std::ptrdiff_t>(made.allocator_frames));
-      p.sites.push_back(std::move(made));
+      p.sites.push_back(source ? source_site(samples.source_stacks[s.stack])
+                               : native_site(image, symbols, dwarf, allocator_module, samples.stacks[s.stack]));
     }
     AllocationSite& a = p.sites[site];
     const std::uint64_t bytes = heap.blocks[b].usable_size();

@@ -149,11 +149,19 @@ class CombinedAllocator final : public LocatedAllocator {
     return malloc_->arena_trim(model, arena, max_blockers, page_bytes);  // malloc's arenas come first
   }
 
-  // malloc's: the heaps beside it keep none heapscope reads, and say so for their own blocks.
+  // malloc's, unless a runtime beside it keeps sites of every heap (an interpreter's recorder, tracemalloc,
+  // traces what it allocates through malloc as well as its own pools) and malloc's keep none: then the
+  // runtime's. Blocks of a heap beside malloc's that no recorder covers are said to have no site.
   AllocationSamples allocation_samples(const HeapModel& model) const override {
     AllocationSamples samples = malloc_->allocation_samples(model);
+    const bool malloc_records = samples.enabled.value_or(false) || !samples.samples.empty();
     std::string owners;  // "Boehm GC's", "Boehm GC's or pymalloc's"
     for (const auto& b : beside_) {
+      AllocationSamples own = b->allocation_samples(model);
+      if (own.supported && !malloc_records) {
+        samples = std::move(own);  // its blocks are covered: none is another's
+        continue;
+      }
       bool owns = false;
       for (std::size_t i = 0; i < model.arenas.size(); ++i)
         if (b->owns_arena(model.arenas[i])) {

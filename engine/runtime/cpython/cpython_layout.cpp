@@ -5,6 +5,12 @@
 
 namespace heapscope::cpython {
 
+const Module* interpreter_module(const Image& image, const SymbolIndex& symbols) {
+  for (const Module& m : image.modules())
+    if (symbols.address_of(m, "PyObject_Malloc")) return &m;
+  return nullptr;
+}
+
 bool has_type_named(const Image& image, Address object, std::string_view name) {
   const auto type = image.read_u64(object + kObType);
   const auto name_at = type ? image.read_u64(*type + kTpName) : std::nullopt;

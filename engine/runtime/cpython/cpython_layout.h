@@ -9,11 +9,16 @@
 #include <string_view>
 
 #include "image/image.h"
+#include "symbols/symbol_index.h"
 
 namespace heapscope::cpython {
 
 constexpr Address kObType = 8;
 constexpr Address kTpName = 24, kTpBasicsize = 32, kTpItemsize = 40, kTpFlags = 168, kTpBase = 256;
+
+// The module of the CPython interpreter (the one that exports PyObject_Malloc: python3.11, libpython3.12.so),
+// or null.
+const Module* interpreter_module(const Image& image, const SymbolIndex& symbols);
 
 // Whether the object at `object` has a type whose tp_name is `name` ("str").
 bool has_type_named(const Image& image, Address object, std::string_view name);

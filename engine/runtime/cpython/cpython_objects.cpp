@@ -8,6 +8,7 @@
 
 #include "base/progress.h"
 #include "runtime/cpython/cpython_layout.h"
+#include "runtime/cpython/cpython_tracemalloc.h"
 
 namespace heapscope {
 
@@ -50,29 +51,20 @@ Release release_table(int minor) {
   return {minor, kManagedDict | kManagedWeakref, true};  // 3.12; later releases are read as 3.12
 }
 
-const Module* interpreter_module(const Image& image) {
-  for (const Module& m : image.modules()) {
-    const std::string_view name = m.name();
-    if (name.starts_with("libpython3")) return &m;
-  }
-  for (const Module& m : image.modules())
-    if (m.name().starts_with("python3")) return &m;
-  return nullptr;
-}
-
 // The release, from the interpreter's Py_Version (exported since 3.11) or else its file name.
 struct Interpreter {
   Release release;
   std::string version_from;
+  const Module* module = nullptr;
 };
 
 std::optional<Interpreter> find_interpreter(const Image& image, const SymbolIndex& symbols) {
-  const Module* m = interpreter_module(image);
+  const Module* m = cpython::interpreter_module(image, symbols);
   if (!m) return std::nullopt;
   if (const auto at = symbols.address_of(*m, "Py_Version"))
     if (const auto hex = image.read_u64(*at); hex && (*hex >> 24 & 0xff) == 3)
-      return Interpreter{release_table(static_cast<int>(*hex >> 16 & 0xff)), "Py_Version"};
-  if (const auto minor = minor_from_name(m->name())) return Interpreter{release_table(*minor), "file name"};
+      return Interpreter{release_table(static_cast<int>(*hex >> 16 & 0xff)), "Py_Version", m};
+  if (const auto minor = minor_from_name(m->name())) return Interpreter{release_table(*minor), "file name", m};
   return std::nullopt;
 }
 
@@ -391,6 +383,24 @@ class Marker {
     }
   }
 
+  // tracemalloc's own blocks, named; the key of each trace's entry (a traced block's address) no reference.
+  void tracemalloc(const HeapModel& heap, const cpython::TracemallocBlocks& t, Types& types) {
+    const auto name = [&](Address at, std::string_view type) -> std::optional<std::size_t> {
+      const auto b = block_holding(heap, at);
+      if (!b || heap.blocks[*b].address() != at || starts_[*b] || type_of_[*b]) return std::nullopt;
+      type_of_[*b] = types.intern(std::string(type));
+      return b;
+    };
+    name(t.table, "tracemalloc table");
+    name(t.buckets, "tracemalloc table buckets");
+    for (const Address at : t.traces) name(at, "tracemalloc trace");
+    for (const Address at : t.tracebacks) name(at, "tracemalloc traceback");
+    constexpr std::uint8_t kEntryWords = 4, kKeyWord = 2;  // {next, hash, key, value}
+    for (const Address at : t.entries)
+      if (const auto b = name(at, kTraceEntry)) strided_.push_back({static_cast<std::uint32_t>(*b), 0, kEntryWords, kKeyWord});
+  }
+  static constexpr std::string_view kTraceEntry = "tracemalloc trace entry";
+
   // The marks made, into the headers.
   void finish() {
     out_.starts = ViewedArray<std::uint8_t>(std::move(starts_));
@@ -437,11 +447,17 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
   if (release.values_prefix)
     for (const std::size_t b : with_preheader) marker.values_of(image, heap, b, types);
   if (objects == 0) return std::nullopt;
+  if (const ModuleSymbols* syms = symbols.symbols_for(*interpreter->module)) {
+    const cpython::TracemallocPlace place =
+        cpython::tracemalloc_place(symbols, *interpreter->module, writable_ranges(*interpreter->module, *syms), release.minor);
+    if (const std::optional<cpython::TracemallocBlocks> t = cpython::tracemalloc_blocks(image, place))
+      marker.tracemalloc(heap, *t, types);
+  }
   marker.finish();
   out.scanned_prefix.clear();
   for (const std::string& name : out.type_names) {
     out.scanned_prefix.push_back(pointer_free_body_prefix(name));
-    out.strided_types.push_back(name == "dict keys");
+    out.strided_types.push_back(name == "dict keys" || name == Marker::kTraceEntry);
   }
   out.weak_words.assign(out.type_names.size(), 0);
   for (const std::uint32_t id : types.weak_names()) out.weak_words[id] = kWeakReferenceWords;

@@ -11,6 +11,7 @@ constexpr AllocatorFunctions<Runtime> kPymalloc{
     .name = "pymalloc",
     .walk = walk_heap,
     .verify = [](const Image& image, const Runtime& rt, const HeapModel&) { return verify_heap(image, rt); },
+    .samples = [](const Image& image, const Runtime& rt) { return cpython::tracemalloc_samples(image, rt.tracemalloc); },
     .owns_arena = [](const Runtime& rt, const ArenaInfo& arena) {
       return !rt.pools.empty() && arena.address == rt.pools.front().address;
     },

@@ -205,15 +205,9 @@ class Walker {
 
 }  // namespace
 
-const Module* find_interpreter(const Image& image, const SymbolIndex& symbols) {
-  for (const Module& m : image.modules())
-    if (symbols.address_of(m, "PyObject_Malloc")) return &m;
-  return nullptr;
-}
-
 std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& symbols, std::string* why_not) {
   Runtime rt;
-  rt.module = find_interpreter(image, symbols);
+  rt.module = cpython::interpreter_module(image, symbols);
   if (!rt.module) {
     *why_not = "no module exports PyObject_Malloc (no CPython interpreter)";
     return std::nullopt;
@@ -244,6 +238,7 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
     const int minor = cpython::minor_from_name(rt.module->name()).value_or(0);
     rt.not_roots = cpython::non_reference_ranges(image, data, stacks, minor);
     rt.frames = cpython::python_frames(image, stacks, minor, rt.not_roots);
+    rt.tracemalloc = cpython::tracemalloc_place(symbols, *rt.module, data, minor);
     std::sort(rt.not_roots.begin(), rt.not_roots.end(), [](const HeapSegment& a, const HeapSegment& b) { return a.start < b.start; });
   }
   return rt;

@@ -18,6 +18,7 @@
 #include "heap/heap_check.h"
 #include "heap/heap_model.h"
 #include "image/image.h"
+#include "runtime/cpython/cpython_tracemalloc.h"
 #include "symbols/symbol_index.h"
 
 namespace heapscope::pymalloc {
@@ -40,10 +41,8 @@ struct Runtime {
   std::vector<Pool> pools;         // in address order
   std::vector<HeapSegment> not_roots;  // the interpreter's words that are no references (cpython_roots.h)
   std::vector<InterpreterFrame> frames;  // its threads' frames (cpython_frames.h)
+  cpython::TracemallocPlace tracemalloc;  // where its traces are looked for (cpython_tracemalloc.h)
 };
-
-// The module of a CPython interpreter (exports PyObject_Malloc), or null.
-const Module* find_interpreter(const Image& image, const SymbolIndex& symbols);
 
 // Every pymalloc pool in the image's anonymous writable memory; nothing with *why_not when none is (no
 // interpreter, or PYTHONMALLOC=malloc).
