@@ -195,6 +195,64 @@ class Pyenv313Pymalloc(PymallocChecks, unittest.TestCase):
     KEY = "python-pymalloc-3.13"
 
 
+class TracemallocChecks:
+    """Under PYTHONTRACEMALLOC=1 the interpreter keeps a trace of every block it allocates: read from the core,
+    each leaked object's site is the file and line tracemalloc itself gives for it in the process, and
+    `leaks --by site` counts no more blocks at a line than tracemalloc's snapshot taken just before."""
+    PYTHON = None
+    KEY = None
+
+    @classmethod
+    def setUpClass(cls):
+        if not cls.PYTHON:
+            raise unittest.SkipTest("this CPython release is not installed")
+        cls.core, ledger_file = capture_program(cls.KEY, cls.PYTHON, extra_sources=(SCRIPT,),
+                                                env={"PYTHONMALLOC": "pymalloc", "PYTHONTRACEMALLOC": "1"},
+                                                args=(SCRIPT, str(USERS // 10), str(CYCLES)))
+        cls.ledger, _ = read_ledger(ledger_file)
+
+    def test_a_leaked_objects_site_is_where_tracemalloc_says(self):
+        objects = self.ledger["tracemalloc"]["objects"]
+        self.assertGreaterEqual(len(objects), 100)
+        for address, where in list(objects.items())[:20]:
+            with self.subTest(object=address):
+                text = run_heapscope("describe", self.core, hex(int(address)))
+                self.assertEqual(text.returncode, 0, text.stderr)
+                self.assertIn(f"allocated at: {where}\n", text.stdout)
+
+    def test_leaks_by_site_names_the_line_that_allocated_them(self):
+        report = heapscope_json("leaks", self.core, "--by", "site")
+        self.assertEqual(report["sites"]["source"], "tracemalloc")
+        rows = {row["site"]["frames"][0]["text"]: row for row in report["groups"]}
+        garbage_lines = set(self.ledger["tracemalloc"]["objects"].values())
+        # Every cycle's two objects (or their dicts) are leaked where they were allocated; no line of the
+        # fixture has more leaked blocks than tracemalloc counts there; the largest site is one of its lines.
+        counted = self.ledger["tracemalloc"]["lines"]
+        for line in garbage_lines:
+            self.assertGreaterEqual(rows[line]["count"], GARBAGE_FOUND * 2 * CYCLES)
+        for line, row in rows.items():
+            if line.startswith("python_pymalloc.py:"):
+                with self.subTest(line=line):
+                    self.assertLessEqual(row["count"], counted[line])
+        self.assertIn(max(rows, key=lambda site: rows[site]["count"]), counted)
+
+
+@unittest.skipUnless(os.access(DEBIAN_PYTHON, os.X_OK), "Debian's python3 is not installed")
+class DebianPythonTracemalloc(TracemallocChecks, unittest.TestCase):
+    PYTHON = DEBIAN_PYTHON
+    KEY = "python-tracemalloc"
+
+
+class Pyenv39Tracemalloc(TracemallocChecks, unittest.TestCase):
+    PYTHON = pyenv_python("3.9")
+    KEY = "python-tracemalloc-3.9"
+
+
+class Pyenv313Tracemalloc(TracemallocChecks, unittest.TestCase):
+    PYTHON = pyenv_python("3.13")
+    KEY = "python-tracemalloc-3.13"
+
+
 @unittest.skipUnless(os.access(DEBIAN_PYTHON, os.X_OK), "Debian's python3 is not installed")
 class PymallocDamage(unittest.TestCase):
     """A pool whose free list leads astray: the walk goes on with a warning and a partial heap, `verify`
