@@ -292,7 +292,10 @@ void ReferenceGraph::for_each_scanned_range(BlockId b, Fn&& fn) const {
     if (run < to) fn(run, to);
   };
   if (links_first > 0) emit(start, start + links_first);
-  emit(start + links_last, start + end);
+  // An object past a prefix of the runtime's own bytes (a split dict's values past their order bytes)
+  // without list links: the prefix is no pointer (a reused slot's stale link may lie there).
+  const std::uint64_t from = links_last > 0 ? links_last : headers_ ? headers_->object_offset(b) : 0;
+  emit(start + from, start + end);
 }
 
 template <typename Fn>

@@ -42,8 +42,8 @@ struct ObjectHeaders {
   // a word there that looks like a pointer keeps nothing alive) —; 0 for all of it. As many as type_names.
   std::vector<std::uint32_t> scanned_prefix{0};
   // Per type name: bit i set when word i of an object of it (from the object's start) is no reference —
-  // a weak reference's referent and its links in the referent's list of weak references. As many as
-  // type_names.
+  // a weak reference's referent and its links in the referent's list of weak references, a str's length,
+  // hash and state. As many as type_names.
   std::vector<std::uint64_t> weak_words{0};
   // Per block: how many 8-byte words from its start its object fills, where the runtime says (a tuple's
   // items, a list's used items, a dict's used entries, a str's header): 0 for the whole block, and for an

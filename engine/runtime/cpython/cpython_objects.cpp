@@ -20,6 +20,8 @@ constexpr Address kObSize = 16;  // a variable-size object's item count, after o
 // A weak reference (PyWeakReference: wr_object, wr_callback, hash, wr_prev, wr_next after its header): the
 // words that are no references, from the object's start.
 constexpr std::uint64_t kWeakReferenceWords = (1u << 2) | (1u << 5) | (1u << 6);
+// A str's length, hash and state (a 4-byte bit field whose padding keeps a reused slot's bytes): numbers.
+constexpr std::uint64_t kStrNumberWords = (1u << 2) | (1u << 3) | (1u << 4);
 bool is_weakref_type_name(std::string_view name) {
   for (const char* n : {"weakref", "weakref.ReferenceType", "weakproxy", "weakref.ProxyType", "weakcallableproxy",
                         "weakref.CallableProxyType"})
@@ -197,9 +199,13 @@ bool plausible_refcount(std::uint64_t refcount) { return refcount != 0 && refcou
 // of one the scan reads, 0 for a type not among them. A str keeps pointers in its header alone (3.11's wstr,
 // a non-ASCII str's utf8 copy, a legacy str's data: within its first 80 bytes in every release; each str's
 // own header, by its form, is its object_end_words: str_header); the others none past their type.
-std::uint32_t pointer_free_body_prefix(std::string_view type_name) {
+std::uint32_t pointer_free_body_prefix(std::string_view type_name, int minor) {
   constexpr std::uint32_t kStrHeader = 80, kObjectHeader = 16;
   if (type_name == "str") return kStrHeader;
+  // From 3.11 a code object ends with its bytecode, whose inline caches keep borrowed pointers (a method
+  // LOAD_ATTR found, guarded by its type's version): its fields alone hold references (co_code_adaptive's
+  // offset, from each release's headers).
+  if (type_name == "code") return minor == 11 ? 184 : minor == 12 ? 192 : minor == 13 ? 200 : 0;
   for (const char* name : {"bytes", "int", "float", "complex", "bool"})
     if (type_name == name) return kObjectHeader;
   return 0;
@@ -391,13 +397,18 @@ class Marker {
       type_of_[*b] = types.intern(std::string(type));
       return b;
     };
+    // A trace is {size, traceback}; the rest of its block, and of an entry's, is a freed block's words.
     name(t.table, "tracemalloc table");
     name(t.buckets, "tracemalloc table buckets");
-    for (const Address at : t.traces) name(at, "tracemalloc trace");
+    for (const Address at : t.traces)
+      if (const auto b = name(at, "tracemalloc trace")) ends(*b, 16);
     for (const Address at : t.tracebacks) name(at, "tracemalloc traceback");
     constexpr std::uint8_t kEntryWords = 4, kKeyWord = 2;  // {next, hash, key, value}
     for (const Address at : t.entries)
       if (const auto b = name(at, kTraceEntry)) strided_.push_back({static_cast<std::uint32_t>(*b), 0, kEntryWords, kKeyWord});
+    for (const Address at : t.other_tables) name(at, "hashtable");
+    for (const Address at : t.other_entries)
+      if (const auto b = name(at, "hashtable entry")) ends(*b, kEntryWords * 8);
   }
   static constexpr std::string_view kTraceEntry = "tracemalloc trace entry";
 
@@ -456,11 +467,13 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
   marker.finish();
   out.scanned_prefix.clear();
   for (const std::string& name : out.type_names) {
-    out.scanned_prefix.push_back(pointer_free_body_prefix(name));
+    out.scanned_prefix.push_back(pointer_free_body_prefix(name, release.minor));
     out.strided_types.push_back(name == "dict keys" || name == Marker::kTraceEntry);
   }
   out.weak_words.assign(out.type_names.size(), 0);
   for (const std::uint32_t id : types.weak_names()) out.weak_words[id] = kWeakReferenceWords;
+  for (std::size_t id = 0; id < out.type_names.size(); ++id)
+    if (out.type_names[id] == "str") out.weak_words[id] = kStrNumberWords;
   out.release = static_cast<std::uint32_t>(release.minor);
   out.layout = fmt::format(
       "CPython 3.{} (release from {}; header layout from heapscope's table for 3.{}): a PyGC_Head (16 bytes) "

@@ -38,10 +38,14 @@ class TraceReader {
  public:
   TraceReader(const Image& image, int minor) : image_(image), minor_(minor) {}
 
-  // The table at `at`, if it is a _Py_hashtable_t hashing pointers with `hash`.
-  std::optional<HashTable> table_at(Address at, Address hash) const {
-    std::uint64_t head[5] = {};
-    if (at % 8 || !image_.read_exact(at, head, sizeof head) || head[kTableHash / 8] != hash) return std::nullopt;
+  // The table at `at`, if it is a _Py_hashtable_t hashing with `hash` (0: with any function of `module`).
+  std::optional<HashTable> table_at(Address at, Address hash, const Module* module = nullptr) const {
+    std::uint64_t head[6] = {};
+    if (at % 8 || !image_.read_exact(at, head, sizeof head)) return std::nullopt;
+    const Address hash_function = head[kTableHash / 8], compare_function = head[kTableHash / 8 + 1];
+    if (hash ? hash_function != hash
+             : !module || image_.module_at(hash_function) != module || image_.module_at(compare_function) != module)
+      return std::nullopt;
     const std::uint64_t entries = head[0], buckets = head[1];
     if (buckets < 16 || buckets > (std::uint64_t{1} << 40) || (buckets & (buckets - 1)) || entries > 8 * buckets ||
         !head[2] || head[2] % 8)
@@ -139,7 +143,16 @@ std::optional<HashTable> find_traces(const Image& image, const TracemallocPlace&
 }  // namespace
 
 TracemallocPlace tracemalloc_place(const SymbolIndex& symbols, const Module& module, WritableRanges data, int minor) {
-  return {std::move(data), symbols.address_of(module, "_Py_hashtable_hash_ptr").value_or(0), minor};
+  // The config's `tracing` (after its `initialized`): offsets read from 3.12's and 3.13's headers.
+  constexpr Address kTracingInConfig = 4, kTracingInRuntime312 = 2772, kTracingInRuntime313 = 10084;
+  Address tracing = 0;
+  if (minor <= 11) {
+    if (const auto config = symbols.address_of(module, "_Py_tracemalloc_config")) tracing = *config + kTracingInConfig;
+  } else if (minor <= 13) {
+    if (const auto runtime = symbols.address_of(module, "_PyRuntime"))
+      tracing = *runtime + (minor == 12 ? kTracingInRuntime312 : kTracingInRuntime313);
+  }
+  return {&module, std::move(data), symbols.address_of(module, "_Py_hashtable_hash_ptr").value_or(0), tracing, minor};
 }
 
 std::optional<TracemallocBlocks> tracemalloc_blocks(const Image& image, const TracemallocPlace& place) {
@@ -147,7 +160,9 @@ std::optional<TracemallocBlocks> tracemalloc_blocks(const Image& image, const Tr
   TraceReader reader(image, place.minor);
   const std::optional<HashTable> table = find_traces(image, place, reader);
   if (!table) return std::nullopt;
-  TracemallocBlocks out{table->at, table->bucket_array, {}, {}, {}};
+  TracemallocBlocks out;
+  out.table = table->at;
+  out.buckets = table->bucket_array;
   std::set<Address> tracebacks;
   reader.for_each_entry(*table, [&](Address entry, std::uint64_t, std::uint64_t value) {
     out.entries.push_back(entry);
@@ -157,6 +172,20 @@ std::optional<TracemallocBlocks> tracemalloc_blocks(const Image& image, const Tr
     }
   });
   out.tracebacks.assign(tracebacks.begin(), tracebacks.end());
+  // The interpreter's other tables its data points to.
+  std::set<Address> tables{table->at};
+  for (const auto& [start, end] : place.data) {
+    std::vector<std::uint64_t> words((end - start) / 8);
+    if (image.read(start, words.data(), words.size() * 8) != words.size() * 8) continue;
+    for (const std::uint64_t word : words) {
+      if (!word || tables.contains(word)) continue;
+      const std::optional<HashTable> t = reader.table_at(word, 0, place.module);
+      if (!t) continue;
+      tables.insert(word);
+      out.other_tables.push_back(word);
+      reader.for_each_entry(*t, [&](Address entry, std::uint64_t, std::uint64_t) { out.other_entries.push_back(entry); });
+    }
+  }
   return out;
 }
 
@@ -171,10 +200,19 @@ AllocationSamples tracemalloc_samples(const Image& image, const TracemallocPlace
     return out;
   }
   PhaseTimer timer("tracemalloc's traces");
+  std::optional<bool> tracing;
+  if (place.tracing_flag)
+    if (const auto word = image.read_u64(place.tracing_flag & ~Address{7}))
+      tracing = (*word >> (8 * (place.tracing_flag % 8)) & 0xffffffffu) != 0;
+  if (tracing == false) {  // its table keeps what it traced before tracemalloc.stop() cleared it: nothing
+    out.enabled = false;
+    return out;
+  }
   TraceReader reader(image, place.minor);
   const std::optional<HashTable> table = find_traces(image, place, reader);
   if (!table) {
-    out.warnings.push_back("tracemalloc's table of traces was not found in the interpreter's data");
+    if (tracing) out.warnings.push_back("tracemalloc traces, but its table of traces was not found in the interpreter's data");
+    out.enabled = tracing;
     return out;
   }
   out.enabled = table->entries > 0;

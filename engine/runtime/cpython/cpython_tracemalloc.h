@@ -22,11 +22,14 @@
 
 namespace heapscope::cpython {
 
-// Where to look: the interpreter's writable data, and the address of its _Py_hashtable_hash_ptr (0: not
-// found, and nothing is read).
+// Where to look: the interpreter's writable data, the address of its _Py_hashtable_hash_ptr (0: not
+// found, and nothing is read), and of the int that says whether tracemalloc traces (its config's
+// `tracing`: in _Py_tracemalloc_config to 3.11, in _PyRuntime from 3.12; 0: unknown).
 struct TracemallocPlace {
+  const Module* module = nullptr;  // the interpreter
   WritableRanges data;
   Address hash_ptr_function = 0;
+  Address tracing_flag = 0;
   int minor = 0;
 };
 
@@ -37,10 +40,14 @@ AllocationSamples tracemalloc_samples(const Image& image, const TracemallocPlace
 
 // tracemalloc's own blocks in the traces' table, for the scan and for their names: the table, its buckets,
 // and per trace its entry ({next, hash, key, value}: the key, a traced block's address, is no reference),
-// the trace ({size, traceback}) and its traceback. Nothing when the table is not found.
+// the trace ({size, traceback}) and its traceback; and the entries of the interpreter's other hash tables
+// its data points to (tracemalloc's tracebacks and file names, 3.12's interned strings: the hash and
+// compare functions the interpreter's), whose blocks end after their four words. Nothing when the
+// traces' table is not found.
 struct TracemallocBlocks {
   Address table = 0, buckets = 0;
   std::vector<Address> entries, traces, tracebacks;  // tracebacks: distinct
+  std::vector<Address> other_tables, other_entries;
 };
 std::optional<TracemallocBlocks> tracemalloc_blocks(const Image& image, const TracemallocPlace& place);
 
