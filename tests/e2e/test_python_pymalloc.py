@@ -20,7 +20,7 @@ from allocator_walk import damaged_copy
 from heapscope_e2e import RemovesItsCore, capture_program, heapscope_json, run_heapscope, work_dir
 from lldb_session import parked_fixture, require_lldb_and_gdb, run_lldb
 from test_attach import take_core
-from test_gdb import json_between_markers, marked, run_gdb
+from test_gdb import between_markers, json_between_markers, marked, run_gdb
 
 DEBIAN_PYTHON = "/usr/bin/python3"
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "python_pymalloc.py")
@@ -293,15 +293,17 @@ class PymallocLive(RemovesItsCore, unittest.TestCase):
         cls.core = os.path.join(directory, "python-pymalloc-live.core")
         with parked_fixture(DEBIAN_PYTHON, ledger_file, "python_pymalloc", env={"PYTHONMALLOC": "pymalloc"},
                             args=(SCRIPT, str(USERS), str(CYCLES))) as process:
+            cls.ledger, cls.stats = read_ledger(ledger_file)
+            local = hex(int(cls.ledger["local"]))
             # The fixture sleeps in pause(): a debugger's stop and continue run no Python code.
-            cls.lldb = run_lldb(["heap summary --json", "heap leaks --json", "process detach"],
+            cls.lldb = run_lldb(["heap summary --json", "heap leaks --json", f"heap retainers {local}", "process detach"],
                                 lldb_args=["-p", str(process.pid)])
             cls.gdb = run_gdb(marked("summary", "heap summary --json") + marked("leaks", "heap leaks --json") +
-                              ["detach"], "-p", str(process.pid))
+                              marked("retainers", f"heap retainers {local}") + ["detach"], "-p", str(process.pid))
             cls.live = heapscope_json("attach", process.pid, "summary")
             cls.live_leaks = heapscope_json("attach", process.pid, "leaks")
+            cls.live_retainers = run_heapscope("attach", process.pid, "retainers", local).stdout
             take_core(process.pid, cls.core)
-        cls.ledger, cls.stats = read_ledger(ledger_file)
 
     def test_attach_walks_the_pools(self):
         in_use = sum(blocks for _, blocks in self.stats.values())
@@ -310,6 +312,13 @@ class PymallocLive(RemovesItsCore, unittest.TestCase):
     def test_attach_reads_what_the_core_holds(self):
         self.assertEqual(pymalloc_figure(self.live), pymalloc_figure(heapscope_json("summary", self.core)))
         self.assertEqual(self.live_leaks["totals"], heapscope_json("leaks", self.core)["totals"])
+
+    def test_every_frontend_charges_the_local_to_its_python_frame(self):
+        frame = rf"thread 1 \(tid \d+\), python frame serve\(\) at \S*python_pymalloc\.py:{pause_line()}, local session_cache"
+        for name, text in (("attach", self.live_retainers), ("lldb", self.lldb.output_of(
+                f"heap retainers {hex(int(self.ledger['local']))}")), ("gdb", between_markers(self.gdb, "retainers"))):
+            with self.subTest(frontend=name):
+                self.assertRegex(text, r"Path 1 \(1 step\):\n  " + frame)
 
     def test_lldb_and_gdb_read_what_the_core_holds(self):
         from_core = pymalloc_figure(heapscope_json("summary", self.core))
