@@ -142,6 +142,24 @@ class PymallocChecks:
         described = run_heapscope("describe", self.core, hex(keys[0])).stdout
         self.assertRegex(described, r'\n  \+0x[0-9a-f]+ +\["customers"\] 0x[0-9a-f]+ → block ')
 
+    def test_fields_are_named_as_python_names_them(self):
+        # A __slots__ class's slots by name (its type's members), a header's words by what they are, and,
+        # where an instance's attributes live in its class's split dict values (3.11, 3.12), each by its key.
+        point = heapscope_json("blocks", self.core, "--type", "Point")["blocks"][USERS // 3]
+        described = run_heapscope("describe", self.core, hex(point["address"])).stdout
+        self.assertRegex(described, r"\n  \+0x[0-9a-f]+ +\.x 0x[0-9a-f]+ → block ")
+        self.assertRegex(described, r"\n  \+0x[0-9a-f]+ +\.y 0x[0-9a-f]+ → block ")
+        self.assertRegex(described, r"\n  \+0x[0-9a-f]+ +gc list prev 0x")
+        if self.ledger["version"] not in ([3, 11], [3, 12]):
+            return
+        values = heapscope_json("blocks", self.core, "--type", "Customer.__dict__ values")["blocks"][USERS // 3]
+        described = run_heapscope("describe", self.core, hex(values["address"])).stdout
+        tags = re.search(r"\n  \+0x[0-9a-f]+ +\.tags 0x[0-9a-f]+ → block (0x[0-9a-f]+)", described)
+        self.assertTrue(tags, described)
+        path = run_heapscope("retainers", self.core, tags.group(1)).stdout
+        self.assertRegex(path, r"\(Customer, \d+ bytes\)[^\n]*pointer at \+0x0 \(its __dict__ values\)\n  → [^\n]*"
+                               r"\(Customer\.__dict__ values, \d+ bytes\)[^\n]*\(\.tags\)\n  → [^\n]*\(list, ")
+
     def test_a_local_is_charged_to_its_python_frame(self):
         # serve() sleeps holding session_cache, a list of 50 Points nothing else holds: the list, its items
         # and the Points are the local's, in the frame of serve() at the line it sleeps on (3.11+: before,

@@ -484,6 +484,63 @@ std::optional<ObjectHeaders> find_cpython_objects(const Image& image, const Symb
   return out;
 }
 
+namespace {
+
+// The member of its type (or of a base type) that an object's word at `offset` from its start is, as its
+// type describes its instances' fields (tp_members: a __slots__ class's slots, a builtin's members such as
+// a function's __globals__): ".x"; empty when none names it.
+std::string member_at(const Image& image, Address object, std::uint64_t offset) {
+  constexpr Address kTpMembers = 240, kMemberBytes = 40, kMemberOffset = 16;
+  constexpr int kMostBases = 16, kMostMembers = 256;
+  auto type = image.read_u64(object + cpython::kObType);
+  for (int depth = 0; type && *type && depth < kMostBases; ++depth) {
+    const auto members = image.read_u64(*type + kTpMembers);
+    for (int i = 0; members && *members && i < kMostMembers; ++i) {
+      std::uint64_t m[3] = {};
+      if (!image.read_exact(*members + i * kMemberBytes, m, sizeof m) || m[0] == 0) break;
+      if (m[kMemberOffset / 8] == offset) {
+        const std::optional<std::string> name = image.read_c_string(m[0], 64);
+        return name && !name->empty() ? "." + *name : std::string();
+      }
+    }
+    type = image.read_u64(*type + cpython::kTpBase);
+  }
+  return {};
+}
+
+// The class named `name` among the heap's type objects when exactly one has that name; 0 otherwise.
+Address class_named(const Image& image, const HeapModel& heap, const ObjectHeaders& headers, std::string_view name) {
+  Address found = 0;
+  for (std::size_t b = 0; b < headers.type_of.size() && b < heap.blocks.size(); ++b) {
+    if (headers.type_of[b] >= headers.type_names.size() || headers.type_names[headers.type_of[b]] != "type") continue;
+    const Address type = heap.blocks[b].address() + headers.object_offset(static_cast<std::uint32_t>(b));
+    const auto tp_name = image.read_u64(type + cpython::kTpName);
+    if (!tp_name || image.read_c_string(*tp_name, name.size() + 1) != name) continue;
+    if (found) return 0;  // two classes of that name: which one is not known
+    found = type;
+  }
+  return found;
+}
+
+// The attribute a word of an instance's split dict values (3.11, 3.12: "Order.__dict__ values", `object`
+// bytes past the block's start) holds: the key of its class's shared keys at the same index, ".tags".
+std::string attribute_at(const Image& image, const HeapModel& heap, const ObjectHeaders& headers, std::string_view type,
+                         std::uint32_t object, std::uint64_t offset, int minor) {
+  constexpr std::string_view kValues = ".__dict__ values";
+  const Address cached_keys_field = minor == 11 ? 872 : minor == 12 ? 880 : 0;  // PyHeapTypeObject.ht_cached_keys
+  if (!cached_keys_field || offset < object || !type.ends_with(kValues)) return {};
+  const Address cls = class_named(image, heap, headers, type.substr(0, type.size() - kValues.size()));
+  const auto keys = cls ? image.read_u64(cls + cached_keys_field) : std::nullopt;
+  const std::optional<KeysEntries> e = keys && *keys ? keys_entries(image, *keys, minor) : std::nullopt;
+  if (!e) return {};
+  const std::uint64_t index = (offset - object) / 8;
+  const auto key = image.read_u64(*keys + e->start + index * e->size + e->key);
+  const std::optional<std::string> text = key ? cpython::ascii_text(image, *key, minor, 80) : std::nullopt;
+  return text ? "." + *text : std::string();
+}
+
+}  // namespace
+
 std::string cpython_field_at(const Image& image, const HeapModel& heap, const ObjectHeaders& headers,
                              std::size_t block, std::uint64_t offset) {
   if (block >= headers.type_of.size() || headers.type_of[block] >= headers.type_names.size()) return {};
@@ -491,7 +548,22 @@ std::string cpython_field_at(const Image& image, const HeapModel& heap, const Ob
   const Address base = heap.blocks[block].address();
   const int minor = static_cast<int>(headers.release);
   if (type == "list items") return fmt::format("[{}]", offset / 8);
-  if (type != "dict keys") return {};
+  const std::uint32_t object = headers.object_offset(static_cast<std::uint32_t>(block));
+  // The header's words: the collector's list links, and before them a managed dict's words (3.11+).
+  if (const auto [first, last] = headers.links(static_cast<std::uint32_t>(block)); offset < last) {
+    if (offset >= first) return offset == first ? "gc list next" : "gc list prev";
+    // 3.11: the values, then the dict; 3.12: the weak references' list, then the dict or the values.
+    if (minor <= 11) return offset == 0 ? "its __dict__ values" : "its __dict__";
+    return offset == 0 ? "its weak references" : "its __dict__ or values";
+  }
+  if (type == "tuple" && offset >= object + 24) return fmt::format("[{}]", (offset - object - 24) / 8);
+  if (type.ends_with(".__dict__ values")) return attribute_at(image, heap, headers, type, object, offset, minor);
+  if (type != "dict keys") {
+    // An object's field past its refcount and type (a block named "list items", "X.__dict__ values",
+    // "tracemalloc trace" holds no object: its name has a space).
+    return offset >= object + 16 && type.find(' ') == std::string::npos ? member_at(image, base + object, offset - object)
+                                                                        : std::string();
+  }
   const std::optional<KeysEntries> e = keys_entries(image, base, minor);
   if (!e || offset < e->start) return {};
   const std::uint64_t entry = (offset - e->start) / e->size, within = (offset - e->start) % e->size;
