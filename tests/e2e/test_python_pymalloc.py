@@ -72,18 +72,27 @@ def pymalloc_figure(summary):
     return figure
 
 
-class PymallocChecks:
+class FixtureCore:
+    """The fixture's core and ledger on the release PYTHON, captured once per KEY with the variables ENV and
+    USERS users."""
     PYTHON = None
     KEY = None
+    ENV = {"PYTHONMALLOC": "pymalloc"}
+    USERS = USERS
 
     @classmethod
     def setUpClass(cls):
         if not cls.PYTHON:
             raise unittest.SkipTest("this CPython release is not installed")
-        cls.core, ledger_file = capture_program(cls.KEY, cls.PYTHON, extra_sources=(SCRIPT,),
-                                                env={"PYTHONMALLOC": "pymalloc"},
-                                                args=(SCRIPT, str(USERS), str(CYCLES)))
+        cls.core, ledger_file = capture_program(cls.KEY, cls.PYTHON, extra_sources=(SCRIPT,), env=cls.ENV,
+                                                args=(SCRIPT, str(cls.USERS), str(CYCLES)))
         cls.ledger, cls.stats = read_ledger(ledger_file)
+
+
+class PymallocChecks(FixtureCore):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
         cls.summary = heapscope_json("summary", cls.core)
         cls.leaked = heapscope_json("blocks", cls.core, "--state", "leaked")["blocks"]
         cls.histogram = {row["type"]: row for row in heapscope_json("histogram", cls.core)["types"]}
@@ -197,37 +206,12 @@ class PymallocChecks:
         self.assertLessEqual(len(self.leaked), 8 * (CYCLES + 3 * 20))
 
 
-@unittest.skipUnless(os.access(DEBIAN_PYTHON, os.X_OK), "Debian's python3 is not installed")
-class DebianPythonPymalloc(PymallocChecks, unittest.TestCase):
-    PYTHON = DEBIAN_PYTHON
-    KEY = "python-pymalloc"
-
-
-class Pyenv39Pymalloc(PymallocChecks, unittest.TestCase):
-    PYTHON = pyenv_python("3.9")
-    KEY = "python-pymalloc-3.9"
-
-
-class Pyenv313Pymalloc(PymallocChecks, unittest.TestCase):
-    PYTHON = pyenv_python("3.13")
-    KEY = "python-pymalloc-3.13"
-
-
-class TracemallocChecks:
+class TracemallocChecks(FixtureCore):
     """Under PYTHONTRACEMALLOC=1 the interpreter keeps a trace of every block it allocates: read from the core,
     each leaked object's site is the file and line tracemalloc itself gives for it in the process, and
     `leaks --by site` counts no more blocks at a line than tracemalloc's snapshot taken just before."""
-    PYTHON = None
-    KEY = None
-
-    @classmethod
-    def setUpClass(cls):
-        if not cls.PYTHON:
-            raise unittest.SkipTest("this CPython release is not installed")
-        cls.core, ledger_file = capture_program(cls.KEY, cls.PYTHON, extra_sources=(SCRIPT,),
-                                                env={"PYTHONMALLOC": "pymalloc", "PYTHONTRACEMALLOC": "1"},
-                                                args=(SCRIPT, str(USERS // 10), str(CYCLES)))
-        cls.ledger, _ = read_ledger(ledger_file)
+    ENV = {"PYTHONMALLOC": "pymalloc", "PYTHONTRACEMALLOC": "1"}
+    USERS = USERS // 10
 
     def test_a_leaked_objects_site_is_where_tracemalloc_says(self):
         objects = self.ledger["tracemalloc"]["objects"]
@@ -255,20 +239,14 @@ class TracemallocChecks:
         self.assertIn(max(rows, key=lambda site: rows[site]["count"]), counted)
 
 
-@unittest.skipUnless(os.access(DEBIAN_PYTHON, os.X_OK), "Debian's python3 is not installed")
-class DebianPythonTracemalloc(TracemallocChecks, unittest.TestCase):
-    PYTHON = DEBIAN_PYTHON
-    KEY = "python-tracemalloc"
-
-
-class Pyenv39Tracemalloc(TracemallocChecks, unittest.TestCase):
-    PYTHON = pyenv_python("3.9")
-    KEY = "python-tracemalloc-3.9"
-
-
-class Pyenv313Tracemalloc(TracemallocChecks, unittest.TestCase):
-    PYTHON = pyenv_python("3.13")
-    KEY = "python-tracemalloc-3.13"
+# Each set of checks on each release: Debian's python3 (3.11), pyenv's 3.9 (4 KiB pools) and 3.13 (16 KiB
+# pools, values inline) — DebianPythonPymalloc, Pyenv39Tracemalloc, … (a release not installed skips).
+RELEASES = (("DebianPython", DEBIAN_PYTHON if os.access(DEBIAN_PYTHON, os.X_OK) else None, ""),
+            ("Pyenv39", pyenv_python("3.9"), "-3.9"), ("Pyenv313", pyenv_python("3.13"), "-3.13"))
+for _release, _python, _suffix in RELEASES:
+    for _checks, _key in ((PymallocChecks, "python-pymalloc"), (TracemallocChecks, "python-tracemalloc")):
+        _name = _release + _checks.__name__.removesuffix("Checks")
+        globals()[_name] = type(_name, (_checks, unittest.TestCase), {"PYTHON": _python, "KEY": _key + _suffix})
 
 
 @unittest.skipUnless(os.access(DEBIAN_PYTHON, os.X_OK), "Debian's python3 is not installed")
