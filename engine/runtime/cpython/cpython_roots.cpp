@@ -59,18 +59,18 @@ void add_spent_free_lists(const Image& image, const std::vector<DataStack>& stac
     if (const auto interp = image.read_u64(s.fields - layout->state_data_stack + layout->state_interp))
       interpreters.insert(*interp);
   for (const Address interp : interpreters) {
-    for (const auto& [items_at, count_at, type] : layout->free_lists) {
+    for (const FreeListLayout& list : layout->free_lists) {
       std::uint64_t items[kSlots] = {};
-      const auto count = image.read_u64(interp + count_at);
-      if (!count || static_cast<std::uint32_t>(*count) > kSlots || !image.read_exact(interp + items_at, items, sizeof items))
+      const auto count = image.read_u64(interp + list.count);
+      if (!count || static_cast<std::uint32_t>(*count) > kSlots || !image.read_exact(interp + list.items, items, sizeof items))
         continue;
       const auto n = static_cast<std::uint32_t>(*count);
       const bool freed = std::all_of(items, items + n, [&](std::uint64_t item) {
-        return item && image.read_u64(item).value_or(1) == 0 && (type.empty() || has_type_named(image, item, type));
+        return item && image.read_u64(item).value_or(1) == 0 && (list.type.empty() || has_type_named(image, item, list.type));
       });
       std::size_t end = n;
       while (end < kSlots && items[end] != 0) ++end;
-      if (freed && end > n) out.push_back({interp + items_at + n * 8, interp + items_at + end * 8});
+      if (freed && end > n) out.push_back({interp + list.items + n * 8, interp + list.items + end * 8});
     }
   }
 }
