@@ -26,7 +26,7 @@ std::uint32_t str_header(int minor, std::uint32_t state) {
 
 std::optional<std::string> ascii_text(const Image& image, Address at, int minor, std::uint64_t longest) {
   std::uint64_t head[5] = {};  // refcount, type, length, hash, state
-  if (!image.read_exact(at, head, sizeof head) || head[2] == 0 || head[2] > longest) return std::nullopt;
+  if (!image.read_exact(at, head, sizeof head) || head[2] > longest) return std::nullopt;
   const auto state = static_cast<std::uint32_t>(head[kStrState / 8]);
   if (!(state & kStrCompact) || !(state & kStrAscii)) return std::nullopt;
   if (!has_type_named(image, at, "str")) return std::nullopt;

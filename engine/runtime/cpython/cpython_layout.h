@@ -30,8 +30,8 @@ constexpr Address kStrState = 32;
 constexpr std::uint32_t kStrCompact = 1u << 5, kStrAscii = 1u << 6;
 std::uint32_t str_header(int minor, std::uint32_t state);
 
-// The text of the str at `at` when it is printable ASCII of at most `longest` characters (a dict's key, a
-// file name); nothing otherwise.
+// The text of the str at `at` when it is printable ASCII of at most `longest` characters, or empty (a dict's
+// key, a file name); nothing otherwise.
 std::optional<std::string> ascii_text(const Image& image, Address at, int minor, std::uint64_t longest);
 
 // Where a release's thread and interpreter states keep what heapscope reads (3.11 to 3.13; offsets read from

@@ -97,7 +97,7 @@ class TraceReader {
       std::memcpy(&line, bytes.data() + i * kFrameBytes + 8, 4);
       const std::optional<std::string> name = file_name(file);
       if (!name) return std::nullopt;
-      out.push_back({"", *name, line});
+      out.push_back({"", name->empty() ? "\"\"" : *name, line});  // code compiled with "" as its file name
     }
     return out;
   }
