@@ -152,14 +152,21 @@ class PymallocChecks(FixtureCore):
         self.assertRegex(described, r'\n  \+0x[0-9a-f]+ +\["customers"\] 0x[0-9a-f]+ → block ')
 
     def test_fields_are_named_as_python_names_them(self):
-        # A __slots__ class's slots by name (its type's members), a header's words by what they are, and,
-        # where an instance's attributes live in its class's split dict values (3.11, 3.12), each by its key.
+        # A __slots__ class's slots by name (its type's members), a header's words by what they are, and an
+        # instance's attributes by their keys in its class's shared keys: in its split dict values (3.11,
+        # 3.12), or inline past its type (3.13).
         point = heapscope_json("blocks", self.core, "--type", "Point")["blocks"][USERS // 3]
         described = run_heapscope("describe", self.core, hex(point["address"])).stdout
         self.assertRegex(described, r"\n  \+0x[0-9a-f]+ +\.x 0x[0-9a-f]+ → block ")
         self.assertRegex(described, r"\n  \+0x[0-9a-f]+ +\.y 0x[0-9a-f]+ → block ")
         self.assertRegex(described, r"\n  \+0x[0-9a-f]+ +gc list prev 0x")
-        if self.ledger["version"] not in ([3, 11], [3, 12]):
+        if self.ledger["version"] >= [3, 13]:  # the values inline, past the instance's type
+            customer = heapscope_json("blocks", self.core, "--type", "Customer")["blocks"][USERS // 3]
+            described = run_heapscope("describe", self.core, hex(customer["address"])).stdout
+            for attribute in ("number", "name", "tags"):
+                self.assertRegex(described, rf"\n  \+0x[0-9a-f]+ +\.{attribute} 0x[0-9a-f]+ → block ")
+            return
+        if self.ledger["version"] < [3, 11]:
             return
         values = heapscope_json("blocks", self.core, "--type", "Customer.__dict__ values")["blocks"][USERS // 3]
         described = run_heapscope("describe", self.core, hex(values["address"])).stdout

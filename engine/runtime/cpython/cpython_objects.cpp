@@ -522,21 +522,37 @@ Address class_named(const Image& image, const HeapModel& heap, const ObjectHeade
   return found;
 }
 
-// The attribute a word of an instance's split dict values (3.11, 3.12: "Order.__dict__ values", `object`
-// bytes past the block's start) holds: the key of its class's shared keys at the same index, ".tags".
-std::string attribute_at(const Image& image, const HeapModel& heap, const ObjectHeaders& headers, std::string_view type,
-                         std::uint32_t object, std::uint64_t offset, int minor) {
-  constexpr std::string_view kValues = ".__dict__ values";
-  const Address cached_keys_field = minor == 11 ? 872 : minor == 12 ? 880 : 0;  // PyHeapTypeObject.ht_cached_keys
-  if (!cached_keys_field || offset < object || !type.ends_with(kValues)) return {};
-  const Address cls = class_named(image, heap, headers, type.substr(0, type.size() - kValues.size()));
-  const auto keys = cls ? image.read_u64(cls + cached_keys_field) : std::nullopt;
+// The name of key `index` of class `cls`'s shared keys (PyHeapTypeObject.ht_cached_keys, whose entries its
+// instances' values follow): ".tags"; empty when unknown.
+std::string shared_key(const Image& image, Address cls, std::uint64_t index, int minor) {
+  const Address cached_keys_field = minor == 11 ? 872 : minor == 12 || minor == 13 ? 880 : 0;
+  const auto keys = cls && cached_keys_field ? image.read_u64(cls + cached_keys_field) : std::nullopt;
   const std::optional<KeysEntries> e = keys && *keys ? keys_entries(image, *keys, minor) : std::nullopt;
   if (!e) return {};
-  const std::uint64_t index = (offset - object) / 8;
   const auto key = image.read_u64(*keys + e->start + index * e->size + e->key);
   const std::optional<std::string> text = key ? cpython::ascii_text(image, *key, minor, 80) : std::nullopt;
   return text ? "." + *text : std::string();
+}
+
+// The attribute a word of an instance's split dict values holds (3.11, 3.12: a block of its own, "Order.__dict__
+// values", `object` bytes past its start), by its class's shared keys.
+std::string attribute_at(const Image& image, const HeapModel& heap, const ObjectHeaders& headers, std::string_view type,
+                         std::uint32_t object, std::uint64_t offset, int minor) {
+  constexpr std::string_view kValues = ".__dict__ values";
+  if (offset < object || !type.ends_with(kValues)) return {};
+  const Address cls = class_named(image, heap, headers, type.substr(0, type.size() - kValues.size()));
+  return shared_key(image, cls, (offset - object) / 8, minor);
+}
+
+// 3.13 keeps an instance's values inline, past its refcount and type and a word of sizes
+// (Py_TPFLAGS_INLINE_VALUES): the attribute a word there holds, by the class's shared keys.
+std::string inline_attribute_at(const Image& image, Address object, std::uint64_t offset, int minor) {
+  constexpr std::uint64_t kInlineValues = 1u << 2, kFirstValue = 24;
+  if (minor < 13 || offset < kFirstValue) return {};
+  const auto cls = image.read_u64(object + cpython::kObType);
+  const auto flags = cls ? image.read_u64(*cls + cpython::kTpFlags) : std::nullopt;
+  if (!flags || !(*flags & kInlineValues)) return {};
+  return shared_key(image, *cls, (offset - kFirstValue) / 8, minor);
 }
 
 }  // namespace
@@ -561,8 +577,9 @@ std::string cpython_field_at(const Image& image, const HeapModel& heap, const Ob
   if (type != "dict keys") {
     // An object's field past its refcount and type (a block named "list items", "X.__dict__ values",
     // "tracemalloc trace" holds no object: its name has a space).
-    return offset >= object + 16 && type.find(' ') == std::string::npos ? member_at(image, base + object, offset - object)
-                                                                        : std::string();
+    if (offset < object + 16 || type.find(' ') != std::string::npos) return {};
+    const std::string member = member_at(image, base + object, offset - object);
+    return member.empty() ? inline_attribute_at(image, base + object, offset - object, minor) : member;
   }
   const std::optional<KeysEntries> e = keys_entries(image, base, minor);
   if (!e || offset < e->start) return {};
