@@ -171,7 +171,6 @@ struct InterpreterFrame {
     std::string name;  // what it is in the frame: "local cache", "globals", "function"
   };
   std::uint32_t tid = 0;    // the thread running it (the system's id); 0 when the interpreter does not say
-  std::uint32_t depth = 0;  // 0: the innermost of its thread
   std::string function;     // "handle" ("Server.handle": the qualified name)
   std::string file;         // "app.py"
   std::uint32_t line = 0;   // where it is (0: unknown)

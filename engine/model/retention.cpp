@@ -186,7 +186,7 @@ class RootNodeBuilder {
   // seen); a local, of its frame.
   std::uint32_t interpreter_frame_node(const RootRange& r) {
     const bool of_thread = r.thread != RootRange::kNoThread;
-    const std::string thread = of_thread ? thread_label(image_, r.thread) : "a thread heapscope does not see";
+    const std::string thread = interpreter_thread_label(image_, r.thread);
     RootNode frame = proto(Level::part, r.kind, interpreter_frame_label(thread, r.label, ""));
     frame.thread = of_thread ? r.thread : RootNode::kNoThread;
     frame.frame = static_cast<std::uint32_t>(r.anchor);

@@ -483,6 +483,10 @@ std::string frame_root_label(const std::string& thread, std::size_t index, const
   return fmt::format("stack of {} frame #{} {}{}", thread, index, frame.describe(), held_by);
 }
 
+std::string interpreter_thread_label(const Image& image, std::uint32_t thread) {
+  return thread == RootRange::kNoThread ? "a thread heapscope does not see" : thread_label(image, thread);
+}
+
 std::string interpreter_frame_text(const InterpreterFrame& frame, LabelDetail detail) {
   if (detail == LabelDetail::stable) return fmt::format("python frame {}() in {}", frame.function, frame.file);
   return frame.line ? fmt::format("python frame {}() at {}:{}", frame.function, frame.file, frame.line)
@@ -621,9 +625,7 @@ std::string describe_root(const Image& image, const SymbolIndex& symbols, const 
     case RootKind::finalizer:
       return root.label;
     case RootKind::interpreter_frame:
-      return interpreter_frame_label(
-          root.thread == RootRange::kNoThread ? std::string("a thread heapscope does not see") : thread_label(image, root.thread),
-          root.label, root.part);
+      return interpreter_frame_label(interpreter_thread_label(image, root.thread), root.label, root.part);
   }
   return "?";
 }

@@ -39,6 +39,9 @@ std::string thread_root_label(RootKind kind, const std::string& thread);
 // exact: "stack of T frame #2 f() at a.c:10 variable v"; stable: "stack of T in f variable v".
 std::string frame_root_label(const std::string& thread, std::size_t index, const Frame& frame,
                              const std::string& variable, LabelDetail detail);
+// The thread an interpreter's frame runs on: thread_label, or "a thread heapscope does not see" for
+// RootRange::kNoThread.
+std::string interpreter_thread_label(const Image& image, std::uint32_t thread);
 // "python frame handle() at app.py:42"; stable: "python frame handle() in app.py".
 std::string interpreter_frame_text(const InterpreterFrame& frame, LabelDetail detail);
 // "thread 1 (tid 42), python frame handle() at app.py:42, local cache" (`part`: "local cache"); no part: the

@@ -157,10 +157,12 @@ class CombinedAllocator final : public LocatedAllocator {
     const bool malloc_records = samples.enabled.value_or(false) || !samples.samples.empty();
     std::string owners;  // "Boehm GC's", "Boehm GC's or pymalloc's"
     for (const auto& b : beside_) {
-      AllocationSamples own = b->allocation_samples(model);
-      if (own.supported && !malloc_records) {
-        samples = std::move(own);  // its blocks are covered: none is another's
-        continue;
+      if (!malloc_records) {  // only then are its own read (tracemalloc's: every trace)
+        AllocationSamples own = b->allocation_samples(model);
+        if (own.supported) {
+          samples = std::move(own);  // its blocks are covered: none is another's
+          continue;
+        }
       }
       bool owns = false;
       for (std::size_t i = 0; i < model.arenas.size(); ++i)

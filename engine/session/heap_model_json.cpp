@@ -23,7 +23,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Discovery, structure, address, method)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MallInfo, arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks,
                                    fordblks, keepcost)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InterpreterFrame::Local, at, name)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InterpreterFrame, tid, depth, function, file, line, start, end, locals)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InterpreterFrame, tid, function, file, line, start, end, locals)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrimSettings, threshold, pad)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SizeClassUse, object_bytes, slabs, slab_bytes, in_use, cached, free)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FreePages, kind, meaning, runs, bytes)

@@ -22,15 +22,14 @@ struct FrameLayout {
   Address frame_code, frame_previous, frame_instruction, frame_stacktop, frame_is_entry, frame_owner, frame_localsplus;
   Address frame_function, frame_globals, frame_builtins, frame_locals_dict;
   Address code_localsplusnames, code_filename, code_qualname, code_nlocalsplus, code_stacksize, code_firstlineno,
-      code_linetable, code_instructions;
-  bool instruction_is_current;  // 3.13's instr_ptr: the instruction being executed; before: the last executed
+      code_linetable;
 };
 
 std::optional<FrameLayout> frame_layout(int minor) {
   switch (minor) {
-    case 11: return FrameLayout{56, 0, 8, 32, 48, 56, 64, 68, 69, 72, 0, 8, 16, 24, 96, 112, 128, 76, 68, 72, 136, 184, false};
-    case 12: return FrameLayout{56, 0, 0, 0, 8, 56, 64, 0, 70, 72, 16, 24, 32, 40, 96, 112, 128, 72, 64, 68, 136, 192, false};
-    case 13: return FrameLayout{0, 72, 0, 0, 8, 56, 64, 0, 70, 72, 16, 24, 32, 40, 96, 112, 128, 72, 64, 68, 136, 200, true};
+    case 11: return FrameLayout{56, 0, 8, 32, 48, 56, 64, 68, 69, 72, 0, 8, 16, 24, 96, 112, 128, 76, 68, 72, 136};
+    case 12: return FrameLayout{56, 0, 0, 0, 8, 56, 64, 0, 70, 72, 16, 24, 32, 40, 96, 112, 128, 72, 64, 68, 136};
+    case 13: return FrameLayout{0, 72, 0, 0, 8, 56, 64, 0, 70, 72, 16, 24, 32, 40, 96, 112, 128, 72, 64, 68, 136};
     default: return std::nullopt;
   }
 }
@@ -76,7 +75,6 @@ class FrameReader {
     } else {
       frame = image_.read_u64(state + l_.state_current_frame);
     }
-    std::uint32_t depth = 0;
     std::set<Address> seen;
     // Whether the frame met before (the one this one called) was called from Python code: then this frame
     // saved its value stack's top before the call. A frame entered from C (3.11: is_entry; 3.12+: below a
@@ -98,7 +96,6 @@ class FrameReader {
                                                          called_from_python ? std::optional(stacktop) : std::nullopt,
                                                          spent)) {
           f->tid = tid && *tid <= 0xffffffffu ? static_cast<std::uint32_t>(*tid) : 0;
-          f->depth = depth++;
           out.push_back(std::move(*f));
         }
       }
@@ -143,10 +140,7 @@ class FrameReader {
     return f;
   }
 
-  std::int32_t int_at(Address field) {
-    const auto word = image_.read_u64(field & ~Address{7});
-    return static_cast<std::int32_t>(word.value_or(0) >> (8 * (field % 8)));
-  }
+  std::int32_t int_at(Address field) { return static_cast<std::int32_t>(image_.read_u32(field).value_or(0)); }
 
   std::optional<std::string> text_at(Address field) {
     const auto object = image_.read_u64(field);
@@ -163,7 +157,7 @@ class FrameReader {
     if (!image_.read_exact(*table + kBytesData, bytes.data(), bytes.size())) return first_line;
     // Code units of two bytes from the code's start; before 3.13 the frame points at the last one executed
     // (one before the start when none has been), 3.13 at the one executing.
-    const Address start = code + l_.code_instructions;
+    const Address start = code + code_instructions_offset(minor_);
     const std::int64_t unit = (static_cast<std::int64_t>(instruction) - static_cast<std::int64_t>(start)) / 2;
     if (unit < 0) return first_line;
     const std::uint32_t line = line_of_instruction(bytes, first_line, unit);

@@ -45,6 +45,18 @@ std::optional<StateLayout> state_layout(int minor) {
   }
 }
 
+std::optional<InterpreterRelease> interpreter_release(const Image& image, const SymbolIndex& symbols, const Module& module) {
+  if (const auto at = symbols.address_of(module, "Py_Version"))
+    if (const auto hex = image.read_u64(*at); hex && (*hex >> 24 & 0xff) == 3)
+      return InterpreterRelease{static_cast<int>(*hex >> 16 & 0xff), "Py_Version"};
+  if (const auto minor = minor_from_name(module.name())) return InterpreterRelease{*minor, "file name"};
+  return std::nullopt;
+}
+
+Address code_instructions_offset(int minor) { return minor == 11 ? 184 : minor == 12 ? 192 : minor == 13 ? 200 : 0; }
+
+Address cached_keys_offset(int minor) { return minor == 11 ? 872 : minor == 12 || minor == 13 ? 880 : 0; }
+
 std::optional<int> minor_from_name(std::string_view name) {
   const std::size_t at = name.find("python3.");
   if (at == std::string_view::npos) return std::nullopt;

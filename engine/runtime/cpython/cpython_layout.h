@@ -14,7 +14,7 @@
 namespace heapscope::cpython {
 
 constexpr Address kObType = 8;
-constexpr Address kTpName = 24, kTpBasicsize = 32, kTpItemsize = 40, kTpFlags = 168, kTpBase = 256;
+constexpr Address kTpName = 24, kTpBasicsize = 32, kTpItemsize = 40, kTpFlags = 168, kTpMembers = 240, kTpBase = 256;
 
 // The module of the CPython interpreter (the one that exports PyObject_Malloc: python3.11, libpython3.12.so),
 // or null.
@@ -50,5 +50,20 @@ std::optional<StateLayout> state_layout(int minor);
 
 // "python3.11", "libpython3.11.so.1.0" → 11.
 std::optional<int> minor_from_name(std::string_view name);
+
+// The release of the interpreter in `module`: from its Py_Version (exported since 3.11), else its file name.
+struct InterpreterRelease {
+  int minor = 0;
+  std::string_view from;  // "Py_Version", "file name"
+};
+std::optional<InterpreterRelease> interpreter_release(const Image& image, const SymbolIndex& symbols, const Module& module);
+
+// Where a code object's bytecode starts (co_code_adaptive, 3.11 to 3.13; 0 before 3.11, whose code objects
+// keep it in a bytes object of its own, and for a release this does not know).
+Address code_instructions_offset(int minor);
+
+// Where a class keeps the keys its instances' split dicts share (PyHeapTypeObject.ht_cached_keys, 3.11 to
+// 3.13; 0 otherwise).
+Address cached_keys_offset(int minor);
 
 }  // namespace heapscope::cpython

@@ -15,7 +15,6 @@ namespace heapscope {
 namespace {
 
 using cpython::kTpBase, cpython::kTpBasicsize, cpython::kTpFlags, cpython::kTpItemsize, cpython::kTpName;
-using cpython::minor_from_name;
 constexpr Address kObSize = 16;  // a variable-size object's item count, after ob_refcnt and ob_type
 // A weak reference (PyWeakReference: wr_object, wr_callback, hash, wr_prev, wr_next after its header): the
 // words that are no references, from the object's start.
@@ -62,12 +61,9 @@ struct Interpreter {
 
 std::optional<Interpreter> find_interpreter(const Image& image, const SymbolIndex& symbols) {
   const Module* m = cpython::interpreter_module(image, symbols);
-  if (!m) return std::nullopt;
-  if (const auto at = symbols.address_of(*m, "Py_Version"))
-    if (const auto hex = image.read_u64(*at); hex && (*hex >> 24 & 0xff) == 3)
-      return Interpreter{release_table(static_cast<int>(*hex >> 16 & 0xff)), "Py_Version", m};
-  if (const auto minor = minor_from_name(m->name())) return Interpreter{release_table(*minor), "file name", m};
-  return std::nullopt;
+  const std::optional<cpython::InterpreterRelease> r = m ? cpython::interpreter_release(image, symbols, *m) : std::nullopt;
+  if (!r) return std::nullopt;
+  return Interpreter{release_table(r->minor), std::string(r->from), m};
 }
 
 // The builtin containers whose items live in a malloc'ed block of their own, found from the object's
@@ -205,7 +201,7 @@ std::uint32_t pointer_free_body_prefix(std::string_view type_name, int minor) {
   // From 3.11 a code object ends with its bytecode, whose inline caches keep borrowed pointers (a method
   // LOAD_ATTR found, guarded by its type's version): its fields alone hold references (co_code_adaptive's
   // offset, from each release's headers).
-  if (type_name == "code") return minor == 11 ? 184 : minor == 12 ? 192 : minor == 13 ? 200 : 0;
+  if (type_name == "code") return static_cast<std::uint32_t>(cpython::code_instructions_offset(minor));
   for (const char* name : {"bytes", "int", "float", "complex", "bool"})
     if (type_name == name) return kObjectHeader;
   return 0;
@@ -309,6 +305,13 @@ std::optional<KeysEntries> keys_entries(const Image& image, Address keys, int mi
   if (!image.read_exact(keys + 8, sizes, sizeof sizes) || sizes[1] > 40) return std::nullopt;
   const bool general = sizes[2] == 0;
   return KeysEntries{32 + (std::uint64_t{1} << sizes[1]), general ? 24u : 16u, general ? 8u : 0u};
+}
+
+// The text of entry `entry`'s key in the dict keys at `keys` (laid out as `e` says), when it is short text.
+std::optional<std::string> key_text(const Image& image, Address keys, const KeysEntries& e, std::uint64_t entry, int minor) {
+  constexpr std::uint64_t kLongestKey = 80;
+  const auto key = image.read_u64(keys + e.start + entry * e.size + e.key);
+  return key ? cpython::ascii_text(image, *key, minor, kLongestKey) : std::nullopt;
 }
 
 // How many bytes of its items' block a container uses (its spare room keeps what it held before): a list
@@ -490,11 +493,11 @@ namespace {
 // type describes its instances' fields (tp_members: a __slots__ class's slots, a builtin's members such as
 // a function's __globals__): ".x"; empty when none names it.
 std::string member_at(const Image& image, Address object, std::uint64_t offset) {
-  constexpr Address kTpMembers = 240, kMemberBytes = 40, kMemberOffset = 16;
+  constexpr Address kMemberBytes = 40, kMemberOffset = 16;  // PyMemberDef: name, type, offset, flags, doc
   constexpr int kMostBases = 16, kMostMembers = 256;
   auto type = image.read_u64(object + cpython::kObType);
   for (int depth = 0; type && *type && depth < kMostBases; ++depth) {
-    const auto members = image.read_u64(*type + kTpMembers);
+    const auto members = image.read_u64(*type + cpython::kTpMembers);
     for (int i = 0; members && *members && i < kMostMembers; ++i) {
       std::uint64_t m[3] = {};
       if (!image.read_exact(*members + i * kMemberBytes, m, sizeof m) || m[0] == 0) break;
@@ -522,15 +525,13 @@ Address class_named(const Image& image, const HeapModel& heap, const ObjectHeade
   return found;
 }
 
-// The name of key `index` of class `cls`'s shared keys (PyHeapTypeObject.ht_cached_keys, whose entries its
-// instances' values follow): ".tags"; empty when unknown.
+// The name of key `index` of class `cls`'s shared keys (the keys its instances' values follow): ".tags";
+// empty when unknown.
 std::string shared_key(const Image& image, Address cls, std::uint64_t index, int minor) {
-  const Address cached_keys_field = minor == 11 ? 872 : minor == 12 || minor == 13 ? 880 : 0;
-  const auto keys = cls && cached_keys_field ? image.read_u64(cls + cached_keys_field) : std::nullopt;
+  const Address field = cpython::cached_keys_offset(minor);
+  const auto keys = cls && field ? image.read_u64(cls + field) : std::nullopt;
   const std::optional<KeysEntries> e = keys && *keys ? keys_entries(image, *keys, minor) : std::nullopt;
-  if (!e) return {};
-  const auto key = image.read_u64(*keys + e->start + index * e->size + e->key);
-  const std::optional<std::string> text = key ? cpython::ascii_text(image, *key, minor, 80) : std::nullopt;
+  const std::optional<std::string> text = e ? key_text(image, *keys, *e, index, minor) : std::nullopt;
   return text ? "." + *text : std::string();
 }
 
@@ -585,8 +586,7 @@ std::string cpython_field_at(const Image& image, const HeapModel& heap, const Ob
   if (!e || offset < e->start) return {};
   const std::uint64_t entry = (offset - e->start) / e->size, within = (offset - e->start) % e->size;
   if (within != e->key && within != e->key + 8) return {};
-  const auto key = image.read_u64(base + e->start + entry * e->size + e->key);
-  const std::optional<std::string> text = key ? cpython::ascii_text(image, *key, minor, 80) : std::nullopt;
+  const std::optional<std::string> text = key_text(image, base, *e, entry, minor);
   const std::string name = text ? fmt::format("[\"{}\"]", *text) : fmt::format("[entry {}]", entry);
   return within == e->key ? "key of " + name : name;
 }

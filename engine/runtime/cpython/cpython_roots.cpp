@@ -61,10 +61,9 @@ void add_spent_free_lists(const Image& image, const std::vector<DataStack>& stac
   for (const Address interp : interpreters) {
     for (const FreeListLayout& list : layout->free_lists) {
       std::uint64_t items[kSlots] = {};
-      const auto count = image.read_u64(interp + list.count);
-      if (!count || static_cast<std::uint32_t>(*count) > kSlots || !image.read_exact(interp + list.items, items, sizeof items))
-        continue;
-      const auto n = static_cast<std::uint32_t>(*count);
+      const auto count = image.read_u32(interp + list.count);
+      if (!count || *count > kSlots || !image.read_exact(interp + list.items, items, sizeof items)) continue;
+      const std::uint32_t n = *count;
       const bool freed = std::all_of(items, items + n, [&](std::uint64_t item) {
         return item && image.read_u64(item).value_or(1) == 0 && (list.type.empty() || has_type_named(image, item, list.type));
       });
@@ -117,7 +116,6 @@ std::vector<DataStack> find_data_stacks(const Image& image, const WritableRanges
   return out;
 }
 
-
 std::vector<HeapSegment> non_reference_ranges(const Image& image, const WritableRanges& data,
                                               const std::vector<DataStack>& stacks, int minor) {
   PhaseTimer timer("walk: CPython's non-references");
@@ -127,7 +125,6 @@ std::vector<HeapSegment> non_reference_ranges(const Image& image, const Writable
   // A data stack's slots from its top to its chunk's end are spent.
   for (const DataStack& s : stacks)
     if (s.top < s.limit) out.push_back({s.top, s.limit});
-  std::sort(out.begin(), out.end(), [](const HeapSegment& a, const HeapSegment& b) { return a.start < b.start; });
   return out;
 }
 

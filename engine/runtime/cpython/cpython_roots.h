@@ -30,7 +30,7 @@ struct DataStack {
 // is looked for in anonymous memory and there, one word at a time, until every chunk's is found.
 std::vector<DataStack> find_data_stacks(const Image& image, const WritableRanges& data);
 
-// The ranges, sorted, of the interpreter whose data is `data`: its type cache's values, its free lists' and
+// The ranges, unsorted, of the interpreter whose data is `data`: its type cache's values, its free lists' and
 // its data stacks' spent slots (`minor`: the release, 3.`minor`).
 std::vector<HeapSegment> non_reference_ranges(const Image& image, const WritableRanges& data,
                                               const std::vector<DataStack>& stacks, int minor);

@@ -32,25 +32,24 @@ struct HashTable {
   Address at = 0;
   std::uint64_t entries = 0, buckets = 0;
   Address bucket_array = 0;
+  Address hash_function = 0;
 };
 
 class TraceReader {
  public:
   TraceReader(const Image& image, int minor) : image_(image), minor_(minor) {}
 
-  // The table at `at`, if it is a _Py_hashtable_t hashing with `hash` (0: with any function of `module`).
-  std::optional<HashTable> table_at(Address at, Address hash, const Module* module = nullptr) const {
+  // The table at `at`, if it is a _Py_hashtable_t whose hash and compare functions are `module`'s.
+  std::optional<HashTable> table_at(Address at, const Module& module) const {
     std::uint64_t head[6] = {};
     if (at % 8 || !image_.read_exact(at, head, sizeof head)) return std::nullopt;
     const Address hash_function = head[kTableHash / 8], compare_function = head[kTableHash / 8 + 1];
-    if (hash ? hash_function != hash
-             : !module || image_.module_at(hash_function) != module || image_.module_at(compare_function) != module)
-      return std::nullopt;
+    if (image_.module_at(hash_function) != &module || image_.module_at(compare_function) != &module) return std::nullopt;
     const std::uint64_t entries = head[0], buckets = head[1];
     if (buckets < 16 || buckets > (std::uint64_t{1} << 40) || (buckets & (buckets - 1)) || entries > 8 * buckets ||
         !head[2] || head[2] % 8)
       return std::nullopt;
-    return HashTable{at, entries, buckets, head[2]};
+    return HashTable{at, entries, buckets, head[2], hash_function};
   }
 
   // Each entry's address, key and value, in bucket order; false when one is unreadable or there are more than the
@@ -114,28 +113,39 @@ class TraceReader {
   std::map<Address, std::optional<std::string>> files_;  // tracemalloc interns its file names
 };
 
-// The traces' table: among the tables the interpreter's data points to that hash pointers, the one whose
-// first entries are traces (or, none having entries, an empty one: tracemalloc is not tracing).
-std::optional<HashTable> find_traces(const Image& image, const TracemallocPlace& place, TraceReader& reader) {
-  std::optional<HashTable> empty;
+// The interpreter's hash tables its data points to, each once, in the order first met.
+std::vector<HashTable> hash_tables(const Image& image, const TracemallocPlace& place, const TraceReader& reader) {
+  std::vector<HashTable> out;
+  std::set<Address> met;
   for (const auto& [start, end] : place.data) {
     std::vector<std::uint64_t> words((end - start) / 8);
     if (image.read(start, words.data(), words.size() * 8) != words.size() * 8) continue;
-    for (const std::uint64_t word : words) {
-      if (!word) continue;
-      const std::optional<HashTable> t = reader.table_at(word, place.hash_ptr_function);
-      if (!t) continue;
-      if (t->entries == 0) {
-        empty = empty ? empty : t;
-        continue;
-      }
-      bool traces = true;
-      const bool read = reader.for_each_entry(*t, [&](Address, std::uint64_t key, std::uint64_t value) {
-        const auto tr = reader.trace(value);
-        traces = traces && key && tr && reader.traceback(tr->second);
-      }, kEntriesChecked);
-      if (read && traces) return t;
+    for (const std::uint64_t word : words)
+      if (word && !met.contains(word))
+        if (const std::optional<HashTable> t = reader.table_at(word, *place.module)) {
+          met.insert(word);
+          out.push_back(*t);
+        }
+  }
+  return out;
+}
+
+// The traces' table among `tables`: the first that hashes pointers whose first entries are traces (or,
+// none having entries, an empty one: tracemalloc is not tracing).
+std::optional<HashTable> find_traces(const std::vector<HashTable>& tables, Address hash_ptr_function, TraceReader& reader) {
+  std::optional<HashTable> empty;
+  for (const HashTable& t : tables) {
+    if (t.hash_function != hash_ptr_function) continue;
+    if (t.entries == 0) {
+      empty = empty ? empty : t;
+      continue;
     }
+    bool traces = true;
+    const bool read = reader.for_each_entry(t, [&](Address, std::uint64_t key, std::uint64_t value) {
+      const auto tr = reader.trace(value);
+      traces = traces && key && tr && reader.traceback(tr->second);
+    }, kEntriesChecked);
+    if (read && traces) return t;
   }
   return empty;
 }
@@ -156,9 +166,10 @@ TracemallocPlace tracemalloc_place(const SymbolIndex& symbols, const Module& mod
 }
 
 std::optional<TracemallocBlocks> tracemalloc_blocks(const Image& image, const TracemallocPlace& place) {
-  if (!place.hash_ptr_function) return std::nullopt;
+  if (!place.hash_ptr_function || !place.module) return std::nullopt;
   TraceReader reader(image, place.minor);
-  const std::optional<HashTable> table = find_traces(image, place, reader);
+  const std::vector<HashTable> tables = hash_tables(image, place, reader);
+  const std::optional<HashTable> table = find_traces(tables, place.hash_ptr_function, reader);
   if (!table) return std::nullopt;
   TracemallocBlocks out;
   out.table = table->at;
@@ -172,19 +183,10 @@ std::optional<TracemallocBlocks> tracemalloc_blocks(const Image& image, const Tr
     }
   });
   out.tracebacks.assign(tracebacks.begin(), tracebacks.end());
-  // The interpreter's other tables its data points to.
-  std::set<Address> tables{table->at};
-  for (const auto& [start, end] : place.data) {
-    std::vector<std::uint64_t> words((end - start) / 8);
-    if (image.read(start, words.data(), words.size() * 8) != words.size() * 8) continue;
-    for (const std::uint64_t word : words) {
-      if (!word || tables.contains(word)) continue;
-      const std::optional<HashTable> t = reader.table_at(word, 0, place.module);
-      if (!t) continue;
-      tables.insert(word);
-      out.other_tables.push_back(word);
-      reader.for_each_entry(*t, [&](Address entry, std::uint64_t, std::uint64_t) { out.other_entries.push_back(entry); });
-    }
+  for (const HashTable& t : tables) {
+    if (t.at == table->at) continue;
+    out.other_tables.push_back(t.at);
+    reader.for_each_entry(t, [&](Address entry, std::uint64_t, std::uint64_t) { out.other_entries.push_back(entry); });
   }
   return out;
 }
@@ -195,21 +197,20 @@ AllocationSamples tracemalloc_samples(const Image& image, const TracemallocPlace
   out.source = "tracemalloc";
   out.how_to_enable = kHowTo;
   out.mean_interval = 1;  // every allocation while it traces
-  if (!place.hash_ptr_function) {
+  if (!place.hash_ptr_function || !place.module) {
     out.supported = false;
     return out;
   }
   PhaseTimer timer("tracemalloc's traces");
   std::optional<bool> tracing;
   if (place.tracing_flag)
-    if (const auto word = image.read_u64(place.tracing_flag & ~Address{7}))
-      tracing = (*word >> (8 * (place.tracing_flag % 8)) & 0xffffffffu) != 0;
+    if (const auto flag = image.read_u32(place.tracing_flag)) tracing = *flag != 0;
   if (tracing == false) {  // its table keeps what it traced before tracemalloc.stop() cleared it: nothing
     out.enabled = false;
     return out;
   }
   TraceReader reader(image, place.minor);
-  const std::optional<HashTable> table = find_traces(image, place, reader);
+  const std::optional<HashTable> table = find_traces(hash_tables(image, place, reader), place.hash_ptr_function, reader);
   if (!table) {
     if (tracing) out.warnings.push_back("tracemalloc traces, but its table of traces was not found in the interpreter's data");
     out.enabled = tracing;

@@ -212,7 +212,8 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
     *why_not = "no module exports PyObject_Malloc (no CPython interpreter)";
     return std::nullopt;
   }
-  if (const auto minor = cpython::minor_from_name(rt.module->name())) rt.version = fmt::format("3.{}", *minor);
+  const int minor = cpython::interpreter_release(image, symbols, *rt.module).value_or(cpython::InterpreterRelease{}).minor;
+  if (minor) rt.version = fmt::format("3.{}", minor);
   {
     PhaseTimer timer("walk: locate pymalloc pools");
     for (const MemoryRegion& r : image.regions()) {
@@ -235,10 +236,10 @@ std::optional<Runtime> locate_runtime(const Image& image, const SymbolIndex& sym
   if (const ModuleSymbols* syms = symbols.symbols_for(*rt.module)) {
     const WritableRanges data = writable_ranges(*rt.module, *syms);
     const std::vector<cpython::DataStack> stacks = cpython::find_data_stacks(image, data);
-    const int minor = cpython::minor_from_name(rt.module->name()).value_or(0);
     rt.not_roots = cpython::non_reference_ranges(image, data, stacks, minor);
     rt.frames = cpython::python_frames(image, stacks, minor, rt.not_roots);
     rt.tracemalloc = cpython::tracemalloc_place(symbols, *rt.module, data, minor);
+    // Sorted once, the frames' spent slots with the rest.
     std::sort(rt.not_roots.begin(), rt.not_roots.end(), [](const HeapSegment& a, const HeapSegment& b) { return a.start < b.start; });
   }
   return rt;
