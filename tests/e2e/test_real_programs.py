@@ -354,6 +354,26 @@ PYDOC_PAGES = ("os", "sys", "json", "http.server", "email.message", "collections
 PYDOC_SEARCHES = ("dict", "list", "http", "json", "path", "thread", "socket", "time", "re", "os")
 
 
+def wait_until_asleep(pid, timeout=30):
+    """Returns once every thread of `pid` has been asleep (state S) at two looks 100 ms apart."""
+    def all_asleep():
+        tasks = os.listdir(f"/proc/{pid}/task")
+        states = []
+        for tid in tasks:
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        return all(state == "S" for state in states)
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all_asleep():
+            time.sleep(0.1)
+            if all_asleep():
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} did not fall asleep within {timeout} s")
+
+
 @unittest.skipUnless(os.access(PYTHON, os.X_OK), "Debian's python3 is not installed")
 class PydocServerAgainstItsCollector(RemovesItsCore, unittest.TestCase):
     """pydoc's HTTP server (Debian's python3.11, pymalloc, PYTHONTRACEMALLOC=1) after serving 22 pages and 10
@@ -377,6 +397,12 @@ class PydocServerAgainstItsCollector(RemovesItsCore, unittest.TestCase):
                 urllib.request.urlopen(base + page + ".html", timeout=60).read()
             for key in PYDOC_SEARCHES:
                 urllib.request.urlopen(base + "search?key=" + key, timeout=60).read()
+            # The server thread finishes a request after its answer is sent: what it still holds then is
+            # garbage by the time the collector is asked. It serves one request at a time, so a last cheap
+            # one (its style sheet) is answered only once the search is done with; the core then waits
+            # until every thread sleeps.
+            urllib.request.urlopen(base + "_pydoc.css", timeout=60).read()
+            wait_until_asleep(server.pid)
             take_core(server.pid, cls.core)
             server.send_signal(signal.SIGUSR1)
             if server.stdout.readline().strip() != b"DONE":
